@@ -1,0 +1,37 @@
+//! # acts-testkit: stores that misbehave on purpose, and the conformance suite
+//!
+//! Test support for every acts crate. It may depend on `acts-store` (and on
+//! test-only crates: tokio, proptest); never on a backend or on the engine,
+//! so backends and the engine can both use it from their dev-dependencies.
+//!
+//! ## What is here
+//!
+//! - [`GatedStore`]: wraps any store with a read gate and a write gate that a
+//!   test arms, waits on ("N callers parked") and releases, so concurrency
+//!   interleavings are decided by the test, never by sleeps.
+//! - [`FailingStore`]: fails chosen operation kinds (always, after N calls, or
+//!   pseudo-randomly from a seed) with a chosen [`ErrorKind`](acts_store::ErrorKind),
+//!   as an unreachable or broken backend does.
+//! - [`CrashStore`]: records committed batches in order; `crash_after(n)` kills
+//!   it at the (n+1)-th write; `recover()` returns exactly the durable prefix.
+//! - [`conformance`]: the suite every backend runs with one macro call,
+//!   [`conformance_tests!`]. It includes model-based property tests, scan
+//!   bounds at the edges of the key space, batch atomicity under concurrent
+//!   readers, error-not-empty checks and persistence across reopen.
+//! - [`redis_server`]: starts a private `redis-server` on a free loopback port
+//!   for the Redis backend's tests.
+//!
+//! ## Where to start reading
+//!
+//! `conformance/mod.rs` for the suite's shape, then `gated.rs`.
+
+pub mod conformance;
+mod crash;
+mod failing;
+mod gated;
+pub mod redis_server;
+
+pub use conformance::{MemoryFactory, StoreFactory};
+pub use crash::CrashStore;
+pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
+pub use gated::{GateKind, GatedStore};
