@@ -1,1 +1,301 @@
-//! placeholder
+//! # acts-store-redb: the embedded, durable default backend
+//!
+//! A [`KvStore`](acts_store::KvStore) in one [redb](https://docs.rs/redb) file:
+//! ACID, crash-safe, no server. This is what `acts` uses unless told
+//! otherwise.
+//!
+//! **Layering rule:** this crate depends only on `acts-store` and `redb` (plus
+//! tokio to keep blocking commits off the async workers). It knows nothing of
+//! workflows.
+//!
+//! ## Guarantees
+//!
+//! - Every key lives in one redb table, ordered by bytes as the contract asks.
+//! - A [`batch`](acts_store::KvStore::batch) is one redb write transaction:
+//!   all of it commits or none of it does, and readers (each read is one redb
+//!   read transaction, an MVCC snapshot) never see half of it.
+//! - Durability is chosen at open with [`Durability`]:
+//!   - [`Durability::Immediate`] (the default): a write returns `Ok` only
+//!     after redb's commit has been fsynced. A crash, kill or power loss right
+//!     after loses nothing acknowledged.
+//!   - [`Durability::None`]: a write returns once it is visible in this
+//!     process, without fsync. The file stays consistent after a crash, but
+//!     holds only the state of the last durable commit: everything written
+//!     since is lost. Dropping the store (or calling [`RedbStore::sync`])
+//!     makes everything durable. Use it for tests and throw-away runs, or when
+//!     the engine's own group commit calls `sync` itself.
+//! - Opening fails with a clear [`StoreError`]: `InvalidInput` for a path
+//!   that cannot be opened or a file that is not a redb database, `Conflict`
+//!   for a database another handle or process holds open, `Corruption` for a
+//!   damaged file.
+//!
+//! ## Where to start reading
+//!
+//! [`RedbStore::open`], then the `KvStore` impl; errors are mapped in
+//! `error.rs`.
+
+mod error;
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use acts_store::{
+    BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
+    validate_batch, validate_key,
+};
+use async_trait::async_trait;
+use redb::{Database, ReadableDatabase, TableDefinition};
+
+use crate::error::{BACKEND, map_err};
+
+/// The one table every pair lives in.
+const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("acts_kv");
+
+/// When a committed write reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every commit is fsynced before the write returns (crash-safe).
+    #[default]
+    Immediate,
+    /// Commits are not fsynced; a crash rolls the file back to the last
+    /// durable commit (see the crate docs).
+    None,
+}
+
+/// Options for [`RedbStore::open`].
+#[derive(Debug, Clone, Default)]
+pub struct RedbOptions {
+    /// When commits reach the disk.
+    pub durability: Durability,
+    /// redb's page cache size in bytes (`None`: redb's default).
+    pub cache_size: Option<usize>,
+}
+
+impl RedbOptions {
+    /// Options with the given durability.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    db: Database,
+    durability: Durability,
+    /// Set when a non-durable commit happened since the last durable one.
+    unsynced: AtomicBool,
+    path: PathBuf,
+}
+
+/// A [`KvStore`] over one redb file; cheap to clone (clones share the file).
+#[derive(Debug, Clone)]
+pub struct RedbStore {
+    inner: Arc<Inner>,
+}
+
+impl RedbStore {
+    /// Opens the database at `path`, creating the file if it does not exist.
+    pub fn open(path: impl AsRef<Path>, options: RedbOptions) -> StoreResult<Self> {
+        let path = path.as_ref();
+        if path.is_dir() {
+            return Err(StoreError::new(
+                BACKEND,
+                StoreOp::Open,
+                ErrorKind::InvalidInput,
+                format!("{} is a directory, not a database file", path.display()),
+            ));
+        }
+        let mut builder = Database::builder();
+        if let Some(bytes) = options.cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder
+            .create(path)
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        // Create the table up front so read transactions always find it.
+        let txn = db
+            .begin_write()
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        txn.open_table(TABLE)
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        txn.commit()
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        tracing::debug!(path = %path.display(), durability = ?options.durability, "opened redb store");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                durability: options.durability,
+                unsynced: AtomicBool::new(false),
+                path: path.to_owned(),
+            }),
+        })
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The durability this store was opened with.
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    /// Makes every commit so far durable (an fsynced empty commit). A no-op
+    /// when nothing unsynced was written.
+    pub async fn sync(&self) -> StoreResult<()> {
+        let inner = self.inner.clone();
+        run_blocking(StoreOp::Batch, move || inner.sync()).await
+    }
+}
+
+impl Inner {
+    fn sync(&self) -> StoreResult<()> {
+        if !self.unsynced.swap(false, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let result = self.commit(Vec::new(), Durability::Immediate);
+        if result.is_err() {
+            self.unsynced.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> StoreResult<()> {
+        let op = StoreOp::Batch;
+        let mut txn = self.db.begin_write().map_err(|e| map_err(op, None, e))?;
+        txn.set_durability(match durability {
+            Durability::Immediate => redb::Durability::Immediate,
+            Durability::None => redb::Durability::None,
+        })
+        .map_err(|e| map_err(op, None, e))?;
+        {
+            let mut table = txn.open_table(TABLE).map_err(|e| map_err(op, None, e))?;
+            for batch_op in &ops {
+                match batch_op {
+                    BatchOp::Put { key, value } => {
+                        table
+                            .insert(key.as_slice(), value.as_slice())
+                            .map_err(|e| map_err(op, None, e))?;
+                    }
+                    BatchOp::Delete { key } => {
+                        table
+                            .remove(key.as_slice())
+                            .map_err(|e| map_err(op, None, e))?;
+                    }
+                }
+            }
+        }
+        // Dropping an uncommitted transaction aborts it: an error above
+        // leaves the database untouched.
+        txn.commit().map_err(|e| map_err(op, None, e))?;
+        if durability == Durability::None {
+            self.unsynced.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    fn read_table(&self, op: StoreOp) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+        let txn = self.db.begin_read().map_err(|e| map_err(op, None, e))?;
+        txn.open_table(TABLE).map_err(|e| map_err(op, None, e))
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A clean close makes non-durable commits durable.
+        if let Err(e) = self.sync() {
+            tracing::error!(path = %self.path.display(), error = %e, "redb store: final sync on close failed");
+        }
+    }
+}
+
+/// Runs blocking redb work on tokio's blocking pool when a runtime is
+/// present (commits may fsync), inline otherwise.
+async fn run_blocking<T: Send + 'static>(
+    op: StoreOp,
+    work: impl FnOnce() -> StoreResult<T> + Send + 'static,
+) -> StoreResult<T> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        StoreError::new(
+            BACKEND,
+            op,
+            ErrorKind::Backend,
+            format!("the blocking redb task did not finish: {e}"),
+        )
+    })?
+}
+
+fn to_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+#[async_trait]
+impl KvStore for RedbStore {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let op = StoreOp::Get;
+        validate_key(BACKEND, op, key)?;
+        let table = self.inner.read_table(op)?;
+        let value = table.get(key).map_err(|e| map_err(op, None, e))?;
+        Ok(value.map(|guard| guard.value().to_vec()))
+    }
+
+    async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
+        let op = StoreOp::GetMany;
+        for key in keys {
+            validate_key(BACKEND, op, key)?;
+        }
+        // One read transaction: one snapshot for every key.
+        let table = self.inner.read_table(op)?;
+        keys.iter()
+            .map(|key| {
+                let value = table.get(key.as_slice()).map_err(|e| map_err(op, None, e))?;
+                Ok(value.map(|guard| guard.value().to_vec()))
+            })
+            .collect()
+    }
+
+    async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
+        validate_batch(BACKEND, StoreOp::Batch, &ops)?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let inner = self.inner.clone();
+        let durability = inner.durability;
+        run_blocking(StoreOp::Batch, move || inner.commit(ops, durability)).await
+    }
+
+    async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
+        let op = StoreOp::Scan;
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        let table = self.inner.read_table(op)?;
+        let bounds = (to_slice(&range.start), to_slice(&range.end));
+        let iter = table.range::<&[u8]>(bounds).map_err(|e| map_err(op, None, e))?;
+        let to_pair = |item: Result<(redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>), redb::StorageError>| {
+            item.map(|(k, v)| KvPair::new(k.value(), v.value()))
+                .map_err(|e| map_err(op, None, e))
+        };
+        let limit = range.limit_or_max();
+        if range.reverse {
+            iter.rev().take(limit).map(to_pair).collect()
+        } else {
+            iter.take(limit).map(to_pair).collect()
+        }
+    }
+}

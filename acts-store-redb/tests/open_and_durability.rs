@@ -1,0 +1,122 @@
+//! Opening bad input gives clear errors, and the durability option does what
+//! the crate docs say across a real process crash.
+
+use std::process::Command;
+
+use acts_store::{ErrorKind, KvStore, ScanRange, StoreOp};
+use acts_store_redb::{Durability, RedbOptions, RedbStore};
+
+fn open_err(path: &std::path::Path) -> acts_store::StoreError {
+    RedbStore::open(path, RedbOptions::default()).expect_err("open must fail")
+}
+
+#[test]
+fn a_directory_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = open_err(dir.path());
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.op(), StoreOp::Open);
+    assert!(err.to_string().contains("is a directory"), "{err}");
+}
+
+#[test]
+fn a_path_in_a_missing_directory_cannot_be_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no/such/dir/acts.db");
+    let err = open_err(&path);
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("no/such/dir/acts.db"), "names the path: {err}");
+}
+
+#[test]
+fn a_file_that_is_not_redb_is_rejected_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let text = "these are my notes, not a database\n".repeat(200);
+    std::fs::write(&path, &text).unwrap();
+    let err = open_err(&path);
+    assert!(!err.is_retryable(), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidInput | ErrorKind::Corruption),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "the file is untouched");
+}
+
+#[test]
+fn a_database_open_elsewhere_is_a_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acts.db");
+    let _held = RedbStore::open(&path, RedbOptions::default()).unwrap();
+    let err = open_err(&path);
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert!(err.to_string().contains("already open"), "{err}");
+}
+
+const CHILD_ENV: &str = "ACTS_REDB_CRASH_CHILD";
+
+/// Run in a child process by the crash tests: writes keys, optionally syncs
+/// half way, then dies without closing the store.
+#[test]
+fn crash_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return; // only does something when spawned by a crash test
+    };
+    let (path, mode) = spec.split_once('|').expect("path|mode");
+    let durability = if mode == "fsync" { Durability::Immediate } else { Durability::None };
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let store = RedbStore::open(path, RedbOptions::default().with_durability(durability)).unwrap();
+        for i in 0..40u32 {
+            store.put(format!("k{i:03}").as_bytes(), b"v").await.unwrap();
+            if i == 19 {
+                store.sync().await.unwrap();
+            }
+        }
+        // Die like a killed process: no destructor, no final sync.
+        std::process::exit(0);
+    });
+}
+
+/// Runs `crash_child` in a new process on `path` and returns the keys found
+/// after reopening.
+fn crash_and_reopen(path: &std::path::Path, mode: &str) -> Vec<String> {
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{}|{mode}", path.display()))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child process failed: {status}");
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let store = RedbStore::open(path, RedbOptions::default()).expect("the file reopens after a crash");
+        store
+            .scan(ScanRange::all())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| String::from_utf8(p.key).unwrap())
+            .collect()
+    })
+}
+
+fn first_keys(n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("k{i:03}")).collect()
+}
+
+#[test]
+fn with_fsync_every_acknowledged_write_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crash_and_reopen(&dir.path().join("fsync.db"), "fsync");
+    assert_eq!(keys, first_keys(40));
+}
+
+#[test]
+fn without_fsync_a_crash_keeps_a_consistent_prefix_up_to_the_last_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = crash_and_reopen(&dir.path().join("nosync.db"), "nosync");
+    let n = keys.len() as u32;
+    eprintln!("nosync crash kept {n} of 40 keys");
+    assert!(n >= 20, "everything up to the explicit sync survives, got {n} keys");
+    assert_eq!(keys, first_keys(n), "what survives is a prefix of the writes");
+}
