@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use acts_store::blocking::run_blocking;
 use acts_store::{
     BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
     validate_batch, validate_key,
@@ -148,7 +149,7 @@ impl RedbStore {
     /// when nothing unsynced was written.
     pub async fn sync(&self) -> StoreResult<()> {
         let inner = self.inner.clone();
-        run_blocking(StoreOp::Batch, move || inner.sync()).await
+        run_blocking(BACKEND, StoreOp::Batch, move || inner.sync()).await
     }
 }
 
@@ -213,25 +214,6 @@ impl Drop for Inner {
     }
 }
 
-/// Runs blocking redb work on tokio's blocking pool when a runtime is
-/// present (commits may fsync), inline otherwise.
-async fn run_blocking<T: Send + 'static>(
-    op: StoreOp,
-    work: impl FnOnce() -> StoreResult<T> + Send + 'static,
-) -> StoreResult<T> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return work();
-    }
-    tokio::task::spawn_blocking(work).await.map_err(|e| {
-        StoreError::new(
-            BACKEND,
-            op,
-            ErrorKind::Backend,
-            format!("the blocking redb task did not finish: {e}"),
-        )
-    })?
-}
-
 fn to_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(v) => Bound::Included(v.as_slice()),
@@ -276,7 +258,7 @@ impl KvStore for RedbStore {
         }
         let inner = self.inner.clone();
         let durability = inner.durability;
-        run_blocking(StoreOp::Batch, move || inner.commit(ops, durability)).await
+        run_blocking(BACKEND, StoreOp::Batch, move || inner.commit(ops, durability)).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

@@ -20,6 +20,8 @@
 //!   failed and classifying the fault ([`ErrorKind`]) as retryable or not.
 //! - [`BatchOp`], [`ScanRange`], [`KvPair`]: what the trait takes and returns.
 //! - [`MemoryStore`]: the embedded default, a `BTreeMap` behind one lock.
+//! - `blocking` (feature `tokio`): runs a blocking client call off the async
+//!   workers, for backends whose client blocks (redb, RocksDB).
 //! - [`keys`]: order-preserving encodings (integers, timestamps, composite
 //!   keys) and [`prefix_successor`](keys::prefix_successor) for prefix scans.
 //!
@@ -56,6 +58,8 @@
 //! # }).unwrap();
 //! ```
 
+#[cfg(feature = "tokio")]
+pub mod blocking;
 mod error;
 pub mod keys;
 mod kv;
