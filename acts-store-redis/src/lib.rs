@@ -1,1 +1,281 @@
-//! placeholder
+//! # acts-store-redis: Redis backend, for stores shared by several services
+//!
+//! A [`KvStore`](acts_store::KvStore) on a Redis server. Every key lives under
+//! a *namespace*, so several engines (or test runs) share one server without
+//! seeing each other's data.
+//!
+//! **Layering rule:** this crate depends only on `acts-store`, the `redis`
+//! client and tokio. It knows nothing of workflows.
+//!
+//! ## Layout on the server
+//!
+//! For namespace `NS`:
+//! - `acts:{NS}:v:<key>`: a string per pair, holding the value;
+//! - `acts:{NS}:i`: a sorted set of every key (all scores 0), which Redis
+//!   keeps in byte order. Scans read it with `ZRANGEBYLEX` /
+//!   `ZREVRANGEBYLEX` and a `LIMIT`, so scans are ordered and paged exactly as
+//!   on the other backends (never `SCAN`, whose order is a hash order).
+//!
+//! The `{NS}` braces are a Redis Cluster hash tag: every key of a namespace
+//! maps to one cluster slot, which lets the multi-key scripts below run on a
+//! cluster. It also means one namespace lives on one shard: a cluster scales
+//! acts by giving different engines different namespaces, not by spreading one
+//! namespace.
+//!
+//! ## Guarantees
+//!
+//! - A [`batch`](acts_store::KvStore::batch) is one Lua script: Redis runs it
+//!   atomically, so values and the key index change together and no reader
+//!   sees half a batch. The script checks the index before writing anything,
+//!   so a damaged namespace fails the batch without applying part of it.
+//! - A scan is one Lua script too (read the index, then the values), and a
+//!   multi-read is one `MGET`: each reads one consistent state.
+//! - **Durability is the server's.** `Ok` means the server applied the write
+//!   in memory. Whether it survives a server crash depends on the server's
+//!   persistence settings: with `appendonly yes` and `appendfsync always`, an
+//!   acknowledged write is on disk; with `appendfsync everysec` (Redis's
+//!   default when the AOF is on) up to about one second of acknowledged writes
+//!   can be lost in a power failure; with RDB snapshots only, everything since
+//!   the last snapshot can be lost. For a workflow store that must never lose
+//!   an acknowledged transition, run Redis with `appendfsync always`.
+//! - **Faults.** A dropped connection is re-established by the client's
+//!   connection manager. While the server is unreachable every call fails
+//!   within [`RedisOptions::op_timeout`] with a retryable
+//!   [`StoreError`](acts_store::StoreError) (`Unavailable` or `Timeout`);
+//!   once the server is back, calls succeed again.
+//!
+//! ## Where to start reading
+//!
+//! [`RedisStore::connect`], then the `KvStore` impl; the two Lua scripts are
+//! in `scripts.rs` and errors are mapped in `error.rs`.
+
+mod error;
+mod scripts;
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use acts_store::{
+    BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
+    validate_batch, validate_key,
+};
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use crate::error::{BACKEND, map_err};
+
+/// Connection settings for [`RedisStore::connect_with`].
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    /// Every call fails with [`ErrorKind::Timeout`] after this long.
+    pub op_timeout: Duration,
+    /// One attempt to open a connection gives up after this long.
+    pub connect_timeout: Duration,
+    /// How often the connection manager retries a reconnect before the
+    /// waiting call fails (later calls start new attempts).
+    pub reconnect_retries: usize,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        Self {
+            op_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(1),
+            reconnect_retries: 2,
+        }
+    }
+}
+
+/// A [`KvStore`] on a Redis server, under one namespace. Cheap to clone
+/// (clones share the connection).
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    namespace: String,
+    /// `acts:{NS}:i`
+    index_key: Vec<u8>,
+    /// `acts:{NS}:v:`
+    value_prefix: Vec<u8>,
+    op_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to the server at `url` (`redis://HOST:PORT[/DB]`) and uses
+    /// `namespace` for every key, with default [`RedisOptions`].
+    pub async fn connect(url: &str, namespace: &str) -> StoreResult<Self> {
+        Self::connect_with(url, namespace, RedisOptions::default()).await
+    }
+
+    /// Connects with explicit options.
+    pub async fn connect_with(url: &str, namespace: &str, options: RedisOptions) -> StoreResult<Self> {
+        let op = StoreOp::Open;
+        if namespace.is_empty() || namespace.contains(['{', '}']) {
+            return Err(StoreError::new(
+                BACKEND,
+                op,
+                ErrorKind::InvalidInput,
+                format!("namespace {namespace:?} must be non-empty and must not contain '{{' or '}}'"),
+            ));
+        }
+        let client = redis::Client::open(url).map_err(|e| {
+            StoreError::new(
+                BACKEND,
+                op,
+                ErrorKind::InvalidInput,
+                format!("{url} is not a Redis URL (expected redis://HOST:PORT): {e}"),
+            )
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(options.connect_timeout))
+            .set_response_timeout(Some(options.op_timeout))
+            .set_number_of_retries(options.reconnect_retries)
+            .set_max_delay(Duration::from_millis(200));
+        let conn = tokio::time::timeout(
+            options.op_timeout,
+            ConnectionManager::new_with_config(client, config),
+        )
+        .await
+        .map_err(|_| timeout_err(op, options.op_timeout))?
+        .map_err(|e| map_err(op, e).context(url))?;
+        let tagged = format!("acts:{{{namespace}}}:");
+        tracing::debug!(url, namespace, "connected redis store");
+        Ok(Self {
+            conn,
+            namespace: namespace.to_owned(),
+            index_key: format!("{tagged}i").into_bytes(),
+            value_prefix: format!("{tagged}v:").into_bytes(),
+            op_timeout: options.op_timeout,
+        })
+    }
+
+    /// The namespace every key of this store lives under.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The server key of the index of this namespace (for tools and tests).
+    pub fn index_key(&self) -> &[u8] {
+        &self.index_key
+    }
+
+    fn value_key(&self, key: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.value_prefix.len() + key.len());
+        k.extend_from_slice(&self.value_prefix);
+        k.extend_from_slice(key);
+        k
+    }
+
+    /// Runs one request with the store's time limit, mapping every failure.
+    async fn run<T>(
+        &self,
+        op: StoreOp,
+        request: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> StoreResult<T> {
+        tokio::time::timeout(self.op_timeout, request)
+            .await
+            .map_err(|_| timeout_err(op, self.op_timeout))?
+            .map_err(|e| map_err(op, e))
+    }
+}
+
+fn timeout_err(op: StoreOp, limit: Duration) -> StoreError {
+    StoreError::new(
+        BACKEND,
+        op,
+        ErrorKind::Timeout,
+        format!("no answer from the Redis server within {limit:?}"),
+    )
+}
+
+/// A `ZRANGEBYLEX` bound.
+fn lex_bound(bound: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
+    match bound {
+        Bound::Included(k) => [b"[".as_slice(), k].concat(),
+        Bound::Excluded(k) => [b"(".as_slice(), k].concat(),
+        Bound::Unbounded => unbounded.to_vec(),
+    }
+}
+
+#[async_trait]
+impl KvStore for RedisStore {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let op = StoreOp::Get;
+        validate_key(BACKEND, op, key)?;
+        let mut conn = self.conn.clone();
+        let cmd = redis::cmd("GET").arg(self.value_key(key)).clone();
+        self.run(op, cmd.query_async(&mut conn)).await
+    }
+
+    async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
+        let op = StoreOp::GetMany;
+        for key in keys {
+            validate_key(BACKEND, op, key)?;
+        }
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut cmd = redis::cmd("MGET");
+        for key in keys {
+            cmd.arg(self.value_key(key));
+        }
+        let mut conn = self.conn.clone();
+        self.run(op, cmd.query_async(&mut conn)).await
+    }
+
+    async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
+        let op = StoreOp::Batch;
+        validate_batch(BACKEND, op, &ops)?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let mut invocation = scripts::batch().key(&self.index_key);
+        invocation.arg(&self.value_prefix);
+        for batch_op in &ops {
+            match batch_op {
+                BatchOp::Put { key, value } => invocation.arg("p").arg(key).arg(value),
+                BatchOp::Delete { key } => invocation.arg("d").arg(key).arg(""),
+            };
+        }
+        let mut conn = self.conn.clone();
+        self.run(op, invocation.invoke_async::<i64>(&mut conn))
+            .await
+            .map(|_| ())
+    }
+
+    async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
+        let op = StoreOp::Scan;
+        if range.is_empty() {
+            return Ok(Vec::new());
+        }
+        let min = lex_bound(&range.start, b"-");
+        let max = lex_bound(&range.end, b"+");
+        let limit: i64 = range.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        let mut invocation = scripts::scan().key(&self.index_key);
+        invocation
+            .arg(&self.value_prefix)
+            .arg(min)
+            .arg(max)
+            .arg(limit)
+            .arg(if range.reverse { "1" } else { "0" });
+        let mut conn = self.conn.clone();
+        let flat: Vec<Vec<u8>> = self.run(op, invocation.invoke_async(&mut conn)).await?;
+        let mut pairs = Vec::with_capacity(flat.len() / 2);
+        let mut items = flat.into_iter();
+        while let (Some(key), Some(value)) = (items.next(), items.next()) {
+            pairs.push(KvPair { key, value });
+        }
+        Ok(pairs)
+    }
+}

@@ -144,6 +144,12 @@ impl StoreError {
         self
     }
 
+    /// Puts `context` (a path, a URL, a model id) in front of the message.
+    pub fn context(mut self, context: impl fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+
     /// The backend that failed (`"memory"`, `"redb"`, ...).
     pub fn backend(&self) -> &'static str {
         self.backend
