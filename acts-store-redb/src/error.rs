@@ -33,10 +33,15 @@ fn classify(op: StoreOp, e: &redb::Error) -> (ErrorKind, String) {
             ErrorKind::InvalidInput,
             format!("not a readable redb database ({detail})"),
         ),
-        E::Corrupted(detail) => (ErrorKind::Corruption, format!("the database is corrupt: {detail}")),
+        E::Corrupted(detail) => (
+            ErrorKind::Corruption,
+            format!("the database is corrupt: {detail}"),
+        ),
         E::UpgradeRequired(version) => (
             ErrorKind::InvalidInput,
-            format!("the file is in redb format {version} and must be upgraded with a redb tool first"),
+            format!(
+                "the file is in redb format {version} and must be upgraded with a redb tool first"
+            ),
         ),
         E::ValueTooLarge(len) => (
             ErrorKind::InvalidInput,
@@ -51,7 +56,9 @@ fn classify(op: StoreOp, e: &redb::Error) -> (ErrorKind, String) {
                 {
                     ErrorKind::InvalidInput
                 }
-                Io::InvalidData | Io::UnexpectedEof if op == StoreOp::Open => ErrorKind::InvalidInput,
+                Io::InvalidData | Io::UnexpectedEof if op == StoreOp::Open => {
+                    ErrorKind::InvalidInput
+                }
                 Io::InvalidData | Io::UnexpectedEof => ErrorKind::Corruption,
                 Io::TimedOut => ErrorKind::Timeout,
                 _ => ErrorKind::Unavailable,

@@ -199,7 +199,10 @@ impl Inner {
         Ok(())
     }
 
-    fn read_table(&self, op: StoreOp) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+    fn read_table(
+        &self,
+        op: StoreOp,
+    ) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
         let txn = self.db.begin_read().map_err(|e| map_err(op, None, e))?;
         txn.open_table(TABLE).map_err(|e| map_err(op, None, e))
     }
@@ -245,7 +248,9 @@ impl KvStore for RedbStore {
         let table = self.inner.read_table(op)?;
         keys.iter()
             .map(|key| {
-                let value = table.get(key.as_slice()).map_err(|e| map_err(op, None, e))?;
+                let value = table
+                    .get(key.as_slice())
+                    .map_err(|e| map_err(op, None, e))?;
                 Ok(value.map(|guard| guard.value().to_vec()))
             })
             .collect()
@@ -258,7 +263,10 @@ impl KvStore for RedbStore {
         }
         let inner = self.inner.clone();
         let durability = inner.durability;
-        run_blocking(BACKEND, StoreOp::Batch, move || inner.commit(ops, durability)).await
+        run_blocking(BACKEND, StoreOp::Batch, move || {
+            inner.commit(ops, durability)
+        })
+        .await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
@@ -268,8 +276,13 @@ impl KvStore for RedbStore {
         }
         let table = self.inner.read_table(op)?;
         let bounds = (to_slice(&range.start), to_slice(&range.end));
-        let iter = table.range::<&[u8]>(bounds).map_err(|e| map_err(op, None, e))?;
-        let to_pair = |item: Result<(redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>), redb::StorageError>| {
+        let iter = table
+            .range::<&[u8]>(bounds)
+            .map_err(|e| map_err(op, None, e))?;
+        let to_pair = |item: Result<
+            (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>),
+            redb::StorageError,
+        >| {
             item.map(|(k, v)| KvPair::new(k.value(), v.value()))
                 .map_err(|e| map_err(op, None, e))
         };

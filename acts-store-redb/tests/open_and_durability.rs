@@ -25,7 +25,10 @@ fn a_path_in_a_missing_directory_cannot_be_opened() {
     let path = dir.path().join("no/such/dir/acts.db");
     let err = open_err(&path);
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    assert!(err.to_string().contains("no/such/dir/acts.db"), "names the path: {err}");
+    assert!(
+        err.to_string().contains("no/such/dir/acts.db"),
+        "names the path: {err}"
+    );
 }
 
 #[test]
@@ -40,7 +43,11 @@ fn a_file_that_is_not_redb_is_rejected_and_left_alone() {
         matches!(err.kind(), ErrorKind::InvalidInput | ErrorKind::Corruption),
         "{err}"
     );
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "the file is untouched");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "the file is untouched"
+    );
 }
 
 #[test]
@@ -63,12 +70,22 @@ fn crash_child() {
         return; // only does something when spawned by a crash test
     };
     let (path, mode) = spec.split_once('|').expect("path|mode");
-    let durability = if mode == "fsync" { Durability::Immediate } else { Durability::None };
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let durability = if mode == "fsync" {
+        Durability::Immediate
+    } else {
+        Durability::None
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let store = RedbStore::open(path, RedbOptions::default().with_durability(durability)).unwrap();
+        let store =
+            RedbStore::open(path, RedbOptions::default().with_durability(durability)).unwrap();
         for i in 0..40u32 {
-            store.put(format!("k{i:03}").as_bytes(), b"v").await.unwrap();
+            store
+                .put(format!("k{i:03}").as_bytes(), b"v")
+                .await
+                .unwrap();
             if i == 19 {
                 store.sync().await.unwrap();
             }
@@ -81,21 +98,24 @@ fn crash_child() {
 /// Runs `crash_child` in a new process on `path` and returns the keys found
 /// after reopening.
 fn crash_and_reopen(path: &std::path::Path, mode: &str) -> Vec<String> {
-    let status = Command::new(std::env::current_exe().unwrap())
+    let status = Command::new(std::env::current_exe().expect("the test binary"))
         .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{}|{mode}", path.display()))
         .status()
-        .unwrap();
+        .expect("spawn the child process");
     assert!(status.success(), "the child process failed: {status}");
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let store = RedbStore::open(path, RedbOptions::default()).expect("the file reopens after a crash");
+        let store =
+            RedbStore::open(path, RedbOptions::default()).expect("the file reopens after a crash");
         store
             .scan(ScanRange::all())
             .await
-            .unwrap()
+            .expect("scan after reopen")
             .into_iter()
-            .map(|p| String::from_utf8(p.key).unwrap())
+            .map(|p| String::from_utf8(p.key).expect("utf-8 keys"))
             .collect()
     })
 }
@@ -117,6 +137,13 @@ fn without_fsync_a_crash_keeps_a_consistent_prefix_up_to_the_last_sync() {
     let keys = crash_and_reopen(&dir.path().join("nosync.db"), "nosync");
     let n = keys.len() as u32;
     eprintln!("nosync crash kept {n} of 40 keys");
-    assert!(n >= 20, "everything up to the explicit sync survives, got {n} keys");
-    assert_eq!(keys, first_keys(n), "what survives is a prefix of the writes");
+    assert!(
+        n >= 20,
+        "everything up to the explicit sync survives, got {n} keys"
+    );
+    assert_eq!(
+        keys,
+        first_keys(n),
+        "what survives is a prefix of the writes"
+    );
 }

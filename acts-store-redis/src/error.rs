@@ -8,16 +8,34 @@ pub(crate) const BACKEND: &str = "redis";
 pub(crate) fn map_err(op: StoreOp, e: redis::RedisError) -> StoreError {
     let text = e.to_string();
     let (kind, what) = if e.is_timeout() {
-        (ErrorKind::Timeout, format!("the Redis server did not answer in time: {text}"))
+        (
+            ErrorKind::Timeout,
+            format!("the Redis server did not answer in time: {text}"),
+        )
     } else if e.is_connection_refusal() || e.is_connection_dropped() || e.is_io_error() {
-        (ErrorKind::Unavailable, format!("the Redis server is unreachable: {text}"))
+        (
+            ErrorKind::Unavailable,
+            format!("the Redis server is unreachable: {text}"),
+        )
     } else if text.contains("ACTSCORRUPT") || text.contains("WRONGTYPE") {
-        (ErrorKind::Corruption, format!("the namespace's data is damaged: {text}"))
+        (
+            ErrorKind::Corruption,
+            format!("the namespace's data is damaged: {text}"),
+        )
     } else if text.contains("LOADING") || text.contains("BUSY") || text.contains("TRYAGAIN") {
-        (ErrorKind::Unavailable, format!("the Redis server is busy: {text}"))
+        (
+            ErrorKind::Unavailable,
+            format!("the Redis server is busy: {text}"),
+        )
     } else if text.contains("OOM") {
-        (ErrorKind::Unavailable, format!("the Redis server is out of memory: {text}"))
-    } else if matches!(e.kind(), redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig) {
+        (
+            ErrorKind::Unavailable,
+            format!("the Redis server is out of memory: {text}"),
+        )
+    } else if matches!(
+        e.kind(),
+        redis::ErrorKind::AuthenticationFailed | redis::ErrorKind::InvalidClientConfig
+    ) {
         (ErrorKind::InvalidInput, text)
     } else {
         (ErrorKind::Backend, text)

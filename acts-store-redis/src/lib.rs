@@ -115,14 +115,20 @@ impl RedisStore {
     }
 
     /// Connects with explicit options.
-    pub async fn connect_with(url: &str, namespace: &str, options: RedisOptions) -> StoreResult<Self> {
+    pub async fn connect_with(
+        url: &str,
+        namespace: &str,
+        options: RedisOptions,
+    ) -> StoreResult<Self> {
         let op = StoreOp::Open;
         if namespace.is_empty() || namespace.contains(['{', '}']) {
             return Err(StoreError::new(
                 BACKEND,
                 op,
                 ErrorKind::InvalidInput,
-                format!("namespace {namespace:?} must be non-empty and must not contain '{{' or '}}'"),
+                format!(
+                    "namespace {namespace:?} must be non-empty and must not contain '{{' or '}}'"
+                ),
             ));
         }
         let client = redis::Client::open(url).map_err(|e| {
@@ -261,7 +267,9 @@ impl KvStore for RedisStore {
         }
         let min = lex_bound(&range.start, b"-");
         let max = lex_bound(&range.end, b"+");
-        let limit: i64 = range.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        let limit: i64 = range
+            .limit
+            .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
         let mut invocation = scripts::scan().key(&self.index_key);
         invocation
             .arg(&self.value_prefix)

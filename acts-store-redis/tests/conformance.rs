@@ -40,14 +40,21 @@ impl StoreFactory for RedisFactory {
     }
 
     async fn open(&self, location: &str) -> StoreResult<Arc<dyn KvStore>> {
-        Ok(Arc::new(RedisStore::connect(self.server.url(), location).await?))
+        Ok(Arc::new(
+            RedisStore::connect(self.server.url(), location).await?,
+        ))
     }
 
     async fn damage(&self, location: &str) -> bool {
         // Replace the namespace's key index with a plain string.
-        let store = RedisStore::connect(self.server.url(), location).await.expect("connect");
+        let store = RedisStore::connect(self.server.url(), location)
+            .await
+            .expect("connect");
         let client = redis::Client::open(self.server.url()).expect("url");
-        let mut conn = client.get_multiplexed_async_connection().await.expect("connect");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
         let _: () = redis::cmd("SET")
             .arg(store.index_key())
             .arg("not a sorted set")

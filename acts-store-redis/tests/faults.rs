@@ -22,10 +22,16 @@ fn options() -> RedisOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_stopped_and_restarted_mid_run() {
-    let mut server = RedisServer::start_with(Persistence::AppendFsyncAlways).unwrap_or_else(|e| panic!("{e}"));
-    let store = RedisStore::connect_with(server.url(), "faults", options()).await.unwrap();
+    let mut server =
+        RedisServer::start_with(Persistence::AppendFsyncAlways).unwrap_or_else(|e| panic!("{e}"));
+    let store = RedisStore::connect_with(server.url(), "faults", options())
+        .await
+        .unwrap();
     store
-        .batch(vec![BatchOp::put("before/1", "a"), BatchOp::put("before/2", "b")])
+        .batch(vec![
+            BatchOp::put("before/1", "a"),
+            BatchOp::put("before/2", "b"),
+        ])
         .await
         .unwrap();
 
@@ -44,13 +50,18 @@ async fn server_stopped_and_restarted_mid_run() {
     .await
     .expect("calls against a stopped server must not hang");
     for (i, result) in down.iter().enumerate() {
-        let err = result.as_ref().expect_err("a call against a stopped server must fail");
+        let err = result
+            .as_ref()
+            .expect_err("a call against a stopped server must fail");
         assert!(
             err.is_retryable(),
             "call {i}: {err} should be retryable (kind {:?})",
             err.kind()
         );
-        assert!(matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout), "{err}");
+        assert!(
+            matches!(err.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
+            "{err}"
+        );
     }
 
     server.restart().unwrap();
@@ -69,7 +80,11 @@ async fn server_stopped_and_restarted_mid_run() {
     })
     .await
     .expect("the store reconnects after the server returns");
-    assert_eq!(back, Some(b"a".to_vec()), "acknowledged writes survive the restart");
+    assert_eq!(
+        back,
+        Some(b"a".to_vec()),
+        "acknowledged writes survive the restart"
+    );
 
     // Nothing from the failed calls was applied; new writes work.
     store.put(b"after", b"z").await.unwrap();
@@ -80,7 +95,14 @@ async fn server_stopped_and_restarted_mid_run() {
         .into_iter()
         .map(|p| p.key)
         .collect();
-    assert_eq!(keys, vec![b"after".to_vec(), b"before/1".to_vec(), b"before/2".to_vec()]);
+    assert_eq!(
+        keys,
+        vec![
+            b"after".to_vec(),
+            b"before/1".to_vec(),
+            b"before/2".to_vec()
+        ]
+    );
 }
 
 #[tokio::test]
@@ -88,19 +110,26 @@ async fn connecting_to_a_server_that_is_down_is_unavailable() {
     let mut server = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
     let url = server.url().to_owned();
     server.stop();
-    let err = tokio::time::timeout(HANG_GUARD, RedisStore::connect_with(&url, "down", options()))
-        .await
-        .expect("connect must not hang")
-        .unwrap_err();
+    let err = tokio::time::timeout(
+        HANG_GUARD,
+        RedisStore::connect_with(&url, "down", options()),
+    )
+    .await
+    .expect("connect must not hang")
+    .unwrap_err();
     assert!(err.is_retryable(), "{err}");
     assert!(err.to_string().contains(&url), "names the URL: {err}");
 }
 
 #[tokio::test]
 async fn bad_urls_and_namespaces_are_invalid_input() {
-    let err = RedisStore::connect("http://localhost", "ns").await.unwrap_err();
+    let err = RedisStore::connect("http://localhost", "ns")
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    let err = RedisStore::connect("redis://127.0.0.1:1", "a{b}").await.unwrap_err();
+    let err = RedisStore::connect("redis://127.0.0.1:1", "a{b}")
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     assert!(err.to_string().contains("namespace"), "{err}");
 }

@@ -46,7 +46,9 @@ use acts_store::{
     BatchOp, KvPair, KvStore, ScanRange, StoreOp, StoreResult, validate_batch, validate_key,
 };
 use async_trait::async_trait;
-use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options, ReadOptions, WriteBatch, WriteOptions};
+use rocksdb::{
+    BlockBasedOptions, Cache, DB, DBCompressionType, Options, ReadOptions, WriteBatch, WriteOptions,
+};
 
 use crate::error::{BACKEND, map_err};
 

@@ -28,7 +28,11 @@ impl RocksFactory {
 impl StoreFactory for RocksFactory {
     fn new_location(&self) -> String {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
-        self.dir.path().join(format!("db-{n}")).display().to_string()
+        self.dir
+            .path()
+            .join(format!("db-{n}"))
+            .display()
+            .to_string()
     }
 
     async fn open(&self, location: &str) -> StoreResult<Arc<dyn KvStore>> {

@@ -28,7 +28,12 @@ fn a_corrupt_database_is_corruption() {
     // Truncate every MANIFEST: the database no longer knows its files.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_string_lossy().starts_with("MANIFEST") {
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("MANIFEST")
+        {
             std::fs::write(&path, b"\x01\x02garbage").unwrap();
         }
     }
@@ -44,5 +49,8 @@ fn a_file_where_the_directory_should_be_is_invalid_input() {
     std::fs::write(&file, b"not a directory").unwrap();
     let err = RocksStore::open(&file, RocksOptions::default()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    assert!(err.to_string().contains("plain-file"), "names the path: {err}");
+    assert!(
+        err.to_string().contains("plain-file"),
+        "names the path: {err}"
+    );
 }

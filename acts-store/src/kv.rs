@@ -161,8 +161,9 @@ impl ScanRange {
         }
         match (&self.start, &self.end) {
             (Bound::Included(s), Bound::Included(e)) => s > e,
-            (Bound::Included(s), Bound::Excluded(e))
-            | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+            (Bound::Included(s), Bound::Excluded(e)) | (Bound::Excluded(s), Bound::Included(e)) => {
+                s >= e
+            }
             (Bound::Excluded(s), Bound::Excluded(e)) => {
                 // (s, e) is empty when e <= s, or when e is the immediate
                 // successor of s in byte order (s followed by 0x00).
@@ -199,7 +200,12 @@ pub fn validate_key(backend: &'static str, op: StoreOp, key: &[u8]) -> StoreResu
 pub fn validate_batch(backend: &'static str, op: StoreOp, ops: &[BatchOp]) -> StoreResult<()> {
     for (index, batch_op) in ops.iter().enumerate() {
         validate_key(backend, op, batch_op.key()).map_err(|e| {
-            StoreError::new(backend, op, e.kind(), format!("op {index}: {}", e.message()))
+            StoreError::new(
+                backend,
+                op,
+                e.kind(),
+                format!("op {index}: {}", e.message()),
+            )
         })?;
         if let BatchOp::Put { value, .. } = batch_op
             && value.len() > MAX_VALUE_LEN
@@ -336,7 +342,10 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
-        assert!(err.message().starts_with("op 1: key of 16385 bytes"), "{err}");
+        assert!(
+            err.message().starts_with("op 1: key of 16385 bytes"),
+            "{err}"
+        );
         assert!(validate_key("memory", StoreOp::Get, &vec![0u8; MAX_KEY_LEN]).is_ok());
     }
 }

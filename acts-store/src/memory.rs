@@ -123,7 +123,10 @@ mod tests {
     async fn scan_of_inverted_range_is_empty_not_a_panic() {
         let store = MemoryStore::new();
         store.put(b"a", b"1").await.unwrap();
-        let range = ScanRange::new(Bound::Excluded(b"b".to_vec()), Bound::Excluded(b"a".to_vec()));
+        let range = ScanRange::new(
+            Bound::Excluded(b"b".to_vec()),
+            Bound::Excluded(b"a".to_vec()),
+        );
         assert!(store.scan(range).await.unwrap().is_empty());
         assert_eq!(store.len(), 1);
     }

@@ -2,8 +2,8 @@
 //! that dies there would, then recover from exactly what was committed.
 
 use acts_store::{
-    BatchOp, ErrorKind, KvPair, KvStore, MemoryStore, ScanRange, StoreError, StoreOp,
-    StoreResult, validate_batch,
+    BatchOp, ErrorKind, KvPair, KvStore, MemoryStore, ScanRange, StoreError, StoreOp, StoreResult,
+    validate_batch,
 };
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -195,12 +195,18 @@ mod tests {
         let store = CrashStore::new();
         store.crash_after(2);
         store.put(b"a", b"1").await.unwrap();
-        store.batch(vec![BatchOp::put("b", "2"), BatchOp::delete("a")]).await.unwrap();
+        store
+            .batch(vec![BatchOp::put("b", "2"), BatchOp::delete("a")])
+            .await
+            .unwrap();
         let err = store.put(b"c", b"3").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Closed);
         assert_eq!(err.op(), StoreOp::Put);
         assert!(store.has_crashed().await);
-        assert!(store.get(b"b").await.is_err(), "a dead store answers nothing");
+        assert!(
+            store.get(b"b").await.is_err(),
+            "a dead store answers nothing"
+        );
 
         let restarted = store.recover().await;
         assert_eq!(restarted.snapshot(), vec![KvPair::new("b", "2")]);

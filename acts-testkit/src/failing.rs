@@ -200,7 +200,7 @@ impl<S: KvStore> FailingStore<S> {
                     x ^= x >> 7;
                     x ^= x << 17;
                     state.rng = x;
-                    one_in <= 1 || x % one_in == 0
+                    one_in <= 1 || x.is_multiple_of(one_in)
                 }
             };
             if !fail {
@@ -311,7 +311,10 @@ mod tests {
         let a = pattern(42).await;
         assert_eq!(a, pattern(42).await);
         let failed = a.iter().filter(|f| **f).count();
-        assert!((5..40).contains(&failed), "about a third fail, got {failed}");
+        assert!(
+            (5..40).contains(&failed),
+            "about a third fail, got {failed}"
+        );
         assert_ne!(a, pattern(7).await);
     }
 }

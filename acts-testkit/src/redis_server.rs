@@ -47,7 +47,8 @@ impl RedisServer {
 
     /// Starts a private server with the given persistence.
     pub fn start_with(persistence: Persistence) -> Result<Self, String> {
-        let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        let dir =
+            tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         let port = free_port()?;
         let mut server = Self {
             port,
@@ -110,13 +111,22 @@ impl RedisServer {
         let mut cmd = Command::new("redis-server");
         cmd.arg("--port")
             .arg(self.port.to_string())
-            .args(["--bind", "127.0.0.1", "--protected-mode", "no", "--daemonize", "no"])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--protected-mode",
+                "no",
+                "--daemonize",
+                "no",
+            ])
             .arg("--dir")
             .arg(&dir)
             .args(["--save", "", "--loglevel", "warning"]);
         match self.persistence {
             Persistence::None => cmd.args(["--appendonly", "no"]),
-            Persistence::AppendFsyncAlways => cmd.args(["--appendonly", "yes", "--appendfsync", "always"]),
+            Persistence::AppendFsyncAlways => {
+                cmd.args(["--appendonly", "yes", "--appendfsync", "always"])
+            }
         };
         let child = cmd
             .stdout(Stdio::null())
@@ -147,11 +157,17 @@ impl RedisServer {
                 && let Ok(Some(status)) = child.try_wait()
             {
                 self.child = None;
-                return Err(format!("redis-server exited at start ({status}); is port {} taken?", self.port));
+                return Err(format!(
+                    "redis-server exited at start ({status}); is port {} taken?",
+                    self.port
+                ));
             }
             if started.elapsed() > START_GUARD {
                 self.stop();
-                return Err(format!("redis-server did not accept connections on port {} in {START_GUARD:?}", self.port));
+                return Err(format!(
+                    "redis-server did not accept connections on port {} in {START_GUARD:?}",
+                    self.port
+                ));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -166,7 +182,8 @@ impl Drop for RedisServer {
 
 /// A loopback port nobody listens on right now.
 fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .map_err(|e| format!("cannot find a free port: {e}"))?;
     listener
         .local_addr()
         .map(|a| a.port())

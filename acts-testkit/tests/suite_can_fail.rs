@@ -146,7 +146,10 @@ fn the_unflawed_store_passes_every_case() {
 fn dropping_the_last_op_of_a_batch_is_caught() {
     let failed = failing_cases(Flaw::DropsLastOpOfBatch);
     for case in ["batch_applies_in_order", "model_based_random_ops"] {
-        assert!(failed.contains(&case), "{case} missed the flaw; failed: {failed:?}");
+        assert!(
+            failed.contains(&case),
+            "{case} missed the flaw; failed: {failed:?}"
+        );
     }
 }
 
@@ -162,8 +165,15 @@ fn torn_batches_are_caught() {
 #[test]
 fn ignoring_reverse_is_caught() {
     let failed = failing_cases(Flaw::IgnoresReverse);
-    for case in ["scan_bounds_limits_and_direction", "scan_prefix_boundaries", "model_based_random_ops"] {
-        assert!(failed.contains(&case), "{case} missed the flaw; failed: {failed:?}");
+    for case in [
+        "scan_bounds_limits_and_direction",
+        "scan_prefix_boundaries",
+        "model_based_random_ops",
+    ] {
+        assert!(
+            failed.contains(&case),
+            "{case} missed the flaw; failed: {failed:?}"
+        );
     }
 }
 

@@ -31,7 +31,11 @@ impl RedbFactory {
 impl StoreFactory for RedbFactory {
     fn new_location(&self) -> String {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
-        self.dir.path().join(format!("store-{n}.redb")).display().to_string()
+        self.dir
+            .path()
+            .join(format!("store-{n}.redb"))
+            .display()
+            .to_string()
     }
 
     async fn open(&self, location: &str) -> StoreResult<Arc<dyn KvStore>> {

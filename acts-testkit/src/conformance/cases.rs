@@ -40,7 +40,6 @@ macro_rules! ensure_eq {
     }};
 }
 
-
 pub(super) const ALL: &[Case] = &[
     Case {
         name: "point_reads_and_writes",
@@ -142,12 +141,24 @@ fn point_reads_and_writes(env: &Env) -> CaseResult {
         ensure_eq!(store.get(b"").await?, None, "get of the empty key");
 
         store.put(b"k", b"v1").await?;
-        ensure_eq!(store.get(b"k").await?, Some(b"v1".to_vec()), "get after put");
+        ensure_eq!(
+            store.get(b"k").await?,
+            Some(b"v1".to_vec()),
+            "get after put"
+        );
         store.put(b"k", b"v2").await?;
-        ensure_eq!(store.get(b"k").await?, Some(b"v2".to_vec()), "get after overwrite");
+        ensure_eq!(
+            store.get(b"k").await?,
+            Some(b"v2".to_vec()),
+            "get after overwrite"
+        );
         store.put(b"", b"empty-key").await?;
         store.put(b"\x00\xff", b"").await?;
-        ensure_eq!(store.get(b"").await?, Some(b"empty-key".to_vec()), "the empty key");
+        ensure_eq!(
+            store.get(b"").await?,
+            Some(b"empty-key".to_vec()),
+            "the empty key"
+        );
         ensure_eq!(
             store.get(b"\x00\xff").await?,
             Some(Vec::new()),
@@ -172,13 +183,25 @@ fn get_many_reads_in_order(env: &Env) -> CaseResult {
         store
             .batch(vec![BatchOp::put("a", "1"), BatchOp::put("c", "3")])
             .await?;
-        let keys: Vec<Vec<u8>> = ["c", "b", "a", "c"].iter().map(|k| k.as_bytes().to_vec()).collect();
+        let keys: Vec<Vec<u8>> = ["c", "b", "a", "c"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
         ensure_eq!(
             store.get_many(&keys).await?,
-            vec![Some(b"3".to_vec()), None, Some(b"1".to_vec()), Some(b"3".to_vec())],
+            vec![
+                Some(b"3".to_vec()),
+                None,
+                Some(b"1".to_vec()),
+                Some(b"3".to_vec())
+            ],
             "get_many answers in the order asked, duplicates included"
         );
-        ensure_eq!(store.get_many(&[]).await?, Vec::<Option<Vec<u8>>>::new(), "get_many of nothing");
+        ensure_eq!(
+            store.get_many(&[]).await?,
+            Vec::<Option<Vec<u8>>>::new(),
+            "get_many of nothing"
+        );
         Ok(())
     })
 }
@@ -204,7 +227,11 @@ fn batch_applies_in_order(env: &Env) -> CaseResult {
             "a later op on the same key wins"
         );
         store.batch(Vec::new()).await?;
-        ensure_eq!(dump(&*store).await?.len(), 2, "an empty batch changes nothing");
+        ensure_eq!(
+            dump(&*store).await?.len(),
+            2,
+            "an empty batch changes nothing"
+        );
         Ok(())
     })
 }
@@ -231,7 +258,12 @@ fn scan_bounds_limits_and_direction(env: &Env) -> CaseResult {
             .map(|(i, k)| (k.clone(), format!("v{i}").into_bytes()))
             .collect();
         store
-            .batch(model.iter().map(|(k, v)| BatchOp::put(k.clone(), v.clone())).collect())
+            .batch(
+                model
+                    .iter()
+                    .map(|(k, v)| BatchOp::put(k.clone(), v.clone()))
+                    .collect(),
+            )
             .await?;
 
         // Every pair of boundary-key bounds is checked; limits and direction
@@ -250,7 +282,12 @@ fn scan_bounds_limits_and_direction(env: &Env) -> CaseResult {
                 }
                 for range in variants {
                     let got = store.scan(range.clone()).await?;
-                    ensure_eq!(got, expected_scan(&model, &range), "scan {}", describe(&range));
+                    ensure_eq!(
+                        got,
+                        expected_scan(&model, &range),
+                        "scan {}",
+                        describe(&range)
+                    );
                     scans += 1;
                 }
             }
@@ -267,9 +304,23 @@ fn scan_prefix_boundaries(env: &Env) -> CaseResult {
         let model: BTreeMap<Vec<u8>, Vec<u8>> =
             keys.iter().map(|k| (k.clone(), b"v".to_vec())).collect();
         store
-            .batch(model.iter().map(|(k, v)| BatchOp::put(k.clone(), v.clone())).collect())
+            .batch(
+                model
+                    .iter()
+                    .map(|(k, v)| BatchOp::put(k.clone(), v.clone()))
+                    .collect(),
+            )
             .await?;
-        let prefixes: Vec<&[u8]> = vec![b"", b"\x00", b"a", b"a\x00", b"b", b"\xff", b"\xff\xff", b"\xff\xff\xff"];
+        let prefixes: Vec<&[u8]> = vec![
+            b"",
+            b"\x00",
+            b"a",
+            b"a\x00",
+            b"b",
+            b"\xff",
+            b"\xff\xff",
+            b"\xff\xff\xff",
+        ];
         for prefix in prefixes {
             for reverse in [false, true] {
                 for limit in [None, Some(1), Some(2)] {
@@ -301,9 +352,15 @@ fn large_values_round_trip(env: &Env) -> CaseResult {
         let big: Vec<u8> = (0..(1 << 20)).map(|i: u32| (i % 251) as u8).collect();
         store.put(b"big", &big).await?;
         store
-            .batch(vec![BatchOp::put("big2", big.clone()), BatchOp::put("small", "s")])
+            .batch(vec![
+                BatchOp::put("big2", big.clone()),
+                BatchOp::put("small", "s"),
+            ])
             .await?;
-        ensure!(store.get(b"big").await?.as_ref() == Some(&big), "1 MiB value read back differs");
+        ensure!(
+            store.get(b"big").await?.as_ref() == Some(&big),
+            "1 MiB value read back differs"
+        );
         let scanned = store.scan_prefix(b"big", None, false).await?;
         ensure_eq!(scanned.len(), 2, "scan of the big values");
         ensure!(
@@ -319,22 +376,40 @@ fn oversized_input_is_rejected_and_changes_nothing(env: &Env) -> CaseResult {
         let (_, store) = env.fresh().await?;
         let too_long = vec![b'k'; MAX_KEY_LEN + 1];
         match store
-            .batch(vec![BatchOp::put("ok", "1"), BatchOp::put(too_long.clone(), "2")])
+            .batch(vec![
+                BatchOp::put("ok", "1"),
+                BatchOp::put(too_long.clone(), "2"),
+            ])
             .await
         {
             Err(e) => ensure_eq!(e.kind(), ErrorKind::InvalidInput, "kind of the rejection"),
-            Ok(()) => return Err(CaseFailure("a batch with an oversized key was accepted".into())),
+            Ok(()) => {
+                return Err(CaseFailure(
+                    "a batch with an oversized key was accepted".into(),
+                ));
+            }
         }
-        ensure_eq!(dump(&*store).await?, Vec::<KvPair>::new(), "a rejected batch applies nothing");
+        ensure_eq!(
+            dump(&*store).await?,
+            Vec::<KvPair>::new(),
+            "a rejected batch applies nothing"
+        );
         match store.get(&too_long).await {
-            Err(e) => ensure_eq!(e.kind(), ErrorKind::InvalidInput, "kind of the get rejection"),
+            Err(e) => ensure_eq!(
+                e.kind(),
+                ErrorKind::InvalidInput,
+                "kind of the get rejection"
+            ),
             Ok(v) => {
                 return Err(CaseFailure(format!(
                     "get of an oversized key returned Ok({v:?}), not an error"
                 )));
             }
         }
-        ensure!(store.put(&too_long, b"v").await.is_err(), "put of an oversized key accepted");
+        ensure!(
+            store.put(&too_long, b"v").await.is_err(),
+            "put of an oversized key accepted"
+        );
         Ok(())
     })
 }
@@ -348,9 +423,11 @@ fn batches_are_atomic_to_concurrent_readers(env: &Env) -> CaseResult {
             format!("atomic/{i:02}").into_bytes()
         }
         fn generation(g: usize) -> Vec<BatchOp> {
-            let mut ops: Vec<BatchOp> = (0..KEYS).map(|i| BatchOp::put(key(i), g.to_string())).collect();
+            let mut ops: Vec<BatchOp> = (0..KEYS)
+                .map(|i| BatchOp::put(key(i), g.to_string()))
+                .collect();
             // Alternate a marker key in and out so deletes are atomic too.
-            ops.push(if g % 2 == 0 {
+            ops.push(if g.is_multiple_of(2) {
                 BatchOp::put("atomic/marker", g.to_string())
             } else {
                 BatchOp::delete("atomic/marker")
@@ -370,16 +447,21 @@ fn batches_are_atomic_to_concurrent_readers(env: &Env) -> CaseResult {
                 while !done.load(Ordering::SeqCst) || reads < 10 {
                     reads += 1;
                     let values: Vec<Vec<u8>> = if reader == 0 {
-                        let pairs = store.scan_prefix(b"atomic/", None, reads % 2 == 0).await?;
+                        let pairs = store
+                            .scan_prefix(b"atomic/", None, reads.is_multiple_of(2))
+                            .await?;
                         let marker = pairs.iter().find(|p| p.key == b"atomic/marker");
                         let rest: Vec<Vec<u8>> = pairs
                             .iter()
                             .filter(|p| p.key != b"atomic/marker")
                             .map(|p| p.value.clone())
                             .collect();
-                        let g: usize = std::str::from_utf8(&rest[0]).ok().and_then(|s| s.parse().ok()).unwrap_or(usize::MAX);
+                        let g: usize = std::str::from_utf8(&rest[0])
+                            .ok()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(usize::MAX);
                         let marker_ok = match marker {
-                            Some(m) => g % 2 == 0 && m.value == rest[0],
+                            Some(m) => g.is_multiple_of(2) && m.value == rest[0],
                             None => g % 2 == 1,
                         };
                         if !marker_ok {
@@ -400,7 +482,10 @@ fn batches_are_atomic_to_concurrent_readers(env: &Env) -> CaseResult {
                     if values.len() != KEYS || values.iter().any(|v| *v != values[0]) {
                         return Err(CaseFailure(format!(
                             "reader {reader} saw a torn batch: {:?}",
-                            values.iter().map(|v| String::from_utf8_lossy(v).into_owned()).collect::<Vec<_>>()
+                            values
+                                .iter()
+                                .map(|v| String::from_utf8_lossy(v).into_owned())
+                                .collect::<Vec<_>>()
                         )));
                     }
                     tokio::task::yield_now().await;
@@ -418,14 +503,22 @@ fn batches_are_atomic_to_concurrent_readers(env: &Env) -> CaseResult {
                 Ok::<(), CaseFailure>(())
             })
         };
-        let written = writer.await.map_err(|e| CaseFailure(format!("writer panicked: {e}")));
+        let written = writer
+            .await
+            .map_err(|e| CaseFailure(format!("writer panicked: {e}")));
         done.store(true, Ordering::SeqCst);
         written??;
         for reader in readers {
-            reader.await.map_err(|e| CaseFailure(format!("reader panicked: {e}")))??;
+            reader
+                .await
+                .map_err(|e| CaseFailure(format!("reader panicked: {e}")))??;
         }
         let last = store.get(&key(KEYS - 1)).await?;
-        ensure_eq!(last, Some(GENERATIONS.to_string().into_bytes()), "the last generation");
+        ensure_eq!(
+            last,
+            Some(GENERATIONS.to_string().into_bytes()),
+            "the last generation"
+        );
         Ok(())
     })
 }
@@ -451,12 +544,23 @@ fn concurrent_writers_all_land(env: &Env) -> CaseResult {
             }));
         }
         for t in tasks {
-            t.await.map_err(|e| CaseFailure(format!("writer panicked: {e}")))??;
+            t.await
+                .map_err(|e| CaseFailure(format!("writer panicked: {e}")))??;
         }
         let all = store.scan_prefix(b"w/", None, false).await?;
-        ensure_eq!(all.len(), WRITERS * EACH, "pairs written by concurrent writers");
-        ensure!(all.iter().all(|p| p.key == p.value), "a value landed under the wrong key");
-        ensure!(all.windows(2).all(|w| w[0].key < w[1].key), "scan out of order");
+        ensure_eq!(
+            all.len(),
+            WRITERS * EACH,
+            "pairs written by concurrent writers"
+        );
+        ensure!(
+            all.iter().all(|p| p.key == p.value),
+            "a value landed under the wrong key"
+        );
+        ensure!(
+            all.windows(2).all(|w| w[0].key < w[1].key),
+            "scan out of order"
+        );
         Ok(())
     })
 }
@@ -490,7 +594,11 @@ fn reopen_keeps_exactly_the_committed_data(env: &Env) -> CaseResult {
                 .open(&location)
                 .await
                 .map_err(|e| CaseFailure(format!("reopen {round} of {location}: {e}")))?;
-            ensure_eq!(dump(&*reopened).await?, want, "contents after reopen {round}");
+            ensure_eq!(
+                dump(&*reopened).await?,
+                want,
+                "contents after reopen {round}"
+            );
             ensure_eq!(
                 reopened.get(b"p/002").await?,
                 Some(2u32.to_be_bytes().to_vec()),

@@ -68,7 +68,12 @@ fn fail(step: usize, op: &Op, what: String) -> TestCaseError {
     TestCaseError::fail(format!("step {step} ({op:?}): {what}"))
 }
 
-async fn apply(store: &dyn KvStore, model: &mut Model, step: usize, op: &Op) -> Result<(), TestCaseError> {
+async fn apply(
+    store: &dyn KvStore,
+    model: &mut Model,
+    step: usize,
+    op: &Op,
+) -> Result<(), TestCaseError> {
     let err = |e: acts_store::StoreError| fail(step, op, format!("store error: {e}"));
     match op {
         Op::Put(k, v) => {
@@ -98,7 +103,11 @@ async fn apply(store: &dyn KvStore, model: &mut Model, step: usize, op: &Op) -> 
         Op::Get(k) => {
             let got = store.get(k).await.map_err(err)?;
             if got.as_ref() != model.get(k) {
-                return Err(fail(step, op, format!("got {got:?}, model has {:?}", model.get(k))));
+                return Err(fail(
+                    step,
+                    op,
+                    format!("got {got:?}, model has {:?}", model.get(k)),
+                ));
             }
         }
         Op::GetMany(keys) => {
@@ -120,7 +129,10 @@ async fn apply(store: &dyn KvStore, model: &mut Model, step: usize, op: &Op) -> 
             }
         }
         Op::ScanPrefix(prefix, limit, reverse) => {
-            let got = store.scan_prefix(prefix, *limit, *reverse).await.map_err(err)?;
+            let got = store
+                .scan_prefix(prefix, *limit, *reverse)
+                .await
+                .map_err(err)?;
             let mut range = ScanRange::prefix(prefix).with_reverse(*reverse);
             range.limit = *limit;
             let want = expected_scan(model, &range);
@@ -143,10 +155,7 @@ pub(super) fn model_based_random_ops(env: &Env) -> CaseResult {
     let strategy = prop::collection::vec(op(), 1..40);
     let result = runner.run(&strategy, |ops| {
         env.block_on(async {
-            let (_, store) = env
-                .fresh()
-                .await
-                .map_err(|e| TestCaseError::fail(e.0))?;
+            let (_, store) = env.fresh().await.map_err(|e| TestCaseError::fail(e.0))?;
             let mut model = Model::new();
             for (step, op) in ops.iter().enumerate() {
                 apply(&*store, &mut model, step, op).await?;

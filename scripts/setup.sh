@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the system packages acts needs, only those that are missing:
+#   libclang-dev  - bindgen, for RocksDB's C++ bindings
+#   redis-server  - the Redis backend's tests start a private server
+# Runs `apt-get update` at most once. Safe to run again and again.
+set -euo pipefail
+
+missing=()
+if ! ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'; then
+  missing+=(libclang-dev)
+fi
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo is not installed; install Rust (stable) with rustup first" >&2
+  exit 1
+fi
