@@ -106,7 +106,7 @@ fn crash_and_reopen(path: &std::path::Path, mode: &str) -> Vec<String> {
     assert!(status.success(), "the child process failed: {status}");
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
-        .unwrap();
+        .expect("a runtime");
     rt.block_on(async {
         let store =
             RedbStore::open(path, RedbOptions::default()).expect("the file reopens after a crash");
