@@ -8,7 +8,14 @@
 //! **Layering rule:** this crate depends on `acts-store` (the `KvStore`
 //! contract) and on no backend; applications choose the store.
 //!
-//! **Status:** not built yet. This crate exports nothing so far; the engine
-//! issue fills it, folder per concept (`model/`, `tree/`, `script/`,
-//! `scheduler/`, `package/`, `store/`, `cache/`, `event/`, `trigger/`,
-//! `engine/`), as `docs/ARCHITECTURE.md` describes.
+//! **Status:** in progress. Built so far: [`model`] (the workflow model, YAML
+//! and JSON loading, the builder API, validation with source positions).
+//! Still to come, folder per concept: `tree/`, `script/`, `scheduler/`,
+//! `package/`, `store/`, `cache/`, `event/`, `trigger/`, `engine/`, as
+//! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
+//!
+//! ## Where to start reading
+//!
+//! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`.
+
+pub mod model;

@@ -1,0 +1,28 @@
+//! The workflow model: what a YAML or JSON model deserializes into, the
+//! builder API, and validation before deploy.
+//!
+//! - [`Workflow`] is the root; [`Step`], [`Branch`], [`Act`] and [`Trigger`]
+//!   are its nodes; [`Variant`] and [`ActSchema`] describe variables and
+//!   input schemas.
+//! - [`Workflow::load_yaml`] keeps the positions of nodes in the source so
+//!   [`validate`] can say which line to fix.
+//! - Unknown keys are ignored at every level, as in the reference engine.
+
+mod error;
+mod nodes;
+mod source;
+mod timeout;
+mod validate;
+mod variant;
+mod workflow;
+
+pub use error::{ModelError, NodeKind, NodeRef};
+pub use nodes::{Act, Branch, Step, Trigger};
+pub use source::{Location, SourceMap};
+pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
+pub use validate::validate;
+pub use variant::{ActSchema, Variant, VariantType, variants_to_vars};
+pub use workflow::{LoadedWorkflow, Workflow};
+
+/// A JSON object: variables, options, outputs.
+pub type Vars = serde_json::Map<String, serde_json::Value>;

@@ -1,0 +1,299 @@
+//! Validation of a model before deploy: every error names the model, the
+//! node and, for YAML, the line and column.
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use super::error::{ModelError, NodeKind, NodeRef};
+use super::nodes::{Act, Step};
+use super::source::SourceMap;
+use super::timeout::{TimeoutLimit, cost_in_literals};
+use super::workflow::Workflow;
+
+/// Package ids whose params hold a list of acts under `acts`.
+const ACT_LIST_PACKAGES: &[&str] = &[
+    "acts.core.block",
+    "acts.core.parallel",
+    "acts.core.sequence",
+];
+
+/// Checks a model against every rule that can be checked before it runs:
+/// id and version present, triggers well formed (cron expressions parse),
+/// node ids unique, `next` targets declared earlier, no `while` with `next`,
+/// every `uses` a known package (`is_known_package`), acts in block,
+/// parallel and sequence params well formed, and `$cost_in` durations valid.
+pub fn validate(
+    workflow: &Workflow,
+    source: &SourceMap,
+    is_known_package: &dyn Fn(&str) -> bool,
+) -> Result<(), ModelError> {
+    let mut v = Validator {
+        workflow,
+        source,
+        is_known_package,
+        seen: HashMap::new(),
+    };
+    v.run()
+}
+
+struct Validator<'a> {
+    workflow: &'a Workflow,
+    source: &'a SourceMap,
+    is_known_package: &'a dyn Fn(&str) -> bool,
+    /// Node ids seen so far, in traversal order, with how often.
+    seen: HashMap<String, usize>,
+}
+
+impl Validator<'_> {
+    fn err(
+        &self,
+        node: Option<NodeRef>,
+        key_value: Option<(&str, &str, usize)>,
+        message: String,
+    ) -> ModelError {
+        let location = key_value.and_then(|(k, v, n)| self.source.find_nth(k, v, n));
+        ModelError::Invalid {
+            model: self.workflow.id.clone(),
+            node,
+            location,
+            message,
+        }
+    }
+
+    fn run(&mut self) -> Result<(), ModelError> {
+        let w = self.workflow;
+        if w.id.trim().is_empty() {
+            return Err(self.err(
+                None,
+                None,
+                "missing id in model: add `id: <model id>` at the top".into(),
+            ));
+        }
+        if w.ver.trim().is_empty() {
+            return Err(self.err(
+                None,
+                Some(("id", &w.id, 0)),
+                "missing ver in model: add `ver: <version>` (e.g. `ver: 1.0.0`)".into(),
+            ));
+        }
+        self.triggers()?;
+        self.steps(&w.steps, "steps of the workflow")?;
+        Ok(())
+    }
+
+    fn triggers(&self) -> Result<(), ModelError> {
+        let mut ids = HashSet::new();
+        for (i, t) in self.workflow.on.iter().enumerate() {
+            let node = NodeRef {
+                kind: NodeKind::Trigger,
+                id: if t.id.is_empty() {
+                    format!("#{}", i + 1)
+                } else {
+                    t.id.clone()
+                },
+            };
+            if t.id.trim().is_empty() {
+                return Err(self.err(
+                    Some(node),
+                    Some(("kind", &t.kind, 0)),
+                    "trigger id is empty".into(),
+                ));
+            }
+            let at = Some(("id", t.id.as_str(), 0));
+            if !ids.insert(t.id.as_str()) {
+                return Err(self.err(
+                    Some(node),
+                    Some(("id", &t.id, 1)),
+                    format!("duplicate trigger id '{}'", t.id),
+                ));
+            }
+            if t.kind.trim().is_empty() {
+                return Err(self.err(
+                    Some(node),
+                    at,
+                    "trigger kind is empty (manual, hook, schedule, chat or a package id)".into(),
+                ));
+            }
+            if t.kind == "schedule" {
+                let Some(expr) = t.schedule.as_deref() else {
+                    return Err(self.err(
+                        Some(node),
+                        at,
+                        "missing schedule for kind 'schedule'".into(),
+                    ));
+                };
+                if let Err(e) = cron::Schedule::from_str(expr) {
+                    return Err(self.err(
+                        Some(node),
+                        Some(("schedule", expr, 0)),
+                        format!("invalid schedule '{expr}': {e} (6 fields: sec min hour day-of-month month day-of-week)"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a node id; a second occurrence is an error.
+    fn claim_id(&mut self, kind: NodeKind, id: &str) -> Result<(), ModelError> {
+        if id.is_empty() {
+            return Ok(());
+        }
+        let count = self.seen.entry(id.to_owned()).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            let n = *count - 1;
+            return Err(self.err(
+                Some(NodeRef {
+                    kind,
+                    id: id.to_owned(),
+                }),
+                Some(("id", id, n)),
+                format!("duplicate node id '{id}': node ids must be unique in the whole model"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn steps(&mut self, steps: &[Step], owner: &str) -> Result<(), ModelError> {
+        for (i, step) in steps.iter().enumerate() {
+            let node = NodeRef {
+                kind: NodeKind::Step,
+                id: if step.id.is_empty() {
+                    format!("#{} of the {owner}", i + 1)
+                } else {
+                    step.id.clone()
+                },
+            };
+            self.claim_id(NodeKind::Step, &step.id)?;
+            let at = Some(("id", step.id.as_str(), 0));
+            if let Some(next) = &step.next {
+                if step.r#while.is_some() {
+                    return Err(self.err(
+                        Some(node),
+                        at,
+                        "a step cannot have both `while` and `next`".into(),
+                    ));
+                }
+                // The target must be declared earlier (backward jumps only).
+                if !self.seen.contains_key(next) || next == &step.id {
+                    return Err(self.err(
+                        Some(node),
+                        Some(("next", next, 0)),
+                        format!("`next: {next}` points nowhere: it must name a step declared before this one"),
+                    ));
+                }
+            }
+            if let Some(uses) = &step.uses {
+                self.uses(&node, uses)?;
+                self.act_lists(&node, uses, &step.params)?;
+            }
+            for script in [&step.r#if, &step.r#while].into_iter().flatten() {
+                self.durations(&node, script)?;
+            }
+            if step.next.is_none() {
+                for branch in &step.branches {
+                    let bnode = NodeRef {
+                        kind: NodeKind::Branch,
+                        id: branch.id.clone(),
+                    };
+                    self.claim_id(NodeKind::Branch, &branch.id)?;
+                    if let Some(script) = &branch.r#if {
+                        self.durations(&bnode, script)?;
+                    }
+                    for need in &branch.needs {
+                        if !step
+                            .branches
+                            .iter()
+                            .any(|b| &b.id == need && !b.id.is_empty())
+                        {
+                            return Err(self.err(
+                                Some(bnode),
+                                Some(("needs", need, 0)),
+                                format!(
+                                    "`needs: {need}` names no sibling branch of step '{}'",
+                                    step.id
+                                ),
+                            ));
+                        }
+                    }
+                    self.steps(&branch.steps, &format!("branch '{}'", branch.id))?;
+                }
+            }
+            self.steps(&step.catches, &format!("catches of step '{}'", node.id))?;
+            self.steps(&step.timeouts, &format!("timeouts of step '{}'", node.id))?;
+        }
+        Ok(())
+    }
+
+    fn uses(&self, node: &NodeRef, uses: &str) -> Result<(), ModelError> {
+        if uses.trim().is_empty() {
+            return Err(self.err(
+                Some(node.clone()),
+                Some(("id", &node.id, 0)),
+                "`uses` is empty: name a package".into(),
+            ));
+        }
+        if !(self.is_known_package)(uses) {
+            return Err(self.err(
+                Some(node.clone()),
+                Some(("uses", uses, 0)),
+                format!("unknown package '{uses}'"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Acts nested in block/parallel/sequence params are checked like steps'
+    /// `uses`. Params that are expressions are checked at run time.
+    fn act_lists(&self, node: &NodeRef, uses: &str, params: &Value) -> Result<(), ModelError> {
+        if !ACT_LIST_PACKAGES.contains(&uses) {
+            return Ok(());
+        }
+        let Some(acts) = params.get("acts") else {
+            return Err(self.err(
+                Some(node.clone()),
+                Some(("uses", uses, 0)),
+                format!("package '{uses}' needs `params.acts`: a list of acts"),
+            ));
+        };
+        let Value::Array(items) = acts else {
+            return Ok(()); // an expression, evaluated at run time
+        };
+        for item in items {
+            let act: Act = serde_json::from_value(item.clone()).map_err(|e| {
+                self.err(
+                    Some(node.clone()),
+                    Some(("uses", uses, 0)),
+                    format!("an item of `params.acts` is not an act: {e}"),
+                )
+            })?;
+            let act_node = NodeRef {
+                kind: NodeKind::Act,
+                id: if act.id.is_empty() {
+                    format!("in {}", node)
+                } else {
+                    act.id.clone()
+                },
+            };
+            self.uses(&act_node, &act.uses)?;
+            self.act_lists(&act_node, &act.uses, &act.params)?;
+        }
+        Ok(())
+    }
+
+    fn durations(&self, node: &NodeRef, script: &str) -> Result<(), ModelError> {
+        for literal in cost_in_literals(script) {
+            if let Err(e) = literal.parse::<TimeoutLimit>() {
+                return Err(self.err(
+                    Some(node.clone()),
+                    Some(("if", script, 0)),
+                    format!("malformed duration in `$cost_in`: {e}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
