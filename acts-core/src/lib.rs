@@ -9,8 +9,9 @@
 //! contract) and on no backend; applications choose the store.
 //!
 //! **Status:** in progress. Built so far: [`model`] (the workflow model, YAML
-//! and JSON loading, the builder API, validation with source positions).
-//! Still to come, folder per concept: `tree/`, `script/`, `scheduler/`,
+//! and JSON loading, the builder API, validation with source positions) and
+//! [`tree`] (the static node tree shared per model, dynamic acts per process,
+//! persisted links). Still to come, folder per concept: `script/`, `scheduler/`,
 //! `package/`, `store/`, `cache/`, `event/`, `trigger/`, `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
@@ -19,3 +20,4 @@
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`.
 
 pub mod model;
+pub mod tree;

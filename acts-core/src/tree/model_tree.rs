@@ -1,0 +1,231 @@
+//! [`ModelTree`]: the static node tree of a model, built once per deployed
+//! model version and shared (behind an `Arc`) by every process of it.
+
+use std::collections::HashMap;
+
+use crate::model::{Branch, ModelError, NodeKind, NodeRef, Step, Workflow};
+
+use super::node::{ChildKind, Node, NodeContent, NodeIx, long_id, short_id};
+
+/// The static node tree of a model: the workflow, its steps, branches,
+/// catch and timeout steps, with parent/children/prev/next/chain links.
+///
+/// Build rules (as the reference engine's):
+/// - In every list of steps (workflow steps, a branch's steps, a step's
+///   catches, a step's timeouts) only the **first** step is a child of the
+///   owner (tagged `Normal`, `Catch` or `Timeout`); each later step is linked
+///   after its predecessor: `prev`, `chain` (declaration order) and `next`
+///   (unless the predecessor declares an explicit `next`).
+/// - An explicit `next` must name a node built earlier (backward jumps); a
+///   step with `next` has no branch nodes.
+/// - Every branch of a step is a `Normal` child of the step.
+/// - Steps and branches without an id get a generated short id.
+#[derive(Debug, Clone)]
+pub struct ModelTree {
+    pub(super) nodes: Vec<Node>,
+    pub(super) by_id: HashMap<String, NodeIx>,
+}
+
+impl ModelTree {
+    /// Builds the tree of `workflow`. Fails on duplicate node ids and on a
+    /// `next` that names no earlier node.
+    pub fn build(workflow: &Workflow) -> Result<Self, ModelError> {
+        let mut workflow = workflow.clone();
+        let root_id = if workflow.id.is_empty() {
+            long_id()
+        } else {
+            workflow.id.clone()
+        };
+        for step in &mut workflow.steps {
+            assign_ids(step);
+        }
+        let steps = std::mem::take(&mut workflow.steps);
+        let mut tree = ModelTree {
+            nodes: Vec::new(),
+            by_id: HashMap::new(),
+        };
+        let model_id = workflow.id.clone();
+        let root = tree.push(
+            Node::new(root_id, NodeContent::Workflow(workflow), 0),
+            &model_id,
+        )?;
+        tree.build_steps(root, &steps, ChildKind::Normal, 1, &model_id)?;
+        // Keep the steps on the root content too, so the root node carries
+        // the whole model (it is what a process row persists).
+        if let NodeContent::Workflow(w) = &mut tree.nodes[root.index()].content {
+            w.steps = steps;
+        }
+        Ok(tree)
+    }
+
+    fn push(&mut self, node: Node, model: &str) -> Result<NodeIx, ModelError> {
+        if self.by_id.contains_key(&node.id) {
+            return Err(ModelError::Invalid {
+                model: model.to_owned(),
+                node: Some(NodeRef {
+                    kind: node.content.kind(),
+                    id: node.id.clone(),
+                }),
+                location: None,
+                message: format!("duplicate node id '{}'", node.id),
+            });
+        }
+        let ix = NodeIx::Static(self.nodes.len() as u32);
+        self.by_id.insert(node.id.clone(), ix);
+        self.nodes.push(node);
+        Ok(ix)
+    }
+
+    fn build_steps(
+        &mut self,
+        owner: NodeIx,
+        steps: &[Step],
+        tag: ChildKind,
+        level: u32,
+        model: &str,
+    ) -> Result<(), ModelError> {
+        let mut prev: Option<NodeIx> = None;
+        for step in steps {
+            let mut node = Node::new(step.id.clone(), NodeContent::Step(step.clone()), level);
+            node.parent = Some(owner);
+            let ix = self.push(node, model)?;
+            match prev {
+                None => self.nodes[owner.index()].children.push((tag, ix)),
+                Some(p) => {
+                    self.nodes[ix.index()].prev = Some(p);
+                    let pred = &mut self.nodes[p.index()];
+                    pred.chain = Some(ix);
+                    let explicit_next =
+                        matches!(&pred.content, NodeContent::Step(s) if s.next.is_some());
+                    if !explicit_next {
+                        pred.next = Some(ix);
+                    }
+                }
+            }
+            if let Some(target) = &step.next {
+                let Some(&t) = self.by_id.get(target) else {
+                    return Err(ModelError::Invalid {
+                        model: model.to_owned(),
+                        node: Some(NodeRef {
+                            kind: NodeKind::Step,
+                            id: step.id.clone(),
+                        }),
+                        location: None,
+                        message: format!(
+                            "`next: {target}` points nowhere: it must name a step declared before this one"
+                        ),
+                    });
+                };
+                self.nodes[ix.index()].next = Some(t);
+            } else {
+                for branch in &step.branches {
+                    self.build_branch(ix, branch, level + 1, model)?;
+                }
+            }
+            self.build_steps(ix, &step.catches, ChildKind::Catch, level + 1, model)?;
+            self.build_steps(ix, &step.timeouts, ChildKind::Timeout, level + 1, model)?;
+            prev = Some(ix);
+        }
+        Ok(())
+    }
+
+    fn build_branch(
+        &mut self,
+        step: NodeIx,
+        branch: &Branch,
+        level: u32,
+        model: &str,
+    ) -> Result<(), ModelError> {
+        let mut node = Node::new(
+            branch.id.clone(),
+            NodeContent::Branch(branch.clone()),
+            level,
+        );
+        node.parent = Some(step);
+        let ix = self.push(node, model)?;
+        self.nodes[step.index()]
+            .children
+            .push((ChildKind::Normal, ix));
+        self.build_steps(ix, &branch.steps, ChildKind::Normal, level + 1, model)
+    }
+
+    /// The root (workflow) node.
+    pub fn root(&self) -> NodeIx {
+        NodeIx::Static(0)
+    }
+
+    /// How many static nodes the tree has.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree is empty (never: it always has a root).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node at `ix`, if it is a static node of this tree.
+    pub fn get(&self, ix: NodeIx) -> Option<&Node> {
+        match ix {
+            NodeIx::Static(i) => self.nodes.get(i as usize),
+            NodeIx::Dynamic(_) => None,
+        }
+    }
+
+    /// The static node with id `id`.
+    pub fn find(&self, id: &str) -> Option<NodeIx> {
+        self.by_id.get(id).copied()
+    }
+
+    /// A text picture of the tree, one line per node (for debugging and
+    /// tests): `<kind> id:<id> next=<id|nil>`, children indented.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_node(self.root(), 0, &mut out);
+        out
+    }
+
+    fn render_node(&self, ix: NodeIx, depth: usize, out: &mut String) {
+        let Some(node) = self.get(ix) else { return };
+        let next = node
+            .next
+            .and_then(|n| self.get(n))
+            .map_or("nil".to_owned(), |n| n.id.clone());
+        out.push_str(&format!(
+            "{}{} id:{} next={}\n",
+            "  ".repeat(depth),
+            node.content.kind(),
+            node.id,
+            next
+        ));
+        for &(tag, child) in &node.children {
+            if tag != ChildKind::Normal {
+                out.push_str(&format!("{}[{tag:?}]\n", "  ".repeat(depth + 1)));
+            }
+            // Render the whole chain that starts at this child.
+            let mut cur = Some(child);
+            while let Some(c) = cur {
+                self.render_node(c, depth + 1, out);
+                cur = self.get(c).and_then(|n| n.chain);
+            }
+        }
+    }
+}
+
+/// Gives every step and branch without an id a generated one (recursively).
+fn assign_ids(step: &mut Step) {
+    if step.id.is_empty() {
+        step.id = short_id();
+    }
+    for branch in &mut step.branches {
+        if branch.id.is_empty() {
+            branch.id = short_id();
+        }
+        for s in &mut branch.steps {
+            assign_ids(s);
+        }
+    }
+    for s in step.catches.iter_mut().chain(step.timeouts.iter_mut()) {
+        assign_ids(s);
+    }
+}
