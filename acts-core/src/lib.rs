@@ -11,13 +11,17 @@
 //! **Status:** in progress. Built so far: [`model`] (the workflow model, YAML
 //! and JSON loading, the builder API, validation with source positions) and
 //! [`tree`] (the static node tree shared per model, dynamic acts per process,
-//! persisted links). Still to come, folder per concept: `script/`, `scheduler/`,
+//! persisted links) and [`script`] (QuickJS evaluation with a runtime pool,
+//! compiled-script cache, time and memory limits, the reference's helpers
+//! and `${{ }}` substitution). Still to come, folder per concept: `scheduler/`,
 //! `package/`, `store/`, `cache/`, `event/`, `trigger/`, `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
 //! ## Where to start reading
 //!
-//! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`.
+//! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
+//! `tree/mod.rs`; `script/mod.rs`.
 
 pub mod model;
+pub mod script;
 pub mod tree;

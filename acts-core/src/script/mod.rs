@@ -1,0 +1,24 @@
+//! JavaScript for workflows: `if`/`while`/`run` conditions, `${{ }}`
+//! substitution and `acts.transform.code`, on QuickJS (`rquickjs`).
+//!
+//! - [`ScriptEngine`] evaluates with a pool of runtimes, a compiled-script
+//!   cache per runtime, and time and memory limits ([`ScriptLimits`]).
+//! - A script sees a [`ScriptScope`] (the task's data, ancestors, inputs,
+//!   env) and its writes come back as [`ScriptEffect`]s, which the scheduler
+//!   applies in the same transition. Helpers: `$get`, `$set`, `$inputs`,
+//!   `$data`, `$ecode`, `$cost`, `$cost_in`, `$set_process_var`, `$env`,
+//!   `console.*`, `os`, and `Array.prototype.intersection/union/difference`.
+//! - [`substitute`] implements the reference's `${{ }}` rules for vars and
+//!   params.
+//!
+//! Not yet: the step-id proxies (`step1.k`), snapshot (`$name`) and user-var
+//! globals of the reference; they need the scheduler's task table.
+
+mod engine;
+mod error;
+mod scope;
+pub mod substitute;
+
+pub use engine::{ScriptEngine, ScriptKind, ScriptLimits, ScriptOutput};
+pub use error::ScriptError;
+pub use scope::{ScriptEffect, ScriptScope, is_private};

@@ -1,0 +1,142 @@
+//! What a script sees and what it changes: a [`ScriptScope`] snapshot taken
+//! before the evaluation, and the [`ScriptEffect`]s it records.
+//!
+//! Scripts never touch the engine's state directly: the scheduler builds a
+//! scope from the task's data, runs the script, then applies the effects in
+//! the same transition. Evaluation is therefore pure and easy to test.
+
+use serde_json::Value;
+
+use crate::model::Vars;
+
+/// A write a script asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptEffect {
+    /// `$set(name, value)`: a fold-up write on the current task.
+    Set {
+        /// The key.
+        name: String,
+        /// The value.
+        value: Value,
+    },
+    /// `$set_process_var(name, value)`: a plain write into the root data.
+    SetProcessVar {
+        /// The key.
+        name: String,
+        /// The value.
+        value: Value,
+    },
+    /// `$env.name = value`: a write into the process environment.
+    SetEnv {
+        /// The key.
+        name: String,
+        /// The value.
+        value: Value,
+    },
+}
+
+/// The data visible to one evaluation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScriptScope {
+    /// The current task's own data (`$data()`).
+    pub own: Vars,
+    /// The ancestors' data, nearest first (`$get` looks here after `own`).
+    pub ancestors: Vec<Vars>,
+    /// The task's computed inputs (`$inputs()`).
+    pub inputs: Vars,
+    /// The process environment (`$env`).
+    pub env: Vars,
+    /// Elapsed milliseconds used by `$cost()` and `$cost_in()`.
+    pub cost_millis: u64,
+}
+
+impl ScriptScope {
+    /// A scope whose own data is `vars` (no ancestors): what an expression
+    /// outside a task sees, and what tests use.
+    pub fn from_vars(vars: Vars) -> Self {
+        Self {
+            own: vars,
+            ..Self::default()
+        }
+    }
+
+    /// `$get(name)`: the task's own value, else the nearest ancestor's.
+    pub fn find(&self, name: &str) -> Option<&Value> {
+        self.own
+            .get(name)
+            .or_else(|| self.ancestors.iter().find_map(|a| a.get(name)))
+    }
+
+    /// The variables a script sees as globals: every key of the task's data
+    /// and its ancestors', where ancestors override the task and nearer
+    /// ancestors override farther ones (the reference engine's priority).
+    pub fn globals(&self) -> Vars {
+        let mut all = self.own.clone();
+        for scope in self.ancestors.iter().rev() {
+            for (k, v) in scope {
+                all.insert(k.clone(), v.clone());
+            }
+        }
+        all
+    }
+
+    /// `$ecode()`: the `ecode` key of the task's own data, if a string.
+    pub fn ecode(&self) -> Option<&str> {
+        self.own.get("ecode").and_then(Value::as_str)
+    }
+
+    /// `$env` read: private keys read as missing; then the process
+    /// environment; then the OS environment variable.
+    pub fn env_get(&self, name: &str) -> Option<Value> {
+        if name.starts_with("__") {
+            return None;
+        }
+        self.env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok().map(Value::String))
+    }
+}
+
+/// Whether a data key is private (never an output, never folded up).
+pub fn is_private(key: &str) -> bool {
+    key.starts_with("__")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(v: Value) -> Vars {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn find_is_own_first_but_globals_are_ancestors_first() {
+        let scope = ScriptScope {
+            own: vars(json!({"v": 2, "mine": 1})),
+            ancestors: vec![vars(json!({"v": 3})), vars(json!({"v": 1, "root": true}))],
+            ..ScriptScope::default()
+        };
+        assert_eq!(scope.find("v"), Some(&json!(2)));
+        let g = scope.globals();
+        assert_eq!(
+            g["v"],
+            json!(3),
+            "the parent overrides the task and the root"
+        );
+        assert_eq!(g["mine"], json!(1));
+        assert_eq!(g["root"], json!(true));
+    }
+
+    #[test]
+    fn env_hides_private_keys() {
+        let scope = ScriptScope {
+            env: vars(json!({"__owner": "x", "region": "eu"})),
+            ..ScriptScope::default()
+        };
+        assert_eq!(scope.env_get("__owner"), None);
+        assert_eq!(scope.env_get("region"), Some(json!("eu")));
+    }
+}

@@ -1,0 +1,102 @@
+//! `${{ expr }}` substitution, with the reference engine's rules.
+//!
+//! - [`vars`]: node `vars` (and subflow options, exposes). Only a string
+//!   that is one whole `${{ }}` expression is evaluated; objects are
+//!   processed recursively, arrays are copied.
+//! - [`params`]: package params. Objects and arrays are processed
+//!   recursively. A string that is one whole expression becomes its JSON
+//!   result (type kept); expressions inside a longer string are replaced by
+//!   their text (strings raw, other values as JSON).
+//!
+//! A failing expression does not fail the task: its value becomes `null`
+//! and a warning is logged, as in the reference. Unlike the reference, which
+//! matches greedily (so two expressions in one string break), every
+//! `${{ ... }}` in a string is evaluated on its own. Writes a substituted
+//! expression asks for (`$set`) are ignored.
+
+use serde_json::Value;
+
+use super::engine::{ScriptEngine, ScriptKind};
+use super::scope::ScriptScope;
+
+/// The inner text of `s` if `s` is exactly one `${{ expr }}`.
+pub fn whole_expression(s: &str) -> Option<&str> {
+    let t = s.trim();
+    let inner = t.strip_prefix("${{")?.strip_suffix("}}")?;
+    // `${{ a }} ${{ b }}` is two expressions, not one.
+    if inner.contains("}}") && inner.contains("${{") {
+        return None;
+    }
+    let inner = inner.trim();
+    (!inner.is_empty()).then_some(inner)
+}
+
+fn evaluate(engine: &ScriptEngine, expr: &str, scope: &ScriptScope) -> Value {
+    match engine.eval(ScriptKind::Expression, expr, scope.clone()) {
+        Ok(out) => out.value,
+        Err(e) => {
+            tracing::warn!(target: "acts::script", expression = expr, error = %e, "expression failed; using null");
+            Value::Null
+        }
+    }
+}
+
+/// Substitutes node vars (see the module docs).
+pub fn vars(engine: &ScriptEngine, value: &Value, scope: &ScriptScope) -> Value {
+    match value {
+        Value::String(s) => match whole_expression(s) {
+            Some(expr) => evaluate(engine, expr, scope),
+            None => value.clone(),
+        },
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), vars(engine, v, scope)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Substitutes package params (see the module docs).
+pub fn params(engine: &ScriptEngine, value: &Value, scope: &ScriptScope) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Some(expr) = whole_expression(s) {
+                return evaluate(engine, expr, scope);
+            }
+            if !s.contains("${{") {
+                return value.clone();
+            }
+            Value::String(interpolate(engine, s, scope))
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), params(engine, v, scope)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| params(engine, v, scope)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Replaces every `${{ expr }}` in `s` by its result's text.
+fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("${{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let expr = rest[start + 3..start + len].trim();
+        match evaluate(engine, expr, scope) {
+            Value::String(text) => out.push_str(&text),
+            other => out.push_str(&other.to_string()),
+        }
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
