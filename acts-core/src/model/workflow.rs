@@ -71,23 +71,23 @@ impl Workflow {
 
     /// Parses a YAML model.
     pub fn from_yaml(text: &str) -> Result<Self, ModelError> {
-        Ok(Self::load_yaml(text)?.workflow)
-    }
-
-    /// Parses a YAML model and keeps its node positions for validation.
-    pub fn load_yaml(text: &str) -> Result<LoadedWorkflow, ModelError> {
-        let workflow: Workflow = serde_saphyr::from_str(text).map_err(|e| {
+        serde_norway::from_str(text).map_err(|e| {
             let location = e.location().map(|l| Location {
-                line: l.line() as usize,
-                column: l.column() as usize,
+                line: l.line(),
+                column: l.column(),
             });
             ModelError::Parse {
                 message: first_line(&e.to_string()),
                 location,
             }
-        })?;
+        })
+    }
+
+    /// Parses a YAML model and keeps its node positions for validation
+    /// (a second, cheap pass over the text).
+    pub fn load_yaml(text: &str) -> Result<LoadedWorkflow, ModelError> {
         Ok(LoadedWorkflow {
-            workflow,
+            workflow: Self::from_yaml(text)?,
             source: SourceMap::index(text),
         })
     }
@@ -105,7 +105,7 @@ impl Workflow {
 
     /// The model as YAML.
     pub fn to_yaml(&self) -> Result<String, ModelError> {
-        serde_saphyr::to_string(self).map_err(|e| ModelError::Parse {
+        serde_norway::to_string(self).map_err(|e| ModelError::Parse {
             message: format!("cannot write the model as YAML: {e}"),
             location: None,
         })
