@@ -13,7 +13,9 @@
 //! [`tree`] (the static node tree shared per model, dynamic acts per process,
 //! persisted links) and [`script`] (QuickJS evaluation with a runtime pool,
 //! compiled-script cache, time and memory limits, the reference's helpers
-//! and `${{ }}` substitution). Still to come, folder per concept: `scheduler/`,
+//! and `${{ }}` substitution), and the task states of [`scheduler`]. Still to
+//! come, folder per concept: the rest of `scheduler/` (process and task
+//! records, exec/next, lanes, actions),
 //! `package/`, `store/`, `cache/`, `event/`, `trigger/`, `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
@@ -23,5 +25,6 @@
 //! `tree/mod.rs`; `script/mod.rs`.
 
 pub mod model;
+pub mod scheduler;
 pub mod script;
 pub mod tree;
