@@ -13,18 +13,21 @@
 //! [`tree`] (the static node tree shared per model, dynamic acts per process,
 //! persisted links) and [`script`] (QuickJS evaluation with a runtime pool,
 //! compiled-script cache, time and memory limits, the reference's helpers
-//! and `${{ }}` substitution), and the task states of [`scheduler`]. Still to
-//! come, folder per concept: the rest of `scheduler/` (process and task
-//! records, exec/next, lanes, actions),
-//! `package/`, `store/`, `cache/`, `event/`, `trigger/`, `engine/`, as
+//! and `${{ }}` substitution), [`package`] (definitions and the registry of
+//! built-in and application packages, params schemas checked at deploy), and
+//! the task states of [`scheduler`]. Still to come, folder per concept: the
+//! rest of `scheduler/` (process and task records, exec/next, lanes,
+//! actions), running packages, `store/`, `cache/`, `event/`, `trigger/`,
+//! `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
 //! ## Where to start reading
 //!
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
-//! `tree/mod.rs`; `script/mod.rs`.
+//! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`.
 
 pub mod model;
+pub mod package;
 pub mod scheduler;
 pub mod script;
 pub mod tree;

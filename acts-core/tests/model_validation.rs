@@ -2,6 +2,7 @@
 //! and column; valid models pass.
 
 use acts_core::model::{ModelError, NodeKind, Workflow, validate};
+use acts_core::package::PackageRegistry;
 
 const KNOWN: &[&str] = &[
     "acts.core.irq",
@@ -17,7 +18,11 @@ const KNOWN: &[&str] = &[
 
 fn check(yaml: &str) -> Result<(), ModelError> {
     let loaded = Workflow::load_yaml(yaml)?;
-    validate(&loaded.workflow, &loaded.source, &|id| KNOWN.contains(&id))
+    validate(
+        &loaded.workflow,
+        &loaded.source,
+        &PackageRegistry::with_builtins(),
+    )
 }
 
 /// The error's node id, its line, and its text.
@@ -175,9 +180,37 @@ fn builder_models_validate_without_positions() {
                 .with_uses("acts.core.irq", serde_json::json!({"key": "a"}))
         })
         .with_step(|s| s.with_id("a"));
-    let err = validate(&w, &Default::default(), &|id| KNOWN.contains(&id)).unwrap_err();
+    let err = validate(&w, &Default::default(), &|id: &str| KNOWN.contains(&id)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "model 'm1', step 'a': duplicate node id 'a': node ids must be unique in the whole model"
     );
+}
+
+#[test]
+fn the_builtin_registry_knows_exactly_the_builtin_packages() {
+    assert_eq!(PackageRegistry::with_builtins().ids(), {
+        let mut k = KNOWN.to_vec();
+        k.sort_unstable();
+        k
+    });
+}
+
+#[test]
+fn literal_params_are_checked_against_the_package_schema() {
+    let yaml = "id: m1\nver: '1'\nsteps:\n  - id: fan\n    uses: acts.core.parallel\n    params:\n      in: [1, 2]\n      acts: []\n";
+    let (node, line, text) = invalid(yaml);
+    assert_eq!(node, Some((NodeKind::Step, "fan".into())));
+    assert_eq!(line, Some(5));
+    assert!(
+        text.contains("package 'acts.core.parallel': invalid params: at /in/0"),
+        "{text}"
+    );
+    // Params with expressions are checked when the act runs, not at deploy.
+    let yaml = "id: m1\nver: '1'\nsteps:\n  - id: fan\n    uses: acts.core.parallel\n    params:\n      in: '${{ users }}'\n      acts: []\n";
+    check(yaml).unwrap();
+    let (_, _, text) = invalid(
+        "id: m1\nver: '1'\nsteps:\n  - id: c\n    uses: acts.transform.code\n    params: { not: code }\n",
+    );
+    assert!(text.contains("acts.transform.code"), "{text}");
 }

@@ -20,7 +20,7 @@ pub use error::{ModelError, NodeKind, NodeRef};
 pub use nodes::{Act, Branch, Step, Trigger};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
-pub use validate::validate;
+pub use validate::{PackageLookup, validate};
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars};
 pub use workflow::{LoadedWorkflow, Workflow};
 

@@ -19,20 +19,50 @@ const ACT_LIST_PACKAGES: &[&str] = &[
     "acts.core.sequence",
 ];
 
+/// What validation needs to know about packages.
+pub trait PackageLookup {
+    /// Whether `uses: id` names a package.
+    fn is_known(&self, id: &str) -> bool;
+
+    /// Checks literal params (ones without `${{ }}`) against the package's
+    /// schema; the error says what is wrong.
+    fn check_params(&self, _id: &str, _params: &Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A closure that says which package ids exist (params are not checked).
+impl<F: Fn(&str) -> bool> PackageLookup for F {
+    fn is_known(&self, id: &str) -> bool {
+        self(id)
+    }
+}
+
+/// Whether `value` holds a `${{ }}` expression anywhere.
+fn has_expression(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains("${{"),
+        Value::Array(items) => items.iter().any(has_expression),
+        Value::Object(map) => map.values().any(has_expression),
+        _ => false,
+    }
+}
+
 /// Checks a model against every rule that can be checked before it runs:
 /// id and version present, triggers well formed (cron expressions parse),
 /// node ids unique, `next` targets declared earlier, no `while` with `next`,
-/// every `uses` a known package (`is_known_package`), acts in block,
-/// parallel and sequence params well formed, and `$cost_in` durations valid.
+/// every `uses` a known package with literal params that match its schema,
+/// acts in block, parallel and sequence params well formed, and `$cost_in`
+/// durations valid.
 pub fn validate(
     workflow: &Workflow,
     source: &SourceMap,
-    is_known_package: &dyn Fn(&str) -> bool,
+    packages: &dyn PackageLookup,
 ) -> Result<(), ModelError> {
     let mut v = Validator {
         workflow,
         source,
-        is_known_package,
+        packages,
         seen: HashMap::new(),
     };
     v.run()
@@ -41,7 +71,7 @@ pub fn validate(
 struct Validator<'a> {
     workflow: &'a Workflow,
     source: &'a SourceMap,
-    is_known_package: &'a dyn Fn(&str) -> bool,
+    packages: &'a dyn PackageLookup,
     /// Node ids seen so far, in traversal order, with how often.
     seen: HashMap<String, usize>,
 }
@@ -187,7 +217,7 @@ impl Validator<'_> {
                 }
             }
             if let Some(uses) = &step.uses {
-                self.uses(&node, uses)?;
+                self.uses(&node, uses, &step.params)?;
                 self.act_lists(&node, uses, &step.params)?;
             }
             for script in [&step.r#if, &step.r#while].into_iter().flatten() {
@@ -228,7 +258,7 @@ impl Validator<'_> {
         Ok(())
     }
 
-    fn uses(&self, node: &NodeRef, uses: &str) -> Result<(), ModelError> {
+    fn uses(&self, node: &NodeRef, uses: &str, params: &Value) -> Result<(), ModelError> {
         if uses.trim().is_empty() {
             return Err(self.err(
                 Some(node.clone()),
@@ -236,12 +266,17 @@ impl Validator<'_> {
                 "`uses` is empty: name a package".into(),
             ));
         }
-        if !(self.is_known_package)(uses) {
+        if !self.packages.is_known(uses) {
             return Err(self.err(
                 Some(node.clone()),
                 Some(("uses", uses, 0)),
                 format!("unknown package '{uses}'"),
             ));
+        }
+        if !has_expression(params)
+            && let Err(message) = self.packages.check_params(uses, params)
+        {
+            return Err(self.err(Some(node.clone()), Some(("uses", uses, 0)), message));
         }
         Ok(())
     }
@@ -278,7 +313,7 @@ impl Validator<'_> {
                     act.id.clone()
                 },
             };
-            self.uses(&act_node, &act.uses)?;
+            self.uses(&act_node, &act.uses, &act.params)?;
             self.act_lists(&act_node, &act.uses, &act.params)?;
         }
         Ok(())
