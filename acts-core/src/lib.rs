@@ -15,9 +15,10 @@
 //! compiled-script cache, time and memory limits, the reference's helpers
 //! and `${{ }}` substitution), [`package`] (definitions and the registry of
 //! built-in and application packages, params schemas checked at deploy), and
-//! the task states of [`scheduler`]. Still to come, folder per concept: the
+//! the task states of [`scheduler`], and the group-commit writer of
+//! [`store`]. Still to come, folder per concept: the
 //! rest of `scheduler/` (process and task records, exec/next, lanes,
-//! actions), running packages, `store/`, `cache/`, `event/`, `trigger/`,
+//! actions), running packages, the collections of `store/`, `cache/`, `event/`, `trigger/`,
 //! `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
@@ -30,4 +31,5 @@ pub mod model;
 pub mod package;
 pub mod scheduler;
 pub mod script;
+pub mod store;
 pub mod tree;
