@@ -1,0 +1,448 @@
+//! [`Collection`]: typed rows over a `KvStore`, with a schema version per
+//! row, secondary indexes kept in the same batch as the row, and queries.
+//!
+//! Layout (every component order-preserving, see `acts_store::keys`):
+//! - row: `("r", collection, id)` → `{"v": version, "d": row}`;
+//! - index entry: `("i", collection, field, value, id)` → the row id, for
+//!   every indexed field of the row.
+
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use acts_store::keys::{KeyBuilder, KeyReader};
+use acts_store::{BatchOp, KvStore, ScanRange, StoreError};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// A value an index orders by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IndexValue {
+    /// A boolean (false first).
+    Bool(bool),
+    /// A signed integer (times, counters).
+    Int(i64),
+    /// A string.
+    Str(String),
+}
+
+impl IndexValue {
+    fn encode(&self, key: KeyBuilder) -> KeyBuilder {
+        match self {
+            IndexValue::Bool(b) => key.raw(&[0x01, u8::from(*b)]),
+            IndexValue::Int(i) => key.raw(&[0x02]).i64(*i),
+            IndexValue::Str(s) => key.raw(&[0x03]).str(s),
+        }
+    }
+
+    /// The index value a JSON filter operand stands for (`None` if it has
+    /// no index form).
+    fn from_json(v: &Value) -> Option<Self> {
+        match v {
+            Value::Bool(b) => Some(IndexValue::Bool(*b)),
+            Value::Number(n) => n.as_i64().map(IndexValue::Int),
+            Value::String(s) => Some(IndexValue::Str(s.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// A row type stored in a [`Collection`].
+pub trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
+    /// The collection's name (a key component).
+    const COLLECTION: &'static str;
+    /// The current schema version written with every row.
+    const VERSION: u32;
+    /// The fields with a secondary index.
+    const INDEXED: &'static [&'static str];
+
+    /// The row's id, unique in the collection.
+    fn id(&self) -> String;
+
+    /// The row's value for each indexed field (same order as `INDEXED`).
+    fn index_values(&self) -> Vec<IndexValue>;
+
+    /// Upgrades a row stored at an older `version` to the current shape.
+    /// The default accepts the current version only.
+    fn upgrade(version: u32, row: Value) -> Result<Value, String> {
+        if version == Self::VERSION {
+            Ok(row)
+        } else {
+            Err(format!(
+                "no upgrade from version {version} to {}",
+                Self::VERSION
+            ))
+        }
+    }
+}
+
+/// Why a collection operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectionError {
+    /// The store failed (never reported as "no row").
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored row could not be read (bad JSON, failed upgrade).
+    #[error("{collection} row '{id}' is unreadable: {message}")]
+    Corrupt {
+        /// The collection.
+        collection: &'static str,
+        /// The row id.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A query that cannot run (e.g. ordering by a field with no index).
+    #[error("{collection} query: {message}")]
+    BadQuery {
+        /// The collection.
+        collection: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A condition on a row's fields (compared as JSON: numbers with numbers,
+/// strings with strings).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// `field == value`.
+    Eq(String, Value),
+    /// `field != value`.
+    Ne(String, Value),
+    /// `field` is one of the values.
+    In(String, Vec<Value>),
+    /// `field < value`.
+    Lt(String, Value),
+    /// `field <= value`.
+    Le(String, Value),
+    /// `field > value`.
+    Gt(String, Value),
+    /// `field >= value`.
+    Ge(String, Value),
+    /// All of them.
+    And(Vec<Filter>),
+    /// Any of them.
+    Or(Vec<Filter>),
+}
+
+fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+impl Filter {
+    /// `field == value`.
+    pub fn eq(field: &str, value: impl Into<Value>) -> Self {
+        Filter::Eq(field.into(), value.into())
+    }
+
+    fn matches(&self, row: &Value) -> bool {
+        let get = |f: &str| row.get(f).unwrap_or(&Value::Null);
+        let ord = |f: &str, v: &Value| compare(get(f), v);
+        match self {
+            Filter::Eq(f, v) => get(f) == v,
+            Filter::Ne(f, v) => get(f) != v,
+            Filter::In(f, vs) => vs.contains(get(f)),
+            Filter::Lt(f, v) => ord(f, v) == Some(Ordering::Less),
+            Filter::Le(f, v) => matches!(ord(f, v), Some(Ordering::Less | Ordering::Equal)),
+            Filter::Gt(f, v) => ord(f, v) == Some(Ordering::Greater),
+            Filter::Ge(f, v) => matches!(ord(f, v), Some(Ordering::Greater | Ordering::Equal)),
+            Filter::And(all) => all.iter().all(|x| x.matches(row)),
+            Filter::Or(any) => any.iter().any(|x| x.matches(row)),
+        }
+    }
+}
+
+/// What to read: filters, an order, a page size and where to continue.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// Every row must match all of these.
+    pub filters: Vec<Filter>,
+    /// Order by this indexed field; `true` for descending.
+    pub order_by: Option<(String, bool)>,
+    /// Rows per page (`None`: everything in one page).
+    pub limit: Option<usize>,
+    /// Continue after this cursor (from a previous [`Page`]).
+    pub after: Option<Vec<u8>>,
+}
+
+impl Query {
+    /// Every row.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a filter.
+    pub fn filter(mut self, f: Filter) -> Self {
+        self.filters.push(f);
+        self
+    }
+
+    /// Orders by an indexed field.
+    pub fn order_by(mut self, field: &str, descending: bool) -> Self {
+        self.order_by = Some((field.into(), descending));
+        self
+    }
+
+    /// Sets the page size.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+}
+
+/// One page of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    /// The rows, in query order.
+    pub rows: Vec<T>,
+    /// Where the next page starts; `None` when there is no more.
+    pub next: Option<Vec<u8>>,
+}
+
+/// How many keys a query reads from the store per round trip.
+const SCAN_CHUNK: usize = 256;
+
+/// Typed access to the rows of type `T`.
+pub struct Collection<T: Row> {
+    store: Arc<dyn KvStore>,
+    _rows: PhantomData<fn() -> T>,
+}
+
+impl<T: Row> Clone for Collection<T> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            _rows: PhantomData,
+        }
+    }
+}
+
+impl<T: Row> Collection<T> {
+    /// The collection of `T` rows in `store`.
+    pub fn new(store: Arc<dyn KvStore>) -> Self {
+        Self {
+            store,
+            _rows: PhantomData,
+        }
+    }
+
+    fn row_prefix() -> KeyBuilder {
+        KeyBuilder::new().str("r").str(T::COLLECTION)
+    }
+
+    /// The key of row `id`.
+    pub fn row_key(id: &str) -> Vec<u8> {
+        Self::row_prefix().str(id).finish()
+    }
+
+    fn index_prefix(field: &str) -> KeyBuilder {
+        KeyBuilder::new().str("i").str(T::COLLECTION).str(field)
+    }
+
+    /// The id in a row key (`None` for a key of another layout).
+    fn id_of_row_key(key: &[u8]) -> Option<String> {
+        let prefix = Self::row_prefix().finish();
+        let mut r = KeyReader::new(key.strip_prefix(prefix.as_slice())?);
+        r.str()
+    }
+
+    fn index_keys(row: &T) -> Vec<Vec<u8>> {
+        let id = row.id();
+        T::INDEXED
+            .iter()
+            .zip(row.index_values())
+            .map(|(field, value)| value.encode(Self::index_prefix(field)).str(&id).finish())
+            .collect()
+    }
+
+    /// The ops that store `new` (replacing `old`, the row as stored now, if
+    /// any): the row and its index entries, for one atomic batch.
+    pub fn upsert_ops(old: Option<&T>, new: &T) -> Vec<BatchOp> {
+        let mut ops = Vec::new();
+        let new_keys = Self::index_keys(new);
+        if let Some(old) = old {
+            for k in Self::index_keys(old) {
+                if !new_keys.contains(&k) {
+                    ops.push(BatchOp::delete(k));
+                }
+            }
+        }
+        let envelope = json!({"v": T::VERSION, "d": new});
+        ops.push(BatchOp::put(Self::row_key(&new.id()), envelope.to_string()));
+        let id = new.id();
+        ops.extend(new_keys.into_iter().map(|k| BatchOp::put(k, id.as_bytes())));
+        ops
+    }
+
+    /// The ops that delete `row` and its index entries.
+    pub fn delete_ops(row: &T) -> Vec<BatchOp> {
+        let mut ops = vec![BatchOp::delete(Self::row_key(&row.id()))];
+        ops.extend(Self::index_keys(row).into_iter().map(BatchOp::delete));
+        ops
+    }
+
+    fn decode(id: &str, bytes: &[u8]) -> Result<T, CollectionError> {
+        let corrupt = |message: String| CollectionError::Corrupt {
+            collection: T::COLLECTION,
+            id: id.to_owned(),
+            message,
+        };
+        let envelope: Value =
+            serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not JSON: {e}")))?;
+        let version = envelope
+            .get("v")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| corrupt("no schema version".into()))?;
+        let data = envelope
+            .get("d")
+            .cloned()
+            .ok_or_else(|| corrupt("no data".into()))?;
+        let data = T::upgrade(version as u32, data).map_err(corrupt)?;
+        serde_json::from_value(data).map_err(|e| corrupt(format!("wrong shape: {e}")))
+    }
+
+    /// Reads row `id`; `Ok(None)` when there is none, `Err` when the store
+    /// fails or the row is unreadable.
+    pub async fn get(&self, id: &str) -> Result<Option<T>, CollectionError> {
+        match self.store.get(&Self::row_key(id)).await? {
+            Some(bytes) => Ok(Some(Self::decode(id, &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores `row` (reading the stored version first to update indexes).
+    pub async fn upsert(&self, row: &T) -> Result<(), CollectionError> {
+        let old = self.get(&row.id()).await?;
+        self.store
+            .batch(Self::upsert_ops(old.as_ref(), row))
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes row `id` and its index entries; a missing row is not an error.
+    pub async fn delete(&self, id: &str) -> Result<(), CollectionError> {
+        if let Some(old) = self.get(id).await? {
+            self.store.batch(Self::delete_ops(&old)).await?;
+        }
+        Ok(())
+    }
+
+    /// One page of `query`.
+    pub async fn query(&self, query: &Query) -> Result<Page<T>, CollectionError> {
+        let filter = Filter::And(query.filters.clone());
+        // Which keys to walk: the order field's index, else an index that
+        // an equality filter pins to one value, else the rows themselves.
+        let (prefix, from_index) = match &query.order_by {
+            Some((field, _)) => {
+                if !T::INDEXED.contains(&field.as_str()) {
+                    return Err(CollectionError::BadQuery {
+                        collection: T::COLLECTION,
+                        message: format!(
+                            "cannot order by '{field}': it has no index (indexed: {})",
+                            T::INDEXED.join(", ")
+                        ),
+                    });
+                }
+                (Self::index_prefix(field).finish(), true)
+            }
+            None => match query.filters.iter().find_map(|f| match f {
+                Filter::Eq(field, v) if T::INDEXED.contains(&field.as_str()) => {
+                    IndexValue::from_json(v).map(|iv| (field, iv))
+                }
+                _ => None,
+            }) {
+                Some((field, iv)) => (iv.encode(Self::index_prefix(field)).finish(), true),
+                None => (Self::row_prefix().finish(), false),
+            },
+        };
+        let descending = query.order_by.as_ref().is_some_and(|(_, d)| *d);
+        let limit = query.limit.unwrap_or(usize::MAX);
+        let mut range = ScanRange::prefix(&prefix).with_reverse(descending);
+        let mut rows = Vec::new();
+        let mut last_key: Option<Vec<u8>> = None;
+        if let Some(after) = &query.after {
+            if descending {
+                range.end = Bound::Excluded(after.clone());
+            } else {
+                range.start = Bound::Excluded(after.clone());
+            }
+        }
+        loop {
+            let chunk = self
+                .store
+                .scan(range.clone().with_limit(SCAN_CHUNK))
+                .await?;
+            let exhausted = chunk.len() < SCAN_CHUNK;
+            let ids: Vec<(Vec<u8>, String, Option<Vec<u8>>)> = chunk
+                .into_iter()
+                .map(|pair| {
+                    if from_index {
+                        // An index entry's value is the row id.
+                        let id = String::from_utf8_lossy(&pair.value).into_owned();
+                        (pair.key, id, None)
+                    } else {
+                        let id = Self::id_of_row_key(&pair.key).unwrap_or_default();
+                        (pair.key, id, Some(pair.value))
+                    }
+                })
+                .collect();
+            // Index walks load their rows in one multi-read per chunk.
+            let loaded = if from_index {
+                let keys: Vec<Vec<u8>> = ids.iter().map(|(_, id, _)| Self::row_key(id)).collect();
+                self.store.get_many(&keys).await?
+            } else {
+                ids.iter().map(|(_, _, v)| v.clone()).collect()
+            };
+            for ((key, id, _), bytes) in ids.iter().zip(loaded) {
+                let Some(bytes) = bytes else {
+                    continue; // an index entry whose row was deleted meanwhile
+                };
+                let row = Self::decode(id, &bytes)?;
+                let as_json = serde_json::to_value(&row).unwrap_or(Value::Null);
+                if filter.matches(&as_json) {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        return Ok(Page {
+                            rows,
+                            next: Some(key.clone()),
+                        });
+                    }
+                }
+                last_key = Some(key.clone());
+            }
+            if exhausted {
+                return Ok(Page { rows, next: None });
+            }
+            if let Some(k) = &last_key {
+                if descending {
+                    range.end = Bound::Excluded(k.clone());
+                } else {
+                    range.start = Bound::Excluded(k.clone());
+                }
+            }
+        }
+    }
+
+    /// Every row matching `query`, reading page after page until the end
+    /// (for recovery and cleanup: never silently truncated).
+    pub async fn query_all(&self, query: &Query) -> Result<Vec<T>, CollectionError> {
+        let mut q = query.clone();
+        let mut all = Vec::new();
+        loop {
+            let page = self.query(&q).await?;
+            all.extend(page.rows);
+            match page.next {
+                Some(next) => q.after = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+}
