@@ -15,21 +15,24 @@
 //! compiled-script cache, time and memory limits, the reference's helpers
 //! and `${{ }}` substitution), [`package`] (definitions and the registry of
 //! built-in and application packages, params schemas checked at deploy), and
-//! the task states of [`scheduler`], and the group-commit writer of
-//! [`store`]. Still to come, folder per concept: the
+//! the task states of [`scheduler`], the group-commit writer and typed
+//! collections of [`store`], and [`time`] (the injectable clock and the
+//! timer service). Still to come, folder per concept: the
 //! rest of `scheduler/` (process and task records, exec/next, lanes,
-//! actions), running packages, the collections of `store/`, `cache/`, `event/`, `trigger/`,
+//! actions), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
 //! `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
 //! ## Where to start reading
 //!
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
-//! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`.
+//! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `store/mod.rs`;
+//! `time/mod.rs`.
 
 pub mod model;
 pub mod package;
 pub mod scheduler;
 pub mod script;
 pub mod store;
+pub mod time;
 pub mod tree;
