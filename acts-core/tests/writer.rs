@@ -23,6 +23,29 @@ fn put(k: &str, v: &str) -> BatchOp {
     BatchOp::put(k, v)
 }
 
+type Pending = tokio::task::JoinHandle<Result<WriteOutcome, WriteError>>;
+
+/// Queues `b` from a new task and returns its handle.
+fn spawn_write(writer: &GroupCommitWriter, b: WriteBatch) -> Pending {
+    let w = writer.clone();
+    tokio::spawn(async move { w.write(b).await })
+}
+
+/// Arms the write gate and starts a write that parks inside the store's
+/// commit: the writer is then "busy with a commit" until the gate opens.
+async fn hold_a_commit(
+    store: &GatedStore<CrashStore>,
+    writer: &GroupCommitWriter,
+    b: WriteBatch,
+) -> Pending {
+    store.arm(GateKind::Write);
+    let held = spawn_write(writer, b);
+    tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
+        .await
+        .expect("the first commit reaches the store");
+    held
+}
+
 /// A gated store over a recording store.
 fn gated() -> (Arc<GatedStore<CrashStore>>, Arc<CrashStore>) {
     let log = Arc::new(CrashStore::new());
@@ -47,22 +70,14 @@ async fn writes_commit_in_order_and_later_writes_win() {
 async fn batches_queued_during_a_commit_share_the_next_one() {
     let (store, log) = gated();
     let writer = GroupCommitWriter::start(store.clone(), WriterConfig::default());
-    store.arm(GateKind::Write);
-    let first = tokio::spawn({
-        let w = writer.clone();
-        async move { w.write(batch("p0", vec![put("a", "0")])).await }
-    });
-    tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
-        .await
-        .unwrap();
+    let first = hold_a_commit(&store, &writer, batch("p0", vec![put("a", "0")])).await;
     // While the first commit is held, 20 more transitions queue up.
     let mut rest = Vec::new();
     for i in 1..=20 {
-        let w = writer.clone();
-        rest.push(tokio::spawn(async move {
-            w.write(batch(&format!("p{i}"), vec![put(&format!("k{i:02}"), "v")]))
-                .await
-        }));
+        rest.push(spawn_write(
+            &writer,
+            batch(&format!("p{i}"), vec![put(&format!("k{i:02}"), "v")]),
+        ));
     }
     wait_queued(&writer, 20).await;
     store.disarm(GateKind::Write);
@@ -101,12 +116,7 @@ async fn wait_queued(writer: &GroupCommitWriter, n: usize) {
 async fn flush_waits_for_everything_queued_before_it() {
     let (store, log) = gated();
     let writer = GroupCommitWriter::start(store.clone(), WriterConfig::default());
-    store.arm(GateKind::Write);
-    let w = writer.clone();
-    let write = tokio::spawn(async move { w.write(batch("p", vec![put("a", "1")])).await });
-    tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
-        .await
-        .unwrap();
+    let write = hold_a_commit(&store, &writer, batch("p", vec![put("a", "1")])).await;
     let w = writer.clone();
     let flush = tokio::spawn(async move { w.flush().await });
     tokio::task::yield_now().await;
@@ -129,15 +139,8 @@ async fn flush_waits_for_everything_queued_before_it() {
 async fn writes_of_a_removed_process_are_skipped_not_failed() {
     let (store, log) = gated();
     let writer = GroupCommitWriter::start(store.clone(), WriterConfig::default());
-    store.arm(GateKind::Write);
-    let w = writer.clone();
-    let held = tokio::spawn(async move { w.write(batch("other", vec![put("o", "1")])).await });
-    tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
-        .await
-        .unwrap();
-    let w = writer.clone();
-    let queued =
-        tokio::spawn(async move { w.write(batch("gone", vec![put("gone/task", "x")])).await });
+    let held = hold_a_commit(&store, &writer, batch("other", vec![put("o", "1")])).await;
+    let queued = spawn_write(&writer, batch("gone", vec![put("gone/task", "x")]));
     wait_queued(&writer, 1).await;
     writer.mark_removed("gone");
     store.disarm(GateKind::Write);
@@ -195,22 +198,16 @@ async fn groups_respect_the_op_limit_and_never_split_a_batch() {
         ..WriterConfig::default()
     };
     let writer = GroupCommitWriter::start(store.clone(), config);
-    store.arm(GateKind::Write);
-    let w = writer.clone();
-    let first = tokio::spawn(async move { w.write(batch("p", vec![put("first", "x")])).await });
-    tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
-        .await
-        .unwrap();
+    let first = hold_a_commit(&store, &writer, batch("p", vec![put("first", "x")])).await;
     // Enqueue one at a time so the queue order is known.
     let mut all = Vec::new();
     for i in 0..6 {
-        let w = writer.clone();
         let ops: Vec<BatchOp> = if i < 5 {
             (0..3).map(|j| put(&format!("k{i}{j}"), "v")).collect()
         } else {
             (0..10).map(|j| put(&format!("big{j:02}"), "v")).collect()
         };
-        all.push(tokio::spawn(async move { w.write(batch("p", ops)).await }));
+        all.push(spawn_write(&writer, batch("p", ops)));
         wait_queued(&writer, i + 1).await;
     }
     store.disarm(GateKind::Write);
@@ -243,11 +240,10 @@ async fn a_full_queue_makes_writers_wait_not_fail() {
     store.arm(GateKind::Write);
     let mut all = Vec::new();
     for i in 0..50 {
-        let w = writer.clone();
-        all.push(tokio::spawn(async move {
-            w.write(batch("p", vec![put(&format!("k{i:02}"), "v")]))
-                .await
-        }));
+        all.push(spawn_write(
+            &writer,
+            batch("p", vec![put(&format!("k{i:02}"), "v")]),
+        ));
     }
     tokio::time::timeout(GUARD, store.wait_parked(GateKind::Write, 1))
         .await

@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use acts_store::blocking::run_blocking;
 use acts_store::{
     BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_key,
+    validate_batch, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, TableDefinition};
@@ -241,9 +241,7 @@ impl KvStore for RedbStore {
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         let op = StoreOp::GetMany;
-        for key in keys {
-            validate_key(BACKEND, op, key)?;
-        }
+        validate_keys(BACKEND, op, keys)?;
         // One read transaction: one snapshot for every key.
         let table = self.inner.read_table(op)?;
         keys.iter()

@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use acts_store::{
     BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_key,
+    validate_batch, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -226,9 +226,7 @@ impl KvStore for RedisStore {
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         let op = StoreOp::GetMany;
-        for key in keys {
-            validate_key(BACKEND, op, key)?;
-        }
+        validate_keys(BACKEND, op, keys)?;
         if keys.is_empty() {
             return Ok(Vec::new());
         }

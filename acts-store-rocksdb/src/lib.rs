@@ -44,6 +44,7 @@ use std::sync::Arc;
 use acts_store::blocking::run_blocking;
 use acts_store::{
     BatchOp, KvPair, KvStore, ScanRange, StoreOp, StoreResult, validate_batch, validate_key,
+    validate_keys,
 };
 use async_trait::async_trait;
 use rocksdb::{
@@ -201,9 +202,7 @@ impl KvStore for RocksStore {
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         let op = StoreOp::GetMany;
-        for key in keys {
-            validate_key(BACKEND, op, key)?;
-        }
+        validate_keys(BACKEND, op, keys)?;
         let snapshot = self.inner.db.snapshot();
         snapshot
             .multi_get(keys)

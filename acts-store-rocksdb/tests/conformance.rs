@@ -2,37 +2,21 @@
 //! suite, reopen and damage cases included.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use acts_store::{KvStore, StoreResult};
 use acts_store_rocksdb::{RocksOptions, RocksStore};
-use acts_testkit::StoreFactory;
+use acts_testkit::{StoreFactory, TempLocations};
 use async_trait::async_trait;
 
 /// Opens databases in a temporary directory; a location is a directory.
 struct RocksFactory {
-    dir: tempfile::TempDir,
-    next: AtomicU64,
-}
-
-impl RocksFactory {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("a temporary directory for the test databases"),
-            next: AtomicU64::new(0),
-        }
-    }
+    locations: TempLocations,
 }
 
 #[async_trait]
 impl StoreFactory for RocksFactory {
     fn new_location(&self) -> String {
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        self.dir
-            .path()
-            .join(format!("db-{n}"))
-            .display()
-            .to_string()
+        self.locations.next("db")
     }
 
     async fn open(&self, location: &str) -> StoreResult<Arc<dyn KvStore>> {
@@ -52,4 +36,6 @@ impl StoreFactory for RocksFactory {
     }
 }
 
-acts_testkit::conformance_tests!(durable: RocksFactory::new());
+acts_testkit::conformance_tests!(durable: RocksFactory {
+    locations: TempLocations::new()
+});

@@ -195,6 +195,12 @@ pub fn validate_key(backend: &'static str, op: StoreOp, key: &[u8]) -> StoreResu
     Ok(())
 }
 
+/// Checks every key of a multi-read against the contract's limits.
+pub fn validate_keys(backend: &'static str, op: StoreOp, keys: &[Vec<u8>]) -> StoreResult<()> {
+    keys.iter()
+        .try_for_each(|key| validate_key(backend, op, key))
+}
+
 /// Checks every op of a batch against the contract's limits, before anything
 /// is written (so a rejected batch applies nothing).
 pub fn validate_batch(backend: &'static str, op: StoreOp, ops: &[BatchOp]) -> StoreResult<()> {

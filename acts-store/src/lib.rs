@@ -68,5 +68,6 @@ mod memory;
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
 pub use kv::{
     BatchOp, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, ScanRange, validate_batch, validate_key,
+    validate_keys,
 };
 pub use memory::MemoryStore;

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use parking_lot::RwLock;
 
 use crate::error::{StoreOp, StoreResult};
-use crate::kv::{BatchOp, KvPair, KvStore, ScanRange, validate_batch, validate_key};
+use crate::kv::{BatchOp, KvPair, KvStore, ScanRange, validate_batch, validate_key, validate_keys};
 
 const BACKEND: &str = "memory";
 
@@ -74,9 +74,7 @@ impl KvStore for MemoryStore {
     }
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
-        for key in keys {
-            validate_key(BACKEND, StoreOp::GetMany, key)?;
-        }
+        validate_keys(BACKEND, StoreOp::GetMany, keys)?;
         let map = self.map.read();
         Ok(keys.iter().map(|k| map.get(k).cloned()).collect())
     }

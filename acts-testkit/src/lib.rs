@@ -31,7 +31,7 @@ mod failing;
 mod gated;
 pub mod redis_server;
 
-pub use conformance::{MemoryFactory, StoreFactory};
+pub use conformance::{MemoryFactory, StoreFactory, TempLocations};
 pub use crash::CrashStore;
 pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
 pub use gated::{GateKind, GatedStore};

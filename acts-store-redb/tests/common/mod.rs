@@ -2,27 +2,24 @@
 #![allow(dead_code)] // each test file uses a part of it
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use acts_store::{KvStore, StoreResult};
 use acts_store_redb::{Durability, RedbOptions, RedbStore};
-use acts_testkit::StoreFactory;
+use acts_testkit::{StoreFactory, TempLocations};
 use async_trait::async_trait;
 
 /// Opens redb files in a temporary directory that lives as long as the
 /// factory; a location is a file path.
 pub struct RedbFactory {
-    dir: tempfile::TempDir,
+    locations: TempLocations,
     durability: Durability,
-    next: AtomicU64,
 }
 
 impl RedbFactory {
     pub fn new(durability: Durability) -> Self {
         Self {
-            dir: tempfile::tempdir().expect("a temporary directory for the test databases"),
+            locations: TempLocations::new(),
             durability,
-            next: AtomicU64::new(0),
         }
     }
 }
@@ -30,12 +27,7 @@ impl RedbFactory {
 #[async_trait]
 impl StoreFactory for RedbFactory {
     fn new_location(&self) -> String {
-        let n = self.next.fetch_add(1, Ordering::SeqCst);
-        self.dir
-            .path()
-            .join(format!("store-{n}.redb"))
-            .display()
-            .to_string()
+        self.locations.next("store.redb")
     }
 
     async fn open(&self, location: &str) -> StoreResult<Arc<dyn KvStore>> {
