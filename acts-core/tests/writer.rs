@@ -46,6 +46,18 @@ async fn hold_a_commit(
     held
 }
 
+/// Waits (hang-guarded) for every write and checks each was committed.
+async fn assert_all_committed(writes: Vec<Pending>) {
+    for w in writes {
+        let outcome = tokio::time::timeout(GUARD, w)
+            .await
+            .expect("the write settles")
+            .expect("the task did not panic")
+            .expect("the write succeeded");
+        assert_eq!(outcome, WriteOutcome::Committed);
+    }
+}
+
 /// A gated store over a recording store.
 fn gated() -> (Arc<GatedStore<CrashStore>>, Arc<CrashStore>) {
     let log = Arc::new(CrashStore::new());
@@ -82,16 +94,7 @@ async fn batches_queued_during_a_commit_share_the_next_one() {
     wait_queued(&writer, 20).await;
     store.disarm(GateKind::Write);
     assert_eq!(first.await.unwrap().unwrap(), WriteOutcome::Committed);
-    for r in rest {
-        assert_eq!(
-            tokio::time::timeout(GUARD, r)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap(),
-            WriteOutcome::Committed
-        );
-    }
+    assert_all_committed(rest).await;
     let batches = log.committed_batches().await;
     assert_eq!(
         batches.len(),
@@ -212,16 +215,7 @@ async fn groups_respect_the_op_limit_and_never_split_a_batch() {
     }
     store.disarm(GateKind::Write);
     first.await.unwrap().unwrap();
-    for t in all {
-        assert_eq!(
-            tokio::time::timeout(GUARD, t)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap(),
-            WriteOutcome::Committed
-        );
-    }
+    assert_all_committed(all).await;
     let sizes: Vec<usize> = log.committed_batches().await.iter().map(Vec::len).collect();
     // 1 held op; then 3+3 (6 fits), 3+3, 3 alone (the 10-op batch does not
     // fit after it), then the 10-op batch alone, never split.
@@ -249,15 +243,6 @@ async fn a_full_queue_makes_writers_wait_not_fail() {
         .await
         .unwrap();
     store.disarm(GateKind::Write);
-    for t in all {
-        assert_eq!(
-            tokio::time::timeout(GUARD, t)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap(),
-            WriteOutcome::Committed
-        );
-    }
+    assert_all_committed(all).await;
     assert_eq!(log.snapshot().len(), 50);
 }
