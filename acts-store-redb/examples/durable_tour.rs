@@ -63,7 +63,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "read back {} task rows of run #{run} in key order",
         tasks.len()
     );
-    println!("the file holds {} runs; newest first:", runs.len());
+    let plural = if runs.len() == 1 { "run" } else { "runs" };
+    println!("the file holds {} {plural}; newest first:", runs.len());
     for pair in recent {
         println!("  {}", String::from_utf8_lossy(&pair.value));
     }
