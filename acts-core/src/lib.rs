@@ -15,11 +15,11 @@
 //! compiled-script cache, time and memory limits, the reference's helpers
 //! and `${{ }}` substitution), [`package`] (definitions and the registry of
 //! built-in and application packages, params schemas checked at deploy), and
-//! the task states of [`scheduler`], the group-commit writer and typed
+//! the task states and task table (with the data-scope rules) of
+//! [`scheduler`], the group-commit writer and typed
 //! collections of [`store`], and [`time`] (the injectable clock and the
 //! timer service). Still to come, folder per concept: the
-//! rest of `scheduler/` (process and task records, exec/next, lanes,
-//! actions), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
+//! rest of `scheduler/` (process records, exec/next, lanes, actions), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
 //! `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
 //!
