@@ -147,3 +147,58 @@ fn without_fsync_a_crash_keeps_a_consistent_prefix_up_to_the_last_sync() {
         "what survives is a prefix of the writes"
     );
 }
+
+const HOLD_ENV: &str = "ACTS_REDB_HOLD_CHILD";
+
+/// Run in a child process by the lock test: opens the database, says so on
+/// stdout, and keeps it open until its stdin closes.
+#[test]
+fn hold_child() {
+    let Ok(path) = std::env::var(HOLD_ENV) else {
+        return; // only does something when spawned by the lock test
+    };
+    let _store =
+        RedbStore::open(&path, RedbOptions::default()).expect("the child opens the database");
+    println!("HOLDING");
+    let mut line = String::new();
+    while std::io::stdin()
+        .read_line(&mut line)
+        .map(|n| n > 0)
+        .unwrap_or(false)
+    {
+        line.clear();
+    }
+}
+
+#[test]
+fn a_database_held_by_another_process_is_a_conflict() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("held.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "hold_child", "--nocapture", "--test-threads=1"])
+        .env(HOLD_ENV, &path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (no sleep) until the child reports that it holds the database.
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("HOLDING") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child exited before holding the database"
+        );
+    }
+    let err = open_err(&path);
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert!(err.is_retryable());
+    drop(child.stdin.take()); // let the child finish
+    assert!(child.wait().unwrap().success());
+    // Once the other process is gone, the database opens.
+    RedbStore::open(&path, RedbOptions::default()).unwrap();
+}

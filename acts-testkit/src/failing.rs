@@ -64,6 +64,16 @@ pub enum FailWhen {
     /// The first `n` targeted calls succeed, every later one fails (a backend
     /// that goes away mid-run).
     AfterCalls(u64),
+    /// Every `n`-th targeted call fails: call number `c` (counted from 1)
+    /// fails when `c % n == phase % n`, so phase 0 fails calls n, 2n, 3n...
+    /// and phase 1 fails calls 1, n+1, 2n+1... A deterministic, periodic
+    /// fault.
+    EveryNth {
+        /// The period (`0` and `1`: every call).
+        n: u64,
+        /// Shifts which calls fail (`0`: calls n, 2n, 3n, ...).
+        phase: u64,
+    },
     /// Each targeted call fails with probability `1 / one_in`, decided by a
     /// deterministic generator seeded with `seed` (reproducible flakiness).
     Randomly {
@@ -100,6 +110,15 @@ impl FailPlan {
         Self {
             ops,
             when: FailWhen::AfterCalls(n),
+            kind,
+        }
+    }
+
+    /// Every `n`-th call of `ops` (shifted by `phase`) fails with `kind`.
+    pub fn every_nth(ops: OpSet, n: u64, phase: u64, kind: ErrorKind) -> Self {
+        Self {
+            ops,
+            when: FailWhen::EveryNth { n, phase },
             kind,
         }
     }
@@ -194,6 +213,9 @@ impl<S: KvStore> FailingStore<S> {
             let fail = match plan.when {
                 FailWhen::Always => true,
                 FailWhen::AfterCalls(n) => state.calls > n,
+                FailWhen::EveryNth { n, phase } => {
+                    n <= 1 || (state.calls + n - phase % n).is_multiple_of(n)
+                }
                 FailWhen::Randomly { one_in, .. } => {
                     let mut x = state.rng;
                     x ^= x << 13;
@@ -293,6 +315,26 @@ mod tests {
             vec![KvPair::new("first", "1")],
             "nothing of the failed batch is applied"
         );
+    }
+
+    #[tokio::test]
+    async fn every_nth_plan_fails_exactly_the_periodic_calls() {
+        let pattern = |phase| async move {
+            let store = FailingStore::with_plan(
+                MemoryStore::new(),
+                FailPlan::every_nth(OpSet::READS, 3, phase, ErrorKind::Timeout),
+            );
+            let mut failed = Vec::new();
+            for call in 1..=9u64 {
+                if store.get(b"k").await.is_err() {
+                    failed.push(call);
+                }
+            }
+            failed
+        };
+        assert_eq!(pattern(0).await, vec![3, 6, 9]);
+        assert_eq!(pattern(1).await, vec![1, 4, 7]);
+        assert_eq!(pattern(2).await, vec![2, 5, 8]);
     }
 
     #[tokio::test]
