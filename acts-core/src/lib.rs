@@ -15,19 +15,22 @@
 //! compiled-script cache, time and memory limits, the reference's helpers
 //! and `${{ }}` substitution), [`package`] (definitions and the registry of
 //! built-in and application packages, params schemas checked at deploy), and
-//! the task states and task table (with the data-scope rules) of
-//! [`scheduler`], the group-commit writer and typed
+//! [`scheduler`] (task states, the task table with the data-scope rules, and
+//! `Process`: the pure exec/next core that runs steps, branches, `while`
+//! loops and the set/code/irq/msg packages, with client actions and the
+//! messages clients see), the group-commit writer and typed
 //! collections of [`store`], and [`time`] (the injectable clock and the
 //! timer service). Still to come, folder per concept: the
-//! rest of `scheduler/` (process records, exec/next, lanes, actions), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
+//! rest of `scheduler/` (catches, timeouts, back/cancel/push, lanes), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
 //! `engine/`, as
-//! `docs/ARCHITECTURE.md` describes. Nothing here runs a workflow yet.
+//! `docs/ARCHITECTURE.md` describes. `Process` runs workflows in memory; the
+//! async, durable engine around it is not built yet.
 //!
 //! ## Where to start reading
 //!
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
 //! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `store/mod.rs`;
-//! `time/mod.rs`.
+//! `time/mod.rs`; `scheduler/process.rs` for how a workflow runs.
 
 pub mod model;
 pub mod package;

@@ -1,13 +1,25 @@
 //! The scheduler: processes, tasks and their transitions.
 //!
-//! Built so far: [`TaskState`] (the states and their groupings) and
-//! [`TaskTable`] (a process's tasks, the parentage rule, and the data-scope
-//! rules: `find`, fold-up `update_data`, `outputs` with `exposes`, and the
-//! scope a script sees). The exec/next algorithm, lanes and actions come next
-//! (see `docs/ARCHITECTURE.md`).
+//! - [`TaskState`]: the states and their groupings.
+//! - [`TaskTable`]: a process's tasks, the parentage rule, and the
+//!   data-scope rules (`find`, fold-up `update_data`, `outputs`).
+//! - [`Process`]: one workflow run as a pure, synchronous state machine —
+//!   the exec/next algorithm of the reference for every node kind, the
+//!   `acts.transform.set`/`code` and `acts.core.irq`/`msg` packages, the
+//!   client actions complete, submit, skip, abort, error, remove and
+//!   set-process-vars, and the [`Message`]s clients see.
+//!
+//! Not yet: catches and timeouts, `back`/`cancel`/`push`, the
+//! block/parallel/sequence/subflow/action packages, lanes, persistence of
+//! transitions through the writer, and the async engine around it (see
+//! `docs/ARCHITECTURE.md`).
 
+mod message;
+mod process;
 mod state;
 mod tasks;
 
+pub use message::{Message, message_state};
+pub use process::{Action, ActionError, Process, Services};
 pub use state::TaskState;
-pub use tasks::{Task, TaskIx, TaskTable};
+pub use tasks::{Sign, Task, TaskIx, TaskTable};

@@ -41,6 +41,36 @@ pub struct Task {
     pub state: TaskState,
     /// The task's own data scope.
     pub data: Vars,
+    /// Scheduling flags ([`Sign`]).
+    pub sign: Sign,
+    /// The error the task failed with: `(ecode, message)`.
+    pub err: Option<(String, String)>,
+}
+
+/// Scheduling flags of a task (the reference's `__sign` bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sign(pub u32);
+
+impl Sign {
+    /// The step is handling an error through its catches.
+    pub const ERROR: u32 = 0x1;
+    /// The task is a catch step.
+    pub const CATCH: u32 = 0x2;
+    /// The task sends no client messages.
+    pub const NO_EMIT: u32 = 0x8;
+    /// The task's children were scheduled.
+    pub const IN_CHILDREN: u32 = 0x10;
+    /// The task does not complete when its children are done.
+    pub const NO_AUTO_COMPLETE: u32 = 0x20;
+    /// All acts of a `uses` step are done.
+    pub const USES_COMPLETE: u32 = 0x40;
+    /// The task's `next` pass finished.
+    pub const NEXT_COMPLETE: u32 = 0x80;
+
+    /// Whether `bit` is set.
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
 }
 
 /// The tasks of one process.
@@ -110,14 +140,62 @@ impl TaskTable {
             prev,
             state: TaskState::None,
             data: Vars::new(),
+            sign: Sign::default(),
+            err: None,
         });
         self.by_id.insert(id, ix);
         Ok(ix)
     }
 
-    /// Sets a task's state.
+    /// Sets a task's state. Leaving `Error` clears the task's error;
+    /// entering a non-terminal state clears `NEXT_COMPLETE`.
     pub fn set_state(&mut self, ix: TaskIx, state: TaskState) {
-        self.task_mut(ix).state = state;
+        let task = self.task_mut(ix);
+        task.state = state;
+        if state != TaskState::Error {
+            task.err = None;
+        }
+        if !state.is_completed() {
+            task.sign.0 &= !Sign::NEXT_COMPLETE;
+        }
+    }
+
+    /// Fails the task: records the error in its data (`ecode`, `message`)
+    /// and sets it to `Error`.
+    pub fn set_err(&mut self, ix: TaskIx, ecode: &str, message: &str) {
+        let task = self.task_mut(ix);
+        task.state = TaskState::Error;
+        task.err = Some((ecode.to_owned(), message.to_owned()));
+        task.data
+            .insert("ecode".into(), Value::String(ecode.to_owned()));
+        task.data
+            .insert("message".into(), Value::String(message.to_owned()));
+    }
+
+    /// Sets flag bits on a task.
+    pub fn sign(&mut self, ix: TaskIx, bits: u32) {
+        self.task_mut(ix).sign.0 |= bits;
+    }
+
+    /// Clears flag bits on a task.
+    pub fn unsign(&mut self, ix: TaskIx, bits: u32) {
+        self.task_mut(ix).sign.0 &= !bits;
+    }
+
+    /// The tasks whose parent is `ix`, in creation order.
+    pub fn children(&self, ix: TaskIx) -> Vec<TaskIx> {
+        (0..self.tasks.len() as u32)
+            .map(TaskIx)
+            .filter(|t| self.tasks[t.index()].parent == Some(ix))
+            .collect()
+    }
+
+    /// Every task, in creation order.
+    pub fn all(&self) -> impl Iterator<Item = (TaskIx, &Task)> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (TaskIx(i as u32), t))
     }
 
     /// The ancestors of `ix`, nearest first.

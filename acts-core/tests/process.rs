@@ -1,0 +1,351 @@
+//! Scenario tests of the process core: final states, outputs and the exact
+//! sequence of messages a client sees (spec §9).
+
+use std::sync::Arc;
+
+use acts_core::model::{Vars, Workflow};
+use acts_core::package::PackageRegistry;
+use acts_core::scheduler::{Action, ActionError, Process, Services, TaskState};
+use acts_core::script::ScriptEngine;
+use acts_core::tree::ModelTree;
+use serde_json::{Value, json};
+
+struct Fixture {
+    scripts: ScriptEngine,
+    packages: PackageRegistry,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            scripts: ScriptEngine::default(),
+            packages: PackageRegistry::with_builtins(),
+        }
+    }
+
+    fn svc(&self) -> Services<'_> {
+        Services {
+            scripts: &self.scripts,
+            packages: &self.packages,
+        }
+    }
+
+    /// Starts `yaml` with `vars` and runs until it settles.
+    fn start(&self, yaml: &str, vars: Value) -> Process {
+        let w = Workflow::from_yaml(yaml).expect("the scenario model parses");
+        let tree = Arc::new(ModelTree::build(&w).expect("the scenario model builds"));
+        let mut p = Process::new("p1", tree, vars.as_object().cloned().unwrap_or_default());
+        p.run(self.svc());
+        p
+    }
+}
+
+fn shorts(p: &mut Process) -> Vec<String> {
+    p.take_messages().iter().map(|m| m.short()).collect()
+}
+
+/// The irq act waiting with `key`.
+fn irq(p: &Process, key: &str) -> String {
+    p.tasks
+        .all()
+        .find(|(_, t)| {
+            t.state == TaskState::Interrupt
+                && p.tree
+                    .node(t.node)
+                    .is_some_and(|n| format!("{:?}", n.content).contains(key))
+        })
+        .map(|(_, t)| t.id.clone())
+        .expect("an interrupted act with that key")
+}
+
+fn vars(v: Value) -> Vars {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+const QUICK_START: &str = "
+id: my_model
+ver: 0.1.0
+name: my model
+steps:
+  - name: step 1
+    uses: acts.transform.set
+    params: { a: 10 }
+  - name: step 2
+    uses: acts.transform.code
+    params: |
+      return { data: a + 10 };
+";
+
+#[test]
+fn quick_start_data_flow() {
+    let f = Fixture::new();
+    let mut p = f.start(QUICK_START, json!({"a": 0, "pid": "w1"}));
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.outputs(), vars(json!({"a": 10, "data": 20, "pid": "w1"})));
+    assert_eq!(
+        shorts(&mut p),
+        vec![
+            "workflow/created",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+}
+
+const APPROVAL: &str = "
+id: approval
+ver: 1.0.0
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve1 }
+";
+
+#[test]
+fn approval_irq_waits_for_the_client() {
+    let f = Fixture::new();
+    let mut p = f.start(APPROVAL, json!({}));
+    assert_eq!(p.state(), TaskState::Running);
+    let msgs = p.take_messages();
+    let seq: Vec<String> = msgs.iter().map(|m| m.short()).collect();
+    assert_eq!(seq, vec!["workflow/created", "step/created", "act/created"]);
+    let act = msgs.last().unwrap();
+    assert_eq!(
+        (act.key.as_deref(), act.uses.as_deref()),
+        (Some("approve1"), Some("acts.core.irq"))
+    );
+
+    let tid = irq(&p, "approve1");
+    p.act(&tid, Action::Complete, vars(json!({"ok": true})), f.svc())
+        .unwrap();
+    assert_eq!(
+        shorts(&mut p),
+        vec!["act/completed", "step/completed", "workflow/completed"]
+    );
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.outputs().get("ok"), Some(&json!(true)));
+    // A second action on the finished act is refused and changes nothing.
+    let err = p
+        .act(&tid, Action::Complete, Vars::new(), f.svc())
+        .unwrap_err();
+    assert!(matches!(err, ActionError::AlreadyCompleted { .. }), "{err}");
+    assert!(p.take_messages().is_empty());
+}
+
+const BRANCHES: &str = "
+id: branches
+ver: 1.0.0
+steps:
+  - id: s1
+    branches:
+      - id: b1
+        if: v > 100
+        steps: [ { id: s2, uses: acts.core.msg } ]
+      - id: b2
+        else: true
+        steps: [ { id: s3, uses: acts.core.irq, params: { key: s3 } } ]
+  - id: s4
+";
+
+#[test]
+fn else_branch_runs_when_the_other_is_skipped() {
+    let f = Fixture::new();
+    let mut p = f.start(BRANCHES, json!({"v": 50}));
+    assert_eq!(
+        shorts(&mut p),
+        vec![
+            "workflow/created",
+            "step/created",
+            "step/created",
+            "act/created"
+        ]
+    );
+    let tid = irq(&p, "s3");
+    p.act(&tid, Action::Complete, Vars::new(), f.svc()).unwrap();
+    assert_eq!(
+        shorts(&mut p),
+        vec![
+            "act/completed",
+            "step/completed",
+            "step/completed",
+            "step/created",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+    assert_eq!(p.state(), TaskState::Completed);
+}
+
+#[test]
+fn if_branch_runs_and_the_else_branch_is_skipped() {
+    let f = Fixture::new();
+    let mut p = f.start(BRANCHES, json!({"v": 500}));
+    assert_eq!(p.state(), TaskState::Completed);
+    let seq = shorts(&mut p);
+    // s2 is a msg act: clients see only its `completed`.
+    assert_eq!(
+        seq,
+        vec![
+            "workflow/created",
+            "step/created",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "step/completed",
+            "step/created",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+}
+
+#[test]
+fn a_false_step_guard_skips_to_the_next_declared_step() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: a\n    if: go\n    uses: acts.transform.set\n    params: { x: 1 }\n  - id: b\n    uses: acts.transform.set\n    params: { y: 2 }\n";
+    let mut p = f.start(yaml, json!({"go": false}));
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(
+        shorts(&mut p),
+        vec![
+            "workflow/created",
+            "step/skipped",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+    let out = p.outputs();
+    assert_eq!((out.get("x"), out.get("y")), (None, Some(&json!(2))));
+}
+
+#[test]
+fn a_failing_script_fails_the_act_step_and_process() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: a\n    uses: acts.transform.code\n    params: \"throw new Error('boom')\"\n";
+    let mut p = f.start(yaml, json!({}));
+    assert_eq!(p.state(), TaskState::Error);
+    assert_eq!(
+        shorts(&mut p),
+        vec![
+            "workflow/created",
+            "step/created",
+            "act/error",
+            "step/error",
+            "workflow/error"
+        ]
+    );
+    let root = p.tasks.get(p.root()).unwrap();
+    assert!(
+        root.err.as_ref().is_some_and(|(_, m)| m.contains("boom")),
+        "{:?}",
+        root.err
+    );
+}
+
+#[test]
+fn the_error_action_needs_an_ecode_and_fails_the_flow() {
+    let f = Fixture::new();
+    let mut p = f.start(APPROVAL, json!({}));
+    p.take_messages();
+    let tid = irq(&p, "approve1");
+    let err = p
+        .act(
+            &tid,
+            Action::Error,
+            vars(json!({"message": "no code"})),
+            f.svc(),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        ActionError::MissingOption {
+            option: "ecode",
+            ..
+        }
+    ));
+    assert_eq!(
+        p.state(),
+        TaskState::Running,
+        "a refused action changes nothing"
+    );
+    p.act(
+        &tid,
+        Action::Error,
+        vars(json!({"ecode": "E42", "message": "rejected"})),
+        f.svc(),
+    )
+    .unwrap();
+    assert_eq!(
+        shorts(&mut p),
+        vec!["act/error", "step/error", "workflow/error"]
+    );
+    assert_eq!(
+        p.tasks.get(p.root()).unwrap().err,
+        Some(("E42".into(), "rejected".into()))
+    );
+}
+
+#[test]
+fn abort_ends_the_process() {
+    let f = Fixture::new();
+    let mut p = f.start(APPROVAL, json!({}));
+    p.take_messages();
+    let tid = irq(&p, "approve1");
+    p.act(&tid, Action::Abort, Vars::new(), f.svc()).unwrap();
+    assert_eq!(p.state(), TaskState::Aborted);
+    assert_eq!(
+        shorts(&mut p),
+        vec!["act/aborted", "step/aborted", "workflow/aborted"]
+    );
+}
+
+#[test]
+fn skip_and_submit_let_the_flow_continue() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: a\n    uses: acts.core.irq\n    params: { key: a }\n  - id: b\n    uses: acts.core.irq\n    params: { key: b }\n";
+    let mut p = f.start(yaml, json!({}));
+    let a = irq(&p, "\"a\"");
+    p.act(&a, Action::Skip, Vars::new(), f.svc()).unwrap();
+    let b = irq(&p, "\"b\"");
+    p.act(&b, Action::Submit, vars(json!({"note": "ok"})), f.svc())
+        .unwrap();
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.outputs().get("note"), Some(&json!("ok")));
+}
+
+#[test]
+fn actions_on_unknown_or_non_act_tasks_are_refused() {
+    let f = Fixture::new();
+    let mut p = f.start(APPROVAL, json!({}));
+    assert!(matches!(
+        p.act("nope", Action::Complete, Vars::new(), f.svc()),
+        Err(ActionError::UnknownTask { .. })
+    ));
+    assert!(matches!(
+        p.act("$", Action::Complete, Vars::new(), f.svc()),
+        Err(ActionError::NotAnAct { .. })
+    ));
+    assert_eq!(p.state(), TaskState::Running);
+}
+
+#[test]
+fn while_loops_until_the_guard_fails() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nvars:\n  - name: n\n    value: 0\nsteps:\n  - id: loop\n    while: n < 3\n    uses: acts.transform.code\n    params: \"return { n: n + 1 }\"\n";
+    let mut p = f.start(yaml, json!({}));
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.outputs().get("n"), Some(&json!(3)));
+    let seq = shorts(&mut p);
+    assert_eq!(
+        seq.iter().filter(|s| *s == "step/skipped").count(),
+        1,
+        "{seq:?}"
+    );
+}
