@@ -349,3 +349,70 @@ fn while_loops_until_the_guard_fails() {
         "{seq:?}"
     );
 }
+
+const CATCHES: &str = "
+id: catches
+ver: 1.0.0
+steps:
+  - id: work
+    uses: acts.core.irq
+    params: { key: work }
+    catches:
+      - id: on_e1
+        if: $ecode() == 'E1'
+        uses: acts.transform.set
+        params: { handled: e1 }
+      - id: on_any
+        if: $ecode() != ''
+        uses: acts.transform.set
+        params: { logged: true }
+  - id: after
+    uses: acts.transform.set
+    params: { after: true }
+";
+
+#[test]
+fn a_matching_catch_handles_the_error_and_the_flow_goes_on() {
+    let f = Fixture::new();
+    let mut p = f.start(CATCHES, json!({}));
+    p.take_messages();
+    let tid = irq(&p, "work");
+    p.act(
+        &tid,
+        Action::Error,
+        vars(json!({"ecode": "E1", "message": "bad input"})),
+        f.svc(),
+    )
+    .unwrap();
+    assert_eq!(p.state(), TaskState::Completed, "{:?}", shorts(&mut p));
+    let out = p.outputs();
+    // Every matching catch runs, in order; then the flow continues.
+    assert_eq!(out.get("handled"), Some(&json!("e1")));
+    assert_eq!(out.get("logged"), Some(&json!(true)));
+    assert_eq!(out.get("after"), Some(&json!(true)));
+}
+
+#[test]
+fn when_no_catch_matches_the_original_error_stands() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: work\n    uses: acts.core.irq\n    params: { key: work }\n    catches:\n      - id: only_e1\n        if: $ecode() == 'E1'\n        uses: acts.core.msg\n";
+    let mut p = f.start(yaml, json!({}));
+    p.take_messages();
+    let tid = irq(&p, "work");
+    p.act(
+        &tid,
+        Action::Error,
+        vars(json!({"ecode": "E2", "message": "other"})),
+        f.svc(),
+    )
+    .unwrap();
+    assert_eq!(p.state(), TaskState::Error);
+    assert_eq!(
+        p.tasks.get(p.root()).unwrap().err,
+        Some(("E2".into(), "other".into()))
+    );
+    assert_eq!(
+        shorts(&mut p),
+        vec!["act/error", "step/skipped", "step/error", "workflow/error"]
+    );
+}

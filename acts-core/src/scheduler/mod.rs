@@ -9,7 +9,11 @@
 //!   client actions complete, submit, skip, abort, error, remove and
 //!   set-process-vars, and the [`Message`]s clients see.
 //!
-//! Not yet: catches and timeouts, `back`/`cancel`/`push`, the
+//! Catches run as in the reference (every matching catch, in order; the
+//! error stands when none matched), except that every step of a catch chain
+//! counts as a catch, not only the first.
+//!
+//! Not yet: timeouts, `back`/`cancel`/`push`, the
 //! block/parallel/sequence/subflow/action packages, lanes, persistence of
 //! transitions through the writer, and the async engine around it (see
 //! `docs/ARCHITECTURE.md`).

@@ -520,6 +520,13 @@ impl Process {
             }
         }
         self.auto_complete(t, svc)?;
+        if self
+            .tasks
+            .get(t)
+            .is_some_and(|x| x.sign.has(Sign::NEXT_COMPLETE))
+        {
+            return Ok(()); // the error was restored and propagated
+        }
         let state = self.state_of(t);
         if !(state.is_completed() || state == TaskState::Interrupt) {
             return Ok(());
@@ -565,6 +572,34 @@ impl Process {
             .get(t)
             .is_some_and(|x| x.sign.has(Sign::NO_AUTO_COMPLETE));
         if all_done && auto {
+            let handling_error = self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::ERROR));
+            let catches: Vec<TaskIx> = children
+                .iter()
+                .copied()
+                .filter(|c| self.tasks.get(*c).is_some_and(|x| x.sign.has(Sign::CATCH)))
+                .collect();
+            if handling_error
+                && catches
+                    .iter()
+                    .all(|c| self.state_of(*c) == TaskState::Skipped)
+            {
+                // No catch matched: the original error stands.
+                let data = self
+                    .tasks
+                    .get(t)
+                    .map(|x| x.data.clone())
+                    .unwrap_or_default();
+                let text = |k: &str| {
+                    data.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                self.tasks.set_err(t, &text("ecode"), &text("message"));
+                self.tasks.sign(t, Sign::NEXT_COMPLETE);
+                self.propagate_error(t, svc);
+                return Ok(());
+            }
             self.tasks.set_state(t, TaskState::Completed);
             self.emit(t);
         }
@@ -627,6 +662,11 @@ impl Process {
                 };
                 if let Some(succ) = successor {
                     let task = self.new_task(succ, Some(t))?;
+                    // Every step of a catch chain is a catch (the reference
+                    // marks only the first; see docs).
+                    if self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::CATCH)) {
+                        self.tasks.sign(task, Sign::CATCH);
+                    }
                     self.queue.push_back(Job::Exec(task));
                     return Ok(false);
                 }
@@ -680,7 +720,41 @@ impl Process {
                 self.tasks.update_data(parent, &outputs);
             }
             self.tasks.set_err(parent, &ecode, &message);
+            if self.start_catching(parent) {
+                return;
+            }
             cur = parent;
+        }
+    }
+
+    /// A failed step with catches (and no scheduling flag yet) handles the
+    /// error: it goes back to running (keeping `ecode`/`message` in its
+    /// data) and its first catch step starts. Returns whether it did.
+    fn start_catching(&mut self, step: TaskIx) -> bool {
+        let Some(task) = self.tasks.get(step) else {
+            return false;
+        };
+        if task.sign.0 != 0 {
+            return false;
+        }
+        let first_catch = self
+            .tree
+            .children(task.node)
+            .into_iter()
+            .find(|(k, _)| *k == ChildKind::Catch)
+            .map(|(_, c)| c);
+        let Some(catch_node) = first_catch else {
+            return false;
+        };
+        self.tasks.sign(step, Sign::ERROR);
+        self.tasks.set_state(step, TaskState::Running);
+        match self.new_task(catch_node, Some(step)) {
+            Ok(c) => {
+                self.tasks.sign(c, Sign::CATCH);
+                self.queue.push_back(Job::Exec(c));
+                true
+            }
+            Err(_) => false,
         }
     }
 
