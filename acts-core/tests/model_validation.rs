@@ -214,3 +214,27 @@ fn literal_params_are_checked_against_the_package_schema() {
     );
     assert!(text.contains("acts.transform.code"), "{text}");
 }
+
+#[test]
+fn two_else_branches_would_deadlock_and_are_rejected() {
+    let yaml = "id: m1\nver: '1'\nsteps:\n  - id: s\n    branches:\n      - id: e1\n        else: true\n      - id: e2\n        else: true\n";
+    let (node, line, text) = invalid(yaml);
+    assert_eq!(node, Some((NodeKind::Step, "s".into())));
+    assert_eq!(line, Some(4));
+    assert!(
+        text.ends_with("only one branch of a step may be `else: true` (found 2: 'e1', 'e2')"),
+        "{text}"
+    );
+}
+
+#[test]
+fn branches_that_need_each_other_are_rejected() {
+    let yaml = "id: m1\nver: '1'\nsteps:\n  - id: s\n    branches:\n      - id: a\n        needs: [b]\n      - id: b\n        needs: [a]\n";
+    let (node, line, text) = invalid(yaml);
+    assert_eq!(node, Some((NodeKind::Branch, "a".into())));
+    assert_eq!(line, Some(6));
+    assert!(
+        text.ends_with("branches wait for each other forever: a needs b needs a"),
+        "{text}"
+    );
+}

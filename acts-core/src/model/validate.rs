@@ -51,6 +51,7 @@ fn has_expression(value: &Value) -> bool {
 /// Checks a model against every rule that can be checked before it runs:
 /// id and version present, triggers well formed (cron expressions parse),
 /// node ids unique, `next` targets declared earlier, no `while` with `next`,
+/// at most one `else` branch per step,
 /// every `uses` a known package with literal params that match its schema,
 /// acts in block, parallel and sequence params well formed, and `$cost_in`
 /// durations valid.
@@ -66,6 +67,34 @@ pub fn validate(
         seen: HashMap::new(),
     };
     v.run()
+}
+
+/// A cycle of `needs` among sibling branches (`a needs b needs a`), if any.
+fn needs_cycle(branches: &[crate::model::Branch]) -> Option<Vec<String>> {
+    fn visit(
+        id: &str,
+        branches: &[crate::model::Branch],
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|p| p == id) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(id.to_owned());
+            return Some(cycle);
+        }
+        let branch = branches.iter().find(|b| b.id == id)?;
+        path.push(id.to_owned());
+        for need in &branch.needs {
+            if let Some(c) = visit(need, branches, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    branches
+        .iter()
+        .filter(|b| !b.id.is_empty())
+        .find_map(|b| visit(&b.id, branches, &mut Vec::new()))
 }
 
 struct Validator<'a> {
@@ -224,6 +253,46 @@ impl Validator<'_> {
                 self.durations(&node, script)?;
             }
             if step.next.is_none() {
+                // Two `else` branches would each wait for the other to be
+                // skipped, forever.
+                let elses: Vec<&str> = step
+                    .branches
+                    .iter()
+                    .filter(|b| b.r#else)
+                    .map(|b| b.id.as_str())
+                    .collect();
+                if elses.len() > 1 {
+                    return Err(self.err(
+                        Some(node.clone()),
+                        at,
+                        format!(
+                            "only one branch of a step may be `else: true` (found {}: {})",
+                            elses.len(),
+                            elses
+                                .iter()
+                                .map(|id| if id.is_empty() {
+                                    "<no id>".to_owned()
+                                } else {
+                                    format!("'{id}'")
+                                })
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+                if let Some(cycle) = needs_cycle(&step.branches) {
+                    return Err(self.err(
+                        Some(NodeRef {
+                            kind: NodeKind::Branch,
+                            id: cycle[0].clone(),
+                        }),
+                        Some(("id", cycle[0].as_str(), 0)),
+                        format!(
+                            "branches wait for each other forever: {}",
+                            cycle.join(" needs ")
+                        ),
+                    ));
+                }
                 for branch in &step.branches {
                     let bnode = NodeRef {
                         kind: NodeKind::Branch,
