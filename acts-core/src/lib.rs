@@ -17,11 +17,12 @@
 //! built-in and application packages, params schemas checked at deploy), and
 //! [`scheduler`] (task states, the task table with the data-scope rules, and
 //! `Process`: the pure exec/next core that runs steps, branches, `while`
-//! loops, catches and the set/code/irq/msg packages, with client actions and the
+//! loops, catches, the set/code/irq/msg/block/parallel/sequence/action
+//! packages, with client actions and the
 //! messages clients see), the group-commit writer and typed
 //! collections of [`store`], and [`time`] (the injectable clock and the
 //! timer service). Still to come, folder per concept: the
-//! rest of `scheduler/` (timeouts, back/cancel/push, lanes), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
+//! rest of `scheduler/` (timeouts, back/cancel, subflow, lanes), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
 //! `engine/`, as
 //! `docs/ARCHITECTURE.md` describes. `Process` runs workflows in memory; the
 //! async, durable engine around it is not built yet.

@@ -416,3 +416,133 @@ fn when_no_catch_matches_the_original_error_stands() {
         vec!["act/error", "step/skipped", "step/error", "workflow/error"]
     );
 }
+
+/// Answers every waiting irq with `complete`, one round; returns the keys.
+fn answer_round(p: &mut Process, f: &Fixture) -> Vec<String> {
+    let waiting: Vec<(String, String)> = p
+        .tasks
+        .all()
+        .filter(|(_, t)| t.state == TaskState::Interrupt)
+        .map(|(_, t)| {
+            let key = p
+                .tree
+                .node(t.node)
+                .map(|n| format!("{:?}", n.content))
+                .unwrap_or_default();
+            (t.id.clone(), key)
+        })
+        .collect();
+    for (tid, _) in &waiting {
+        p.act(tid, Action::Complete, Vars::new(), f.svc()).unwrap();
+    }
+    waiting.into_iter().map(|(_, k)| k).collect()
+}
+
+#[test]
+fn block_sequence_runs_acts_one_after_another() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.block\n    params:\n      mode: sequence\n      acts:\n        - { uses: acts.core.irq, params: { key: first } }\n        - { uses: acts.core.irq, params: { key: second } }\n";
+    let mut p = f.start(yaml, json!({}));
+    let round1 = answer_round(&mut p, &f);
+    assert_eq!(round1.len(), 1);
+    assert!(round1[0].contains("first"));
+    let round2 = answer_round(&mut p, &f);
+    assert_eq!(round2.len(), 1);
+    assert!(round2[0].contains("second"));
+    assert_eq!(p.state(), TaskState::Completed);
+}
+
+#[test]
+fn parallel_runs_one_block_per_element_at_once() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.parallel\n    params:\n      in: '${{ users }}'\n      acts:\n        - { uses: acts.core.irq, params: { key: sign } }\n";
+    let mut p = f.start(yaml, json!({"users": ["ann", "bob", "cy"]}));
+    assert_eq!(answer_round(&mut p, &f).len(), 3, "all three at once");
+    assert_eq!(p.state(), TaskState::Completed);
+    // The blocks carry $index/$value for clients.
+    let values: Vec<Value> = p
+        .tasks
+        .all()
+        .filter_map(|(_, t)| match &p.tree.node(t.node)?.content {
+            acts_core::tree::NodeContent::Act(a) if a.uses == "acts.core.block" => {
+                a.options.get("$value").cloned()
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec![json!("ann"), json!("bob"), json!("cy")]);
+}
+
+#[test]
+fn sequence_runs_one_block_per_element_in_turn() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.sequence\n    params:\n      in: [a, b]\n      acts:\n        - { uses: acts.core.irq, params: { key: sign } }\n";
+    let mut p = f.start(yaml, json!({}));
+    assert_eq!(answer_round(&mut p, &f).len(), 1);
+    assert_eq!(p.state(), TaskState::Running);
+    assert_eq!(answer_round(&mut p, &f).len(), 1);
+    assert_eq!(p.state(), TaskState::Completed);
+}
+
+#[test]
+fn the_action_package_applies_an_action_from_the_flow() {
+    let f = Fixture::new();
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.action\n    params: { action: abort }\n  - id: never\n    uses: acts.transform.set\n    params: { reached: true }\n";
+    let p = f.start(yaml, json!({}));
+    assert_eq!(p.state(), TaskState::Aborted);
+    assert_eq!(p.outputs().get("reached"), None);
+    let yaml = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.action\n    params: { action: error, options: { ecode: E7, message: from the flow } }\n    catches:\n      - if: $ecode() == 'E7'\n        uses: acts.transform.set\n        params: { caught: true }\n";
+    let mut p = f.start(yaml, json!({}));
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.outputs().get("caught"), Some(&json!(true)));
+    let seq = shorts(&mut p);
+    assert_eq!(
+        seq.iter().filter(|s| *s == "act/error").count(),
+        1,
+        "{seq:?}"
+    );
+}
+
+#[test]
+fn push_adds_an_act_to_a_running_step() {
+    let f = Fixture::new();
+    let mut p = f.start(APPROVAL, json!({}));
+    let step = p
+        .tasks
+        .all()
+        .find(|(_, t)| p.tree.node(t.node).is_some_and(|n| n.id == "approve"))
+        .map(|(_, t)| t.id.clone())
+        .unwrap();
+    let err = p
+        .push(&step, vars(json!({"params": {}})), f.svc())
+        .unwrap_err();
+    assert!(
+        matches!(err, ActionError::MissingOption { option: "uses", .. }),
+        "{err}"
+    );
+    p.push(
+        &step,
+        vars(json!({"uses": "acts.core.irq", "params": {"key": "extra"}})),
+        f.svc(),
+    )
+    .unwrap();
+    assert_eq!(
+        answer_round(&mut p, &f).len(),
+        2,
+        "the original irq and the pushed one"
+    );
+    assert_eq!(p.state(), TaskState::Completed);
+    let act = irq_or_none(&p);
+    assert!(act.is_none());
+    assert!(matches!(
+        p.push("$", vars(json!({"uses": "acts.core.irq"})), f.svc()),
+        Err(ActionError::NotAStep { .. })
+    ));
+}
+
+fn irq_or_none(p: &Process) -> Option<String> {
+    p.tasks
+        .all()
+        .find(|(_, t)| t.state == TaskState::Interrupt)
+        .map(|(_, t)| t.id.clone())
+}

@@ -21,6 +21,9 @@ fn leaf() -> impl Strategy<Value = Step> {
             2 => Just(("acts.transform.code", json!("return { y: 2 }"))),
             1 => Just(("acts.transform.code", json!("throw new Error('boom')"))),
             1 => Just(("acts.core.nope", Value::Null)),
+            1 => Just(("acts.core.block", json!({"mode": "sequence", "acts": [{"uses": "acts.core.irq"}, {"uses": "acts.core.msg"}]}))),
+            1 => Just(("acts.core.parallel", json!({"in": ["a", "b"], "acts": [{"uses": "acts.core.irq"}]}))),
+            1 => Just(("acts.core.action", json!({"action": "skip"}))),
         ]),
         prop::option::of(prop_oneof![
             Just("true"),

@@ -5,16 +5,16 @@
 //!   data-scope rules (`find`, fold-up `update_data`, `outputs`).
 //! - [`Process`]: one workflow run as a pure, synchronous state machine —
 //!   the exec/next algorithm of the reference for every node kind, the
-//!   `acts.transform.set`/`code` and `acts.core.irq`/`msg` packages, the
-//!   client actions complete, submit, skip, abort, error, remove and
-//!   set-process-vars, and the [`Message`]s clients see.
+//!   `acts.transform.set`/`code`, `acts.core.irq`/`msg`/`block`/`parallel`/
+//!   `sequence`/`action` packages, the client actions complete, submit,
+//!   skip, abort, error, remove, set-process-vars and push, and the
+//!   [`Message`]s clients see.
 //!
 //! Catches run as in the reference (every matching catch, in order; the
 //! error stands when none matched), except that every step of a catch chain
 //! counts as a catch, not only the first.
 //!
-//! Not yet: timeouts, `back`/`cancel`/`push`, the
-//! block/parallel/sequence/subflow/action packages, lanes, persistence of
+//! Not yet: timeouts, `back`/`cancel`, the subflow package, lanes, persistence of
 //! transitions through the writer, and the async engine around it (see
 //! `docs/ARCHITECTURE.md`).
 

@@ -48,6 +48,22 @@ pub enum Action {
     SetProcessVars,
 }
 
+impl Action {
+    /// The action with wire name `name` (`next` and `complete` are the same).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "next" | "complete" => Action::Complete,
+            "submit" => Action::Submit,
+            "skip" => Action::Skip,
+            "abort" => Action::Abort,
+            "error" => Action::Error,
+            "remove" => Action::Remove,
+            "set_process_vars" | "set_vars" => Action::SetProcessVars,
+            _ => return None,
+        })
+    }
+}
+
 /// Why an action was refused; nothing was changed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActionError {
@@ -76,6 +92,24 @@ pub enum ActionError {
         tid: String,
         /// Its state.
         state: TaskState,
+    },
+    /// `push` needs a step task.
+    #[error("process '{pid}': task '{tid}' is not a step task")]
+    NotAStep {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+    },
+    /// The options do not have the shape the action needs.
+    #[error("action on task '{pid}:{tid}': invalid options: {message}")]
+    BadOptions {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+        /// What is wrong.
+        message: String,
     },
     /// A required option is missing.
     #[error("action on task '{pid}:{tid}': missing option '{option}'")]
@@ -195,7 +229,11 @@ impl Process {
         if self.state_of(t) == TaskState::Ready {
             self.tasks.set_state(t, TaskState::Running);
             self.run_kind(t, svc)?;
-            self.emit(t);
+            // Running is silent; an interrupt tells clients. A terminal state
+            // reached while running (an action package) was already told.
+            if self.state_of(t) == TaskState::Interrupt {
+                self.emit(t);
+            }
         }
         self.queue.push_back(Job::Next(t));
         Ok(())
@@ -424,17 +462,100 @@ impl Process {
                         self.tasks.update_data(t, &vars);
                     }
                 }
+                "acts.core.block" => {
+                    let sequence = params.get("mode").and_then(Value::as_str) != Some("parallel");
+                    let acts = self.acts_param(&params, &act.options)?;
+                    let node = self
+                        .tasks
+                        .get(t)
+                        .map(|x| x.node)
+                        .unwrap_or_else(|| self.tree.root());
+                    self.tree.build_acts(node, acts, sequence);
+                }
+                "acts.core.parallel" | "acts.core.sequence" => {
+                    let items = params
+                        .get("in")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let mode = if act.uses == "acts.core.parallel" {
+                        "parallel"
+                    } else {
+                        "sequence"
+                    };
+                    let inner = params
+                        .get("acts")
+                        .cloned()
+                        .unwrap_or(Value::Array(Vec::new()));
+                    let blocks: Vec<Act> = items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let mut b = Act::new(
+                                "acts.core.block",
+                                serde_json::json!({"mode": "parallel", "acts": inner}),
+                            );
+                            b.options.insert("$index".into(), Value::from(i));
+                            b.options.insert("$value".into(), v);
+                            b
+                        })
+                        .collect();
+                    let node = self
+                        .tasks
+                        .get(t)
+                        .map(|x| x.node)
+                        .unwrap_or_else(|| self.tree.root());
+                    self.tree.build_acts(node, blocks, mode == "sequence");
+                }
+                "acts.core.action" => {
+                    let name = params
+                        .get("action")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let Some(action) = Action::from_name(name) else {
+                        return Err((
+                            String::new(),
+                            format!(
+                                "acts.core.action: action '{name}' cannot be applied by a package"
+                            ),
+                        ));
+                    };
+                    let options = params
+                        .get("options")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    self.apply_action(t, action, options, svc)
+                        .map_err(|e| (String::new(), e.to_string()))?;
+                }
                 other => {
                     return Err((
                         String::new(),
                         format!(
-                            "package '{other}' cannot run yet in this engine version (only set, code, irq and msg run)"
+                            "package '{other}' cannot run yet in this engine version (subflow needs the engine)"
                         ),
                     ));
                 }
             },
         }
         Ok(())
+    }
+
+    /// The `acts` list of a block's params, each act given the block's
+    /// options (the reference moved them into the first act only).
+    fn acts_param(&self, params: &Value, options: &Vars) -> Result<Vec<Act>, (String, String)> {
+        let list = params
+            .get("acts")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        let mut acts: Vec<Act> = serde_json::from_value(list)
+            .map_err(|e| (String::new(), format!("`acts` is not a list of acts: {e}")))?;
+        for a in &mut acts {
+            for (k, v) in options {
+                a.options.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        Ok(acts)
     }
 
     fn apply_effects(&mut self, t: TaskIx, effects: Vec<ScriptEffect>) {
@@ -824,6 +945,22 @@ impl Process {
                 state,
             });
         }
+        self.apply_action(t, action, options, svc)?;
+        self.run(svc);
+        Ok(())
+    }
+
+    /// Applies `action` to act task `t` (already checked to be an act that
+    /// the action may touch) without running what follows.
+    fn apply_action(
+        &mut self,
+        t: TaskIx,
+        action: Action,
+        options: Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        let pid = self.pid.clone();
+        let tid_s = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
         match action {
             Action::Complete | Action::Submit | Action::Remove => {
                 if action != Action::Remove {
@@ -893,6 +1030,64 @@ impl Process {
                 self.emit(t);
             }
         }
+        Ok(())
+    }
+
+    /// The `push` action: runs a new act under step task `step_tid` (options
+    /// are the act: `uses`, `params`, `id`, `name`, ...).
+    pub fn push(
+        &mut self,
+        step_tid: &str,
+        options: Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        let (pid, tid) = (self.pid.clone(), step_tid.to_owned());
+        let t = self
+            .tasks
+            .find_id(step_tid)
+            .ok_or_else(|| ActionError::UnknownTask {
+                pid: pid.clone(),
+                tid: tid.clone(),
+            })?;
+        if !matches!(self.content(t), Some(NodeContent::Step(_))) {
+            return Err(ActionError::NotAStep { pid, tid });
+        }
+        let state = self.state_of(t);
+        if state == TaskState::None || state.is_completed() {
+            return Err(ActionError::AlreadyCompleted { pid, tid, state });
+        }
+        if !options
+            .get("uses")
+            .and_then(Value::as_str)
+            .is_some_and(|u| !u.is_empty())
+        {
+            return Err(ActionError::MissingOption {
+                pid,
+                tid,
+                option: "uses",
+            });
+        }
+        let act: Act = serde_json::from_value(Value::Object(options)).map_err(|e| {
+            ActionError::BadOptions {
+                pid: pid.clone(),
+                tid: tid.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let node = self
+            .tasks
+            .get(t)
+            .map(|x| x.node)
+            .unwrap_or_else(|| self.tree.root());
+        let act_node = self.tree.dispatch_act(node, act);
+        let child = self
+            .new_task(act_node, Some(t))
+            .map_err(|(_, m)| ActionError::BadOptions {
+                pid,
+                tid,
+                message: m,
+            })?;
+        self.queue.push_back(Job::Exec(child));
         self.run(svc);
         Ok(())
     }
