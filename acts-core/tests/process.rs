@@ -433,7 +433,8 @@ fn answer_round(p: &mut Process, f: &Fixture) -> Vec<String> {
         })
         .collect();
     for (tid, _) in &waiting {
-        p.act(tid, Action::Complete, Vars::new(), f.svc()).unwrap();
+        p.act(tid, Action::Complete, Vars::new(), f.svc())
+            .expect("a waiting irq accepts complete");
     }
     waiting.into_iter().map(|(_, k)| k).collect()
 }

@@ -1,0 +1,292 @@
+//! Client actions on a running process: their types, guards and effects.
+
+use serde_json::Value;
+
+use crate::model::{Act, Vars};
+use crate::scheduler::{TaskIx, TaskState};
+use crate::tree::NodeContent;
+
+use super::{Job, Process, Services};
+
+/// A client action on an act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Complete the act (wire name `next`), folding the options into it.
+    Complete,
+    /// Submit the act.
+    Submit,
+    /// Skip the act and its waiting siblings.
+    Skip,
+    /// Abort the act and every ancestor up to the process.
+    Abort,
+    /// Fail the act with `ecode` (and `message`) from the options.
+    Error,
+    /// Remove the act.
+    Remove,
+    /// Write the options into the process's root data.
+    SetProcessVars,
+}
+
+impl Action {
+    /// The action with wire name `name` (`next` and `complete` are the same).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "next" | "complete" => Action::Complete,
+            "submit" => Action::Submit,
+            "skip" => Action::Skip,
+            "abort" => Action::Abort,
+            "error" => Action::Error,
+            "remove" => Action::Remove,
+            "set_process_vars" | "set_vars" => Action::SetProcessVars,
+            _ => return None,
+        })
+    }
+}
+
+/// Why an action was refused; nothing was changed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ActionError {
+    /// No task with that id.
+    #[error("process '{pid}': cannot find task '{tid}'")]
+    UnknownTask {
+        /// The process.
+        pid: String,
+        /// The task asked for.
+        tid: String,
+    },
+    /// The task is not an act.
+    #[error("process '{pid}': task '{tid}' is not an act task")]
+    NotAnAct {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+    },
+    /// The task is already terminal.
+    #[error("task '{pid}:{tid}' is already completed ({state})")]
+    AlreadyCompleted {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+        /// Its state.
+        state: TaskState,
+    },
+    /// `push` needs a step task.
+    #[error("process '{pid}': task '{tid}' is not a step task")]
+    NotAStep {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+    },
+    /// The options do not have the shape the action needs.
+    #[error("action on task '{pid}:{tid}': invalid options: {message}")]
+    BadOptions {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A required option is missing.
+    #[error("action on task '{pid}:{tid}': missing option '{option}'")]
+    MissingOption {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+        /// The option.
+        option: &'static str,
+    },
+}
+
+impl Process {
+    /// Applies a client action to act task `tid`, then runs what follows.
+    pub fn act(
+        &mut self,
+        tid: &str,
+        action: Action,
+        options: Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        let (pid, tid_s) = (self.pid.clone(), tid.to_owned());
+        let t = self
+            .tasks
+            .find_id(tid)
+            .ok_or_else(|| ActionError::UnknownTask {
+                pid: pid.clone(),
+                tid: tid_s.clone(),
+            })?;
+        if !matches!(self.content(t), Some(NodeContent::Act(_))) {
+            return Err(ActionError::NotAnAct { pid, tid: tid_s });
+        }
+        let state = self.state_of(t);
+        let guarded = !matches!(action, Action::Submit | Action::Remove);
+        if guarded && state.is_completed() {
+            return Err(ActionError::AlreadyCompleted {
+                pid,
+                tid: tid_s,
+                state,
+            });
+        }
+        self.apply_action(t, action, options, svc)?;
+        self.run(svc);
+        Ok(())
+    }
+
+    /// Applies `action` to act task `t` (already checked to be an act that
+    /// the action may touch) without running what follows.
+    pub(super) fn apply_action(
+        &mut self,
+        t: TaskIx,
+        action: Action,
+        options: Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        let pid = self.pid.clone();
+        let tid_s = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
+        match action {
+            Action::Complete | Action::Submit | Action::Remove => {
+                if action != Action::Remove {
+                    self.tasks.update_data(t, &options);
+                }
+                let to = match action {
+                    Action::Complete => TaskState::Completed,
+                    Action::Submit => TaskState::Submitted,
+                    _ => TaskState::Removed,
+                };
+                self.tasks.set_state(t, to);
+                self.emit(t);
+                self.queue.push_back(Job::Next(t));
+            }
+            Action::Skip => {
+                self.skip_waiting_siblings(t);
+                self.tasks.set_state(t, TaskState::Skipped);
+                self.emit(t);
+                self.queue.push_back(Job::Next(t));
+            }
+            Action::Abort => {
+                self.skip_waiting_siblings(t);
+                self.tasks.set_data(t, &options);
+                self.tasks.set_state(t, TaskState::Aborted);
+                self.emit(t);
+                let mut cur = t;
+                while let Some(parent) = self.tasks.get(cur).and_then(|x| x.parent) {
+                    for c in self.tasks.children(parent) {
+                        match self.state_of(c) {
+                            TaskState::Pending | TaskState::Ready | TaskState::None => {
+                                self.tasks.set_state(c, TaskState::Skipped)
+                            }
+                            TaskState::Running | TaskState::Interrupt => {
+                                self.tasks.set_state(c, TaskState::Aborted)
+                            }
+                            _ => {}
+                        }
+                    }
+                    self.tasks.set_state(parent, TaskState::Aborted);
+                    self.emit(parent);
+                    cur = parent;
+                }
+            }
+            Action::Error => {
+                let ecode = options
+                    .get("ecode")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let Some(ecode) = ecode.filter(|e| !e.is_empty()) else {
+                    return Err(ActionError::MissingOption {
+                        pid,
+                        tid: tid_s,
+                        option: "ecode",
+                    });
+                };
+                let message = options
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                self.tasks.set_data(t, &options);
+                self.fail(t, &ecode, &message, svc);
+            }
+            Action::SetProcessVars => {
+                let root = self.root();
+                self.tasks.set_data(root, &options);
+                self.emit(t);
+            }
+        }
+        Ok(())
+    }
+
+    /// The `push` action: runs a new act under step task `step_tid` (options
+    /// are the act: `uses`, `params`, `id`, `name`, ...).
+    pub fn push(
+        &mut self,
+        step_tid: &str,
+        options: Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        let (pid, tid) = (self.pid.clone(), step_tid.to_owned());
+        let t = self
+            .tasks
+            .find_id(step_tid)
+            .ok_or_else(|| ActionError::UnknownTask {
+                pid: pid.clone(),
+                tid: tid.clone(),
+            })?;
+        if !matches!(self.content(t), Some(NodeContent::Step(_))) {
+            return Err(ActionError::NotAStep { pid, tid });
+        }
+        let state = self.state_of(t);
+        if state == TaskState::None || state.is_completed() {
+            return Err(ActionError::AlreadyCompleted { pid, tid, state });
+        }
+        if options
+            .get("uses")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(ActionError::MissingOption {
+                pid,
+                tid,
+                option: "uses",
+            });
+        }
+        let act: Act = serde_json::from_value(Value::Object(options)).map_err(|e| {
+            ActionError::BadOptions {
+                pid: pid.clone(),
+                tid: tid.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        let node = self
+            .tasks
+            .get(t)
+            .map(|x| x.node)
+            .unwrap_or_else(|| self.tree.root());
+        let act_node = self.tree.dispatch_act(node, act);
+        let child = self
+            .new_task(act_node, Some(t))
+            .map_err(|(_, m)| ActionError::BadOptions {
+                pid,
+                tid,
+                message: m,
+            })?;
+        self.queue.push_back(Job::Exec(child));
+        self.run(svc);
+        Ok(())
+    }
+
+    pub(super) fn skip_waiting_siblings(&mut self, t: TaskIx) {
+        let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) else {
+            return;
+        };
+        for s in self.tasks.children(parent) {
+            if s != t && !self.state_of(s).is_completed() {
+                self.tasks.set_state(s, TaskState::Skipped);
+                self.emit(s);
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! The `next` pass: waiting for a `uses` step's acts, scheduling
+//! children, auto-completion, pending branches, and where the flow goes
+//! after a task finished.
+
+use serde_json::Value;
+
+use crate::scheduler::{Sign, TaskIx, TaskState};
+use crate::tree::{ChildKind, NodeContent, NodeIx};
+
+use super::{Job, Process, Services};
+
+impl Process {
+    pub(super) fn next(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+        let Some(task) = self.tasks.get(t) else {
+            return Ok(());
+        };
+        if task.sign.has(Sign::NEXT_COMPLETE) {
+            return Ok(());
+        }
+        let state = task.state;
+        let content = self.content(t);
+        // A `uses` step waits for its acts.
+        if state == TaskState::Running
+            && matches!(&content, Some(NodeContent::Step(s)) if s.uses.is_some())
+            && !task.sign.has(Sign::USES_COMPLETE)
+        {
+            let acts: Vec<TaskIx> = self
+                .tasks
+                .children(t)
+                .into_iter()
+                .filter(|c| matches!(self.content(*c), Some(NodeContent::Act(_))))
+                .collect();
+            let settled = |c: &TaskIx| {
+                self.tasks.get(*c).is_some_and(|x| {
+                    x.state.is_completed()
+                        && (x.sign.has(Sign::NEXT_COMPLETE) || x.state == TaskState::Error)
+                })
+            };
+            if !acts.iter().all(settled) {
+                return Ok(());
+            }
+            self.tasks.sign(t, Sign::USES_COMPLETE);
+        }
+        // Schedule the node's children once.
+        if state == TaskState::Running
+            && !self
+                .tasks
+                .get(t)
+                .is_some_and(|x| x.sign.has(Sign::IN_CHILDREN))
+        {
+            let node = self
+                .tasks
+                .get(t)
+                .map(|x| x.node)
+                .unwrap_or_else(|| self.tree.root());
+            let children: Vec<NodeIx> = self
+                .tree
+                .children(node)
+                .into_iter()
+                .filter(|(k, _)| *k == ChildKind::Normal)
+                .map(|(_, c)| c)
+                .collect();
+            if !children.is_empty() {
+                self.tasks.sign(t, Sign::IN_CHILDREN);
+                for c in children {
+                    let child = self.new_task(c, Some(t))?;
+                    self.queue.push_back(Job::Exec(child));
+                }
+                return Ok(());
+            }
+        }
+        self.auto_complete(t, svc)?;
+        if self
+            .tasks
+            .get(t)
+            .is_some_and(|x| x.sign.has(Sign::NEXT_COMPLETE))
+        {
+            return Ok(()); // the error was restored and propagated
+        }
+        let state = self.state_of(t);
+        if !(state.is_completed() || state == TaskState::Interrupt) {
+            return Ok(());
+        }
+        let go_parent = self.kind_next(t, state)?;
+        if state.is_completed() {
+            self.tasks.sign(t, Sign::NEXT_COMPLETE);
+        }
+        if go_parent && let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
+            let outputs = self.tasks.outputs(t, &self.exposes_of(t));
+            self.tasks.update_data(parent, &outputs);
+            return self.next(parent, svc);
+        }
+        Ok(())
+    }
+
+    pub(super) fn auto_complete(
+        &mut self,
+        t: TaskIx,
+        svc: Services<'_>,
+    ) -> Result<(), (String, String)> {
+        if self.state_of(t) != TaskState::Running {
+            return Ok(());
+        }
+        if matches!(self.content(t), Some(NodeContent::Act(_)))
+            && self
+                .tasks
+                .get(t)
+                .and_then(|x| x.data.get("__run_as"))
+                .and_then(Value::as_str)
+                == Some("msg")
+        {
+            self.tasks.set_state(t, TaskState::Completed);
+            self.emit(t);
+            return Ok(());
+        }
+        let children = self.tasks.children(t);
+        for &c in &children {
+            if self.state_of(c) == TaskState::Pending && self.resume_if_ready(c, &children) {
+                self.tasks.set_state(c, TaskState::Ready);
+                self.exec(c, svc)?;
+            }
+        }
+        let all_done = children.iter().all(|c| self.state_of(*c).is_completed());
+        let auto = !self
+            .tasks
+            .get(t)
+            .is_some_and(|x| x.sign.has(Sign::NO_AUTO_COMPLETE));
+        if all_done && auto {
+            let handling_error = self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::ERROR));
+            let catches: Vec<TaskIx> = children
+                .iter()
+                .copied()
+                .filter(|c| self.tasks.get(*c).is_some_and(|x| x.sign.has(Sign::CATCH)))
+                .collect();
+            if handling_error
+                && catches
+                    .iter()
+                    .all(|c| self.state_of(*c) == TaskState::Skipped)
+            {
+                // No catch matched: the original error stands.
+                let data = self
+                    .tasks
+                    .get(t)
+                    .map(|x| x.data.clone())
+                    .unwrap_or_default();
+                let text = |k: &str| {
+                    data.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                self.tasks.set_err(t, &text("ecode"), &text("message"));
+                self.tasks.sign(t, Sign::NEXT_COMPLETE);
+                self.propagate_error(t, svc);
+                return Ok(());
+            }
+            self.tasks.set_state(t, TaskState::Completed);
+            self.emit(t);
+        }
+        Ok(())
+    }
+
+    /// Whether a pending branch may run now; an `else` branch whose sibling
+    /// did not skip is skipped here instead.
+    pub(super) fn resume_if_ready(&mut self, c: TaskIx, siblings: &[TaskIx]) -> bool {
+        let Some(NodeContent::Branch(b)) = self.content(c) else {
+            return true;
+        };
+        let others: Vec<TaskIx> = siblings.iter().copied().filter(|s| *s != c).collect();
+        if !b.needs.is_empty() {
+            return others
+                .iter()
+                .any(|s| b.needs.contains(&self.node_id(*s)) && self.state_of(*s).is_completed());
+        }
+        if b.r#else {
+            if others
+                .iter()
+                .all(|s| self.state_of(*s) == TaskState::Skipped)
+            {
+                return true;
+            }
+            if others.iter().any(|s| {
+                let st = self.state_of(*s);
+                st.is_completed() && st != TaskState::Skipped
+            }) {
+                self.tasks.set_state(c, TaskState::Skipped);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// The kind's decision after a task finished: `true` to hand over to
+    /// the parent, `false` when the flow continues elsewhere.
+    pub(super) fn kind_next(
+        &mut self,
+        t: TaskIx,
+        state: TaskState,
+    ) -> Result<bool, (String, String)> {
+        let node = self
+            .tasks
+            .get(t)
+            .map(|x| x.node)
+            .unwrap_or_else(|| self.tree.root());
+        let Some(n) = self.tree.node(node).cloned() else {
+            return Ok(true);
+        };
+        match &n.content {
+            NodeContent::Step(s) => {
+                let successor = if state == TaskState::Skipped {
+                    n.chain
+                } else if state.is_success() {
+                    if s.r#while.is_some() {
+                        Some(node)
+                    } else {
+                        n.next
+                    }
+                } else {
+                    None
+                };
+                if let Some(succ) = successor {
+                    let task = self.new_task(succ, Some(t))?;
+                    // Every step of a catch chain is a catch (the reference
+                    // marks only the first; see docs).
+                    if self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::CATCH)) {
+                        self.tasks.sign(task, Sign::CATCH);
+                    }
+                    self.queue.push_back(Job::Exec(task));
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            NodeContent::Act(_) => {
+                if state == TaskState::Interrupt {
+                    return Ok(false);
+                }
+                if (state.is_success() || state == TaskState::Skipped)
+                    && let Some(succ) = n.next
+                {
+                    let task = self.new_task(succ, Some(t))?;
+                    self.queue.push_back(Job::Exec(task));
+                    return Ok(false);
+                }
+                Ok(true)
+            }
+            NodeContent::Workflow(_) | NodeContent::Branch(_) => Ok(true),
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! [`Process`]: one workflow run as a pure, synchronous state machine.
+//!
+//! The process owns its tree and tasks and a queue of jobs (`exec` or
+//! `next` of a task). [`Process::run`] works the queue until nothing is left
+//! to do (every task is terminal or waits for a client), collecting the
+//! messages clients are to receive. No I/O happens here: the engine around it
+//! persists the resulting state and delivers the messages after that.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+mod actions;
+mod failure;
+mod flow;
+mod packages;
+
+pub use actions::{Action, ActionError};
+
+use crate::model::{Act, Variant, Vars};
+use crate::package::PackageRegistry;
+use crate::script::{ScriptEngine, ScriptKind, substitute};
+use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree, short_id};
+
+use super::message::{Message, message_state};
+use super::state::TaskState;
+use super::tasks::{Sign, TaskIx, TaskTable};
+
+/// What a process needs from the engine to run.
+#[derive(Clone, Copy)]
+pub struct Services<'a> {
+    /// Evaluates conditions, substitutions and code.
+    pub scripts: &'a ScriptEngine,
+    /// Knows the packages acts use.
+    pub packages: &'a PackageRegistry,
+}
+
+enum Job {
+    Exec(TaskIx),
+    Next(TaskIx),
+}
+
+/// One workflow run (see the module docs).
+pub struct Process {
+    /// Process id.
+    pub pid: String,
+    /// The process's tree.
+    pub tree: ProcessTree,
+    /// Its tasks.
+    pub tasks: TaskTable,
+    /// Process environment (`$env`).
+    pub env: Vars,
+    root: Option<TaskIx>,
+    queue: VecDeque<Job>,
+    messages: Vec<Message>,
+}
+
+impl Process {
+    /// A new process of `model` with start options `vars` (they are root
+    /// data and win over the workflow's own vars).
+    pub fn new(pid: impl Into<String>, model: Arc<ModelTree>, vars: Vars) -> Self {
+        let mut p = Self {
+            pid: pid.into(),
+            tree: ProcessTree::new(model),
+            tasks: TaskTable::new(),
+            env: Vars::new(),
+            root: None,
+            queue: VecDeque::new(),
+            messages: Vec::new(),
+        };
+        let root_node = p.tree.root();
+        // The root id is reserved; a fresh table cannot hold it yet.
+        let root = p
+            .tasks
+            .create(&p.tree, "$".into(), root_node, None)
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        p.tasks.set_data(root, &vars);
+        p.root = Some(root);
+        p.queue.push_back(Job::Exec(root));
+        p
+    }
+
+    /// The root task.
+    pub fn root(&self) -> TaskIx {
+        // Set in `new`, never cleared.
+        self.root
+            .unwrap_or_else(|| unreachable!("a process always has a root task"))
+    }
+
+    /// The process state (its root task's state).
+    pub fn state(&self) -> TaskState {
+        self.tasks
+            .get(self.root())
+            .map_or(TaskState::None, |t| t.state)
+    }
+
+    /// The process outputs: the root's outputs (the workflow's `exposes`).
+    pub fn outputs(&self) -> Vars {
+        let exposes = match self.tree.node(self.tree.root()).map(|n| &n.content) {
+            Some(NodeContent::Workflow(w)) => w.exposes.clone(),
+            _ => Vec::new(),
+        };
+        self.tasks.outputs(self.root(), &exposes)
+    }
+
+    /// The messages produced since the last call, in order.
+    pub fn take_messages(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.messages)
+    }
+
+    /// Works the job queue until nothing is left to do.
+    pub fn run(&mut self, svc: Services<'_>) {
+        while let Some(job) = self.queue.pop_front() {
+            let (task, result) = match job {
+                Job::Exec(t) => (t, self.exec(t, svc)),
+                Job::Next(t) => (t, self.next(t, svc)),
+            };
+            if let Err((ecode, message)) = result {
+                self.fail(task, &ecode, &message, svc);
+            }
+        }
+    }
+
+    // ---- exec ---------------------------------------------------------
+
+    fn exec(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+        let state = self.state_of(t);
+        if state.is_completed() {
+            return Ok(());
+        }
+        if state == TaskState::None {
+            self.prepare(t, svc);
+            self.tasks.set_state(t, TaskState::Ready);
+            self.init(t, svc)?;
+            self.emit(t);
+            if self.state_of(t) != TaskState::Ready {
+                self.queue.push_back(Job::Next(t));
+                return Ok(());
+            }
+        }
+        if self.state_of(t) == TaskState::Ready {
+            self.tasks.set_state(t, TaskState::Running);
+            self.run_kind(t, svc)?;
+            // Running is silent; an interrupt tells clients. A terminal state
+            // reached while running (an action package) was already told.
+            if self.state_of(t) == TaskState::Interrupt {
+                self.emit(t);
+            }
+        }
+        self.queue.push_back(Job::Next(t));
+        Ok(())
+    }
+
+    fn content(&self, t: TaskIx) -> Option<NodeContent> {
+        let node = self.tasks.get(t)?.node;
+        self.tree.node(node).map(|n| n.content.clone())
+    }
+
+    fn state_of(&self, t: TaskIx) -> TaskState {
+        self.tasks.get(t).map_or(TaskState::None, |x| x.state)
+    }
+
+    /// inputs = prev's outputs overlaid with the node's vars (evaluated).
+    fn prepare(&mut self, t: TaskIx, svc: Services<'_>) {
+        let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
+            Some(prev) => self.tasks.outputs(prev, &self.exposes_of(prev)),
+            None => Vars::new(),
+        };
+        let vars: Vec<Variant> = match self.content(t) {
+            Some(NodeContent::Workflow(w)) => w.vars.clone(),
+            Some(NodeContent::Step(s)) => s.vars.clone(),
+            Some(NodeContent::Branch(b)) => b.vars.clone(),
+            Some(NodeContent::Act(a)) => a.vars.clone(),
+            None => Vec::new(),
+        };
+        let scope = self.tasks.script_scope(t);
+        for v in vars {
+            inputs.insert(
+                v.name.clone(),
+                substitute::vars(svc.scripts, &v.value, &scope),
+            );
+        }
+        if t == self.root() {
+            // Start options were set before; they win over the workflow vars.
+            let options = self
+                .tasks
+                .get(t)
+                .map(|x| x.data.clone())
+                .unwrap_or_default();
+            inputs.extend(options);
+        }
+        self.tasks.set_data(t, &inputs);
+    }
+
+    fn exposes_of(&self, t: TaskIx) -> Vec<Variant> {
+        match self.content(t) {
+            Some(NodeContent::Step(s)) => s.exposes,
+            Some(NodeContent::Branch(b)) => b.exposes,
+            Some(NodeContent::Act(a)) => a.exposes,
+            Some(NodeContent::Workflow(w)) => w.exposes,
+            None => Vec::new(),
+        }
+    }
+
+    fn condition(
+        &self,
+        t: TaskIx,
+        expr: &str,
+        svc: Services<'_>,
+    ) -> Result<bool, (String, String)> {
+        svc.scripts
+            .eval_bool(expr, self.tasks.script_scope(t))
+            .map_err(|e| (String::new(), e.to_string()))
+    }
+
+    fn init(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+        match self.content(t) {
+            Some(NodeContent::Workflow(w)) => {
+                for v in &w.env {
+                    self.env.insert(v.name.clone(), v.value.clone());
+                }
+            }
+            Some(NodeContent::Step(s)) => {
+                for guard in [&s.r#if, &s.r#while].into_iter().flatten() {
+                    if !self.condition(t, guard, svc)? {
+                        self.tasks.set_state(t, TaskState::Skipped);
+                        return Ok(());
+                    }
+                }
+            }
+            Some(NodeContent::Branch(b)) => {
+                self.tasks.sign(t, Sign::NO_EMIT);
+                if !b.needs.is_empty() {
+                    self.tasks.set_state(t, TaskState::Pending);
+                } else if let Some(cond) = &b.r#if {
+                    if !self.condition(t, cond, svc)? {
+                        self.tasks.set_state(t, TaskState::Skipped);
+                    }
+                } else if !b.r#else {
+                    self.tasks.set_state(t, TaskState::Skipped);
+                } else if self.sibling_branches(t) > 1 {
+                    self.tasks.set_state(t, TaskState::Pending);
+                }
+            }
+            Some(NodeContent::Act(a)) => {
+                if let Some(cond) = &a.r#if
+                    && !self.condition(t, cond, svc)?
+                {
+                    self.tasks.set_state(t, TaskState::Skipped);
+                    return Ok(());
+                }
+                if a.uses.trim().is_empty() {
+                    let nid = self.node_id(t);
+                    return Err((String::new(), format!("cannot find 'uses' in act '{nid}'")));
+                }
+                self.tasks.sign(t, Sign::NO_EMIT);
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn node_id(&self, t: TaskIx) -> String {
+        self.tasks
+            .get(t)
+            .and_then(|x| self.tree.node(x.node))
+            .map(|n| n.id.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many branches the step owning branch task `t` has.
+    fn sibling_branches(&self, t: TaskIx) -> usize {
+        let Some(parent_node) = self
+            .tasks
+            .get(t)
+            .and_then(|x| x.parent)
+            .and_then(|p| self.tasks.get(p))
+            .map(|p| p.node)
+        else {
+            return 0;
+        };
+        self.tree
+            .children(parent_node)
+            .iter()
+            .filter(|(k, c)| {
+                *k == ChildKind::Normal
+                    && matches!(
+                        self.tree.node(*c).map(|n| &n.content),
+                        Some(NodeContent::Branch(_))
+                    )
+            })
+            .count()
+    }
+
+    fn run_kind(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+        match self.content(t) {
+            Some(NodeContent::Step(s)) => {
+                if let Some(uses) = &s.uses {
+                    let scope = self.tasks.script_scope(t);
+                    let mut act = Act::new(
+                        uses.clone(),
+                        substitute::params(svc.scripts, &s.params, &scope),
+                    );
+                    act.name = s.name.clone();
+                    act.options = s.options.clone();
+                    let node = self
+                        .tasks
+                        .get(t)
+                        .map(|x| x.node)
+                        .unwrap_or_else(|| self.tree.root());
+                    let act_node = self.tree.dispatch_act(node, act);
+                    let child = self.new_task(act_node, Some(t))?;
+                    self.queue.push_back(Job::Exec(child));
+                }
+            }
+            Some(NodeContent::Branch(b)) => {
+                if let Some(script) = &b.run {
+                    svc.scripts
+                        .eval(ScriptKind::Expression, script, self.tasks.script_scope(t))
+                        .map_err(|e| (String::new(), e.to_string()))?;
+                }
+            }
+            Some(NodeContent::Act(a)) => {
+                self.tasks.unsign(t, Sign::NO_EMIT);
+                self.run_act(t, &a, svc)?;
+            }
+            Some(NodeContent::Workflow(_)) | None => {}
+        }
+        Ok(())
+    }
+
+    fn new_task(&mut self, node: NodeIx, prev: Option<TaskIx>) -> Result<TaskIx, (String, String)> {
+        loop {
+            match self.tasks.create(&self.tree, short_id(), node, prev) {
+                Ok(t) => return Ok(t),
+                Err(_) => continue, // an id collision: draw another id
+            }
+        }
+    }
+
+    fn emit(&mut self, t: TaskIx) {
+        let Some(task) = self.tasks.get(t) else {
+            return;
+        };
+        let state = task.state;
+        let visible =
+            state.is_completed() || matches!(state, TaskState::Ready | TaskState::Interrupt);
+        if task.sign.has(Sign::NO_EMIT) || !visible {
+            return;
+        }
+        let Some(node) = self.tree.node(task.node) else {
+            return;
+        };
+        let (uses, params) = match &node.content {
+            NodeContent::Act(a) => (Some(a.uses.clone()), a.params.clone()),
+            NodeContent::Step(s) => (s.uses.clone(), Value::Null),
+            _ => (None, Value::Null),
+        };
+        let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
+        let outputs = if state.is_completed() {
+            self.tasks.outputs(t, &self.exposes_of(t))
+        } else {
+            Vars::new()
+        };
+        self.messages.push(Message {
+            r#type: Message::type_of(node.content.kind()).to_owned(),
+            state: message_state(state).to_owned(),
+            pid: self.pid.clone(),
+            tid: task.id.clone(),
+            nid: node.id.clone(),
+            name: node.content.name().to_owned(),
+            uses,
+            key,
+            params,
+            outputs,
+        });
+    }
+}
