@@ -260,20 +260,12 @@ impl Process {
                 message: e.to_string(),
             }
         })?;
-        let node = self
-            .tasks
-            .get(t)
-            .map(|x| x.node)
-            .unwrap_or_else(|| self.tree.root());
-        let act_node = self.tree.dispatch_act(node, act);
-        let child = self
-            .new_task(act_node, Some(t))
+        self.dispatch_act(t, act)
             .map_err(|(_, m)| ActionError::BadOptions {
                 pid,
                 tid,
                 message: m,
             })?;
-        self.queue.push_back(Job::Exec(child));
         self.run(svc);
         Ok(())
     }

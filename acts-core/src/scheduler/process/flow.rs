@@ -48,11 +48,7 @@ impl Process {
                 .get(t)
                 .is_some_and(|x| x.sign.has(Sign::IN_CHILDREN))
         {
-            let node = self
-                .tasks
-                .get(t)
-                .map(|x| x.node)
-                .unwrap_or_else(|| self.tree.root());
+            let node = self.node_of(t);
             let children: Vec<NodeIx> = self
                 .tree
                 .children(node)
@@ -197,11 +193,7 @@ impl Process {
         t: TaskIx,
         state: TaskState,
     ) -> Result<bool, (String, String)> {
-        let node = self
-            .tasks
-            .get(t)
-            .map(|x| x.node)
-            .unwrap_or_else(|| self.tree.root());
+        let node = self.node_of(t);
         let Some(n) = self.tree.node(node).cloned() else {
             return Ok(true);
         };

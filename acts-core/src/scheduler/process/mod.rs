@@ -304,14 +304,7 @@ impl Process {
                     );
                     act.name = s.name.clone();
                     act.options = s.options.clone();
-                    let node = self
-                        .tasks
-                        .get(t)
-                        .map(|x| x.node)
-                        .unwrap_or_else(|| self.tree.root());
-                    let act_node = self.tree.dispatch_act(node, act);
-                    let child = self.new_task(act_node, Some(t))?;
-                    self.queue.push_back(Job::Exec(child));
+                    self.dispatch_act(t, act)?;
                 }
             }
             Some(NodeContent::Branch(b)) => {
@@ -328,6 +321,22 @@ impl Process {
             Some(NodeContent::Workflow(_)) | None => {}
         }
         Ok(())
+    }
+
+    /// The node task `t` runs (the root node for an unknown task).
+    fn node_of(&self, t: TaskIx) -> NodeIx {
+        self.tasks
+            .get(t)
+            .map_or_else(|| self.tree.root(), |x| x.node)
+    }
+
+    /// Runs `act` under task `owner` (a step's `uses`, a pushed act): a new
+    /// dynamic node, a task following the owner, queued to run.
+    fn dispatch_act(&mut self, owner: TaskIx, act: Act) -> Result<TaskIx, (String, String)> {
+        let act_node = self.tree.dispatch_act(self.node_of(owner), act);
+        let child = self.new_task(act_node, Some(owner))?;
+        self.queue.push_back(Job::Exec(child));
+        Ok(child)
     }
 
     fn new_task(&mut self, node: NodeIx, prev: Option<TaskIx>) -> Result<TaskIx, (String, String)> {

@@ -55,11 +55,7 @@ impl Process {
                 "acts.core.block" => {
                     let sequence = params.get("mode").and_then(Value::as_str) != Some("parallel");
                     let acts = self.acts_param(&params, &act.options)?;
-                    let node = self
-                        .tasks
-                        .get(t)
-                        .map(|x| x.node)
-                        .unwrap_or_else(|| self.tree.root());
+                    let node = self.node_of(t);
                     self.tree.build_acts(node, acts, sequence);
                 }
                 "acts.core.parallel" | "acts.core.sequence" => {
@@ -90,11 +86,7 @@ impl Process {
                             b
                         })
                         .collect();
-                    let node = self
-                        .tasks
-                        .get(t)
-                        .map(|x| x.node)
-                        .unwrap_or_else(|| self.tree.root());
+                    let node = self.node_of(t);
                     self.tree.build_acts(node, blocks, mode == "sequence");
                 }
                 "acts.core.action" => {
