@@ -24,6 +24,8 @@
 //!     since is lost. Dropping the store (or calling [`RedbStore::sync`])
 //!     makes everything durable. Use it for tests and throw-away runs, or when
 //!     the engine's own group commit calls `sync` itself.
+//! - Threads: commits (which may fsync) run on tokio's blocking pool; reads
+//!   run on the calling task, since they are short (cached pages).
 //! - Opening fails with a clear [`StoreError`]: `InvalidInput` for a path
 //!   that cannot be opened or a file that is not a redb database, `Conflict`
 //!   for a database another handle or process holds open, `Corruption` for a

@@ -20,6 +20,8 @@
 //!   - `false`: writes go to the WAL in the OS page cache. A process crash
 //!     loses nothing (the OS still has the WAL); a machine crash or power
 //!     loss can lose the most recent writes. The database stays consistent.
+//! - Threads: writes (which may sync the WAL) run on tokio's blocking pool;
+//!   reads and scans run on the calling task (block cache hits are short).
 //! - Opening fails with a clear [`StoreError`]: `Conflict` when another
 //!   handle or process holds the database's lock, `Corruption` for damaged
 //!   files, `InvalidInput` for a path that cannot hold a database.
