@@ -46,16 +46,28 @@ fn shorts(p: &mut Process) -> Vec<String> {
 
 /// The irq act waiting with `key`.
 fn irq(p: &Process, key: &str) -> String {
+    waiting(p)
+        .into_iter()
+        .find(|(_, node)| node.contains(key))
+        .map(|(tid, _)| tid)
+        .expect("an interrupted act with that key")
+}
+
+/// Every act waiting for a client: its task id and its node (as text, to
+/// match keys against).
+fn waiting(p: &Process) -> Vec<(String, String)> {
     p.tasks
         .all()
-        .find(|(_, t)| {
-            t.state == TaskState::Interrupt
-                && p.tree
-                    .node(t.node)
-                    .is_some_and(|n| format!("{:?}", n.content).contains(key))
+        .filter(|(_, t)| t.state == TaskState::Interrupt)
+        .map(|(_, t)| {
+            let node = p
+                .tree
+                .node(t.node)
+                .map(|n| format!("{:?}", n.content))
+                .unwrap_or_default();
+            (t.id.clone(), node)
         })
-        .map(|(_, t)| t.id.clone())
-        .expect("an interrupted act with that key")
+        .collect()
 }
 
 fn vars(v: Value) -> Vars {
@@ -419,19 +431,7 @@ fn when_no_catch_matches_the_original_error_stands() {
 
 /// Answers every waiting irq with `complete`, one round; returns the keys.
 fn answer_round(p: &mut Process, f: &Fixture) -> Vec<String> {
-    let waiting: Vec<(String, String)> = p
-        .tasks
-        .all()
-        .filter(|(_, t)| t.state == TaskState::Interrupt)
-        .map(|(_, t)| {
-            let key = p
-                .tree
-                .node(t.node)
-                .map(|n| format!("{:?}", n.content))
-                .unwrap_or_default();
-            (t.id.clone(), key)
-        })
-        .collect();
+    let waiting = waiting(p);
     for (tid, _) in &waiting {
         p.act(tid, Action::Complete, Vars::new(), f.svc())
             .expect("a waiting irq accepts complete");
@@ -533,17 +533,9 @@ fn push_adds_an_act_to_a_running_step() {
         "the original irq and the pushed one"
     );
     assert_eq!(p.state(), TaskState::Completed);
-    let act = irq_or_none(&p);
-    assert!(act.is_none());
+    assert!(waiting(&p).is_empty());
     assert!(matches!(
         p.push("$", vars(json!({"uses": "acts.core.irq"})), f.svc()),
         Err(ActionError::NotAStep { .. })
     ));
-}
-
-fn irq_or_none(p: &Process) -> Option<String> {
-    p.tasks
-        .all()
-        .find(|(_, t)| t.state == TaskState::Interrupt)
-        .map(|(_, t)| t.id.clone())
 }

@@ -78,6 +78,9 @@ impl Sign {
 pub struct TaskTable {
     tasks: Vec<Task>,
     by_id: HashMap<String, TaskIx>,
+    /// Each task's children, in creation order (kept as tasks are created,
+    /// so finding them never scans the table).
+    children: Vec<Vec<TaskIx>>,
 }
 
 impl TaskTable {
@@ -144,6 +147,10 @@ impl TaskTable {
             err: None,
         });
         self.by_id.insert(id, ix);
+        self.children.push(Vec::new());
+        if let Some(p) = parent {
+            self.children[p.index()].push(ix);
+        }
         Ok(ix)
     }
 
@@ -184,10 +191,7 @@ impl TaskTable {
 
     /// The tasks whose parent is `ix`, in creation order.
     pub fn children(&self, ix: TaskIx) -> Vec<TaskIx> {
-        (0..self.tasks.len() as u32)
-            .map(TaskIx)
-            .filter(|t| self.tasks[t.index()].parent == Some(ix))
-            .collect()
+        self.children.get(ix.index()).cloned().unwrap_or_default()
     }
 
     /// Every task, in creation order.

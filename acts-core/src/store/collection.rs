@@ -289,12 +289,17 @@ impl<T: Row> Collection<T> {
         ops
     }
 
-    fn decode(id: &str, bytes: &[u8]) -> Result<T, CollectionError> {
-        let corrupt = |message: String| CollectionError::Corrupt {
+    fn corrupt(id: &str, message: String) -> CollectionError {
+        CollectionError::Corrupt {
             collection: T::COLLECTION,
             id: id.to_owned(),
             message,
-        };
+        }
+    }
+
+    /// A stored row as JSON in the current schema (upgraded if older).
+    fn decode_value(id: &str, bytes: &[u8]) -> Result<Value, CollectionError> {
+        let corrupt = |message: String| Self::corrupt(id, message);
         let envelope: Value =
             serde_json::from_slice(bytes).map_err(|e| corrupt(format!("not JSON: {e}")))?;
         let version = envelope
@@ -305,8 +310,16 @@ impl<T: Row> Collection<T> {
             .get("d")
             .cloned()
             .ok_or_else(|| corrupt("no data".into()))?;
-        let data = T::upgrade(version as u32, data).map_err(corrupt)?;
-        serde_json::from_value(data).map_err(|e| corrupt(format!("wrong shape: {e}")))
+        T::upgrade(version as u32, data).map_err(corrupt)
+    }
+
+    /// A row from its upgraded JSON.
+    fn from_value(id: &str, data: Value) -> Result<T, CollectionError> {
+        serde_json::from_value(data).map_err(|e| Self::corrupt(id, format!("wrong shape: {e}")))
+    }
+
+    fn decode(id: &str, bytes: &[u8]) -> Result<T, CollectionError> {
+        Self::from_value(id, Self::decode_value(id, bytes)?)
     }
 
     /// Reads row `id`; `Ok(None)` when there is none, `Err` when the store
@@ -405,10 +418,10 @@ impl<T: Row> Collection<T> {
                 let Some(bytes) = bytes else {
                     continue; // an index entry whose row was deleted meanwhile
                 };
-                let row = Self::decode(id, &bytes)?;
-                let as_json = serde_json::to_value(&row).unwrap_or(Value::Null);
-                if filter.matches(&as_json) {
-                    rows.push(row);
+                // Filter on the stored JSON; only matching rows are typed.
+                let data = Self::decode_value(id, &bytes)?;
+                if filter.matches(&data) {
+                    rows.push(Self::from_value(id, data)?);
                     if rows.len() >= limit {
                         return Ok(Page {
                             rows,
