@@ -99,7 +99,9 @@ fn workflow() -> impl Strategy<Value = Workflow> {
         .prop_map(|(mut steps, vars, id)| {
             let mut n = 0;
             number(&mut steps, &mut n);
-            let mut w = Workflow::new().with_id(id);
+            // Node ids are s<n>/b<n>; the model id is the root node's id and
+            // must not collide with them.
+            let mut w = Workflow::new().with_id(format!("wf_{id}"));
             w.steps = steps;
             w.vars = vars;
             w

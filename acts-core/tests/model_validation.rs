@@ -238,3 +238,12 @@ fn branches_that_need_each_other_are_rejected() {
         "{text}"
     );
 }
+
+#[test]
+fn a_node_may_not_reuse_the_model_id() {
+    let yaml = "id: m1\nver: '1'\nsteps:\n  - id: m1\n";
+    let (node, line, text) = invalid(yaml);
+    assert_eq!(node, Some((NodeKind::Step, "m1".into())));
+    assert_eq!(line, Some(4), "{text}");
+    assert!(text.contains("duplicate node id 'm1'"), "{text}");
+}

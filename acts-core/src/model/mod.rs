@@ -21,7 +21,7 @@ pub use nodes::{Act, Branch, Step, Trigger};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
 pub use validate::{PackageLookup, validate};
-pub use variant::{ActSchema, Variant, VariantType, variants_to_vars};
+pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
 pub use workflow::{LoadedWorkflow, Workflow};
 
 /// A JSON object: variables, options, outputs.

@@ -138,6 +138,8 @@ impl Validator<'_> {
             ));
         }
         self.triggers()?;
+        // The model id is the root node's id: no step or branch may reuse it.
+        self.claim_id(NodeKind::Workflow, &w.id)?;
         self.steps(&w.steps, "steps of the workflow")?;
         Ok(())
     }

@@ -74,10 +74,16 @@ pub struct Variant {
     pub required: bool,
 }
 
-/// Whether `s` is one whole `${{ expr }}` expression.
-pub(crate) fn is_whole_expression(s: &str) -> bool {
+/// The inner text of `s` if `s` is exactly one `${{ expr }}` expression
+/// (surrounding whitespace allowed; `${{ a }} ${{ b }}` is two, not one).
+pub fn whole_expression(s: &str) -> Option<&str> {
     let t = s.trim();
-    t.starts_with("${{") && t.ends_with("}}") && t.len() > 5
+    let inner = t.strip_prefix("${{")?.strip_suffix("}}")?;
+    if inner.contains("}}") && inner.contains("${{") {
+        return None;
+    }
+    let inner = inner.trim();
+    (!inner.is_empty()).then_some(inner)
 }
 
 impl Variant {
@@ -94,7 +100,7 @@ impl Variant {
 
     fn infer(value: &Value) -> Option<VariantType> {
         match value {
-            Value::String(s) if is_whole_expression(s) => None,
+            Value::String(s) if whole_expression(s).is_some() => None,
             other => VariantType::of(other),
         }
     }

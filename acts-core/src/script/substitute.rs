@@ -18,18 +18,7 @@ use serde_json::Value;
 
 use super::engine::{ScriptEngine, ScriptKind};
 use super::scope::ScriptScope;
-
-/// The inner text of `s` if `s` is exactly one `${{ expr }}`.
-pub fn whole_expression(s: &str) -> Option<&str> {
-    let t = s.trim();
-    let inner = t.strip_prefix("${{")?.strip_suffix("}}")?;
-    // `${{ a }} ${{ b }}` is two expressions, not one.
-    if inner.contains("}}") && inner.contains("${{") {
-        return None;
-    }
-    let inner = inner.trim();
-    (!inner.is_empty()).then_some(inner)
-}
+pub use crate::model::whole_expression;
 
 fn evaluate(engine: &ScriptEngine, expr: &str, scope: &ScriptScope) -> Value {
     match engine.eval(ScriptKind::Expression, expr, scope.clone()) {
