@@ -33,6 +33,7 @@
 //! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `store/mod.rs`;
 //! `time/mod.rs`; `scheduler/process.rs` for how a workflow runs.
 
+pub mod engine;
 pub mod model;
 pub mod package;
 pub mod scheduler;

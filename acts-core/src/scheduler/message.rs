@@ -17,8 +17,14 @@ pub fn message_state(state: TaskState) -> &'static str {
 }
 
 /// One client-visible state change of a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Message {
+    /// Stable message id (clients de-duplicate re-sent messages by it).
+    #[serde(default)]
+    pub id: String,
+    /// The model the process runs.
+    #[serde(default)]
+    pub model_id: String,
     /// `workflow`, `step`, `branch` or `act`.
     pub r#type: String,
     /// `created`, `completed`, `error`, ... (see [`message_state`]).
@@ -39,6 +45,16 @@ pub struct Message {
     pub params: serde_json::Value,
     /// The task's outputs when it finished.
     pub outputs: Vars,
+    /// The task's inputs: its data when it was created or interrupted
+    /// (what an irq's client needs to decide).
+    #[serde(default)]
+    pub inputs: Vars,
+    /// The error of a failed task: `ecode` and `message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub err: Option<(String, String)>,
+    /// When it happened (ms on the engine clock).
+    #[serde(default)]
+    pub time: i64,
 }
 
 impl Message {

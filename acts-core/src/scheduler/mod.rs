@@ -24,6 +24,6 @@ mod state;
 mod tasks;
 
 pub use message::{Message, message_state};
-pub use process::{Action, ActionError, Process, Services};
+pub use process::{Action, ActionError, Process, Request, Services};
 pub use state::TaskState;
-pub use tasks::{Sign, Task, TaskIx, TaskTable};
+pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable};

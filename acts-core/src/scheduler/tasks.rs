@@ -45,6 +45,20 @@ pub struct Task {
     pub sign: Sign,
     /// The error the task failed with: `(ecode, message)`.
     pub err: Option<(String, String)>,
+    /// When the task left `None` (ms since the epoch on the engine's clock).
+    pub start_time: i64,
+    /// When the task reached a terminal state (0 while it has not).
+    pub end_time: i64,
+}
+
+/// What changed in a task since its rows were last written (see
+/// [`TaskTable::take_dirty`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dirty {
+    /// Lifecycle: state, flags, error, times, links.
+    pub lifecycle: bool,
+    /// The task's own data scope.
+    pub vars: bool,
 }
 
 /// Scheduling flags of a task (the reference's `__sign` bits).
@@ -66,6 +80,9 @@ impl Sign {
     pub const USES_COMPLETE: u32 = 0x40;
     /// The task's `next` pass finished.
     pub const NEXT_COMPLETE: u32 = 0x80;
+    /// The act waits for work outside the process (an application package,
+    /// a subflow child): the engine answers it with an action.
+    pub const EXTERNAL: u32 = 0x100;
 
     /// Whether `bit` is set.
     pub fn has(self, bit: u32) -> bool {
@@ -81,6 +98,10 @@ pub struct TaskTable {
     /// Each task's children, in creation order (kept as tasks are created,
     /// so finding them never scans the table).
     children: Vec<Vec<TaskIx>>,
+    /// What changed per task since the last [`take_dirty`](Self::take_dirty).
+    dirty: Vec<Dirty>,
+    /// The engine clock's time, stamped into `start_time`/`end_time`.
+    now: i64,
 }
 
 impl TaskTable {
@@ -109,8 +130,79 @@ impl TaskTable {
         self.by_id.get(id).copied()
     }
 
+    /// The task at `ix` for a lifecycle change (marks it dirty).
     fn task_mut(&mut self, ix: TaskIx) -> &mut Task {
+        self.dirty[ix.index()].lifecycle = true;
         &mut self.tasks[ix.index()]
+    }
+
+    /// The task at `ix` for a change of its data (marks its scope dirty).
+    fn data_mut(&mut self, ix: TaskIx) -> &mut Vars {
+        self.dirty[ix.index()].vars = true;
+        &mut self.tasks[ix.index()].data
+    }
+
+    /// Sets the time stamped into tasks that start or finish from now on.
+    pub fn set_now(&mut self, now: i64) {
+        self.now = now;
+    }
+
+    /// The time set by [`set_now`](Self::set_now).
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The tasks changed since the last call, with what changed, in
+    /// creation order; clears the marks.
+    pub fn take_dirty(&mut self) -> Vec<(TaskIx, Dirty)> {
+        let mut out = Vec::new();
+        for (i, d) in self.dirty.iter_mut().enumerate() {
+            if d.lifecycle || d.vars {
+                out.push((TaskIx(i as u32), std::mem::take(d)));
+            }
+        }
+        out
+    }
+
+    /// A table rebuilt from stored tasks, given in creation order (their
+    /// `parent`/`prev` indexes refer to that order). Nothing is dirty.
+    pub fn restore(tasks: Vec<Task>) -> Result<Self, String> {
+        let mut table = Self::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            for link in [task.parent, task.prev].into_iter().flatten() {
+                if link.index() >= i {
+                    return Err(format!(
+                        "task '{}' links to a task stored after it",
+                        task.id
+                    ));
+                }
+            }
+            if table
+                .by_id
+                .insert(task.id.clone(), TaskIx(i as u32))
+                .is_some()
+            {
+                return Err(format!("task id '{}' is stored twice", task.id));
+            }
+            if let Some(p) = task.parent {
+                table.children[p.index()].push(TaskIx(i as u32));
+            }
+            table.children.push(Vec::new());
+            table.dirty.push(Dirty::default());
+            table.tasks.push(task);
+        }
+        Ok(table)
+    }
+
+    /// The index of the task at position `i` in creation order (for
+    /// rebuilding links from stored rows).
+    pub fn ix_at(i: usize) -> TaskIx {
+        TaskIx(i as u32)
+    }
+
+    /// The task's position in creation order.
+    pub fn position(ix: TaskIx) -> usize {
+        ix.index()
     }
 
     /// Creates a task of `node` following `prev`. Its parent is `prev` when
@@ -145,9 +237,15 @@ impl TaskTable {
             data: Vars::new(),
             sign: Sign::default(),
             err: None,
+            start_time: 0,
+            end_time: 0,
         });
         self.by_id.insert(id, ix);
         self.children.push(Vec::new());
+        self.dirty.push(Dirty {
+            lifecycle: true,
+            vars: false,
+        });
         if let Some(p) = parent {
             self.children[p.index()].push(ix);
         }
@@ -157,8 +255,13 @@ impl TaskTable {
     /// Sets a task's state. Leaving `Error` clears the task's error;
     /// entering a non-terminal state clears `NEXT_COMPLETE`.
     pub fn set_state(&mut self, ix: TaskIx, state: TaskState) {
+        let now = self.now;
         let task = self.task_mut(ix);
         task.state = state;
+        if state != TaskState::None && task.start_time == 0 {
+            task.start_time = now;
+        }
+        task.end_time = if state.is_completed() { now } else { 0 };
         if state != TaskState::Error {
             task.err = None;
         }
@@ -170,13 +273,11 @@ impl TaskTable {
     /// Fails the task: records the error in its data (`ecode`, `message`)
     /// and sets it to `Error`.
     pub fn set_err(&mut self, ix: TaskIx, ecode: &str, message: &str) {
-        let task = self.task_mut(ix);
-        task.state = TaskState::Error;
-        task.err = Some((ecode.to_owned(), message.to_owned()));
-        task.data
-            .insert("ecode".into(), Value::String(ecode.to_owned()));
-        task.data
-            .insert("message".into(), Value::String(message.to_owned()));
+        self.set_state(ix, TaskState::Error);
+        self.task_mut(ix).err = Some((ecode.to_owned(), message.to_owned()));
+        let data = self.data_mut(ix);
+        data.insert("ecode".into(), Value::String(ecode.to_owned()));
+        data.insert("message".into(), Value::String(message.to_owned()));
     }
 
     /// Sets flag bits on a task.
@@ -231,16 +332,14 @@ impl TaskTable {
             if is_private(key) {
                 continue;
             }
-            if let Some(holder) = outermost_first
+            if let Some(&holder) = outermost_first
                 .iter()
                 .find(|a| self.tasks[a.index()].data.contains_key(key))
             {
-                self.tasks[holder.index()]
-                    .data
-                    .insert(key.clone(), value.clone());
+                self.data_mut(holder).insert(key.clone(), value.clone());
             }
         }
-        let data = &mut self.task_mut(ix).data;
+        let data = self.data_mut(ix);
         for (key, value) in vars {
             data.insert(key.clone(), value.clone());
         }
@@ -248,7 +347,10 @@ impl TaskTable {
 
     /// A plain write into the task's own data (no fold-up).
     pub fn set_data(&mut self, ix: TaskIx, vars: &Vars) {
-        let data = &mut self.task_mut(ix).data;
+        if vars.is_empty() {
+            return;
+        }
+        let data = self.data_mut(ix);
         for (key, value) in vars {
             data.insert(key.clone(), value.clone());
         }
@@ -282,7 +384,17 @@ impl TaskTable {
 
     /// What a script running in the task sees.
     pub fn script_scope(&self, ix: TaskIx) -> ScriptScope {
+        // `$cost`: a recorded `__cost` (own, else an ancestor's), else the
+        // time since the task started.
+        let cost = self
+            .find(ix, "__cost")
+            .and_then(Value::as_i64)
+            .unwrap_or_else(|| {
+                let start = self.tasks[ix.index()].start_time;
+                if start > 0 { self.now - start } else { 0 }
+            });
         ScriptScope {
+            cost_millis: cost.max(0) as u64,
             own: self.tasks[ix.index()].data.clone(),
             ancestors: self
                 .ancestors(ix)

@@ -15,7 +15,7 @@ use acts_store::keys::{KeyBuilder, KeyReader};
 use acts_store::{BatchOp, KvStore, ScanRange, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A value an index orders by.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -275,11 +275,28 @@ impl<T: Row> Collection<T> {
                 }
             }
         }
-        let envelope = json!({"v": T::VERSION, "d": new});
-        ops.push(BatchOp::put(Self::row_key(&new.id()), envelope.to_string()));
+        ops.push(Self::put_row_op(new));
         let id = new.id();
         ops.extend(new_keys.into_iter().map(|k| BatchOp::put(k, id.as_bytes())));
         ops
+    }
+
+    /// The op that stores `row` alone, for a row whose indexed fields did
+    /// not change since it was last stored with [`upsert_ops`](Self::upsert_ops).
+    pub fn put_row_op(row: &T) -> BatchOp {
+        #[derive(Serialize)]
+        struct Envelope<'a, T> {
+            v: u32,
+            d: &'a T,
+        }
+        let envelope = Envelope {
+            v: T::VERSION,
+            d: row,
+        };
+        // Row types are plain data (maps with string keys, numbers,
+        // strings), which always serialize.
+        let bytes = serde_json::to_vec(&envelope).unwrap_or_default();
+        BatchOp::put(Self::row_key(&row.id()), bytes)
     }
 
     /// The ops that delete `row` and its index entries.

@@ -25,6 +25,12 @@ pub enum Action {
     Remove,
     /// Write the options into the process's root data.
     SetProcessVars,
+    /// Go back to an earlier step (option `to`: its node id), which runs
+    /// again.
+    Back,
+    /// Withdraw: the act's step (already done) runs again and the steps
+    /// that followed it are undone.
+    Cancel,
 }
 
 impl Action {
@@ -38,6 +44,8 @@ impl Action {
             "error" => Action::Error,
             "remove" => Action::Remove,
             "set_process_vars" | "set_vars" => Action::SetProcessVars,
+            "back" => Action::Back,
+            "cancel" => Action::Cancel,
             _ => return None,
         })
     }
@@ -90,6 +98,16 @@ pub enum ActionError {
         /// What is wrong.
         message: String,
     },
+    /// The action cannot apply to the task as the process stands.
+    #[error("action on task '{pid}:{tid}': {message}")]
+    NotAllowed {
+        /// The process.
+        pid: String,
+        /// The task.
+        tid: String,
+        /// Why.
+        message: String,
+    },
     /// A required option is missing.
     #[error("action on task '{pid}:{tid}': missing option '{option}'")]
     MissingOption {
@@ -123,7 +141,7 @@ impl Process {
             return Err(ActionError::NotAnAct { pid, tid: tid_s });
         }
         let state = self.state_of(t);
-        let guarded = !matches!(action, Action::Submit | Action::Remove);
+        let guarded = !matches!(action, Action::Submit | Action::Remove | Action::Cancel);
         if guarded && state.is_completed() {
             return Err(ActionError::AlreadyCompleted {
                 pid,
@@ -214,6 +232,31 @@ impl Process {
                 let root = self.root();
                 self.tasks.set_data(root, &options);
                 self.emit(t);
+            }
+            Action::Back => {
+                let to = options
+                    .get("to")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .ok_or(ActionError::MissingOption {
+                        pid: pid.clone(),
+                        tid: tid_s.clone(),
+                        option: "to",
+                    })?
+                    .to_owned();
+                self.back(t, &to)
+                    .map_err(|message| ActionError::NotAllowed {
+                        pid,
+                        tid: tid_s,
+                        message,
+                    })?;
+            }
+            Action::Cancel => {
+                self.cancel(t).map_err(|message| ActionError::NotAllowed {
+                    pid,
+                    tid: tid_s,
+                    message,
+                })?;
             }
         }
         Ok(())

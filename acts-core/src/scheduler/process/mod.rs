@@ -15,8 +15,12 @@ mod actions;
 mod failure;
 mod flow;
 mod packages;
+mod resume;
+mod timeouts;
+mod undo;
 
 pub use actions::{Action, ActionError};
+pub use resume::Request;
 
 use crate::model::{Act, Variant, Vars};
 use crate::package::PackageRegistry;
@@ -54,6 +58,7 @@ pub struct Process {
     root: Option<TaskIx>,
     queue: VecDeque<Job>,
     messages: Vec<Message>,
+    requests: Vec<Request>,
 }
 
 impl Process {
@@ -68,6 +73,7 @@ impl Process {
             root: None,
             queue: VecDeque::new(),
             messages: Vec::new(),
+            requests: Vec::new(),
         };
         let root_node = p.tree.root();
         // The root id is reserved; a fresh table cannot hold it yet.
@@ -107,6 +113,33 @@ impl Process {
     /// The messages produced since the last call, in order.
     pub fn take_messages(&mut self) -> Vec<Message> {
         std::mem::take(&mut self.messages)
+    }
+
+    /// The model id (the workflow root node's id).
+    pub fn model_id(&self) -> String {
+        self.tree
+            .node(self.tree.root())
+            .map(|n| n.id.clone())
+            .unwrap_or_default()
+    }
+
+    /// The workflow this process runs.
+    pub fn workflow(&self) -> Option<&crate::model::Workflow> {
+        match self.tree.node(self.tree.root()).map(|n| &n.content) {
+            Some(NodeContent::Workflow(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Sets the engine clock's time for the transitions that follow (task
+    /// start/end times, `$cost`, timeouts).
+    pub fn set_now(&mut self, now: i64) {
+        self.tasks.set_now(now);
+    }
+
+    /// Whether jobs are queued (the process has work to do).
+    pub fn has_work(&self) -> bool {
+        !self.queue.is_empty()
     }
 
     /// Works the job queue until nothing is left to do.
@@ -367,12 +400,27 @@ impl Process {
             _ => (None, Value::Null),
         };
         let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
-        let outputs = if state.is_completed() {
-            self.tasks.outputs(t, &self.exposes_of(t))
+        let (outputs, inputs) = if state.is_completed() {
+            (self.tasks.outputs(t, &self.exposes_of(t)), Vars::new())
         } else {
-            Vars::new()
+            (
+                Vars::new(),
+                task.data
+                    .iter()
+                    .filter(|(k, _)| !crate::script::is_private(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
         };
+        let err = task.err.clone();
+        let time = self.tasks.now();
+        let model_id = self.model_id();
         self.messages.push(Message {
+            id: crate::tree::long_id(),
+            model_id,
+            inputs,
+            err,
+            time,
             r#type: Message::type_of(node.content.kind()).to_owned(),
             state: message_state(state).to_owned(),
             pid: self.pid.clone(),

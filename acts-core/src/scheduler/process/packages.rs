@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use crate::model::{Act, Vars};
 use crate::package::RunAs;
-use crate::scheduler::{TaskIx, TaskState};
+use crate::scheduler::{Sign, TaskIx, TaskState};
 use crate::script::{ScriptEffect, ScriptKind, substitute};
 
-use super::{Action, Process, Services};
+use super::{Action, Process, Request, Services};
 
 impl Process {
     pub(super) fn run_act(
@@ -110,13 +110,46 @@ impl Process {
                     self.apply_action(t, action, options, svc)
                         .map_err(|e| (String::new(), e.to_string()))?;
                 }
-                other => {
-                    return Err((
-                        String::new(),
-                        format!(
-                            "package '{other}' cannot run yet in this engine version (subflow needs the engine)"
-                        ),
-                    ));
+                "acts.core.subflow" => {
+                    let to = params
+                        .get("to")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let mut options = params
+                        .get("options")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let tid = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
+                    options.insert("$parent_pid".into(), Value::String(self.pid.clone()));
+                    options.insert("$parent_tid".into(), Value::String(tid.clone()));
+                    self.tasks.sign(t, Sign::NO_AUTO_COMPLETE | Sign::EXTERNAL);
+                    self.requests.push(Request::StartSubflow {
+                        child_pid: format!("{}_{tid}", self.pid),
+                        tid,
+                        to,
+                        options,
+                    });
+                }
+                uses => {
+                    // An application package: the engine runs it and
+                    // answers the act with an action.
+                    let mut data = Vars::new();
+                    data.insert("__params".into(), params.clone());
+                    self.tasks.set_data(t, &data);
+                    self.tasks.sign(t, Sign::NO_AUTO_COMPLETE | Sign::EXTERNAL);
+                    let inputs = self
+                        .tasks
+                        .get(t)
+                        .map(|x| x.data.clone())
+                        .unwrap_or_default();
+                    self.requests.push(Request::RunPackage {
+                        tid: self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default(),
+                        uses: uses.to_owned(),
+                        params: params.clone(),
+                        inputs,
+                    });
                 }
             },
         }

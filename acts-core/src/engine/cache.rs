@@ -1,0 +1,332 @@
+//! The resident set: the live processes, capped.
+//!
+//! - **One instance per pid.** Every resident process is one
+//!   [`ProcHandle`]; concurrent misses for a pid share one load (a
+//!   `OnceCell` per loading pid), including a miss that overlaps a load in
+//!   flight.
+//! - **Admission is synchronous.** [`Cache::admit`] decides under a plain
+//!   mutex, with no store I/O and no `.await`: the pid is claimed (a second
+//!   start of it is `Duplicated`), or, over the cap, the process is parked
+//!   (its durable row waits in state `none`). Nothing resident is evicted
+//!   to make room.
+//! - **Refill.** A finished process is evicted; the freed slots go first to
+//!   in-flight processes queued at boot, then to parked ones, oldest first,
+//!   never above the cap. Slots are claimed before any store I/O, so two
+//!   refills never load the same row twice.
+//!
+//! The cache only keeps handles and queues; loading and running processes
+//! is the runtime's job.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::OnceCell;
+
+use crate::scheduler::Process;
+use crate::time::TimerId;
+
+use super::persist::Persisted;
+
+/// A resident process and its lane: the async mutex every transition of
+/// the process holds from running the core until its batch is durable, so
+/// the transitions of one process are applied and committed in order.
+pub struct ProcHandle {
+    pid: String,
+    pub(crate) lane: Arc<tokio::sync::Mutex<Slot>>,
+}
+
+impl std::fmt::Debug for ProcHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcHandle")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcHandle {
+    pub(crate) fn new(process: Process, persisted: Persisted) -> Arc<Self> {
+        Arc::new(Self {
+            pid: process.pid.clone(),
+            lane: Arc::new(tokio::sync::Mutex::new(Slot {
+                process: Some(process),
+                persisted,
+                timer: None,
+            })),
+        })
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> &str {
+        &self.pid
+    }
+}
+
+/// What a lane guards.
+pub(crate) struct Slot {
+    /// The process; `None` once discarded (a failed commit, a removal):
+    /// the store is the truth and the next use reloads it.
+    pub process: Option<Process>,
+    /// What is stored for it.
+    pub persisted: Persisted,
+    /// Its armed timeout timer and when it is due.
+    pub timer: Option<(TimerId, i64)>,
+}
+
+/// A load in flight: every caller that misses the pid meanwhile joins it.
+pub(crate) struct Loading {
+    /// The loaded handle (`None`: no such process), set once.
+    pub cell: OnceCell<Option<Arc<ProcHandle>>>,
+    /// Whether the load starts the process (a refill) rather than only
+    /// fetching it (a demand load).
+    pub start: bool,
+}
+
+pub(crate) type LoadCell = Arc<Loading>;
+
+fn loading(start: bool) -> LoadCell {
+    Arc::new(Loading {
+        cell: OnceCell::new(),
+        start,
+    })
+}
+
+enum Entry {
+    Resident(Arc<ProcHandle>),
+    Loading(LoadCell),
+}
+
+/// The outcome of [`Cache::admit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// A slot was claimed for the pid.
+    Admitted,
+    /// The set is full: the process must be parked.
+    Parked,
+}
+
+#[derive(Default)]
+struct State {
+    /// Resident and loading pids (an admitted pid is `Loading` until its
+    /// handle is installed).
+    entries: HashMap<String, Entry>,
+    /// Parked processes known to this engine, oldest first.
+    parked: BTreeSet<(i64, String)>,
+    /// In-flight processes found at boot that did not fit, oldest first.
+    resume_queue: VecDeque<String>,
+    /// Whether a store scan for parked rows is in progress.
+    scanning: bool,
+}
+
+impl State {
+    fn count(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// The resident set (see the module docs).
+pub struct Cache {
+    cap: usize,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("cap", &self.cap)
+            .field("count", &self.count())
+            .finish()
+    }
+}
+
+/// What [`Cache::lookup`] found.
+pub(crate) enum Lookup {
+    /// The resident handle.
+    Resident(Arc<ProcHandle>),
+    /// A load to join (or to run, for the first caller).
+    Load(LoadCell),
+}
+
+impl Cache {
+    /// An empty set holding at most `cap` processes (at least one).
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap: cap.max(1),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The cap.
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// How many slots are taken (resident, loading or claimed).
+    pub fn count(&self) -> usize {
+        self.state.lock().count()
+    }
+
+    /// The pids of the resident processes.
+    pub fn resident(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .entries
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::Resident(_)))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Whether `pid` is resident (or loading).
+    pub fn contains(&self, pid: &str) -> bool {
+        self.state.lock().entries.contains_key(pid)
+    }
+
+    /// The in-flight pids waiting for a slot, in the order they will load.
+    pub fn pending_resume(&self) -> Vec<String> {
+        self.state.lock().resume_queue.iter().cloned().collect()
+    }
+
+    /// The parked pids this engine knows of, oldest first.
+    pub fn parked(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .parked
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+
+    /// Decides synchronously whether the process of `handle` may start
+    /// now: it becomes resident (`Admitted`; the caller holds its lane until
+    /// its first transition is durable), or must be parked. `Err(())` when
+    /// the pid is resident, loading or parked already.
+    pub(crate) fn admit(&self, handle: &Arc<ProcHandle>, timestamp: i64) -> Result<Admission, ()> {
+        let pid = handle.pid();
+        let mut s = self.state.lock();
+        if s.entries.contains_key(pid) || s.parked.iter().any(|(_, p)| p == pid) {
+            return Err(());
+        }
+        if s.count() < self.cap {
+            s.entries
+                .insert(pid.to_owned(), Entry::Resident(handle.clone()));
+            Ok(Admission::Admitted)
+        } else {
+            s.parked.insert((timestamp, pid.to_owned()));
+            Ok(Admission::Parked)
+        }
+    }
+
+    /// Forgets a parked pid (its start was refused before its row was
+    /// written).
+    pub(crate) fn unpark(&self, pid: &str) {
+        self.state.lock().parked.retain(|(_, p)| p != pid);
+    }
+
+    /// The resident handle of `pid`, if it is resident.
+    pub fn resident_handle(&self, pid: &str) -> Option<Arc<ProcHandle>> {
+        match self.state.lock().entries.get(pid) {
+            Some(Entry::Resident(h)) => Some(h.clone()),
+            _ => None,
+        }
+    }
+
+    /// The resident handle of `pid`, or the load to join.
+    pub(crate) fn lookup(&self, pid: &str) -> Lookup {
+        let mut s = self.state.lock();
+        match s.entries.get(pid) {
+            Some(Entry::Resident(h)) => Lookup::Resident(h.clone()),
+            Some(Entry::Loading(cell)) => Lookup::Load(cell.clone()),
+            None => {
+                let cell = loading(false);
+                s.entries
+                    .insert(pid.to_owned(), Entry::Loading(cell.clone()));
+                Lookup::Load(cell)
+            }
+        }
+    }
+
+    /// Ends a load of `pid`: the loaded handle becomes resident (`keep`),
+    /// or the entry is dropped (no process, a parked or finished one that
+    /// is only read).
+    pub(crate) fn finish_load(&self, pid: &str, handle: Option<&Arc<ProcHandle>>, keep: bool) {
+        let mut s = self.state.lock();
+        match (handle, keep) {
+            (Some(h), true) => {
+                s.entries.insert(pid.to_owned(), Entry::Resident(h.clone()));
+            }
+            _ => {
+                if matches!(s.entries.get(pid), Some(Entry::Loading(_))) {
+                    s.entries.remove(pid);
+                }
+            }
+        }
+    }
+
+    /// Evicts `pid` (its rows stay in the store). Returns whether it was
+    /// resident.
+    pub fn evict(&self, pid: &str) -> bool {
+        self.state.lock().entries.remove(pid).is_some()
+    }
+
+    /// Queues in-flight pids that did not fit at boot (skipping queued,
+    /// resident ones).
+    pub(crate) fn queue_resume(&self, pids: impl IntoIterator<Item = String>) {
+        let mut s = self.state.lock();
+        for pid in pids {
+            if !s.entries.contains_key(&pid) && !s.resume_queue.contains(&pid) {
+                s.resume_queue.push_back(pid);
+            }
+        }
+    }
+
+    /// Records parked rows found in the store.
+    pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
+        let mut s = self.state.lock();
+        for (ts, pid) in rows {
+            if !s.entries.contains_key(&pid) && !s.parked.iter().any(|(_, p)| *p == pid) {
+                s.parked.insert((ts, pid));
+            }
+        }
+    }
+
+    /// Claims free slots for queued work: in-flight pids first, then parked
+    /// ones oldest first. Each claimed pid is entered as loading, so nobody
+    /// else loads it; the caller loads and starts them.
+    pub(crate) fn claim_refill(&self) -> Vec<(String, LoadCell, bool)> {
+        let mut s = self.state.lock();
+        let mut out = Vec::new();
+        while s.count() < self.cap {
+            let (pid, parked) = if let Some(pid) = s.resume_queue.pop_front() {
+                (pid, false)
+            } else if let Some((_, pid)) = s.parked.pop_first() {
+                (pid, true)
+            } else {
+                break;
+            };
+            if s.entries.contains_key(&pid) {
+                continue;
+            }
+            let cell = loading(true);
+            s.entries.insert(pid.clone(), Entry::Loading(cell.clone()));
+            out.push((pid, cell, parked));
+        }
+        out
+    }
+
+    /// Starts a scan for parked rows unless one is running or the set is
+    /// full; returns whether the caller should scan.
+    pub(crate) fn begin_scan(&self) -> bool {
+        let mut s = self.state.lock();
+        if s.scanning || s.count() >= self.cap {
+            return false;
+        }
+        s.scanning = true;
+        true
+    }
+
+    /// Ends the scan begun by [`begin_scan`](Self::begin_scan).
+    pub(crate) fn end_scan(&self) {
+        self.state.lock().scanning = false;
+    }
+}

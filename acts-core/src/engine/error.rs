@@ -1,0 +1,93 @@
+//! [`EngineError`]: every way an engine call can fail, with messages that
+//! say what to do.
+
+use std::sync::Arc;
+
+use crate::model::ModelError;
+use crate::package::PackageError;
+use crate::scheduler::ActionError;
+use crate::store::{CollectionError, WriteError};
+
+/// Why an engine call failed. Nothing was changed unless the variant says
+/// otherwise.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EngineError {
+    /// The model does not parse or does not validate.
+    #[error(transparent)]
+    Model(Arc<ModelError>),
+    /// No deployed model has that id.
+    #[error("model '{0}' is not deployed (deploy it first, or check the id)")]
+    ModelNotFound(String),
+    /// No process has that id.
+    #[error("cannot find process '{0}'")]
+    ProcessNotFound(String),
+    /// No task of the process has that id.
+    #[error("process '{pid}': cannot find task '{tid}'")]
+    TaskNotFound {
+        /// The process.
+        pid: String,
+        /// The task asked for.
+        tid: String,
+    },
+    /// A process with that id exists already.
+    #[error("process '{0}' is duplicated in the running process list (pick another pid)")]
+    Duplicated(String),
+    /// An external process id that cannot be used.
+    #[error("invalid process id '{pid}': {message}")]
+    BadPid {
+        /// The id.
+        pid: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Start options that do not match the model's `inputs`.
+    #[error("model '{model}': inputs validation error: {message}")]
+    Inputs {
+        /// The model.
+        model: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The action was refused (unknown task, wrong state, bad options).
+    #[error(transparent)]
+    Action(#[from] ActionError),
+    /// A package could not be registered.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    /// Reading the store failed (never reported as "not found").
+    #[error("store read failed: {0}")]
+    Store(Arc<CollectionError>),
+    /// Writing the transition failed: it was not applied; the process is
+    /// reloaded from the store on its next use.
+    #[error("process '{pid}': the transition was not committed: {source}")]
+    Commit {
+        /// The process.
+        pid: String,
+        /// The writer's error.
+        source: WriteError,
+    },
+    /// A stored process could not be rebuilt.
+    #[error("{0}")]
+    Corrupt(String),
+    /// The engine was closed.
+    #[error("the engine is closed")]
+    Closed,
+}
+
+impl From<CollectionError> for EngineError {
+    fn from(e: CollectionError) -> Self {
+        EngineError::Store(Arc::new(e))
+    }
+}
+
+impl From<ModelError> for EngineError {
+    fn from(e: ModelError) -> Self {
+        EngineError::Model(Arc::new(e))
+    }
+}
+
+impl From<acts_store::StoreError> for EngineError {
+    fn from(e: acts_store::StoreError) -> Self {
+        EngineError::Store(Arc::new(CollectionError::Store(e)))
+    }
+}

@@ -1,0 +1,236 @@
+//! [`Executor`]: the client API — models, processes, tasks and actions.
+//!
+//! Every call that changes a process returns once its transition is
+//! durable; an error means nothing changed.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::model::{Vars, Workflow};
+use crate::scheduler::{Action, TaskState};
+use crate::store::{Collection, Filter, Query};
+
+use super::error::EngineError;
+use super::info::{ModelInfo, ProcInfo, TaskInfo};
+use super::rows::ModelRow;
+use super::runtime::Runtime;
+
+/// The client API of an engine (cheap to clone).
+#[derive(Clone)]
+pub struct Executor {
+    rt: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor").finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    pub(crate) fn new(rt: Arc<Runtime>) -> Self {
+        Self { rt }
+    }
+
+    // ---- models ---------------------------------------------------------
+
+    /// Validates and deploys `workflow` (a new deploy of an id replaces it
+    /// for processes started afterwards).
+    pub async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
+        self.rt.deploy(workflow, &Default::default()).await
+    }
+
+    /// Parses, validates and deploys a YAML model; errors name the line and
+    /// column.
+    pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
+        let loaded = Workflow::load_yaml(text)?;
+        self.rt.deploy(&loaded.workflow, &loaded.source).await
+    }
+
+    /// A deployed model and its definition.
+    pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
+        let m = self.rt.model(id).await?;
+        Ok((ModelInfo::from(&m.row), m.workflow.clone()))
+    }
+
+    /// Every deployed model, oldest deploy first.
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
+        let rows = Collection::<ModelRow>::new(self.rt.store.clone())
+            .query_all(&Query::new().order_by("deployed_at", false))
+            .await?;
+        Ok(rows.iter().map(ModelInfo::from).collect())
+    }
+
+    /// Removes a model (its running processes are not affected). Returns
+    /// whether it existed.
+    pub async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
+        self.rt.remove_model(id).await
+    }
+
+    // ---- processes ----------------------------------------------------------
+
+    /// Starts a process of model `model_id` with start options `vars`
+    /// (checked against the model's `inputs`; a `pid` option names the
+    /// process). Returns once the process's first transition is durable —
+    /// a process with no interrupt may already be finished. Over the cache
+    /// cap it is parked (state `none`) and starts when a slot frees.
+    pub async fn start(&self, model_id: &str, vars: Vars) -> Result<ProcInfo, EngineError> {
+        self.rt.start(model_id, vars).await
+    }
+
+    /// A process, with its outputs.
+    pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
+        self.rt
+            .with_process(pid, ProcInfo::of)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))
+    }
+
+    /// Processes, optionally only those in `state` and of model `model`
+    /// (oldest first; outputs are left empty — read one process for them).
+    pub async fn processes(
+        &self,
+        state: Option<TaskState>,
+        model: Option<&str>,
+    ) -> Result<Vec<ProcInfo>, EngineError> {
+        let mut q = Query::new().order_by("timestamp", false);
+        if let Some(s) = state {
+            q = q.filter(Filter::eq("state", s.as_str()));
+        }
+        if let Some(m) = model {
+            q = q.filter(Filter::eq("mid", m));
+        }
+        let rows = self.rt.proc_rows(&q).await?;
+        Ok(rows.iter().map(ProcInfo::of_row).collect())
+    }
+
+    /// Aborts a running process: running tasks are aborted, waiting ones
+    /// skipped, and the process ends `aborted`.
+    pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
+        let handle = self
+            .rt
+            .handle(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        self.rt
+            .transition(&handle, Vec::new(), |p, _| p.abort_process())
+            .await
+    }
+
+    /// Removes a process and all its rows (a running one stops). Returns
+    /// whether it existed.
+    pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
+        self.rt.remove_process(pid).await
+    }
+
+    // ---- tasks --------------------------------------------------------------
+
+    /// One task of a process.
+    pub async fn task(&self, pid: &str, tid: &str) -> Result<TaskInfo, EngineError> {
+        self.rt
+            .with_process(pid, |p| {
+                p.tasks.find_id(tid).and_then(|ix| TaskInfo::of(p, ix))
+            })
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
+            .ok_or_else(|| EngineError::TaskNotFound {
+                pid: pid.to_owned(),
+                tid: tid.to_owned(),
+            })
+    }
+
+    /// Every task of a process, in creation order.
+    pub async fn tasks(&self, pid: &str) -> Result<Vec<TaskInfo>, EngineError> {
+        self.rt
+            .with_process(pid, |p| {
+                p.tasks
+                    .all()
+                    .filter_map(|(ix, _)| TaskInfo::of(p, ix))
+                    .collect()
+            })
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))
+    }
+
+    // ---- actions ------------------------------------------------------------
+
+    /// Applies `action` to act `tid` of process `pid` with `options`.
+    pub async fn act(
+        &self,
+        pid: &str,
+        tid: &str,
+        action: Action,
+        options: Vars,
+    ) -> Result<(), EngineError> {
+        self.rt.act(pid, tid, action, options).await
+    }
+
+    /// Completes an act (`next`), folding `vars` into it.
+    pub async fn complete(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Complete, vars).await
+    }
+
+    /// Submits an act.
+    pub async fn submit(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Submit, vars).await
+    }
+
+    /// Skips an act (and its waiting siblings).
+    pub async fn skip(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Skip, vars).await
+    }
+
+    /// Aborts an act and every ancestor: the process ends `aborted`.
+    pub async fn abort(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Abort, vars).await
+    }
+
+    /// Fails an act with `ecode` (what `catches` match) and `message`.
+    pub async fn error(
+        &self,
+        pid: &str,
+        tid: &str,
+        ecode: &str,
+        message: &str,
+    ) -> Result<(), EngineError> {
+        let mut o = Vars::new();
+        o.insert("ecode".into(), Value::String(ecode.into()));
+        o.insert("message".into(), Value::String(message.into()));
+        self.act(pid, tid, Action::Error, o).await
+    }
+
+    /// Goes back from an act to the earlier step `to`, which runs again.
+    pub async fn back(&self, pid: &str, tid: &str, to: &str) -> Result<(), EngineError> {
+        let mut o = Vars::new();
+        o.insert("to".into(), Value::String(to.into()));
+        self.act(pid, tid, Action::Back, o).await
+    }
+
+    /// Withdraws a finished act: its step runs again and the steps that
+    /// followed are undone.
+    pub async fn cancel(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Cancel, Vars::new()).await
+    }
+
+    /// Removes an act.
+    pub async fn remove(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::Remove, Vars::new()).await
+    }
+
+    /// Writes `vars` into the process's root data (through act `tid`).
+    pub async fn set_process_vars(
+        &self,
+        pid: &str,
+        tid: &str,
+        vars: Vars,
+    ) -> Result<(), EngineError> {
+        self.act(pid, tid, Action::SetProcessVars, vars).await
+    }
+
+    /// Runs a new act under step task `tid`; `act` holds its definition
+    /// (`uses` required; `params`, `id`, `name`, `key` ...).
+    pub async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
+        self.rt.push(pid, tid, act).await
+    }
+}

@@ -1,0 +1,252 @@
+//! The engine: deploy models, start processes, answer their interrupt
+//! requests, and hear what they do — durably, on any `KvStore`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), acts_core::engine::EngineError> {
+//! use acts_core::engine::{Engine, ChannelOptions};
+//! use acts_core::model::{Vars, Workflow};
+//!
+//! let engine = Engine::builder().start().await?; // in-memory store
+//! let exec = engine.executor();
+//! exec.deploy_yaml("id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n").await?;
+//! let mut messages = engine.channel(ChannelOptions::default().with_type("act")).subscribe();
+//! let proc = exec.start("m1", Vars::new()).await?;
+//! let irq = messages.recv().await.expect("the irq is announced");
+//! exec.complete(&proc.pid, &irq.tid, Vars::new()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - [`Engine::builder`] → [`EngineBuilder`]: store, cache cap, clock,
+//!   script limits, application packages.
+//! - [`Executor`]: models, processes, tasks and every client action.
+//! - [`Channel`]: messages, with glob filters.
+//! - How a change becomes durable: `runtime.rs` (one transition, one
+//!   batch); rows in `rows.rs`; the resident set in `cache.rs`.
+
+mod cache;
+mod channel;
+mod error;
+mod executor;
+mod info;
+mod package;
+mod persist;
+mod rows;
+mod runtime;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use acts_store::{KvStore, MemoryStore};
+use tracing::warn;
+
+pub use cache::{Cache, ProcHandle};
+pub use channel::{Channel, ChannelOptions};
+pub use error::EngineError;
+pub use executor::Executor;
+pub use info::{ModelInfo, ProcInfo, TaskInfo};
+pub use package::{ActPackage, PackageContext, PackageFailure};
+pub use rows::{ModelRow, OpRow, ProcRow, TaskRow, VarsRow, task_row_id};
+pub use runtime::EngineConfig;
+
+use crate::package::{PackageRegistry, RunAs};
+use crate::script::{ScriptEngine, ScriptLimits};
+use crate::store::WriterConfig;
+use crate::time::{Clock, SystemClock, TimerService};
+
+use runtime::Runtime;
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    store: Option<Arc<dyn KvStore>>,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    limits: ScriptLimits,
+    packages: Vec<Arc<dyn ActPackage>>,
+    resume: bool,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("config", &self.config)
+            .field("packages", &self.packages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// The store (default: a new in-memory store).
+    pub fn store(mut self, store: Arc<dyn KvStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Most processes resident at once (default 4096); starts beyond it
+    /// are parked until a slot frees.
+    pub fn cache_cap(mut self, cap: usize) -> Self {
+        self.config.cache_cap = cap;
+        self
+    }
+
+    /// The store writer's settings (group size, commit delay, queue).
+    pub fn writer(mut self, config: WriterConfig) -> Self {
+        self.config.writer = config;
+        self
+    }
+
+    /// The clock (default: the system clock). Tests pass a
+    /// [`ManualClock`](crate::time::ManualClock) to drive timeouts.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Script time, memory and stack limits.
+    pub fn script_limits(mut self, limits: ScriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Registers an application package.
+    pub fn package(mut self, package: impl ActPackage) -> Self {
+        self.packages.push(Arc::new(package));
+        self
+    }
+
+    /// Whether `start` resumes the processes found in the store (default
+    /// true). Off, nothing runs until [`Engine::resume`] is called.
+    pub fn resume_on_start(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// Starts the engine on the current tokio runtime: the writer, the
+    /// timer service, and (unless turned off) the resumption of every
+    /// in-flight and parked process in the store.
+    pub async fn start(self) -> Result<Engine, EngineError> {
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn KvStore>);
+        let mut registry = PackageRegistry::with_builtins();
+        let mut app = HashMap::new();
+        for p in self.packages {
+            let mut def = p.definition();
+            def.run_as = RunAs::Func;
+            registry.register(def.clone())?;
+            app.insert(def.id.clone(), p);
+        }
+        let (timers, mut fired) = TimerService::start(self.clock.clone());
+        let rt = Runtime::new(
+            store,
+            &self.config,
+            ScriptEngine::new(self.limits),
+            registry,
+            app,
+            self.clock,
+            timers,
+        );
+        let weak = Arc::downgrade(&rt);
+        tokio::spawn(async move {
+            while let Some(f) = fired.recv().await {
+                let Some(rt) = weak.upgrade() else {
+                    return;
+                };
+                let pid = f.payload;
+                tokio::spawn(async move {
+                    if let Err(e) = rt.tick(&pid).await {
+                        warn!(pid = %pid, error = %e, "timeout tick failed");
+                    }
+                });
+            }
+        });
+        let engine = Engine { rt };
+        if self.resume {
+            engine.resume().await?;
+        }
+        Ok(engine)
+    }
+}
+
+/// A running engine. Cheap to clone; [`close`](Self::close) stops it.
+#[derive(Clone)]
+pub struct Engine {
+    rt: Arc<Runtime>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("cache", &self.rt.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// A builder with the defaults: in-memory store, system clock.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder {
+            store: None,
+            config: EngineConfig::default(),
+            clock: Arc::new(SystemClock),
+            limits: ScriptLimits::default(),
+            packages: Vec::new(),
+            resume: true,
+        }
+    }
+
+    /// The client API.
+    pub fn executor(&self) -> Executor {
+        Executor::new(self.rt.clone())
+    }
+
+    /// A new channel with `options`' filters.
+    pub fn channel(&self, options: ChannelOptions) -> Channel {
+        Channel::open(&self.rt.emitter, &options)
+    }
+
+    /// The resident set.
+    pub fn cache(&self) -> &Cache {
+        &self.rt.cache
+    }
+
+    /// The store.
+    pub fn store(&self) -> Arc<dyn KvStore> {
+        self.rt.store.clone()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.rt.clock.clone()
+    }
+
+    /// Resumes what the store holds: in-flight processes oldest first up to
+    /// the cap (the rest queued for free slots), then parked ones, then
+    /// outbox records. Called by `start` unless turned off.
+    pub async fn resume(&self) -> Result<(), EngineError> {
+        self.rt.resume_all().await
+    }
+
+    /// Starts parked processes into free slots, oldest first (reads the
+    /// store for parked rows; a pass already running or a full set makes
+    /// this return at once).
+    pub async fn start_parked(&self) -> Result<(), EngineError> {
+        self.rt.start_parked().await
+    }
+
+    /// Resolves once every write queued so far is durable.
+    pub async fn flush(&self) -> Result<(), EngineError> {
+        self.rt
+            .writer
+            .flush()
+            .await
+            .map_err(|source| EngineError::Commit {
+                pid: String::new(),
+                source,
+            })
+    }
+
+    /// Stops timers and new work, and waits for the writes in flight.
+    pub async fn close(&self) {
+        self.rt.close().await;
+    }
+}

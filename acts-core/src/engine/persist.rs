@@ -1,0 +1,248 @@
+//! A process and its rows: what one transition writes, and loading a
+//! process back from the store.
+//!
+//! A transition's writes are computed from what changed since the last
+//! commit: the task table marks each task's lifecycle and data scope dirty
+//! as the core changes them, so a lifecycle-only change writes a task row
+//! and no vars row, and a write that folds up into an ancestor's scope
+//! writes exactly that ancestor's vars row.
+
+use std::sync::Arc;
+
+use acts_store::{BatchOp, KvStore};
+
+use crate::model::{Vars, Workflow};
+use crate::scheduler::{Process, Task, TaskState, TaskTable};
+use crate::store::{Collection, CollectionError, Filter, Query};
+use crate::tree::ModelTree;
+
+use super::rows::{ProcRow, TaskRow, VarsRow, task_row_id};
+
+/// What was last written for a resident process.
+#[derive(Debug, Clone)]
+pub(crate) struct Persisted {
+    /// The proc row as stored.
+    pub row: ProcRow,
+    /// How many tasks have a stored row (later ones are new: their index
+    /// entries are written with them).
+    pub tasks_stored: usize,
+    /// Which tasks have a stored vars row.
+    pub vars_stored: Vec<bool>,
+}
+
+impl Persisted {
+    /// Nothing stored yet for a process whose row will be `row`.
+    pub fn fresh(row: ProcRow) -> Self {
+        Self {
+            row,
+            tasks_stored: 0,
+            vars_stored: Vec::new(),
+        }
+    }
+}
+
+fn task_row(p: &Process, ix: crate::scheduler::TaskIx, task: &Task) -> TaskRow {
+    TaskRow {
+        pid: p.pid.clone(),
+        tid: task.id.clone(),
+        seq: TaskTable::position(ix) as u32,
+        nid: p
+            .tree
+            .node(task.node)
+            .map(|n| n.id.clone())
+            .unwrap_or_default(),
+        parent: task.parent.map(|x| TaskTable::position(x) as u32),
+        prev: task.prev.map(|x| TaskTable::position(x) as u32),
+        state: task.state,
+        sign: task.sign.0,
+        err: task.err.clone(),
+        start_time: task.start_time,
+        end_time: task.end_time,
+    }
+}
+
+/// The proc row for `p` now (based on `base`, the row as stored).
+pub(crate) fn proc_row(p: &Process, base: &ProcRow) -> ProcRow {
+    let root = p.tasks.get(p.root());
+    ProcRow {
+        state: p.state(),
+        start_time: root.map_or(base.start_time, |r| r.start_time),
+        end_time: root.map_or(0, |r| r.end_time),
+        env: p.env.clone(),
+        err: root.and_then(|r| r.err.clone()),
+        nodes: p.tree.dynamic_data(),
+        start_vars: Vars::new(),
+        ..base.clone()
+    }
+}
+
+/// The ops of one transition of `p`: every changed task and scope, and
+/// the proc row when it changed. Updates `persisted` to what the ops store
+/// (the caller discards the process if the batch fails).
+pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<BatchOp> {
+    let mut ops = Vec::new();
+    let dirty = p.tasks.take_dirty();
+    for (ix, d) in dirty {
+        let Some(task) = p.tasks.get(ix) else {
+            continue;
+        };
+        let pos = TaskTable::position(ix);
+        if d.lifecycle || pos >= persisted.tasks_stored {
+            let row = task_row(p, ix, task);
+            if pos >= persisted.tasks_stored {
+                ops.extend(Collection::<TaskRow>::upsert_ops(None, &row));
+            } else {
+                ops.push(Collection::<TaskRow>::put_row_op(&row));
+            }
+        }
+        if d.vars {
+            let row = VarsRow {
+                pid: p.pid.clone(),
+                tid: task.id.clone(),
+                data: task.data.clone(),
+            };
+            if persisted.vars_stored.len() <= pos {
+                persisted.vars_stored.resize(pos + 1, false);
+            }
+            if persisted.vars_stored[pos] {
+                ops.push(Collection::<VarsRow>::put_row_op(&row));
+            } else {
+                ops.extend(Collection::<VarsRow>::upsert_ops(None, &row));
+                persisted.vars_stored[pos] = true;
+            }
+        }
+    }
+    persisted.tasks_stored = persisted.tasks_stored.max(p.tasks.len());
+    let row = proc_row(p, &persisted.row);
+    let changed = row.state != persisted.row.state
+        || row.end_time != persisted.row.end_time
+        || row.start_time != persisted.row.start_time
+        || row.nodes.len() != persisted.row.nodes.len()
+        || row.err != persisted.row.err
+        || row.env != persisted.row.env
+        || !persisted.row.start_vars.is_empty();
+    if changed {
+        if row.state == persisted.row.state && persisted.tasks_stored > 0 {
+            ops.push(Collection::<ProcRow>::put_row_op(&row));
+        } else {
+            ops.extend(Collection::<ProcRow>::upsert_ops(
+                Some(&persisted.row),
+                &row,
+            ));
+        }
+        persisted.row = row;
+    }
+    ops
+}
+
+/// The ops that delete every row of process `pid` (given its stored proc
+/// row, tasks and scopes).
+pub(crate) fn delete_ops(row: &ProcRow, tasks: &[TaskRow], vars: &[VarsRow]) -> Vec<BatchOp> {
+    let mut ops = Collection::<ProcRow>::delete_ops(row);
+    for t in tasks {
+        ops.extend(Collection::<TaskRow>::delete_ops(t));
+    }
+    for v in vars {
+        ops.extend(Collection::<VarsRow>::delete_ops(v));
+    }
+    ops
+}
+
+/// A stored process's rows.
+pub(crate) struct StoredProcess {
+    /// The proc row.
+    pub row: ProcRow,
+    /// Its task rows, in creation order.
+    pub tasks: Vec<TaskRow>,
+    /// Its scope rows.
+    pub vars: Vec<VarsRow>,
+}
+
+/// Reads every row of process `pid`; `Ok(None)` when it has no proc row.
+/// A store failure is an error, never "no process".
+pub(crate) async fn read_process(
+    store: &Arc<dyn KvStore>,
+    pid: &str,
+) -> Result<Option<StoredProcess>, CollectionError> {
+    let Some(row) = Collection::<ProcRow>::new(store.clone()).get(pid).await? else {
+        return Ok(None);
+    };
+    let by_pid = Query::new().filter(Filter::eq("pid", pid));
+    let mut tasks = Collection::<TaskRow>::new(store.clone())
+        .query_all(&by_pid)
+        .await?;
+    tasks.sort_by_key(|t| t.seq);
+    let vars = Collection::<VarsRow>::new(store.clone())
+        .query_all(&by_pid)
+        .await?;
+    Ok(Some(StoredProcess { row, tasks, vars }))
+}
+
+/// The model tree of a stored process (from the model JSON it started
+/// with).
+pub(crate) fn model_of(row: &ProcRow) -> Result<Arc<ModelTree>, String> {
+    let workflow = Workflow::from_json(&row.model)
+        .map_err(|e| format!("process '{}': its stored model is unreadable: {e}", row.id))?;
+    ModelTree::build(&workflow)
+        .map(Arc::new)
+        .map_err(|e| format!("process '{}': its stored model is invalid: {e}", row.id))
+}
+
+/// Rebuilds a process from its rows (nothing queued yet), with what is
+/// stored for it.
+pub(crate) fn rebuild(
+    stored: StoredProcess,
+    model: Arc<ModelTree>,
+) -> Result<(Process, Persisted), String> {
+    let StoredProcess { row, tasks, vars } = stored;
+    let pid = row.id.clone();
+    let mut data: std::collections::HashMap<String, Vars> = vars
+        .into_iter()
+        .map(|v| (task_row_id(&v.pid, &v.tid), v.data))
+        .collect();
+    let tree = crate::tree::ProcessTree::restore(model.clone(), &row.nodes)?;
+    let mut rebuilt = Vec::with_capacity(tasks.len());
+    let mut vars_stored = Vec::with_capacity(tasks.len());
+    for (i, t) in tasks.iter().enumerate() {
+        if t.seq as usize != i {
+            return Err(format!(
+                "process '{pid}': task rows are not contiguous (task '{}' has position {} where {i} was expected)",
+                t.tid, t.seq
+            ));
+        }
+        let node = tree.find(&t.nid).ok_or_else(|| {
+            format!(
+                "process '{pid}': task '{}' runs node '{}', which is not in its tree",
+                t.tid, t.nid
+            )
+        })?;
+        let scope = data.remove(&task_row_id(&pid, &t.tid));
+        vars_stored.push(scope.is_some());
+        rebuilt.push(Task {
+            id: t.tid.clone(),
+            node,
+            parent: t.parent.map(|x| TaskTable::ix_at(x as usize)),
+            prev: t.prev.map(|x| TaskTable::ix_at(x as usize)),
+            state: t.state,
+            data: scope.unwrap_or_default(),
+            sign: crate::scheduler::Sign(t.sign),
+            err: t.err.clone(),
+            start_time: t.start_time,
+            end_time: t.end_time,
+        });
+    }
+    let stored_tasks = rebuilt.len();
+    let mut process = Process::restore(pid, model, &row.nodes, rebuilt, row.env.clone())
+        .map_err(|e| format!("process '{}': {e}", row.id))?;
+    if row.state == TaskState::None && stored_tasks == 0 {
+        // A parked process: its start options become the root's data.
+        let root = process.root();
+        process.tasks.set_data(root, &row.start_vars);
+    }
+    let persisted = Persisted {
+        row,
+        tasks_stored: stored_tasks,
+        vars_stored,
+    };
+    Ok((process, persisted))
+}

@@ -1,0 +1,896 @@
+//! [`Runtime`]: the engine's shared state and the one transition protocol.
+//!
+//! ## One transition, one batch
+//!
+//! Every change to a process is a *transition*, run on the process's lane
+//! (its async mutex, held until the transition is durable):
+//!
+//! 1. the pure core applies the change and runs what follows
+//!    ([`Process::run`]), collecting client messages and requests;
+//! 2. everything that changed — task rows, the scope rows whose data
+//!    changed, the proc row, rows of subflow children it starts, outbox
+//!    records for other processes — becomes **one** [`WriteBatch`];
+//! 3. the group-commit writer commits it (merged with other processes'
+//!    batches into one backend transaction);
+//! 4. only then are messages handed to channels, requests started and the
+//!    caller answered `Ok`.
+//!
+//! If the commit fails, nothing of the transition is stored: the caller
+//! gets the error, the in-memory process is discarded, and the next use
+//! reloads it from the store. A crash at any point therefore leaves the
+//! store at a transition boundary, and recovery continues from there.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use acts_store::{BatchOp, KvStore};
+use parking_lot::RwLock;
+use serde_json::Value;
+use tokio::sync::OwnedMutexGuard;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::model::{SourceMap, Vars, Workflow, validate};
+use crate::package::PackageRegistry;
+use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskState};
+use crate::script::ScriptEngine;
+use crate::store::{
+    Collection, CollectionError, Filter, GroupCommitWriter, Query, WriteBatch, WriterConfig,
+};
+use crate::time::{Clock, TimerService};
+use crate::tree::{ModelTree, long_id};
+
+use super::cache::{Cache, LoadCell, Lookup, ProcHandle, Slot};
+use super::channel::Emitter;
+use super::error::EngineError;
+use super::info::{ModelInfo, ProcInfo};
+use super::package::{ActPackage, PackageContext};
+use super::persist::{self, Persisted};
+use super::rows::{ModelRow, OpRow, ProcRow};
+
+/// A deployed model, ready to start processes from.
+pub(crate) struct DeployedModel {
+    pub row: ModelRow,
+    pub workflow: Workflow,
+    pub tree: Arc<ModelTree>,
+}
+
+/// The engine's settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Most processes resident at once; starts beyond it are parked.
+    pub cache_cap: usize,
+    /// The store writer's settings.
+    pub writer: WriterConfig,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            cache_cap: 4096,
+            writer: WriterConfig::default(),
+        }
+    }
+}
+
+/// The engine's shared state (see the module docs).
+pub(crate) struct Runtime {
+    pub store: Arc<dyn KvStore>,
+    pub writer: GroupCommitWriter,
+    pub cache: Cache,
+    pub scripts: ScriptEngine,
+    pub packages: PackageRegistry,
+    pub app_packages: HashMap<String, Arc<dyn ActPackage>>,
+    pub clock: Arc<dyn Clock>,
+    pub timers: TimerService<String>,
+    pub emitter: Arc<Emitter>,
+    models: RwLock<HashMap<String, Arc<DeployedModel>>>,
+    closed: AtomicBool,
+    me: Weak<Runtime>,
+}
+
+/// What a transition closure may return.
+type Outcome<T> = Result<T, ActionError>;
+
+impl Runtime {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        store: Arc<dyn KvStore>,
+        config: &EngineConfig,
+        scripts: ScriptEngine,
+        packages: PackageRegistry,
+        app_packages: HashMap<String, Arc<dyn ActPackage>>,
+        clock: Arc<dyn Clock>,
+        timers: TimerService<String>,
+    ) -> Arc<Self> {
+        let writer = GroupCommitWriter::start(store.clone(), config.writer);
+        Arc::new_cyclic(|me| Self {
+            store,
+            writer,
+            cache: Cache::new(config.cache_cap),
+            scripts,
+            packages,
+            app_packages,
+            clock,
+            timers,
+            emitter: Arc::new(Emitter::default()),
+            models: RwLock::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            me: me.clone(),
+        })
+    }
+
+    fn this(&self) -> Option<Arc<Runtime>> {
+        self.me.upgrade()
+    }
+
+    fn services(&self) -> Services<'_> {
+        Services {
+            scripts: &self.scripts,
+            packages: &self.packages,
+        }
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        self.clock.now_millis()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.timers.close();
+        // Everything acknowledged is already durable; this only waits for
+        // the writes in flight.
+        let _ = self.writer.flush().await;
+    }
+
+    fn check_open(&self) -> Result<(), EngineError> {
+        if self.is_closed() {
+            Err(EngineError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    // ---- models -------------------------------------------------------
+
+    /// Validates and stores a model; a later deploy of the same id
+    /// replaces it for new processes.
+    pub(crate) async fn deploy(
+        &self,
+        workflow: &Workflow,
+        source: &SourceMap,
+    ) -> Result<ModelInfo, EngineError> {
+        self.check_open()?;
+        validate(workflow, source, &self.packages)?;
+        let tree = Arc::new(ModelTree::build(workflow)?);
+        let models = Collection::<ModelRow>::new(self.store.clone());
+        let old = models.get(&workflow.id).await?;
+        let row = ModelRow {
+            id: workflow.id.clone(),
+            name: workflow.name.clone(),
+            ver: workflow.ver.clone(),
+            model: workflow.to_json(),
+            deployed_at: self.now(),
+            revision: old.as_ref().map_or(1, |o| o.revision + 1),
+        };
+        let ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        self.write(None, ops).await?;
+        let info = ModelInfo::from(&row);
+        self.models.write().insert(
+            row.id.clone(),
+            Arc::new(DeployedModel {
+                row,
+                workflow: workflow.clone(),
+                tree,
+            }),
+        );
+        Ok(info)
+    }
+
+    pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
+        if let Some(m) = self.models.read().get(id) {
+            return Ok(m.clone());
+        }
+        let row = Collection::<ModelRow>::new(self.store.clone())
+            .get(id)
+            .await?
+            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
+        let workflow = Workflow::from_json(&row.model).map_err(|e| {
+            EngineError::Corrupt(format!("model '{id}': the stored model is unreadable: {e}"))
+        })?;
+        let tree = Arc::new(ModelTree::build(&workflow)?);
+        let m = Arc::new(DeployedModel {
+            row,
+            workflow,
+            tree,
+        });
+        self.models.write().insert(id.to_owned(), m.clone());
+        Ok(m)
+    }
+
+    pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
+        self.check_open()?;
+        let models = Collection::<ModelRow>::new(self.store.clone());
+        let Some(row) = models.get(id).await? else {
+            return Ok(false);
+        };
+        self.write(None, Collection::<ModelRow>::delete_ops(&row))
+            .await?;
+        self.models.write().remove(id);
+        Ok(true)
+    }
+
+    async fn write(&self, owner: Option<&str>, ops: Vec<BatchOp>) -> Result<(), EngineError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.writer
+            .write(WriteBatch {
+                owner: owner.map(str::to_owned),
+                ops,
+            })
+            .await
+            .map(|_| ())
+            .map_err(|source| EngineError::Commit {
+                pid: owner.unwrap_or_default().to_owned(),
+                source,
+            })
+    }
+
+    // ---- starting processes ---------------------------------------------
+
+    /// Starts a process of model `model_id` with start options `vars` (a
+    /// `pid` option names it). Over the cache cap the process is parked and
+    /// starts when a slot frees; the returned state is then `none`.
+    pub(crate) async fn start(
+        &self,
+        model_id: &str,
+        mut vars: Vars,
+    ) -> Result<ProcInfo, EngineError> {
+        self.check_open()?;
+        let model = self.model(model_id).await?;
+        let external_pid = match vars.get("pid") {
+            Some(Value::String(p)) => Some(check_pid(p)?.to_owned()),
+            Some(other) => {
+                return Err(EngineError::BadPid {
+                    pid: other.to_string(),
+                    message: "a process id must be a string".into(),
+                });
+            }
+            None => None,
+        };
+        model
+            .workflow
+            .inputs
+            .check(&vars)
+            .map_err(|message| EngineError::Inputs {
+                model: model_id.to_owned(),
+                message,
+            })?;
+        let pid = external_pid.clone().unwrap_or_else(long_id);
+        vars.insert("pid".into(), Value::String(pid.clone()));
+        self.start_with(&model, pid, vars, external_pid.is_some())
+            .await
+    }
+
+    async fn start_with(
+        &self,
+        model: &DeployedModel,
+        pid: String,
+        vars: Vars,
+        check_store: bool,
+    ) -> Result<ProcInfo, EngineError> {
+        let now = self.now();
+        let base = ProcRow {
+            id: pid.clone(),
+            mid: model.row.id.clone(),
+            model: model.row.model.clone(),
+            state: TaskState::None,
+            timestamp: now,
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars: Vars::new(),
+            err: None,
+            nodes: Vec::new(),
+        };
+        let process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
+        let handle = ProcHandle::new(process, Persisted::fresh(base.clone()));
+        // A fresh mutex: nobody else can hold it yet.
+        let Ok(guard) = handle.lane.clone().try_lock_owned() else {
+            unreachable!("a new lane is unlocked");
+        };
+        let admission = self
+            .cache
+            .admit(&handle, now)
+            .map_err(|()| EngineError::Duplicated(pid.clone()))?;
+        if check_store && self.proc_row(&pid).await?.is_some() {
+            match admission {
+                super::cache::Admission::Admitted => {
+                    self.cache.evict(&pid);
+                }
+                super::cache::Admission::Parked => self.cache.unpark(&pid),
+            }
+            return Err(EngineError::Duplicated(pid));
+        }
+        match admission {
+            super::cache::Admission::Admitted => {
+                let _span = info_span!("process", pid = %pid).entered();
+                drop(_span);
+                self.transition_locked(&handle, guard, Vec::new(), |p, svc| {
+                    p.run(svc);
+                    Ok(ProcInfo::of(p))
+                })
+                .await
+            }
+            super::cache::Admission::Parked => {
+                drop(guard);
+                let row = ProcRow {
+                    start_vars: vars,
+                    ..base
+                };
+                let ops = Collection::<ProcRow>::upsert_ops(None, &row);
+                if let Err(e) = self.write(Some(&pid), ops).await {
+                    self.cache.unpark(&pid);
+                    return Err(e);
+                }
+                debug!(pid = %pid, "parked: the resident set is full");
+                Ok(ProcInfo::of_row(&row))
+            }
+        }
+    }
+
+    async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
+        Ok(Collection::<ProcRow>::new(self.store.clone())
+            .get(pid)
+            .await?)
+    }
+
+    // ---- transitions ------------------------------------------------------
+
+    /// Runs `f` on the process of `handle` as one transition (see the
+    /// module docs). `extra` ops join the transition's batch.
+    pub(crate) async fn transition<T>(
+        &self,
+        handle: &Arc<ProcHandle>,
+        extra: Vec<BatchOp>,
+        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
+    ) -> Result<T, EngineError> {
+        let guard = handle.lane.clone().lock_owned().await;
+        self.transition_locked(handle, guard, extra, f).await
+    }
+
+    async fn transition_locked<T>(
+        &self,
+        handle: &Arc<ProcHandle>,
+        mut guard: OwnedMutexGuard<Slot>,
+        mut extra: Vec<BatchOp>,
+        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
+    ) -> Result<T, EngineError> {
+        let pid = handle.pid().to_owned();
+        let slot = &mut *guard;
+        let Some(process) = slot.process.as_mut() else {
+            return Err(EngineError::ProcessNotFound(pid));
+        };
+        let svc = self.services();
+        process.set_now(self.now());
+        let out = f(process, svc)?;
+        let mut messages = process.take_messages();
+        let mut requests = Vec::new();
+        // Subflow children are part of the transition: their rows go in
+        // its batch; a child that cannot start fails its act right away.
+        loop {
+            let batch = process.take_requests();
+            if batch.is_empty() {
+                break;
+            }
+            for r in batch {
+                match &r {
+                    Request::StartSubflow {
+                        tid,
+                        child_pid,
+                        to,
+                        options,
+                    } => match self.model(to).await {
+                        Ok(m) => {
+                            extra.extend(self.child_row_ops(&m, child_pid, options.clone()));
+                            requests.push(r);
+                        }
+                        Err(e) => {
+                            let mut o = Vars::new();
+                            o.insert("ecode".into(), Value::String("subflow".into()));
+                            o.insert("message".into(), Value::String(e.to_string()));
+                            if let Err(e) = process.act(tid, Action::Error, o, svc) {
+                                warn!(pid = %pid, error = %e, "cannot fail a subflow act");
+                            }
+                            messages.extend(process.take_messages());
+                        }
+                    },
+                    Request::RunPackage { .. } => requests.push(r),
+                }
+            }
+        }
+        let terminal = process.state().is_completed();
+        if terminal && let Some(op) = subflow_return(process) {
+            extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
+        }
+        let mut ops = persist::transition_ops(process, &mut slot.persisted);
+        ops.extend(extra);
+        let next_timer = if terminal { None } else { process.next_timer() };
+        if let Err(e) = self.write(Some(&pid), ops).await {
+            // Not stored: drop the in-memory state; the next use reloads.
+            slot.process = None;
+            self.cache.evict(&pid);
+            warn!(pid = %pid, error = %e, "transition not committed; process discarded");
+            return Err(e);
+        }
+        // Durable: now the world may hear of it.
+        self.emitter.deliver(&messages);
+        self.arm_timer(&pid, slot, next_timer);
+        drop(guard);
+        self.after_commit(&pid, requests, terminal);
+        Ok(out)
+    }
+
+    fn child_row_ops(&self, model: &DeployedModel, pid: &str, mut vars: Vars) -> Vec<BatchOp> {
+        vars.insert("pid".into(), Value::String(pid.to_owned()));
+        let row = ProcRow {
+            id: pid.to_owned(),
+            mid: model.row.id.clone(),
+            model: model.row.model.clone(),
+            state: TaskState::None,
+            timestamp: self.now(),
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars: vars,
+            err: None,
+            nodes: Vec::new(),
+        };
+        Collection::<ProcRow>::upsert_ops(None, &row)
+    }
+
+    fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
+        match (slot.timer, due) {
+            (Some((_, d)), Some(due)) if d == due => {}
+            (current, due) => {
+                if let Some((id, _)) = current {
+                    self.timers.cancel(id);
+                }
+                slot.timer = due.map(|d| (self.timers.schedule(d, pid.to_owned()), d));
+            }
+        }
+    }
+
+    /// After a durable transition: start what it requested; on a terminal
+    /// state, evict the process and refill the freed slot.
+    fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
+        let Some(rt) = self.this() else {
+            return;
+        };
+        for r in requests {
+            match r {
+                Request::StartSubflow { child_pid, .. } => {
+                    self.cache.note_parked([(self.now(), child_pid)]);
+                }
+                Request::RunPackage {
+                    tid,
+                    uses,
+                    params,
+                    inputs,
+                } => {
+                    let rt = rt.clone();
+                    let pid = pid.to_owned();
+                    tokio::spawn(
+                        async move { rt.run_package(pid, tid, uses, params, inputs).await },
+                    );
+                }
+            }
+        }
+        if terminal {
+            self.cache.evict(pid);
+            // The subflow return (if any) was written with the transition.
+            let rt2 = rt.clone();
+            let pid = pid.to_owned();
+            tokio::spawn(async move {
+                if let Err(e) = rt2.replay_op(&pid).await {
+                    warn!(pid = %pid, error = %e, "subflow return not applied yet");
+                }
+            });
+        }
+        rt.refill();
+    }
+
+    async fn run_package(
+        self: Arc<Self>,
+        pid: String,
+        tid: String,
+        uses: String,
+        params: Value,
+        inputs: Vars,
+    ) {
+        let Some(package) = self.app_packages.get(&uses).cloned() else {
+            let mut o = Vars::new();
+            o.insert("ecode".into(), Value::String("package".into()));
+            o.insert(
+                "message".into(),
+                Value::String(format!(
+                    "package '{uses}' is not registered with this engine"
+                )),
+            );
+            let _ = self.act(&pid, &tid, Action::Error, o).await;
+            return;
+        };
+        let ctx = PackageContext {
+            pid: pid.clone(),
+            tid: tid.clone(),
+            params,
+            inputs,
+        };
+        let result = package
+            .run(ctx)
+            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses))
+            .await;
+        let (action, options) = match result {
+            Ok(vars) => (Action::Complete, vars),
+            Err(f) => {
+                let mut o = Vars::new();
+                o.insert("ecode".into(), Value::String(f.ecode));
+                o.insert("message".into(), Value::String(f.message));
+                (Action::Error, o)
+            }
+        };
+        if let Err(e) = self.act(&pid, &tid, action, options).await {
+            warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
+        }
+    }
+
+    // ---- loading and refilling ----------------------------------------------
+
+    /// The process `pid`: resident, or loaded from the store (concurrent
+    /// misses share one load). An in-flight process becomes resident and
+    /// continues; a parked or finished one is returned for reading only.
+    pub(crate) async fn handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        match self.cache.lookup(pid) {
+            Lookup::Resident(h) => Ok(Some(h)),
+            Lookup::Load(cell) => Box::pin(self.join_load(pid, &cell)).await,
+        }
+    }
+
+    async fn join_load(
+        &self,
+        pid: &str,
+        cell: &LoadCell,
+    ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        let start = cell.start;
+        let res = cell
+            .cell
+            .get_or_try_init(|| async {
+                let loaded = self.load(pid).await;
+                let loaded = match loaded {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.cache.finish_load(pid, None, false);
+                        return Err(e);
+                    }
+                };
+                let Some((handle, state)) = loaded else {
+                    self.cache.finish_load(pid, None, false);
+                    return Ok(None);
+                };
+                let in_flight = !state.is_completed() && state != TaskState::None;
+                let keep = start || in_flight;
+                self.cache.finish_load(pid, Some(&handle), keep);
+                if keep && let Some(rt) = self.this() {
+                    let h = handle.clone();
+                    tokio::spawn(async move {
+                        let r = rt
+                            .transition(&h, Vec::new(), |p, svc| {
+                                p.resume();
+                                p.run(svc);
+                                Ok(())
+                            })
+                            .await;
+                        if let Err(e) = r {
+                            warn!(pid = %h.pid(), error = %e, "resuming the process failed");
+                        }
+                    });
+                }
+                Ok(Some(handle))
+            })
+            .await?;
+        Ok(res.clone())
+    }
+
+    async fn load(&self, pid: &str) -> Result<Option<(Arc<ProcHandle>, TaskState)>, EngineError> {
+        let Some(stored) = persist::read_process(&self.store, pid).await? else {
+            return Ok(None);
+        };
+        let state = stored.row.state;
+        let model = persist::model_of(&stored.row).map_err(EngineError::Corrupt)?;
+        let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
+        Ok(Some((ProcHandle::new(process, persisted), state)))
+    }
+
+    /// Fills free slots with queued in-flight processes, then parked ones,
+    /// oldest first.
+    pub(crate) fn refill(&self) {
+        if self.is_closed() {
+            return;
+        }
+        let Some(rt) = self.this() else {
+            return;
+        };
+        for (pid, cell, _parked) in self.cache.claim_refill() {
+            let rt = rt.clone();
+            tokio::spawn(async move {
+                match rt.join_load(&pid, &cell).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        warn!(pid = %pid, "queued process has no row any more");
+                        rt.refill();
+                    }
+                    Err(e) => {
+                        warn!(pid = %pid, error = %e, "cannot load a queued process");
+                        rt.refill();
+                    }
+                }
+            });
+        }
+    }
+
+    /// Reads parked rows from the store into the parked queue (one scan at
+    /// a time; none when the set is full), then refills.
+    pub(crate) async fn start_parked(&self) -> Result<(), EngineError> {
+        if !self.cache.begin_scan() {
+            return Ok(());
+        }
+        let rows = Collection::<ProcRow>::new(self.store.clone())
+            .query_all(&Query::new().filter(Filter::eq("state", "none")))
+            .await;
+        self.cache.end_scan();
+        let rows = rows?;
+        self.cache
+            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id)));
+        self.refill();
+        Ok(())
+    }
+
+    /// Boot: queue every in-flight process (oldest first) for a slot,
+    /// then the parked ones, fill the free slots, and replay outbox
+    /// records.
+    pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let mut in_flight = Vec::new();
+        for state in [
+            TaskState::Ready,
+            TaskState::Running,
+            TaskState::Pending,
+            TaskState::Interrupt,
+        ] {
+            in_flight.extend(
+                procs
+                    .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
+                    .await?,
+            );
+        }
+        in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
+        self.cache.queue_resume(in_flight.into_iter().map(|r| r.id));
+        self.refill();
+        self.start_parked().await?;
+        let ops = Collection::<OpRow>::new(self.store.clone())
+            .query_all(&Query::new().order_by("created_at", false))
+            .await?;
+        for op in ops {
+            if let Err(e) = self.apply_op(op).await {
+                warn!(error = %e, "outbox record not applied yet");
+            }
+        }
+        Ok(())
+    }
+
+    async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
+        match Collection::<OpRow>::new(self.store.clone()).get(id).await? {
+            Some(op) => self.apply_op(op).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Applies an outbox record to its process; the record is deleted in
+    /// the same batch (or alone, when the act was already settled).
+    async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
+        let delete = Collection::<OpRow>::delete_ops(&op);
+        let Some(action) = Action::from_name(&op.action) else {
+            return self.write(None, delete).await;
+        };
+        let Some(handle) = self.handle(&op.pid).await? else {
+            // The parent is gone: nothing left to tell.
+            return self.write(None, delete).await;
+        };
+        let r = self
+            .transition(&handle, delete.clone(), |p, svc| {
+                p.act(&op.tid, action, op.options.clone(), svc)
+            })
+            .await;
+        match r {
+            Ok(()) => Ok(()),
+            Err(EngineError::Action(e)) => {
+                debug!(error = %e, "outbox record already settled");
+                self.write(None, delete).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    // ---- actions ------------------------------------------------------------
+
+    /// Applies a client action to act `tid` of process `pid`.
+    pub(crate) async fn act(
+        &self,
+        pid: &str,
+        tid: &str,
+        action: Action,
+        options: Vars,
+    ) -> Result<(), EngineError> {
+        self.check_open()?;
+        let handle = self
+            .handle(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        self.transition(&handle, Vec::new(), |p, svc| {
+            p.act(tid, action, options, svc)
+        })
+        .await
+    }
+
+    /// Pushes a new act (its definition in `options`) under step `tid`.
+    pub(crate) async fn push(
+        &self,
+        pid: &str,
+        tid: &str,
+        options: Vars,
+    ) -> Result<(), EngineError> {
+        self.check_open()?;
+        let handle = self
+            .handle(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        self.transition(&handle, Vec::new(), |p, svc| p.push(tid, options, svc))
+            .await
+    }
+
+    /// Fires the timeouts of `pid` that are due.
+    pub(crate) async fn tick(&self, pid: &str) -> Result<(), EngineError> {
+        let Some(handle) = self.handle(pid).await? else {
+            return Ok(());
+        };
+        self.transition(&handle, Vec::new(), |p, svc| {
+            p.tick(svc);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Reads process `pid` under its lane (`None` when it does not exist).
+    pub(crate) async fn with_process<T>(
+        &self,
+        pid: &str,
+        f: impl FnOnce(&Process) -> T,
+    ) -> Result<Option<T>, EngineError> {
+        let Some(handle) = self.handle(pid).await? else {
+            return Ok(None);
+        };
+        let slot = handle.lane.lock().await;
+        match &slot.process {
+            Some(p) => Ok(Some(f(p))),
+            None => {
+                drop(slot);
+                // Discarded after a failed commit: read the stored state.
+                match self.load(pid).await? {
+                    Some((h, _)) => {
+                        let slot = h.lane.lock().await;
+                        Ok(slot.process.as_ref().map(f))
+                    }
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+
+    /// Removes process `pid` and every row of it. Writes of it still
+    /// queued, and any written later, are skipped (never applied, so the
+    /// rows cannot come back). Returns whether it existed.
+    pub(crate) async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
+        self.check_open()?;
+        self.writer.mark_removed(pid);
+        if let Some(h) = self.cache.resident_handle(pid) {
+            let mut slot = h.lane.lock().await;
+            slot.process = None;
+            if let Some((id, _)) = slot.timer.take() {
+                self.timers.cancel(id);
+            }
+        }
+        self.cache.evict(pid);
+        self.cache.unpark(pid);
+        // Everything queued before the removal is settled (skipped) first.
+        self.writer
+            .flush()
+            .await
+            .map_err(|source| EngineError::Commit {
+                pid: pid.to_owned(),
+                source,
+            })?;
+        let Some(stored) = persist::read_process(&self.store, pid).await? else {
+            return Ok(false);
+        };
+        let ops = persist::delete_ops(&stored.row, &stored.tasks, &stored.vars);
+        self.write(None, ops).await?;
+        Ok(true)
+    }
+
+    /// Process rows matching `query`.
+    pub(crate) async fn proc_rows(&self, query: &Query) -> Result<Vec<ProcRow>, CollectionError> {
+        Collection::<ProcRow>::new(self.store.clone())
+            .query_all(query)
+            .await
+    }
+}
+
+/// Checks an external process id.
+fn check_pid(pid: &str) -> Result<&str, EngineError> {
+    let bad = |message: &str| EngineError::BadPid {
+        pid: pid.to_owned(),
+        message: message.to_owned(),
+    };
+    if pid.is_empty() {
+        return Err(bad("external process id cannot be empty"));
+    }
+    if pid.contains('-') || pid.contains('/') {
+        return Err(bad("external process id cannot contain '-' or '/'"));
+    }
+    if pid.len() > 256 {
+        return Err(bad("external process id is longer than 256 bytes"));
+    }
+    Ok(pid)
+}
+
+/// The outbox record a finished subflow child writes for its parent act.
+fn subflow_return(p: &Process) -> Option<OpRow> {
+    let root = p.tasks.get(p.root())?;
+    let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
+    let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();
+    let mut options = p.outputs();
+    // The child's own identity stays with the child.
+    options.retain(|k, _| k != "pid" && !k.starts_with("$parent_"));
+    let action = match root.state {
+        TaskState::Aborted => "abort",
+        TaskState::Skipped => "skip",
+        TaskState::Error => {
+            let (ecode, message) = root.err.clone().unwrap_or_default();
+            options.insert(
+                "ecode".into(),
+                Value::String(if ecode.is_empty() {
+                    "subflow".into()
+                } else {
+                    ecode
+                }),
+            );
+            options.insert("message".into(), Value::String(message));
+            "error"
+        }
+        _ => "next",
+    };
+    Some(OpRow {
+        id: p.pid.clone(),
+        from_pid: p.pid.clone(),
+        pid: parent_pid,
+        tid: parent_tid,
+        action: action.into(),
+        options,
+        created_at: root.end_time,
+    })
+}

@@ -1,0 +1,149 @@
+//! Work a process hands to the engine ([`Request`]), and rebuilding a
+//! process from its stored rows so it continues exactly where it was.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::model::Vars;
+use crate::scheduler::{Sign, Task, TaskState, TaskTable};
+use crate::tree::{ModelTree, NodeContent, NodeData, ProcessTree};
+
+use super::{Job, Process};
+
+/// Work outside the process that one of its acts waits for. The act stays
+/// `Running` (flagged [`Sign::EXTERNAL`]) until the engine answers it with
+/// an action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Run an application package (an `ActPackage`) for act task `tid`.
+    RunPackage {
+        /// The act task.
+        tid: String,
+        /// The package id.
+        uses: String,
+        /// The evaluated params.
+        params: Value,
+        /// The act's inputs (its data when it started).
+        inputs: Vars,
+    },
+    /// Start model `to` as a child process of act task `tid`
+    /// (`acts.core.subflow`); the child's end completes the act.
+    StartSubflow {
+        /// The act task.
+        tid: String,
+        /// The child process id (derived from the parent and the task, so
+        /// a replayed request names the same child).
+        child_pid: String,
+        /// The model to start.
+        to: String,
+        /// Start options, with `$parent_pid` and `$parent_tid`.
+        options: Vars,
+    },
+}
+
+impl Process {
+    /// The requests made since the last call, in order.
+    pub fn take_requests(&mut self) -> Vec<Request> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// A process rebuilt from stored state: its model, its dynamic nodes,
+    /// its tasks in creation order, and its environment. Nothing is queued;
+    /// call [`resume`](Self::resume) to continue.
+    pub fn restore(
+        pid: impl Into<String>,
+        model: Arc<ModelTree>,
+        nodes: &[NodeData],
+        tasks: Vec<Task>,
+        env: Vars,
+    ) -> Result<Self, String> {
+        let tree = ProcessTree::restore(model, nodes)?;
+        for t in &tasks {
+            if tree.node(t.node).is_none() {
+                return Err(format!("task '{}' runs a node that does not exist", t.id));
+            }
+        }
+        let tasks = TaskTable::restore(tasks)?;
+        let root = tasks.find_id("$");
+        let mut p = Self {
+            pid: pid.into(),
+            tree,
+            tasks,
+            env,
+            root,
+            queue: VecDeque::new(),
+            messages: Vec::new(),
+            requests: Vec::new(),
+        };
+        if p.root.is_none() {
+            // A row written before its root task (not something this engine
+            // writes, but a store may hold one): start from the root.
+            let root_node = p.tree.root();
+            let root = p
+                .tasks
+                .create(&p.tree, "$".into(), root_node, None)
+                .map_err(|e| format!("cannot create the root task: {e}"))?;
+            p.root = Some(root);
+        }
+        Ok(p)
+    }
+
+    /// Queues what a restored process was doing when it was stored: tasks
+    /// not yet run are executed, tasks whose children all finished take
+    /// their `next` step, and external work its acts wait for is
+    /// requested again (at least once).
+    pub fn resume(&mut self) {
+        let mut jobs = Vec::new();
+        let mut requests = Vec::new();
+        for (ix, task) in self.tasks.all() {
+            match task.state {
+                TaskState::None | TaskState::Ready => jobs.push(Job::Exec(ix)),
+                TaskState::Running => {
+                    let children = self.tasks.children(ix);
+                    let is_act = matches!(
+                        self.tree.node(task.node).map(|n| &n.content),
+                        Some(NodeContent::Act(_))
+                    );
+                    if is_act && task.sign.has(Sign::EXTERNAL) {
+                        if let Some(r) = self.external_request(ix) {
+                            requests.push(r);
+                        }
+                    } else if !children.is_empty()
+                        && children
+                            .iter()
+                            .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_completed()))
+                    {
+                        jobs.push(Job::Next(ix));
+                    } else if children.is_empty() && !is_act {
+                        jobs.push(Job::Next(ix));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.queue.extend(jobs);
+        self.requests.extend(requests);
+    }
+
+    /// The request an external act waits for (rebuilt from its node).
+    fn external_request(&self, t: crate::scheduler::TaskIx) -> Option<Request> {
+        let task = self.tasks.get(t)?;
+        let NodeContent::Act(act) = &self.tree.node(task.node)?.content else {
+            return None;
+        };
+        if act.uses == "acts.core.subflow" {
+            // The child's row was written with the act's transition; it
+            // runs (or was parked) on its own.
+            return None;
+        }
+        let params = task.data.get("__params").cloned().unwrap_or(Value::Null);
+        Some(Request::RunPackage {
+            tid: task.id.clone(),
+            uses: act.uses.clone(),
+            params,
+            inputs: task.data.clone(),
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! The engine end to end on the in-memory store: deploy, start, answer
+//! interrupts, hear messages, and continue after a restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Message, TaskState};
+use acts_store::{KvStore, MemoryStore};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const THREE_STEPS: &str = r#"
+id: three
+ver: "1"
+steps:
+  - id: step1
+    uses: acts.transform.set
+    params: { a: 10 }
+  - id: step2
+    uses: acts.transform.code
+    params: "return { b: a + 10 }"
+  - id: step3
+    uses: acts.transform.set
+    params: { c: 30 }
+"#;
+
+const APPROVAL: &str = r#"
+id: approval
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: approve }
+  - id: done
+    uses: acts.transform.set
+    params: { finished: true }
+"#;
+
+fn vars(v: Value) -> Vars {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+async fn next_msg(rx: &mut UnboundedReceiver<Message>) -> Message {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a message within 10 s (hang guard)")
+        .expect("the channel is open")
+}
+
+/// Waits for the workflow message that ends process `pid`.
+async fn wait_end(rx: &mut UnboundedReceiver<Message>, pid: &str) -> Message {
+    loop {
+        let m = next_msg(rx).await;
+        if m.pid == pid && m.r#type == "workflow" && m.state != "created" {
+            return m;
+        }
+    }
+}
+
+#[tokio::test]
+async fn three_step_model_completes_with_outputs() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(THREE_STEPS).await.unwrap();
+    let info = exec.start("three", Vars::new()).await.unwrap();
+    assert_eq!(
+        info.state,
+        TaskState::Completed,
+        "set/code run in the start transition"
+    );
+    assert_eq!(info.outputs.get("a"), Some(&json!(10)));
+    assert_eq!(info.outputs.get("b"), Some(&json!(20)));
+    assert_eq!(info.outputs.get("c"), Some(&json!(30)));
+    let again = exec.process(&info.pid).await.unwrap();
+    assert_eq!(again.state, TaskState::Completed);
+    assert_eq!(again.outputs, info.outputs, "read back from the store");
+    let tasks = exec.tasks(&info.pid).await.unwrap();
+    assert_eq!(tasks.len(), 7, "root, three steps, three acts");
+    assert!(tasks.iter().all(|t| t.state == TaskState::Completed));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(APPROVAL).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let info = exec.start("approval", Vars::new()).await.unwrap();
+    assert_eq!(info.state, TaskState::Running);
+    let mut seen = Vec::new();
+    let irq = loop {
+        let m = next_msg(&mut rx).await;
+        seen.push(m.short());
+        if m.r#type == "act" && m.state == "created" {
+            break m;
+        }
+    };
+    assert_eq!(seen, ["workflow/created", "step/created", "act/created"]);
+    assert_eq!(irq.key.as_deref(), Some("approve"));
+    assert_eq!(irq.model_id, "approval");
+    assert!(!irq.id.is_empty(), "messages carry an id");
+    exec.complete(&info.pid, &irq.tid, vars(json!({"ok": true})))
+        .await
+        .unwrap();
+    let end = wait_end(&mut rx, &info.pid).await;
+    assert_eq!(end.state, "completed");
+    assert_eq!(end.outputs.get("finished"), Some(&json!(true)));
+    // The act is done: a second answer is refused and changes nothing.
+    let again = exec.complete(&info.pid, &irq.tid, Vars::new()).await;
+    assert!(matches!(again, Err(EngineError::Action(_))), "{again:?}");
+    assert!(matches!(
+        exec.complete("no-such-pid", &irq.tid, Vars::new()).await,
+        Err(EngineError::ProcessNotFound(_))
+    ));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let engine = Engine::builder().store(kv.clone()).start().await.unwrap();
+    engine.executor().deploy_yaml(APPROVAL).await.unwrap();
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("act"))
+        .subscribe();
+    let info = engine
+        .executor()
+        .start("approval", Vars::new())
+        .await
+        .unwrap();
+    let irq = next_msg(&mut rx).await;
+    engine.close().await;
+    drop(engine);
+
+    let engine2 = Engine::builder().store(kv).start().await.unwrap();
+    let mut rx2 = engine2.channel(ChannelOptions::default()).subscribe();
+    let exec = engine2.executor();
+    let before = exec.process(&info.pid).await.unwrap();
+    assert_eq!(before.state, TaskState::Running);
+    exec.complete(&info.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    let end = wait_end(&mut rx2, &info.pid).await;
+    assert_eq!(end.state, "completed");
+    assert_eq!(
+        exec.process(&info.pid).await.unwrap().state,
+        TaskState::Completed
+    );
+    engine2.close().await;
+}
