@@ -319,12 +319,17 @@ impl Runtime {
         }
         match admission {
             super::cache::Admission::Admitted => {
-                let _span = info_span!("process", pid = %pid).entered();
-                drop(_span);
-                self.transition_locked(&handle, guard, Vec::new(), |p, svc| {
-                    p.run(svc);
-                    Ok(ProcInfo::of(p))
-                })
+                self.transition_locked(
+                    &handle,
+                    guard,
+                    Vec::new(),
+                    |p, svc| {
+                        p.run(svc);
+                        Ok(())
+                    },
+                    |(), p| ProcInfo::of(p),
+                )
+                .instrument(info_span!("start", pid = %pid))
                 .await
             }
             super::cache::Admission::Parked => {
@@ -361,16 +366,21 @@ impl Runtime {
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
     ) -> Result<T, EngineError> {
         let guard = handle.lane.clone().lock_owned().await;
-        self.transition_locked(handle, guard, extra, f).await
+        self.transition_locked(handle, guard, extra, f, |t, _| t)
+            .instrument(info_span!("transition", pid = %handle.pid()))
+            .await
     }
 
-    async fn transition_locked<T>(
+    /// [`transition`](Self::transition) on a lane already held; `finish`
+    /// maps `f`'s result with the process as it will be committed.
+    async fn transition_locked<T, U>(
         &self,
         handle: &Arc<ProcHandle>,
         mut guard: OwnedMutexGuard<Slot>,
         mut extra: Vec<BatchOp>,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
-    ) -> Result<T, EngineError> {
+        finish: impl FnOnce(T, &Process) -> U,
+    ) -> Result<U, EngineError> {
         let pid = handle.pid().to_owned();
         let slot = &mut *guard;
         let Some(process) = slot.process.as_mut() else {
@@ -414,6 +424,7 @@ impl Runtime {
                 }
             }
         }
+        let out = finish(out, process);
         let terminal = process.state().is_completed();
         if terminal && let Some(op) = subflow_return(process) {
             extra.extend(Collection::<OpRow>::upsert_ops(None, &op));

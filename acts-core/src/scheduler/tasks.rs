@@ -70,6 +70,9 @@ impl Sign {
     pub const ERROR: u32 = 0x1;
     /// The task is a catch step.
     pub const CATCH: u32 = 0x2;
+    /// The task is a timeout step: when it ends the flow returns to its
+    /// owner step (later timeout steps are separate rules, not a chain).
+    pub const TIMEOUT: u32 = 0x4;
     /// The task sends no client messages.
     pub const NO_EMIT: u32 = 0x8;
     /// The task's children were scheduled.

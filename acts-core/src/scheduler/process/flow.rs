@@ -198,6 +198,11 @@ impl Process {
             return Ok(true);
         };
         match &n.content {
+            NodeContent::Step(_)
+                if self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::TIMEOUT)) =>
+            {
+                Ok(true)
+            }
             NodeContent::Step(s) => {
                 let successor = if state == TaskState::Skipped {
                     n.chain

@@ -110,14 +110,15 @@ impl Process {
                         if let Some(r) = self.external_request(ix) {
                             requests.push(r);
                         }
-                    } else if !children.is_empty()
-                        && children
+                    } else {
+                        // Cut off before its `next` pass: children (if any)
+                        // all finished, or none were ever scheduled.
+                        let settled = children
                             .iter()
-                            .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_completed()))
-                    {
-                        jobs.push(Job::Next(ix));
-                    } else if children.is_empty() && !is_act {
-                        jobs.push(Job::Next(ix));
+                            .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_completed()));
+                        if settled && !(is_act && children.is_empty()) {
+                            jobs.push(Job::Next(ix));
+                        }
                     }
                 }
                 _ => {}

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::model::{TimeoutLimit, Vars, cost_in_literals};
-use crate::scheduler::{TaskIx, TaskState};
+use crate::scheduler::{Sign, TaskIx, TaskState};
 use crate::tree::{ChildKind, NodeContent, NodeIx};
 
 use super::{Job, Process, Services};
@@ -27,13 +27,22 @@ impl Process {
             if !matches!(task.state, TaskState::Running | TaskState::Interrupt) {
                 continue;
             }
-            let rules: Vec<NodeIx> = self
+            // The declared timeout steps: the first is the owner's child,
+            // each later one is chained after it.
+            let mut rules: Vec<NodeIx> = Vec::new();
+            let mut cur = self
                 .tree
                 .children(task.node)
                 .into_iter()
-                .filter(|(k, _)| *k == ChildKind::Timeout)
-                .map(|(_, c)| c)
-                .collect();
+                .find(|(k, _)| *k == ChildKind::Timeout)
+                .map(|(_, c)| c);
+            while let Some(c) = cur {
+                if rules.contains(&c) {
+                    break;
+                }
+                rules.push(c);
+                cur = self.tree.node(c).and_then(|n| n.chain);
+            }
             if !rules.is_empty() {
                 out.push((ix, rules));
             }
@@ -137,6 +146,7 @@ impl Process {
                 );
                 self.tasks.set_data(owner, &data);
                 if let Ok(task) = self.new_task(rule, Some(owner)) {
+                    self.tasks.sign(task, Sign::TIMEOUT);
                     self.queue.push_back(Job::Exec(task));
                 }
                 break;

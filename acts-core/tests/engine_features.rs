@@ -1,0 +1,335 @@
+//! Engine scenarios for the packages and actions that need the engine:
+//! subflow, timeouts on a manual clock, application packages, back and
+//! cancel, parking over the cap, start-time input checks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{
+    ActPackage, ChannelOptions, Engine, EngineError, PackageContext, PackageFailure,
+};
+use acts_core::model::Vars;
+use acts_core::package::{PackageDefinition, RunAs};
+use acts_core::scheduler::{Message, TaskState};
+use acts_core::time::ManualClock;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+fn vars(v: Value) -> Vars {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+async fn next_msg(rx: &mut UnboundedReceiver<Message>) -> Message {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a message within 10 s (hang guard)")
+        .expect("the channel is open")
+}
+
+async fn wait_for(rx: &mut UnboundedReceiver<Message>, pred: impl Fn(&Message) -> bool) -> Message {
+    loop {
+        let m = next_msg(rx).await;
+        if pred(&m) {
+            return m;
+        }
+    }
+}
+
+fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
+    move |m| m.pid == pid && m.r#type == "workflow" && m.state != "created"
+}
+
+fn irq_created(m: &Message) -> bool {
+    m.r#type == "act" && m.state == "created" && m.uses.as_deref() == Some("acts.core.irq")
+}
+
+#[tokio::test]
+async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.code\n    params: 'return { doubled: n * 2 }'\n",
+    )
+    .await
+    .unwrap();
+    exec.deploy_yaml(
+        "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { seen: doubled }'\n",
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let parent = exec.start("parent", Vars::new()).await.unwrap();
+    let end = wait_for(&mut rx, ends(&parent.pid)).await;
+    assert_eq!(end.state, "completed");
+    let out = exec.process(&parent.pid).await.unwrap().outputs;
+    assert_eq!(out.get("seen"), Some(&json!(42)), "{out:?}");
+    assert_eq!(
+        out.get("pid"),
+        Some(&json!(parent.pid)),
+        "the child's pid stays with the child"
+    );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: lonely\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: nowhere }\n",
+    )
+    .await
+    .unwrap();
+    let info = exec.start("lonely", Vars::new()).await.unwrap();
+    assert_eq!(info.state, TaskState::Error);
+    let (_, message) = info.err.unwrap();
+    assert!(message.contains("nowhere"), "{message}");
+}
+
+#[tokio::test]
+async fn a_step_timeout_fires_on_the_engine_clock_not_on_wall_time() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .clock(Arc::new(clock.clone()))
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: slow
+ver: "1"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: approve }
+    timeouts:
+      - id: remind
+        if: $cost_in("1h")
+        uses: acts.core.msg
+        params: { key: reminder }
+      - id: give_up
+        if: $cost_in("2h")
+        uses: acts.core.action
+        params: { action: abort }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let info = exec.start("slow", Vars::new()).await.unwrap();
+    wait_for(&mut rx, irq_created).await;
+    clock.advance(Duration::from_secs(30 * 60));
+    clock.advance(Duration::from_secs(31 * 60));
+    let reminder = wait_for(&mut rx, |m| m.key.as_deref() == Some("reminder")).await;
+    assert_eq!(reminder.r#type, "act");
+    assert_eq!(
+        exec.process(&info.pid).await.unwrap().state,
+        TaskState::Running,
+        "only the first timeout fired"
+    );
+    clock.advance(Duration::from_secs(60 * 60));
+    let end = wait_for(&mut rx, ends(&info.pid)).await;
+    assert_eq!(end.state, "aborted");
+    engine.close().await;
+}
+
+struct Greeter;
+
+#[async_trait]
+impl ActPackage for Greeter {
+    fn definition(&self) -> PackageDefinition {
+        PackageDefinition::new(
+            "app.greet",
+            RunAs::Func,
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+        )
+    }
+
+    async fn run(&self, ctx: PackageContext) -> Result<Vars, PackageFailure> {
+        let name = ctx.params["name"].as_str().unwrap_or_default().to_owned();
+        if name == "nobody" {
+            return Err(PackageFailure::new("E_NOBODY", "cannot greet nobody"));
+        }
+        Ok(vars(json!({"greeting": format!("hello {name}")})))
+    }
+}
+
+#[tokio::test]
+async fn application_packages_are_checked_at_deploy_and_run_by_the_engine() {
+    let engine = Engine::builder().package(Greeter).start().await.unwrap();
+    let exec = engine.executor();
+    let bad = exec
+        .deploy_yaml(
+            "id: g0\nver: '1'\nsteps:\n  - id: s\n    uses: app.greet\n    params: { name: 3 }\n",
+        )
+        .await;
+    assert!(matches!(bad, Err(EngineError::Model(_))), "{bad:?}");
+    exec.deploy_yaml(
+        r#"
+id: greet
+ver: "1"
+steps:
+  - id: s
+    uses: app.greet
+    params: { name: "${{ who }}" }
+    catches:
+      - id: c
+        on: E_NOBODY
+        uses: acts.transform.set
+        params: { caught: true }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let ok = exec
+        .start("greet", vars(json!({"who": "ada"})))
+        .await
+        .unwrap();
+    wait_for(&mut rx, ends(&ok.pid)).await;
+    let out = exec.process(&ok.pid).await.unwrap().outputs;
+    assert_eq!(out.get("greeting"), Some(&json!("hello ada")), "{out:?}");
+    let caught = exec
+        .start("greet", vars(json!({"who": "nobody"})))
+        .await
+        .unwrap();
+    let end = wait_for(&mut rx, ends(&caught.pid)).await;
+    assert_eq!(
+        end.state, "completed",
+        "the catch handled the package's error"
+    );
+    engine.close().await;
+}
+
+const TWO_IRQS: &str = r#"
+id: review
+ver: "1"
+steps:
+  - id: submit
+    uses: acts.core.irq
+    params: { key: submit }
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+"#;
+
+#[tokio::test]
+async fn back_runs_the_earlier_step_again() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("review", Vars::new()).await.unwrap();
+    let first = wait_for(&mut rx, irq_created).await;
+    exec.complete(&p.pid, &first.tid, Vars::new())
+        .await
+        .unwrap();
+    let second = wait_for(&mut rx, irq_created).await;
+    assert_eq!(second.key.as_deref(), Some("approve"));
+    let missing = exec
+        .act(
+            &p.pid,
+            &second.tid,
+            acts_core::scheduler::Action::Back,
+            Vars::new(),
+        )
+        .await;
+    assert!(format!("{missing:?}").contains("to"), "{missing:?}");
+    exec.back(&p.pid, &second.tid, "submit").await.unwrap();
+    let again = wait_for(&mut rx, irq_created).await;
+    assert_eq!(
+        again.key.as_deref(),
+        Some("submit"),
+        "the submit step runs again"
+    );
+    assert_ne!(again.tid, first.tid, "as a new task");
+    let backed = exec.task(&p.pid, &second.tid).await.unwrap();
+    assert_eq!(backed.state, TaskState::Backed);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("review", Vars::new()).await.unwrap();
+    let first = wait_for(&mut rx, irq_created).await;
+    exec.complete(&p.pid, &first.tid, Vars::new())
+        .await
+        .unwrap();
+    let second = wait_for(&mut rx, irq_created).await;
+    exec.cancel(&p.pid, &first.tid).await.unwrap();
+    let cancelled = wait_for(&mut rx, |m| m.state == "cancelled").await;
+    assert_eq!(cancelled.tid, second.tid);
+    let redo = wait_for(&mut rx, irq_created).await;
+    assert_eq!(redo.key.as_deref(), Some("submit"));
+    // The act of the re-run step is not done: cancelling it is refused.
+    assert!(exec.cancel(&p.pid, &redo.tid).await.is_err());
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
+    let engine = Engine::builder().cache_cap(1).start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = exec.start("review", Vars::new()).await.unwrap();
+    let b = exec.start("review", Vars::new()).await.unwrap();
+    assert_eq!(a.state, TaskState::Running);
+    assert_eq!(b.state, TaskState::None, "parked");
+    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.cache().parked(), vec![b.pid.clone()]);
+    // Finish a: b starts.
+    for _ in 0..2 {
+        let irq = wait_for(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
+        exec.complete(&a.pid, &irq.tid, Vars::new()).await.unwrap();
+    }
+    wait_for(&mut rx, ends(&a.pid)).await;
+    let irq_b = wait_for(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
+    assert_eq!(irq_b.key.as_deref(), Some("submit"));
+    assert_eq!(engine.cache().resident(), vec![b.pid.clone()]);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn start_checks_inputs_and_external_pids() {
+    let engine = Engine::builder().start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: typed\nver: '1'\ninputs:\n  - name: amount\n    type: number\n    required: true\n  - name: pid\nsteps:\n  - id: s\n",
+    )
+    .await
+    .unwrap();
+    let missing = exec.start("typed", Vars::new()).await;
+    assert!(
+        matches!(&missing, Err(EngineError::Inputs { message, .. }) if message.contains("amount")),
+        "{missing:?}"
+    );
+    let wrong = exec.start("typed", vars(json!({"amount": "ten"}))).await;
+    assert!(
+        matches!(wrong, Err(EngineError::Inputs { .. })),
+        "{wrong:?}"
+    );
+    let ok = exec
+        .start("typed", vars(json!({"amount": 10, "pid": "order1"})))
+        .await
+        .unwrap();
+    assert_eq!(ok.pid, "order1");
+    let dup = exec
+        .start("typed", vars(json!({"amount": 10, "pid": "order1"})))
+        .await;
+    assert!(matches!(dup, Err(EngineError::Duplicated(_))), "{dup:?}");
+    let bad = exec
+        .start("typed", vars(json!({"amount": 1, "pid": "a-b"})))
+        .await;
+    assert!(matches!(bad, Err(EngineError::BadPid { .. })), "{bad:?}");
+    assert!(matches!(
+        exec.start("nope", Vars::new()).await,
+        Err(EngineError::ModelNotFound(_))
+    ));
+}
