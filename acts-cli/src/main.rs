@@ -1,16 +1,80 @@
 //! # acts-cli: the `acts` command-line tool
 //!
-//! Will run, deploy, start, inspect and act on workflows against any store
-//! (`acts run MODEL.yml`, `acts resume`, ...). It depends on the `acts`
-//! facade only.
+//! Runs workflows from YAML files on a durable store in one command
+//! (`acts run MODEL.yml --auto`), and inspects and drives the processes of
+//! a store (`deploy`, `start`, `ps`, `show`, `act`, `resume`, `models`).
 //!
-//! **Status:** not built yet. The binary says so and exits with status 2
-//! rather than pretending to work.
+//! **Layering rule:** depends only on the facade crate `acts` (and clap,
+//! tokio, serde_json); it holds no engine logic of its own.
+//!
+//! Where to start reading: [`cli`] (the commands and flags), then
+//! `driver.rs` (driving processes: answering interrupts, the report),
+//! `commands.rs` (the inspection commands).
+//!
+//! Exit codes: 0 — the process completed; 1 — it ended in error, was
+//! aborted, or an action failed; 2 — bad input (unreadable or invalid
+//! model, bad flag, bad vars); 130 — stopped by Ctrl-C (`acts resume`
+//! continues).
 
-fn main() {
-    eprintln!(
-        "acts: the command-line tool is not built yet (it needs the engine); \
-         see README.md for what works today"
-    );
-    std::process::exit(2);
+mod answers;
+mod cli;
+mod commands;
+mod driver;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// Bad input (exit 2).
+    pub(crate) fn input(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// A failure of the run (exit 1).
+    pub(crate) fn run(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            // Help and version are not errors.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("acts: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(commands::dispatch(args)) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("acts: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
 }

@@ -1,11 +1,277 @@
 //! # acts: an embeddable, durable workflow engine
 //!
-//! The facade crate applications depend on: it will re-export `acts-core`'s
-//! public API and pick a store backend per cargo feature (`redb` by default,
-//! `rocksdb`, `redis`).
+//! Deploy YAML workflows (steps, branches, acts), start processes, answer
+//! their interrupt requests from your application, and hear what they do on
+//! channels — with every acknowledged change durable on the store you
+//! choose.
 //!
-//! **Layering rule:** depends on `acts-core` and, behind features, on the
-//! backend crates; nothing depends on it but applications and `acts-cli`.
+//! This is the facade crate applications depend on: it re-exports the
+//! engine ([`acts_core`]) and opens a store from a URL ([`open_store`]),
+//! with one cargo feature per backend: `redb` (default, embedded),
+//! `rocksdb`, `redis`.
 //!
-//! **Status:** not built yet; it exports nothing until the engine lands. The
-//! store layer is usable today through `acts-store` and the backend crates.
+//! **Layering rule:** depends on `acts-core`, `acts-store` and, behind
+//! features, the backend crates; only applications and `acts-cli` depend
+//! on it. Start reading at [`Engine`] and [`Executor`].
+//!
+//! ## Quickstart
+//!
+//! ```
+//! use acts::{ChannelOptions, Engine, Vars};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = acts::open_store("memory:").await?;
+//! let engine = Engine::builder().store(store).start().await?;
+//! let exec = engine.executor();
+//! exec.deploy_yaml(r#"
+//! id: approval
+//! ver: "1"
+//! steps:
+//!   - id: ask
+//!     uses: acts.core.irq
+//!     params: { key: approve }
+//!   - id: record
+//!     uses: acts.transform.code
+//!     params: "return { approved_by: who }"
+//! "#).await?;
+//!
+//! // Hear the interrupt request, answer it.
+//! let mut messages = engine.channel(ChannelOptions::default()).subscribe();
+//! let proc = exec.start("approval", Vars::new()).await?;
+//! let irq = loop {
+//!     let m = messages.recv().await.expect("engine running");
+//!     if m.key.as_deref() == Some("approve") && m.state == "created" { break m; }
+//! };
+//! let mut answer = Vars::new();
+//! answer.insert("who".into(), "ada".into());
+//! exec.complete(&proc.pid, &irq.tid, answer).await?;
+//!
+//! // The process ends; read its outputs.
+//! loop {
+//!     let m = messages.recv().await.expect("engine running");
+//!     if m.r#type == "workflow" && m.state == "completed" { break; }
+//! }
+//! let outputs = exec.process(&proc.pid).await?.outputs;
+//! assert_eq!(outputs["approved_by"], "ada");
+//! engine.close().await;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+
+pub use acts_core;
+pub use acts_core::engine::{
+    ActPackage, Cache, Channel, ChannelOptions, Engine, EngineBuilder, EngineConfig, EngineError,
+    Executor, ModelInfo, PackageContext, PackageFailure, ProcInfo, TaskInfo,
+};
+pub use acts_core::model::{Act, Branch, ModelError, Step, Trigger, Vars, Workflow};
+pub use acts_core::package::{PackageDefinition, RunAs};
+pub use acts_core::scheduler::{Action, Message, TaskState};
+pub use acts_core::time::{Clock, ManualClock, SystemClock};
+pub use acts_store::{KvStore, MemoryStore, StoreError};
+
+/// Why [`open_store`] could not open a store.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenStoreError {
+    /// The URL names no known store.
+    #[error(
+        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH or redis://HOST:PORT/NAMESPACE"
+    )]
+    UnknownScheme(String),
+    /// The store's backend was not compiled in.
+    #[error("store URL '{url}' needs the '{feature}' feature of the acts crate (enable it in Cargo.toml)")]
+    FeatureDisabled {
+        /// The URL.
+        url: String,
+        /// The cargo feature to enable.
+        feature: &'static str,
+    },
+    /// A URL option that is not understood.
+    #[error("store URL '{url}': {message}")]
+    BadOption {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The backend refused to open.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Splits `PATH?key=value&...` into the path and its options.
+fn path_and_options(rest: &str) -> (&str, Vec<(&str, &str)>) {
+    match rest.split_once('?') {
+        Some((path, query)) => (
+            path,
+            query
+                .split('&')
+                .filter(|kv| !kv.is_empty())
+                .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+                .collect(),
+        ),
+        None => (rest, Vec::new()),
+    }
+}
+
+/// Reads a boolean URL option (`true`/`false`, `1`/`0`).
+fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
+    match value {
+        "true" | "1" | "on" => Ok(true),
+        "false" | "0" | "off" => Ok(false),
+        _ => Err(OpenStoreError::BadOption {
+            url: url.to_owned(),
+            message: format!("option '{key}' must be true or false, got '{value}'"),
+        }),
+    }
+}
+
+fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
+    OpenStoreError::BadOption {
+        url: url.to_owned(),
+        message: format!("unknown option '{key}' (known: {known})"),
+    }
+}
+
+/// Opens the store a URL names:
+///
+/// - `memory:` — in memory (lost when the process exits);
+/// - `redb:PATH` — the embedded redb file at PATH (feature `redb`, the
+///   default); `?fsync=false` skips the fsync of every commit;
+/// - `rocksdb:PATH` — a RocksDB directory (feature `rocksdb`);
+///   `?sync=false` skips the WAL sync;
+/// - `redis://HOST:PORT/NAMESPACE` — keys under `NAMESPACE` on a Redis
+///   server (feature `redis`).
+pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    if url == "memory:" || url == "memory" {
+        return Ok(Arc::new(MemoryStore::new()));
+    }
+    if let Some(rest) = url.strip_prefix("redb:") {
+        return open_redb(url, rest);
+    }
+    if let Some(rest) = url.strip_prefix("rocksdb:") {
+        return open_rocksdb(url, rest);
+    }
+    if url.starts_with("redis://") {
+        return open_redis(url).await;
+    }
+    Err(OpenStoreError::UnknownScheme(url.to_owned()))
+}
+
+#[cfg(feature = "redb")]
+fn open_redb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    use acts_store_redb::{Durability, RedbOptions, RedbStore};
+    let (path, options) = path_and_options(rest);
+    let mut o = RedbOptions::default();
+    for (k, v) in options {
+        match k {
+            "fsync" => {
+                o = o.with_durability(if flag(url, k, v)? {
+                    Durability::Immediate
+                } else {
+                    Durability::None
+                })
+            }
+            _ => return Err(unknown_option(url, k, "fsync")),
+        }
+    }
+    Ok(Arc::new(RedbStore::open(path, o)?))
+}
+
+#[cfg(not(feature = "redb"))]
+fn open_redb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "redb",
+    })
+}
+
+#[cfg(feature = "rocksdb")]
+fn open_rocksdb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    use acts_store_rocksdb::{RocksOptions, RocksStore};
+    let (path, options) = path_and_options(rest);
+    let mut o = RocksOptions::default();
+    for (k, v) in options {
+        match k {
+            "sync" => o = o.with_sync(flag(url, k, v)?),
+            _ => return Err(unknown_option(url, k, "sync")),
+        }
+    }
+    Ok(Arc::new(RocksStore::open(path, o)?))
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn open_rocksdb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "rocksdb",
+    })
+}
+
+#[cfg(feature = "redis")]
+async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    let rest = &url["redis://".len()..];
+    let (host, namespace) = rest.split_once('/').unwrap_or((rest, ""));
+    if namespace.is_empty() || namespace.contains('/') {
+        return Err(OpenStoreError::BadOption {
+            url: url.to_owned(),
+            message: "name one namespace after the address: redis://HOST:PORT/NAMESPACE".into(),
+        });
+    }
+    let server = format!("redis://{host}/");
+    Ok(Arc::new(
+        acts_store_redis::RedisStore::connect(&server, namespace).await?,
+    ))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "redis",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn urls_open_stores_or_say_what_is_wrong() {
+        let mem = open_store("memory:").await.unwrap();
+        mem.put(b"k", b"v").await.unwrap();
+        assert_eq!(mem.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let url = format!("redb:{}?fsync=false", path.display());
+        let redb = open_store(&url).await.unwrap();
+        redb.put(b"k", b"v").await.unwrap();
+        drop(redb);
+        let again = open_store(&format!("redb:{}", path.display())).await.unwrap();
+        assert_eq!(again.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
+
+        let err = open_store("postgres://x").await.err().unwrap().to_string();
+        assert!(err.contains("memory:, redb:PATH"), "{err}");
+        let err = open_store(&format!("redb:{}?fsync=maybe", path.display()))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("fsync"), "{err}");
+        let err = open_store(&format!("redb:{}?speed=max", path.display()))
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("unknown option 'speed'"), "{err}");
+    }
+
+    #[cfg(not(feature = "rocksdb"))]
+    #[tokio::test]
+    async fn a_disabled_backend_names_its_feature() {
+        let err = open_store("rocksdb:/tmp/x").await.err().unwrap().to_string();
+        assert!(err.contains("'rocksdb' feature"), "{err}");
+    }
+}

@@ -98,6 +98,10 @@ pub struct TaskInfo {
     pub name: String,
     /// Package, for acts.
     pub uses: Option<String>,
+    /// An act's params (evaluated).
+    pub params: serde_json::Value,
+    /// An act's `params.key` (how clients tell interrupts apart).
+    pub key: Option<String>,
     /// The enclosing task's id.
     pub parent: Option<String>,
     /// The id of the task it follows.
@@ -118,6 +122,14 @@ impl TaskInfo {
     pub(crate) fn of(p: &Process, ix: TaskIx) -> Option<Self> {
         let t = p.tasks.get(ix)?;
         let node = p.tree.node(t.node)?;
+        let params = match &node.content {
+            NodeContent::Act(a) => a.params.clone(),
+            _ => serde_json::Value::Null,
+        };
+        let key = params
+            .get("key")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
         let id_of = |x: Option<TaskIx>| x.and_then(|x| p.tasks.get(x)).map(|x| x.id.clone());
         Some(Self {
             pid: p.pid.clone(),
@@ -130,6 +142,8 @@ impl TaskInfo {
                 NodeContent::Step(s) => s.uses.clone(),
                 _ => None,
             },
+            params,
+            key,
             parent: id_of(t.parent),
             prev: id_of(t.prev),
             state: t.state,

@@ -263,10 +263,13 @@ impl Runtime {
             }
             None => None,
         };
+        // `pid` is the engine's start option, not a model input.
+        let mut inputs = vars.clone();
+        inputs.remove("pid");
         model
             .workflow
             .inputs
-            .check(&vars)
+            .check(&inputs)
             .map_err(|message| EngineError::Inputs {
                 model: model_id.to_owned(),
                 message,

@@ -1,0 +1,105 @@
+//! The commands and flags of `acts`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// acts — run durable workflows from YAML.
+#[derive(Debug, Parser)]
+#[command(name = "acts", version, about, long_about = None)]
+pub struct Cli {
+    /// The store: memory:, redb:PATH, rocksdb:PATH or
+    /// redis://HOST:PORT/NAMESPACE.
+    #[arg(long, global = true, env = "ACTS_STORE", default_value = "redb:acts.db")]
+    pub store: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// How interrupt requests are answered.
+#[derive(Debug, Args, Default)]
+pub struct AnswerMode {
+    /// Complete every interrupt request with no vars.
+    #[arg(long, conflicts_with = "answers")]
+    pub auto: bool,
+    /// A JSON file mapping an act's key (or node id) to its answer:
+    /// {"action": "complete|submit|back|cancel|abort|skip|error", "vars": {...}},
+    /// or to a list of answers used in turn (the last one repeats).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// Print one JSON report at the end instead of progress.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Deploy a model, start one process and drive it to its end.
+    Run {
+        /// The model file (YAML or JSON).
+        model: PathBuf,
+        /// Deploy another model first (e.g. a subflow's child); repeatable.
+        #[arg(long = "deploy", value_name = "FILE")]
+        deploy: Vec<PathBuf>,
+        /// A start variable, KEY=JSON (e.g. amount=10, name='"ada"');
+        /// repeatable.
+        #[arg(long = "var", value_name = "KEY=JSON")]
+        vars: Vec<String>,
+        /// How to answer interrupt requests (default: ask on the terminal).
+        #[command(flatten)]
+        mode: AnswerMode,
+    },
+    /// Deploy models.
+    Deploy {
+        /// Model files.
+        #[arg(required = true)]
+        models: Vec<PathBuf>,
+    },
+    /// Start a process of a deployed model (prints its id).
+    Start {
+        /// The model id.
+        model_id: String,
+        /// A start variable, KEY=JSON; repeatable.
+        #[arg(long = "var", value_name = "KEY=JSON")]
+        vars: Vec<String>,
+    },
+    /// List processes.
+    Ps {
+        /// Only processes in this state (running, completed, error, ...).
+        #[arg(long)]
+        state: Option<String>,
+        /// Only processes of this model.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Show a process: its task tree with states, times and data.
+    Show {
+        /// The process id.
+        pid: String,
+    },
+    /// Apply an action to an act: complete, submit, back, cancel, abort,
+    /// skip, error, remove, set_vars.
+    Act {
+        /// The action.
+        action: String,
+        /// The process id.
+        pid: String,
+        /// The act's task id.
+        tid: String,
+        /// An option, KEY=JSON (e.g. ecode='"E1"', to='"step1"');
+        /// repeatable.
+        #[arg(long = "var", value_name = "KEY=JSON")]
+        vars: Vec<String>,
+    },
+    /// Resume every unfinished process of the store and drive them to
+    /// their end, answering interrupt requests as `run` does.
+    Resume {
+        /// How to answer interrupt requests (default: ask on the terminal).
+        #[command(flatten)]
+        mode: AnswerMode,
+    },
+    /// List deployed models.
+    Models,
+}

@@ -1,0 +1,275 @@
+//! The `acts` binary end to end: every example with `--auto --json`,
+//! answers files, bad input, and a run killed mid-way finished by
+//! `acts resume` on the same redb file.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+fn acts(store: &str) -> Command {
+    let mut c = Command::cargo_bin("acts").expect("the acts binary is built");
+    c.arg("--store").arg(store).timeout(Duration::from_secs(60));
+    c
+}
+
+fn report(out: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(out);
+    let line = text.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON report ({e}): {text}"))
+}
+
+fn run_example(name: &str, extra: &[&str]) -> (i32, Value) {
+    let out = acts("memory:")
+        .arg("run")
+        .arg(examples().join(name))
+        .args(extra)
+        .arg("--json")
+        .output()
+        .expect("acts runs");
+    let code = out.status.code().unwrap_or(-1);
+    assert!(
+        !out.stdout.is_empty(),
+        "{name}: no report; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (code, report(&out.stdout))
+}
+
+#[test]
+fn every_example_completes_with_auto() {
+    let mut count = 0;
+    for entry in std::fs::read_dir(examples()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".yml") || name == "subflow-child.yml" {
+            continue;
+        }
+        let child = examples().join("subflow-child.yml");
+        let extra: Vec<&str> = if name == "subflow.yml" {
+            vec!["--deploy", child.to_str().unwrap(), "--auto"]
+        } else {
+            vec!["--auto"]
+        };
+        let (code, r) = run_example(&name, &extra);
+        assert_eq!(code, 0, "{name}: {r}");
+        assert_eq!(r["state"], "completed", "{name}: {r}");
+        let msgs = r["messages"].as_array().unwrap();
+        assert_eq!(msgs.first().unwrap()["type"], "workflow", "{name}");
+        assert_eq!(msgs.last().unwrap()["state"], "completed", "{name}");
+        count += 1;
+    }
+    assert!(count >= 8, "at least eight examples, found {count}");
+}
+
+#[test]
+fn the_json_report_has_outputs_and_the_messages_in_order() {
+    let (code, r) = run_example("approval.yml", &["--auto"]);
+    assert_eq!(code, 0);
+    assert_eq!(r["model"], "approval");
+    assert_eq!(r["outputs"]["level"], "manager");
+    assert_eq!(r["error"], Value::Null);
+    let shorts: Vec<String> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}/{}", m["type"].as_str().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        shorts,
+        [
+            "workflow/created",
+            "step/created",
+            "act/created",
+            "act/completed",
+            "step/completed",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+    let subflow = run_example(
+        "subflow.yml",
+        &["--deploy", examples().join("subflow-child.yml").to_str().unwrap(), "--auto"],
+    );
+    assert_eq!(subflow.1["outputs"]["answer"], 42);
+    let models: Vec<&str> = subflow.1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "workflow")
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(models.contains(&"Doubler"), "child messages are included: {models:?}");
+}
+
+#[test]
+fn answers_files_drive_actions_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let reject = dir.path().join("reject.json");
+    std::fs::write(
+        &reject,
+        r#"{"approve": {"action": "error", "vars": {"ecode": "E_NO", "message": "too much"}}}"#,
+    )
+    .unwrap();
+    let (code, r) = run_example("approval.yml", &["--answers", reject.to_str().unwrap()]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["state"], "error");
+    assert!(r["error"].as_str().unwrap().contains("E_NO"), "{r}");
+
+    let abort = dir.path().join("abort.json");
+    std::fs::write(&abort, r#"{"approve": {"action": "abort"}}"#).unwrap();
+    let (code, r) = run_example("approval.yml", &["--answers", abort.to_str().unwrap()]);
+    assert_eq!((code, r["state"].as_str()), (1, Some("aborted")));
+
+    // Answered per element: the sequence's acts share a key, the list is
+    // used in turn.
+    let vars = dir.path().join("vars.json");
+    std::fs::write(
+        &vars,
+        r#"{"approve": {"action": "submit", "vars": {"note": "fine"}}}"#,
+    )
+    .unwrap();
+    let (code, r) = run_example("approval.yml", &["--answers", vars.to_str().unwrap()]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["messages"][3]["state"], "submitted");
+}
+
+#[test]
+fn bad_input_exits_2_and_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = acts("memory:")
+        .args(["run", "no-such-file.yml", "--auto"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&missing.get_output().stderr).into_owned();
+    assert!(err.contains("no-such-file.yml"), "{err}");
+
+    let bad = dir.path().join("bad.yml");
+    std::fs::write(
+        &bad,
+        "id: bad\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irqq\n",
+    )
+    .unwrap();
+    let out = acts("memory:")
+        .arg("run")
+        .arg(&bad)
+        .arg("--auto")
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("bad.yml"), "{err}");
+    assert!(err.contains("s1") && err.contains("acts.core.irqq"), "{err}");
+    assert!(err.contains("line 5"), "{err}");
+
+    let out = acts("memory:")
+        .arg("run")
+        .arg(examples().join("approval.yml"))
+        .args(["--auto", "--var", "amount=lots"])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("--var"));
+
+    let out = acts("memory:")
+        .arg("run")
+        .arg(examples().join("approval.yml"))
+        .args(["--auto", "--var", "amount=\"lots\""])
+        .assert()
+        .code(2);
+    assert!(
+        String::from_utf8_lossy(&out.get_output().stderr).contains("inputs"),
+        "a start refused by the inputs schema"
+    );
+    acts("memory:").args(["run"]).assert().code(2);
+    acts("postgres://nowhere").args(["models"]).assert().code(2);
+}
+
+#[test]
+fn a_killed_run_is_finished_by_resume_on_the_same_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("acts.db");
+    let store = format!("redb:{}", db.display());
+    // Interactive run: it waits at the irq for a line on stdin that never
+    // comes; then it is killed.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--store", &store, "run"])
+        .arg(examples().join("approval.yml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the interrupt is asked for (the prompt on stderr).
+    let mut stderr = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        use std::io::Read;
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(n > 0, "the run ended before asking: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&seen).contains("interrupt:") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let ps = acts(&store).args(["ps", "--state", "running"]).assert().success();
+    let listing = String::from_utf8_lossy(&ps.get_output().stdout).into_owned();
+    assert!(listing.contains("approval"), "{listing}");
+
+    let out = acts(&store).args(["resume", "--auto", "--json"]).assert().success();
+    let r = report(&out.get_output().stdout);
+    assert_eq!(r["state"], "completed", "{r}");
+    assert_eq!(r["outputs"]["decided"], true);
+    let again = acts(&store).args(["resume", "--auto"]).assert().success();
+    assert!(String::from_utf8_lossy(&again.get_output().stdout).contains("nothing to resume"));
+}
+
+#[test]
+fn deploy_start_act_show_and_models_work_on_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    acts(&store)
+        .arg("deploy")
+        .arg(examples().join("approval.yml"))
+        .assert()
+        .success();
+    let models = acts(&store).arg("models").assert().success();
+    assert!(String::from_utf8_lossy(&models.get_output().stdout).contains("approval"));
+    let started = acts(&store)
+        .args(["start", "approval", "--var", "pid=\"order7\""])
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&started.get_output().stdout).starts_with("order7 running"));
+    let show = acts(&store).args(["show", "order7"]).assert().success();
+    let tree = String::from_utf8_lossy(&show.get_output().stdout).into_owned();
+    assert!(tree.contains("[approve] interrupted"), "{tree}");
+    let tid = tree
+        .lines()
+        .find(|l| l.contains("[approve]"))
+        .and_then(|l| l.split('(').nth(1))
+        .and_then(|s| s.split(')').next())
+        .unwrap()
+        .to_owned();
+    acts(&store)
+        .args(["act", "complete", "order7", &tid])
+        .assert()
+        .success();
+    let show = acts(&store).args(["show", "order7"]).assert().success();
+    assert!(String::from_utf8_lossy(&show.get_output().stdout).contains("completed"));
+    // The act is done: a second answer is refused (bad input).
+    acts(&store)
+        .args(["act", "complete", "order7", &tid])
+        .assert()
+        .code(2);
+    acts(&store).args(["act", "fly", "order7", &tid]).assert().code(2);
+}
