@@ -65,7 +65,10 @@ impl AnswerFile {
     /// Reads and checks an answers file.
     pub fn read(path: &Path) -> Result<Self, Failure> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Failure::input(format!("cannot read answers file '{}': {e}", path.display()))
+            Failure::input(format!(
+                "cannot read answers file '{}': {e}",
+                path.display()
+            ))
         })?;
         let raw: HashMap<String, OneOrMany> = serde_json::from_str(&text).map_err(|e| {
             Failure::input(format!(
@@ -183,7 +186,12 @@ mod tests {
         assert_eq!(a.next(Some("other"), "step2").unwrap().action, "error");
         assert!(a.next(None, "nothing").is_none());
         std::fs::write(&f, r#"{"k": {"action": "explode"}}"#).unwrap();
-        assert!(AnswerFile::read(&f).unwrap_err().message.contains("explode"));
+        assert!(
+            AnswerFile::read(&f)
+                .unwrap_err()
+                .message
+                .contains("explode")
+        );
     }
 
     #[test]

@@ -10,7 +10,12 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     /// The store: memory:, redb:PATH, rocksdb:PATH or
     /// redis://HOST:PORT/NAMESPACE.
-    #[arg(long, global = true, env = "ACTS_STORE", default_value = "redb:acts.db")]
+    #[arg(
+        long,
+        global = true,
+        env = "ACTS_STORE",
+        default_value = "redb:acts.db"
+    )]
     pub store: String,
     /// What to do.
     #[command(subcommand)]

@@ -75,7 +75,10 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 .await
                 .map_err(|e| Failure::run(e.to_string()))?
             {
-                println!("{:<24} {:<10} rev {:<3} {}", m.id, m.ver, m.revision, m.name);
+                println!(
+                    "{:<24} {:<10} rev {:<3} {}",
+                    m.id, m.ver, m.revision, m.name
+                );
             }
             Ok(0)
         }
@@ -252,7 +255,11 @@ async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
                 .filter(|(k, _)| !k.starts_with("__"))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            let key = t.key.as_deref().map(|k| format!(" [{k}]")).unwrap_or_default();
+            let key = t
+                .key
+                .as_deref()
+                .map(|k| format!(" [{k}]"))
+                .unwrap_or_default();
             println!(
                 "{}{} {}{key} {} ({}){time} {}",
                 "  ".repeat(depth),

@@ -101,10 +101,7 @@ impl Driver {
         } else {
             format!("{} \"{}\"", m.nid, m.name)
         };
-        println!(
-            "{ms:>6}ms  {:<8} {:<10} {name}{what}",
-            m.r#type, m.state
-        );
+        println!("{ms:>6}ms  {:<8} {:<10} {name}{what}", m.r#type, m.state);
     }
 
     /// Answers the interrupt of act `tid` (node `nid`, key `key`).

@@ -25,6 +25,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// A fast general-purpose allocator: the engine allocates many small
+/// rows and messages per transition.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A failure with the exit code it maps to.
 #[derive(Debug)]
 pub(crate) struct Failure {

@@ -79,7 +79,13 @@ fn the_json_report_has_outputs_and_the_messages_in_order() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| format!("{}/{}", m["type"].as_str().unwrap(), m["state"].as_str().unwrap()))
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["type"].as_str().unwrap(),
+                m["state"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(
         shorts,
@@ -97,7 +103,11 @@ fn the_json_report_has_outputs_and_the_messages_in_order() {
     );
     let subflow = run_example(
         "subflow.yml",
-        &["--deploy", examples().join("subflow-child.yml").to_str().unwrap(), "--auto"],
+        &[
+            "--deploy",
+            examples().join("subflow-child.yml").to_str().unwrap(),
+            "--auto",
+        ],
     );
     assert_eq!(subflow.1["outputs"]["answer"], 42);
     let models: Vec<&str> = subflow.1["messages"]
@@ -107,7 +117,10 @@ fn the_json_report_has_outputs_and_the_messages_in_order() {
         .filter(|m| m["type"] == "workflow")
         .map(|m| m["name"].as_str().unwrap())
         .collect();
-    assert!(models.contains(&"Doubler"), "child messages are included: {models:?}");
+    assert!(
+        models.contains(&"Doubler"),
+        "child messages are included: {models:?}"
+    );
 }
 
 #[test]
@@ -166,7 +179,10 @@ fn bad_input_exits_2_and_says_where() {
         .code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("bad.yml"), "{err}");
-    assert!(err.contains("s1") && err.contains("acts.core.irqq"), "{err}");
+    assert!(
+        err.contains("s1") && err.contains("acts.core.irqq"),
+        "{err}"
+    );
     assert!(err.contains("line 5"), "{err}");
 
     let out = acts("memory:")
@@ -213,7 +229,11 @@ fn a_killed_run_is_finished_by_resume_on_the_same_store() {
     loop {
         use std::io::Read;
         let n = stderr.read(&mut buf).unwrap();
-        assert!(n > 0, "the run ended before asking: {}", String::from_utf8_lossy(&seen));
+        assert!(
+            n > 0,
+            "the run ended before asking: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&buf[..n]);
         if String::from_utf8_lossy(&seen).contains("interrupt:") {
             break;
@@ -222,11 +242,17 @@ fn a_killed_run_is_finished_by_resume_on_the_same_store() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let ps = acts(&store).args(["ps", "--state", "running"]).assert().success();
+    let ps = acts(&store)
+        .args(["ps", "--state", "running"])
+        .assert()
+        .success();
     let listing = String::from_utf8_lossy(&ps.get_output().stdout).into_owned();
     assert!(listing.contains("approval"), "{listing}");
 
-    let out = acts(&store).args(["resume", "--auto", "--json"]).assert().success();
+    let out = acts(&store)
+        .args(["resume", "--auto", "--json"])
+        .assert()
+        .success();
     let r = report(&out.get_output().stdout);
     assert_eq!(r["state"], "completed", "{r}");
     assert_eq!(r["outputs"]["decided"], true);
@@ -271,5 +297,8 @@ fn deploy_start_act_show_and_models_work_on_a_store() {
         .args(["act", "complete", "order7", &tid])
         .assert()
         .code(2);
-    acts(&store).args(["act", "fly", "order7", &tid]).assert().code(2);
+    acts(&store)
+        .args(["act", "fly", "order7", &tid])
+        .assert()
+        .code(2);
 }

@@ -464,7 +464,7 @@ fn parallel_runs_one_block_per_element_at_once() {
     let values: Vec<Value> = p
         .tasks
         .all()
-        .filter_map(|(_, t)| match &p.tree.node(t.node)?.content {
+        .filter_map(|(_, t)| match &*p.tree.node(t.node)?.content {
             acts_core::tree::NodeContent::Act(a) if a.uses == "acts.core.block" => {
                 a.options.get("$value").cloned()
             }

@@ -185,7 +185,7 @@ fn dynamic_act_chain_survives_a_round_trip() {
     assert!(r.children(r.find("step1").unwrap()).is_empty());
     assert_eq!(r.dynamic_data(), p.dynamic_data(), "restore is exact");
     assert!(matches!(
-        r.node(r_chain[0]).unwrap().content,
+        *r.node(r_chain[0]).unwrap().content,
         NodeContent::Act(_)
     ));
 }

@@ -80,7 +80,9 @@ pub enum OpenStoreError {
     )]
     UnknownScheme(String),
     /// The store's backend was not compiled in.
-    #[error("store URL '{url}' needs the '{feature}' feature of the acts crate (enable it in Cargo.toml)")]
+    #[error(
+        "store URL '{url}' needs the '{feature}' feature of the acts crate (enable it in Cargo.toml)"
+    )]
     FeatureDisabled {
         /// The URL.
         url: String,
@@ -249,7 +251,9 @@ mod tests {
         let redb = open_store(&url).await.unwrap();
         redb.put(b"k", b"v").await.unwrap();
         drop(redb);
-        let again = open_store(&format!("redb:{}", path.display())).await.unwrap();
+        let again = open_store(&format!("redb:{}", path.display()))
+            .await
+            .unwrap();
         assert_eq!(again.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
 
         let err = open_store("postgres://x").await.err().unwrap().to_string();
@@ -271,7 +275,11 @@ mod tests {
     #[cfg(not(feature = "rocksdb"))]
     #[tokio::test]
     async fn a_disabled_backend_names_its_feature() {
-        let err = open_store("rocksdb:/tmp/x").await.err().unwrap().to_string();
+        let err = open_store("rocksdb:/tmp/x")
+            .await
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("'rocksdb' feature"), "{err}");
     }
 }

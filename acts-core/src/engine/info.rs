@@ -122,7 +122,7 @@ impl TaskInfo {
     pub(crate) fn of(p: &Process, ix: TaskIx) -> Option<Self> {
         let t = p.tasks.get(ix)?;
         let node = p.tree.node(t.node)?;
-        let params = match &node.content {
+        let params = match &*node.content {
             NodeContent::Act(a) => a.params.clone(),
             _ => serde_json::Value::Null,
         };
@@ -137,7 +137,7 @@ impl TaskInfo {
             nid: node.id.clone(),
             kind: crate::scheduler::Message::type_of(node.content.kind()).to_owned(),
             name: node.content.name().to_owned(),
-            uses: match &node.content {
+            uses: match &*node.content {
                 NodeContent::Act(a) => Some(a.uses.clone()),
                 NodeContent::Step(s) => s.uses.clone(),
                 _ => None,

@@ -21,8 +21,11 @@ use super::rows::{ProcRow, TaskRow, VarsRow, task_row_id};
 /// What was last written for a resident process.
 #[derive(Debug, Clone)]
 pub(crate) struct Persisted {
-    /// The proc row as stored.
+    /// The proc row as stored, without its dynamic nodes (kept small: it
+    /// is compared with every transition; `nodes_stored` counts them).
     pub row: ProcRow,
+    /// How many dynamic nodes the stored row holds.
+    pub nodes_stored: usize,
     /// How many tasks have a stored row (later ones are new: their index
     /// entries are written with them).
     pub tasks_stored: usize,
@@ -34,6 +37,7 @@ impl Persisted {
     /// Nothing stored yet for a process whose row will be `row`.
     pub fn fresh(row: ProcRow) -> Self {
         Self {
+            nodes_stored: row.nodes.len(),
             row,
             tasks_stored: 0,
             vars_stored: Vec::new(),
@@ -58,21 +62,6 @@ fn task_row(p: &Process, ix: crate::scheduler::TaskIx, task: &Task) -> TaskRow {
         err: task.err.clone(),
         start_time: task.start_time,
         end_time: task.end_time,
-    }
-}
-
-/// The proc row for `p` now (based on `base`, the row as stored).
-pub(crate) fn proc_row(p: &Process, base: &ProcRow) -> ProcRow {
-    let root = p.tasks.get(p.root());
-    ProcRow {
-        state: p.state(),
-        start_time: root.map_or(base.start_time, |r| r.start_time),
-        end_time: root.map_or(0, |r| r.end_time),
-        env: p.env.clone(),
-        err: root.and_then(|r| r.err.clone()),
-        nodes: p.tree.dynamic_data(),
-        start_vars: Vars::new(),
-        ..base.clone()
     }
 }
 
@@ -113,23 +102,44 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
         }
     }
     persisted.tasks_stored = persisted.tasks_stored.max(p.tasks.len());
-    let row = proc_row(p, &persisted.row);
-    let changed = row.state != persisted.row.state
-        || row.end_time != persisted.row.end_time
-        || row.start_time != persisted.row.start_time
-        || row.nodes.len() != persisted.row.nodes.len()
-        || row.err != persisted.row.err
-        || row.env != persisted.row.env
-        || !persisted.row.start_vars.is_empty();
+    // The proc row changes rarely (start, end, env, new dynamic nodes):
+    // compare the cheap fields first, build the row only when needed.
+    let root = p.tasks.get(p.root());
+    let (state, start_time, end_time, err) = (
+        p.state(),
+        root.map_or(persisted.row.start_time, |r| r.start_time),
+        root.map_or(0, |r| r.end_time),
+        root.and_then(|r| r.err.as_ref()),
+    );
+    let old = &persisted.row;
+    let changed = state != old.state
+        || end_time != old.end_time
+        || start_time != old.start_time
+        || p.tree.dynamic_len() != persisted.nodes_stored
+        || err != old.err.as_ref()
+        || p.env != old.env
+        || !old.start_vars.is_empty();
     if changed {
-        if row.state == persisted.row.state && persisted.tasks_stored > 0 {
+        let mut row = ProcRow {
+            state,
+            start_time,
+            end_time,
+            env: p.env.clone(),
+            err: err.cloned(),
+            nodes: p.tree.dynamic_data(),
+            start_vars: Vars::new(),
+            id: old.id.clone(),
+            mid: old.mid.clone(),
+            model: old.model.clone(),
+            timestamp: old.timestamp,
+        };
+        if row.state == old.state && persisted.tasks_stored > 0 {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
         } else {
-            ops.extend(Collection::<ProcRow>::upsert_ops(
-                Some(&persisted.row),
-                &row,
-            ));
+            ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));
         }
+        persisted.nodes_stored = row.nodes.len();
+        row.nodes = Vec::new();
         persisted.row = row;
     }
     ops
@@ -240,7 +250,11 @@ pub(crate) fn rebuild(
         process.tasks.set_data(root, &row.start_vars);
     }
     let persisted = Persisted {
-        row,
+        nodes_stored: row.nodes.len(),
+        row: ProcRow {
+            nodes: Vec::new(),
+            ..row
+        },
         tasks_stored: stored_tasks,
         vars_stored,
     };

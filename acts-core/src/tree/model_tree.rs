@@ -52,7 +52,10 @@ impl ModelTree {
         tree.build_steps(root, &steps, ChildKind::Normal, 1, &model_id)?;
         // Keep the steps on the root content too, so the root node carries
         // the whole model (it is what a process row persists).
-        if let NodeContent::Workflow(w) = &mut tree.nodes[root.index()].content {
+        // Just built: the root's content is not shared yet.
+        if let NodeContent::Workflow(w) =
+            std::sync::Arc::make_mut(&mut tree.nodes[root.index()].content)
+        {
             w.steps = steps;
         }
         Ok(tree)
@@ -96,7 +99,7 @@ impl ModelTree {
                     let pred = &mut self.nodes[p.index()];
                     pred.chain = Some(ix);
                     let explicit_next =
-                        matches!(&pred.content, NodeContent::Step(s) if s.next.is_some());
+                        matches!(&*pred.content, NodeContent::Step(s) if s.next.is_some());
                     if !explicit_next {
                         pred.next = Some(ix);
                     }

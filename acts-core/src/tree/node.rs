@@ -74,7 +74,7 @@ pub struct Node {
     /// Node id, unique in the tree.
     pub id: String,
     /// What the node is.
-    pub content: NodeContent,
+    pub content: std::sync::Arc<NodeContent>,
     /// Depth: workflow 0, its steps 1, ...
     pub level: u32,
     /// The owner: for a step in a list, the list's owner.
@@ -91,6 +91,7 @@ pub struct Node {
 
 impl Node {
     pub(super) fn new(id: String, content: NodeContent, level: u32) -> Self {
+        let content = std::sync::Arc::new(content);
         Self {
             id,
             content,
@@ -138,10 +139,11 @@ const ALPHABET: [char; 62] = [
 
 /// An 8-character random id from `[0-9a-zA-Z]` (node and task ids).
 pub fn short_id() -> String {
-    nanoid::nanoid!(8, &ALPHABET)
+    // The thread-local CSPRNG (seeded once per thread), not a syscall per id.
+    nanoid::format(nanoid::rngs::thread_local, &ALPHABET, 8)
 }
 
 /// A 21-character random id from `[0-9a-zA-Z]` (process ids).
 pub fn long_id() -> String {
-    nanoid::nanoid!(21, &ALPHABET)
+    nanoid::format(nanoid::rngs::thread_local, &ALPHABET, 21)
 }

@@ -165,7 +165,7 @@ impl ProcessTree {
             .zip(&self.is_child)
             .map(|(n, &is_child)| NodeData {
                 id: n.id.clone(),
-                content: n.content.clone(),
+                content: (*n.content).clone(),
                 level: n.level,
                 parent_id: self.id_of(n.parent),
                 is_child,

@@ -2,9 +2,9 @@
 
 use serde_json::Value;
 
+use crate::model::NodeKind;
 use crate::model::{Act, Vars};
 use crate::scheduler::{TaskIx, TaskState};
-use crate::tree::NodeContent;
 
 use super::{Job, Process, Services};
 
@@ -137,7 +137,7 @@ impl Process {
                 pid: pid.clone(),
                 tid: tid_s.clone(),
             })?;
-        if !matches!(self.content(t), Some(NodeContent::Act(_))) {
+        if !self.is_kind(t, NodeKind::Act) {
             return Err(ActionError::NotAnAct { pid, tid: tid_s });
         }
         let state = self.state_of(t);
@@ -278,7 +278,7 @@ impl Process {
                 pid: pid.clone(),
                 tid: tid.clone(),
             })?;
-        if !matches!(self.content(t), Some(NodeContent::Step(_))) {
+        if !self.is_kind(t, NodeKind::Step) {
             return Err(ActionError::NotAStep { pid, tid });
         }
         let state = self.state_of(t);

@@ -1,8 +1,9 @@
 //! Failures: marking a task failed, propagating the error up the tree,
 //! and handing it to a step's catches.
 
+use crate::model::NodeKind;
 use crate::scheduler::{Sign, TaskIx, TaskState};
-use crate::tree::{ChildKind, NodeContent};
+use crate::tree::ChildKind;
 
 use super::{Job, Process, Services};
 
@@ -31,7 +32,7 @@ impl Process {
                 .get(cur)
                 .and_then(|x| x.err.clone())
                 .unwrap_or_default();
-            if matches!(self.content(cur), Some(NodeContent::Act(_))) {
+            if self.is_kind(cur, NodeKind::Act) {
                 let outputs = self.tasks.outputs(cur, &self.exposes_of(cur));
                 self.tasks.update_data(parent, &outputs);
             }

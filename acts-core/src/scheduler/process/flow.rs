@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::model::NodeKind;
 use crate::scheduler::{Sign, TaskIx, TaskState};
 use crate::tree::{ChildKind, NodeContent, NodeIx};
 
@@ -21,14 +22,14 @@ impl Process {
         let content = self.content(t);
         // A `uses` step waits for its acts.
         if state == TaskState::Running
-            && matches!(&content, Some(NodeContent::Step(s)) if s.uses.is_some())
+            && matches!(content.as_deref(), Some(NodeContent::Step(s)) if s.uses.is_some())
             && !task.sign.has(Sign::USES_COMPLETE)
         {
             let acts: Vec<TaskIx> = self
                 .tasks
                 .children(t)
                 .into_iter()
-                .filter(|c| matches!(self.content(*c), Some(NodeContent::Act(_))))
+                .filter(|c| self.is_kind(*c, NodeKind::Act))
                 .collect();
             let settled = |c: &TaskIx| {
                 self.tasks.get(*c).is_some_and(|x| {
@@ -97,7 +98,7 @@ impl Process {
         if self.state_of(t) != TaskState::Running {
             return Ok(());
         }
-        if matches!(self.content(t), Some(NodeContent::Act(_)))
+        if self.is_kind(t, NodeKind::Act)
             && self
                 .tasks
                 .get(t)
@@ -159,7 +160,8 @@ impl Process {
     /// Whether a pending branch may run now; an `else` branch whose sibling
     /// did not skip is skipped here instead.
     pub(super) fn resume_if_ready(&mut self, c: TaskIx, siblings: &[TaskIx]) -> bool {
-        let Some(NodeContent::Branch(b)) = self.content(c) else {
+        let content = self.content(c);
+        let Some(NodeContent::Branch(b)) = content.as_deref() else {
             return true;
         };
         let others: Vec<TaskIx> = siblings.iter().copied().filter(|s| *s != c).collect();
@@ -197,7 +199,7 @@ impl Process {
         let Some(n) = self.tree.node(node).cloned() else {
             return Ok(true);
         };
-        match &n.content {
+        match &*n.content {
             NodeContent::Step(_)
                 if self.tasks.get(t).is_some_and(|x| x.sign.has(Sign::TIMEOUT)) =>
             {

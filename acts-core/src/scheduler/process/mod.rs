@@ -103,7 +103,7 @@ impl Process {
 
     /// The process outputs: the root's outputs (the workflow's `exposes`).
     pub fn outputs(&self) -> Vars {
-        let exposes = match self.tree.node(self.tree.root()).map(|n| &n.content) {
+        let exposes = match self.tree.node(self.tree.root()).map(|n| &*n.content) {
             Some(NodeContent::Workflow(w)) => w.exposes.clone(),
             _ => Vec::new(),
         };
@@ -125,7 +125,7 @@ impl Process {
 
     /// The workflow this process runs.
     pub fn workflow(&self) -> Option<&crate::model::Workflow> {
-        match self.tree.node(self.tree.root()).map(|n| &n.content) {
+        match self.tree.node(self.tree.root()).map(|n| &*n.content) {
             Some(NodeContent::Workflow(w)) => Some(w),
             _ => None,
         }
@@ -185,7 +185,16 @@ impl Process {
         Ok(())
     }
 
-    fn content(&self, t: TaskIx) -> Option<NodeContent> {
+    /// Whether task `t` runs a node of `kind` (no clone of the node).
+    fn is_kind(&self, t: TaskIx, kind: crate::model::NodeKind) -> bool {
+        self.tasks
+            .get(t)
+            .and_then(|x| self.tree.node(x.node))
+            .is_some_and(|n| n.content.kind() == kind)
+    }
+
+    /// The content of task `t`'s node (shared, cheap to hold).
+    fn content(&self, t: TaskIx) -> Option<Arc<NodeContent>> {
         let node = self.tasks.get(t)?.node;
         self.tree.node(node).map(|n| n.content.clone())
     }
@@ -200,7 +209,8 @@ impl Process {
             Some(prev) => self.tasks.outputs(prev, &self.exposes_of(prev)),
             None => Vars::new(),
         };
-        let vars: Vec<Variant> = match self.content(t) {
+        let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
+        let vars: Vec<Variant> = match node.map(|n| &*n.content) {
             Some(NodeContent::Workflow(w)) => w.vars.clone(),
             Some(NodeContent::Step(s)) => s.vars.clone(),
             Some(NodeContent::Branch(b)) => b.vars.clone(),
@@ -227,11 +237,12 @@ impl Process {
     }
 
     fn exposes_of(&self, t: TaskIx) -> Vec<Variant> {
-        match self.content(t) {
-            Some(NodeContent::Step(s)) => s.exposes,
-            Some(NodeContent::Branch(b)) => b.exposes,
-            Some(NodeContent::Act(a)) => a.exposes,
-            Some(NodeContent::Workflow(w)) => w.exposes,
+        let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
+        match node.map(|n| &*n.content) {
+            Some(NodeContent::Step(s)) => s.exposes.clone(),
+            Some(NodeContent::Branch(b)) => b.exposes.clone(),
+            Some(NodeContent::Act(a)) => a.exposes.clone(),
+            Some(NodeContent::Workflow(w)) => w.exposes.clone(),
             None => Vec::new(),
         }
     }
@@ -248,7 +259,7 @@ impl Process {
     }
 
     fn init(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
-        match self.content(t) {
+        match self.content(t).as_deref() {
             Some(NodeContent::Workflow(w)) => {
                 for v in &w.env {
                     self.env.insert(v.name.clone(), v.value.clone());
@@ -319,7 +330,7 @@ impl Process {
             .filter(|(k, c)| {
                 *k == ChildKind::Normal
                     && matches!(
-                        self.tree.node(*c).map(|n| &n.content),
+                        self.tree.node(*c).map(|n| &*n.content),
                         Some(NodeContent::Branch(_))
                     )
             })
@@ -327,7 +338,7 @@ impl Process {
     }
 
     fn run_kind(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
-        match self.content(t) {
+        match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
                     let scope = self.tasks.script_scope(t);
@@ -349,7 +360,7 @@ impl Process {
             }
             Some(NodeContent::Act(a)) => {
                 self.tasks.unsign(t, Sign::NO_EMIT);
-                self.run_act(t, &a, svc)?;
+                self.run_act(t, a, svc)?;
             }
             Some(NodeContent::Workflow(_)) | None => {}
         }
@@ -394,7 +405,7 @@ impl Process {
         let Some(node) = self.tree.node(task.node) else {
             return;
         };
-        let (uses, params) = match &node.content {
+        let (uses, params) = match &*node.content {
             NodeContent::Act(a) => (Some(a.uses.clone()), a.params.clone()),
             NodeContent::Step(s) => (s.uses.clone(), Value::Null),
             _ => (None, Value::Null),

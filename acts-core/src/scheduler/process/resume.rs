@@ -103,7 +103,7 @@ impl Process {
                 TaskState::Running => {
                     let children = self.tasks.children(ix);
                     let is_act = matches!(
-                        self.tree.node(task.node).map(|n| &n.content),
+                        self.tree.node(task.node).map(|n| &*n.content),
                         Some(NodeContent::Act(_))
                     );
                     if is_act && task.sign.has(Sign::EXTERNAL) {
@@ -131,7 +131,7 @@ impl Process {
     /// The request an external act waits for (rebuilt from its node).
     fn external_request(&self, t: crate::scheduler::TaskIx) -> Option<Request> {
         let task = self.tasks.get(t)?;
-        let NodeContent::Act(act) = &self.tree.node(task.node)?.content else {
+        let NodeContent::Act(act) = &*self.tree.node(task.node)?.content else {
             return None;
         };
         if act.uses == "acts.core.subflow" {

@@ -79,7 +79,7 @@ impl Process {
                 if fired.contains(&node.id) {
                     continue;
                 }
-                let after = match &node.content {
+                let after = match &*node.content {
                     NodeContent::Step(s) => s
                         .r#if
                         .as_deref()
@@ -124,7 +124,7 @@ impl Process {
                 if running {
                     break;
                 }
-                let holds = match &node.content {
+                let holds = match &*node.content {
                     NodeContent::Step(s) => match &s.r#if {
                         Some(cond) => svc
                             .scripts

@@ -3,14 +3,14 @@
 
 use std::collections::VecDeque;
 
+use crate::model::NodeKind;
 use crate::scheduler::{TaskIx, TaskState};
-use crate::tree::NodeContent;
 
 use super::{Job, Process};
 
 impl Process {
     fn is_step(&self, t: TaskIx) -> bool {
-        matches!(self.content(t), Some(NodeContent::Step(_)))
+        self.is_kind(t, NodeKind::Step)
     }
 
     /// A new instance of step task `target` (following what it followed),
@@ -86,7 +86,7 @@ impl Process {
                 .tasks
                 .children(f)
                 .into_iter()
-                .any(|c| matches!(self.content(c), Some(NodeContent::Act(_))));
+                .any(|c| self.is_kind(c, NodeKind::Act));
             if self.is_step(f) && owns_act {
                 targets.push(f);
                 continue;

@@ -1,0 +1,428 @@
+//! The end-to-end benchmark harness: the same scenarios on every store,
+//! one JSON object per scenario and run.
+//!
+//! ```sh
+//! cargo run --release -p acts-benches --bin e2e -- --store memory: --scenario all --json
+//! cargo run --release -p acts-benches --bin e2e -- --store 'redb:/tmp/e2e.db' --scenario irq_roundtrip
+//! ```
+//!
+//! Scenarios (see `benches/README.md` for the numbers):
+//! `yaml_load` (parse the 3-step model 10,000 times), `deploy` (2,000
+//! models), `run_auto_burst` (2,000 processes of the 3-step model started at
+//! once), `run_auto_seq` (2,000 one after another), `irq_roundtrip` (1,000
+//! sequential one-irq processes), `wide` (20 processes of a parallel step
+//! over 100 irq acts; reported per act).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acts::{ChannelOptions, Engine, Vars, Workflow};
+use clap::Parser;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The allocator of the harness (what a server embedding acts would pick;
+/// the engine itself leaves the choice to the application).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const THREE_STEPS: &str = r#"
+id: three
+ver: "1"
+steps:
+  - id: step1
+    uses: acts.transform.set
+    params: { a: 10 }
+  - id: step2
+    uses: acts.transform.code
+    params: "return { b: a + 10 }"
+  - id: step3
+    uses: acts.transform.set
+    params: { c: 30 }
+"#;
+
+const ONE_IRQ: &str = r#"
+id: one_irq
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask }
+"#;
+
+const WIDE: &str = r#"
+id: wide
+ver: "1"
+steps:
+  - id: fan
+    uses: acts.core.parallel
+    params:
+      in: ${{ items }}
+      acts:
+        - uses: acts.core.irq
+          params: { key: item }
+"#;
+
+const SCENARIOS: [&str; 6] = [
+    "yaml_load",
+    "deploy",
+    "run_auto_burst",
+    "run_auto_seq",
+    "irq_roundtrip",
+    "wide",
+];
+
+/// acts end-to-end benchmarks.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Store URL (memory:, redb:PATH[?fsync=false], rocksdb:PATH[?sync=false],
+    /// redis://HOST:PORT/NAMESPACE). File stores are wiped before each
+    /// scenario.
+    #[arg(long, default_value = "memory:")]
+    store: String,
+    /// A scenario, or `all`.
+    #[arg(long, default_value = "all")]
+    scenario: String,
+    /// Override the scenario's size.
+    #[arg(long)]
+    n: Option<usize>,
+    /// Print JSON lines only (no text).
+    #[arg(long)]
+    json: bool,
+    /// The tokio runtime: `multi` (a worker per core) or `current` (one
+    /// thread; no cross-thread wake-ups).
+    #[arg(long, default_value = "multi")]
+    runtime: String,
+}
+
+struct Outcome {
+    n: usize,
+    secs: f64,
+    latencies_us: Vec<u64>,
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Wipes a file store's data so each scenario starts empty.
+fn wipe(url: &str) {
+    for prefix in ["redb:", "rocksdb:"] {
+        if let Some(rest) = url.strip_prefix(prefix) {
+            let path = rest.split('?').next().unwrap_or(rest);
+            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
+    wipe(url);
+    let url = if url.starts_with("redis://") {
+        format!("{}{fresh_ns}", url.trim_end_matches('/'))
+    } else {
+        url.to_owned()
+    };
+    let store = acts::open_store(&url).await.map_err(|e| e.to_string())?;
+    Engine::builder()
+        .store(store)
+        .start()
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn next<T>(rx: &mut UnboundedReceiver<T>) -> Result<T, String> {
+    match tokio::time::timeout(Duration::from_secs(120), rx.recv()).await {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err("the channel closed".into()),
+        Err(_) => Err("no message for 120 s".into()),
+    }
+}
+
+async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, String> {
+    let ns = format!("/e2e_{name}_{}", std::process::id());
+    match name {
+        "yaml_load" => {
+            let n = n.unwrap_or(10_000);
+            let mut lat = Vec::with_capacity(n);
+            let t0 = Instant::now();
+            for _ in 0..n {
+                let t = Instant::now();
+                let w = Workflow::from_yaml(THREE_STEPS).map_err(|e| e.to_string())?;
+                std::hint::black_box(w);
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            Ok(Outcome {
+                n,
+                secs: t0.elapsed().as_secs_f64(),
+                latencies_us: lat,
+            })
+        }
+        "deploy" => {
+            let n = n.unwrap_or(2_000);
+            let e = engine(url, &ns).await?;
+            let exec = e.executor();
+            let base = Workflow::from_yaml(THREE_STEPS).map_err(|e| e.to_string())?;
+            let mut lat = Vec::with_capacity(n);
+            let t0 = Instant::now();
+            for i in 0..n {
+                let w = base.clone().with_id(format!("m{i}"));
+                let t = Instant::now();
+                exec.deploy(&w).await.map_err(|e| e.to_string())?;
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            e.close().await;
+            Ok(Outcome {
+                n,
+                secs,
+                latencies_us: lat,
+            })
+        }
+        "run_auto_burst" | "run_auto_seq" => {
+            let n = n.unwrap_or(2_000);
+            let e = engine(url, &ns).await?;
+            let exec = e.executor();
+            exec.deploy_yaml(THREE_STEPS)
+                .await
+                .map_err(|e| e.to_string())?;
+            let started: Arc<parking_mutex::Mutex<HashMap<String, Instant>>> = Arc::default();
+            // Completion is stamped where the engine announces it, not when
+            // this task gets around to reading it.
+            let (done_tx, mut done) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+            e.channel(
+                ChannelOptions::default()
+                    .with_type("workflow")
+                    .with_state("completed"),
+            )
+            .on_message(move |m| {
+                let _ = done_tx.send((m.pid.clone(), Instant::now()));
+            });
+            let t0 = Instant::now();
+            let mut lat = Vec::with_capacity(n);
+            if name == "run_auto_burst" {
+                let mut handles = Vec::with_capacity(n);
+                for i in 0..n {
+                    let exec = exec.clone();
+                    let started = started.clone();
+                    handles.push(tokio::spawn(async move {
+                        let pid = format!("b{i}");
+                        started.lock().insert(pid.clone(), Instant::now());
+                        let mut v = Vars::new();
+                        v.insert("pid".into(), Value::String(pid));
+                        exec.start("three", v).await.map(|_| ())
+                    }));
+                }
+                for h in handles {
+                    h.await
+                        .map_err(|e| e.to_string())?
+                        .map_err(|e| e.to_string())?;
+                }
+                while lat.len() < n {
+                    let (pid, at) = next(&mut done).await?;
+                    if let Some(s) = started.lock().get(&pid) {
+                        lat.push(at.duration_since(*s).as_micros() as u64);
+                    }
+                }
+            } else {
+                for i in 0..n {
+                    let pid = format!("s{i}");
+                    let mut v = Vars::new();
+                    v.insert("pid".into(), Value::String(pid.clone()));
+                    let t = Instant::now();
+                    exec.start("three", v).await.map_err(|e| e.to_string())?;
+                    loop {
+                        let (done_pid, at) = next(&mut done).await?;
+                        if done_pid == pid {
+                            lat.push(at.duration_since(t).as_micros() as u64);
+                            break;
+                        }
+                    }
+                }
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            e.close().await;
+            Ok(Outcome {
+                n,
+                secs,
+                latencies_us: lat,
+            })
+        }
+        "irq_roundtrip" => {
+            let n = n.unwrap_or(1_000);
+            let e = engine(url, &ns).await?;
+            let exec = e.executor();
+            exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
+            let mut rx = e.channel(ChannelOptions::default()).subscribe();
+            let mut lat = Vec::with_capacity(n);
+            let t0 = Instant::now();
+            for _ in 0..n {
+                let t = Instant::now();
+                let p = exec
+                    .start("one_irq", Vars::new())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let irq = loop {
+                    let m = next(&mut rx).await?;
+                    if m.pid == p.pid && m.r#type == "act" && m.state == "created" {
+                        break m;
+                    }
+                };
+                exec.complete(&p.pid, &irq.tid, Vars::new())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                loop {
+                    let m = next(&mut rx).await?;
+                    if m.pid == p.pid && m.r#type == "workflow" && m.state == "completed" {
+                        break;
+                    }
+                }
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            e.close().await;
+            Ok(Outcome {
+                n,
+                secs,
+                latencies_us: lat,
+            })
+        }
+        "wide" => {
+            let procs = n.unwrap_or(20);
+            let width = 100;
+            let e = engine(url, &ns).await?;
+            let exec = e.executor();
+            exec.deploy_yaml(WIDE).await.map_err(|e| e.to_string())?;
+            let mut rx = e
+                .channel(
+                    ChannelOptions::default()
+                        .with_key("item")
+                        .with_state("created"),
+                )
+                .subscribe();
+            let mut ends = e
+                .channel(
+                    ChannelOptions::default()
+                        .with_type("workflow")
+                        .with_state("completed"),
+                )
+                .subscribe();
+            let items: Vec<Value> = (0..width).map(|i| Value::String(format!("i{i}"))).collect();
+            let t0 = Instant::now();
+            let mut lat = Vec::with_capacity(procs * width);
+            for _ in 0..procs {
+                let mut v = Vars::new();
+                v.insert("items".into(), Value::Array(items.clone()));
+                exec.start("wide", v).await.map_err(|e| e.to_string())?;
+            }
+            for _ in 0..procs * width {
+                let m = next(&mut rx).await?;
+                let t = Instant::now();
+                exec.complete(&m.pid, &m.tid, Vars::new())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                lat.push(t.elapsed().as_micros() as u64);
+            }
+            for _ in 0..procs {
+                next(&mut ends).await?;
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            e.close().await;
+            Ok(Outcome {
+                n: procs * width,
+                secs,
+                latencies_us: lat,
+            })
+        }
+        other => Err(format!(
+            "unknown scenario '{other}' (one of: {}, all)",
+            SCENARIOS.join(", ")
+        )),
+    }
+}
+
+/// A tiny alias so the harness reads clearly; std's mutex is enough here.
+mod parking_mutex {
+    /// A mutex whose `lock` cannot fail (a poisoned lock still holds data).
+    #[derive(Default)]
+    pub struct Mutex<T>(std::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        /// Locks it.
+        pub fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let rt = match args.runtime.as_str() {
+        "multi" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        "current" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        other => {
+            eprintln!("e2e: unknown runtime '{other}' (multi or current)");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match rt {
+        Ok(rt) => rt.block_on(run(args)),
+        Err(e) => {
+            eprintln!("e2e: cannot start the runtime: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: Args) -> std::process::ExitCode {
+    let names: Vec<&str> = if args.scenario == "all" {
+        SCENARIOS.to_vec()
+    } else {
+        vec![args.scenario.as_str()]
+    };
+    for name in names {
+        match scenario(name, &args.store, args.n).await {
+            Ok(mut o) => {
+                o.latencies_us.sort_unstable();
+                let line = json!({
+                    "scenario": name,
+                    "store": args.store,
+                    "n": o.n,
+                    "secs": (o.secs * 1000.0).round() / 1000.0,
+                    "ops_per_sec": (o.n as f64 / o.secs).round(),
+                    "p50_us": percentile(&o.latencies_us, 0.50),
+                    "p99_us": percentile(&o.latencies_us, 0.99),
+                    "rss_kib": rss_kib(),
+                    "runtime": args.runtime,
+                });
+                println!("{line}");
+            }
+            Err(e) => {
+                eprintln!("e2e: scenario '{name}' on '{}' failed: {e}", args.store);
+                return std::process::ExitCode::from(1);
+            }
+        }
+    }
+    std::process::ExitCode::SUCCESS
+}
