@@ -116,6 +116,9 @@ struct State {
     resume_queue: VecDeque<String>,
     /// Whether a store scan for parked rows is in progress.
     scanning: bool,
+    /// Whether the store may hold parked rows not in `parked` (true until
+    /// a scan has read them all; set again when a scan was skipped).
+    parked_unknown: bool,
 }
 
 impl State {
@@ -152,7 +155,10 @@ impl Cache {
     pub fn new(cap: usize) -> Self {
         Self {
             cap: cap.max(1),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                parked_unknown: true,
+                ..State::default()
+            }),
         }
     }
 
@@ -318,15 +324,36 @@ impl Cache {
     /// full; returns whether the caller should scan.
     pub(crate) fn begin_scan(&self) -> bool {
         let mut s = self.state.lock();
-        if s.scanning || s.count() >= self.cap {
+        if s.scanning {
+            return false;
+        }
+        if s.count() >= self.cap {
+            // Nothing could start now; a freed slot scans later.
+            s.parked_unknown = true;
             return false;
         }
         s.scanning = true;
         true
     }
 
-    /// Ends the scan begun by [`begin_scan`](Self::begin_scan).
-    pub(crate) fn end_scan(&self) {
-        self.state.lock().scanning = false;
+    /// Ends the scan begun by [`begin_scan`](Self::begin_scan); `complete`
+    /// when it read every parked row.
+    pub(crate) fn end_scan(&self, complete: bool) {
+        let mut s = self.state.lock();
+        s.scanning = false;
+        if complete {
+            s.parked_unknown = false;
+        }
+    }
+
+    /// Whether free slots are waiting for a scan of parked rows the engine
+    /// has not read yet.
+    pub(crate) fn wants_scan(&self) -> bool {
+        let s = self.state.lock();
+        s.parked_unknown
+            && !s.scanning
+            && s.count() < self.cap
+            && s.resume_queue.is_empty()
+            && s.parked.is_empty()
     }
 }

@@ -209,6 +209,14 @@ impl Engine {
         &self.rt.cache
     }
 
+    /// The one instance of process `pid`: resident, or loaded from the
+    /// store (concurrent callers share one load). `None` when no such
+    /// process exists. For introspection and tests; clients use the
+    /// [`Executor`].
+    pub async fn process_handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        self.rt.handle(pid).await
+    }
+
     /// The store.
     pub fn store(&self) -> Arc<dyn KvStore> {
         self.rt.store.clone()

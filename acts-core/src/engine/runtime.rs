@@ -639,6 +639,16 @@ impl Runtime {
         let Some(rt) = self.this() else {
             return;
         };
+        if self.cache.wants_scan() {
+            // Free slots, nothing queued, and parked rows this engine has
+            // not read (left from before a restart): read them.
+            let rt2 = rt.clone();
+            tokio::spawn(async move {
+                if let Err(e) = rt2.start_parked().await {
+                    warn!(error = %e, "cannot read parked processes");
+                }
+            });
+        }
         for (pid, cell, _parked) in self.cache.claim_refill() {
             let rt = rt.clone();
             tokio::spawn(async move {
@@ -666,7 +676,7 @@ impl Runtime {
         let rows = Collection::<ProcRow>::new(self.store.clone())
             .query_all(&Query::new().filter(Filter::eq("state", "none")))
             .await;
-        self.cache.end_scan();
+        self.cache.end_scan(rows.is_ok());
         let rows = rows?;
         self.cache
             .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id)));
