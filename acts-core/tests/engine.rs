@@ -151,3 +151,45 @@ async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
     );
     engine2.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_holds_on_a_redb_file_across_reopen() {
+    use acts_store_redb::{RedbOptions, RedbStore};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("acts.db");
+    let open = || -> Arc<dyn KvStore> {
+        Arc::new(RedbStore::open(&path, RedbOptions::default()).expect("redb opens"))
+    };
+    let engine = Engine::builder().store(open()).start().await.unwrap();
+    engine.executor().deploy_yaml(APPROVAL).await.unwrap();
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("act"))
+        .subscribe();
+    let info = engine
+        .executor()
+        .start("approval", Vars::new())
+        .await
+        .unwrap();
+    let irq = next_msg(&mut rx).await;
+    engine.close().await;
+    drop(rx);
+    drop(engine);
+
+    let engine2 = Engine::builder().store(open()).start().await.unwrap();
+    let exec = engine2.executor();
+    let mut rx2 = engine2.channel(ChannelOptions::default()).subscribe();
+    exec.complete(&info.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    let end = wait_end(&mut rx2, &info.pid).await;
+    assert_eq!(end.state, "completed");
+    assert_eq!(
+        exec.process(&info.pid)
+            .await
+            .unwrap()
+            .outputs
+            .get("finished"),
+        Some(&json!(true))
+    );
+    engine2.close().await;
+}

@@ -143,8 +143,8 @@ impl Runtime {
         self.closed.store(true, Ordering::Release);
         self.timers.close();
         // Everything acknowledged is already durable; this only waits for
-        // the writes in flight.
-        let _ = self.writer.flush().await;
+        // the writes in flight, then lets go of the store.
+        self.writer.close().await;
     }
 
     fn check_open(&self) -> Result<(), EngineError> {

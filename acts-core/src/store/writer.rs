@@ -79,6 +79,9 @@ enum Request {
     Flush {
         done: oneshot::Sender<()>,
     },
+    Close {
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// The engine's single ordered writer (see the module docs).
@@ -130,6 +133,16 @@ impl GroupCommitWriter {
         rx.await.map_err(|_| WriteError::Closed)
     }
 
+    /// Commits everything queued before it, then stops the writer and
+    /// releases its handle on the store (so a file store can be reopened).
+    /// Later writes fail with [`WriteError::Closed`].
+    pub async fn close(&self) {
+        let (done, rx) = oneshot::channel();
+        if self.tx.send(Request::Close { done }).await.is_ok() {
+            let _ = rx.await;
+        }
+    }
+
     /// How many requests wait in the queue (not yet taken by the writer).
     pub fn queued(&self) -> usize {
         self.tx.max_capacity() - self.tx.capacity()
@@ -168,12 +181,17 @@ async fn run(
         let mut ops: Vec<BatchOp> = Vec::new();
         let mut waiters: Vec<Waiter> = Vec::new();
         let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
+        let mut closing: Option<oneshot::Sender<()>> = None;
         let mut next = Some(first);
         let deadline = tokio::time::Instant::now() + config.max_commit_delay;
         loop {
             if let Some(request) = next.take() {
                 match request {
                     Request::Flush { done } => flushes.push(done),
+                    Request::Close { done } => {
+                        closing = Some(done);
+                        break;
+                    }
                     Request::Write { batch, done } => {
                         let skip = batch
                             .owner
@@ -230,6 +248,23 @@ async fn run(
         }
         for f in flushes {
             let _ = f.send(());
+        }
+        if let Some(done) = closing {
+            // Fail what is still queued, release the store, then answer.
+            rx.close();
+            while let Ok(r) = rx.try_recv() {
+                match r {
+                    Request::Write { done, .. } => {
+                        let _ = done.send(Err(WriteError::Closed));
+                    }
+                    Request::Flush { done } | Request::Close { done } => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+            drop(store);
+            let _ = done.send(());
+            return;
         }
     }
 }

@@ -1,0 +1,258 @@
+//! The crash matrix: for each reference workflow, one crash-free run is
+//! recorded batch by batch (`CrashStore`); then, for every k, the store is
+//! cut after its k-th committed batch — what a crash right after that
+//! commit leaves — and a new engine on it resumes and is driven to the end
+//! by the same deterministic client. Each run must reach the same terminal
+//! state and outputs as the crash-free one, and no client action that
+//! returned `Ok` may be lost or applied twice (the outputs count every
+//! answer). Every crash point is tried; the count is printed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcInfo, TaskInfo};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Action, Message, TaskState};
+use acts_core::time::ManualClock;
+use acts_store::KvStore;
+use acts_testkit::CrashStore;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const PID: &str = "p1";
+
+struct Case {
+    name: &'static str,
+    /// Models to deploy; the first is started.
+    models: &'static [&'static str],
+}
+
+const CHILD: &str = "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.code\n    params: 'return { doubled: n * 2 }'\nexposes:\n  - name: doubled\n";
+
+const CASES: &[Case] = &[
+    Case {
+        name: "sequence",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n  - id: s3\n    uses: acts.transform.code\n    params: 'return { total: a_n + b_n }'\n",
+        ],
+    },
+    Case {
+        name: "branches",
+        models: &[
+            "id: main\nver: '1'\nvars:\n  - { name: v, value: 5 }\nsteps:\n  - id: s1\n    branches:\n      - id: big\n        if: v > 3\n        steps:\n          - { id: b1, uses: acts.core.irq, params: { key: big } }\n      - id: small\n        else: true\n        steps:\n          - { id: b2, uses: acts.transform.set, params: { small: true } }\n  - id: s2\n    uses: acts.transform.set\n    params: { done: true }\n",
+        ],
+    },
+    Case {
+        name: "parallel",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.parallel\n    params:\n      in: ['x', 'y', 'z']\n      acts:\n        - { uses: acts.core.irq, params: { key: each } }\n  - id: s2\n    uses: acts.transform.set\n    params: { fanned: true }\n",
+        ],
+    },
+    Case {
+        name: "subflow",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: n }\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { got: doubled }'\n",
+            CHILD,
+        ],
+    },
+    Case {
+        name: "catches",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: fail }\n    catches:\n      - id: c1\n        if: $ecode() == 'E1'\n        uses: acts.core.irq\n        params: { key: recover }\n  - id: s2\n    uses: acts.transform.set\n    params: { after: true }\n",
+        ],
+    },
+    Case {
+        name: "timeouts",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: slow }\n    timeouts:\n      - id: t1\n        if: $cost_in('1h')\n        uses: acts.core.action\n        params: { action: abort }\n  - id: s2\n    uses: acts.transform.set\n    params: { after: true }\n",
+        ],
+    },
+    Case {
+        name: "irq_actions",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: first }\n  - id: review\n    uses: acts.core.irq\n    params: { key: review }\n  - id: s3\n    uses: acts.core.irq\n    params: { key: submit }\n  - id: s4\n    uses: acts.core.irq\n    params: { key: skip }\n  - id: s5\n    uses: acts.core.irq\n    params: { key: abort }\n",
+        ],
+    },
+    Case {
+        name: "set_code",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.transform.set\n    params: { a: 10 }\n  - id: step2\n    uses: acts.transform.code\n    params: 'return { b: a + 10 }'\n  - id: step3\n    uses: acts.transform.set\n    params: { c: 30 }\n",
+        ],
+    },
+];
+
+/// The client's answer to a waiting act, decided from the process state
+/// only (so it is the same before and after any crash).
+fn answer(key: &str, tasks: &[TaskInfo]) -> Option<(Action, Vars)> {
+    let vars = |v: Value| v.as_object().cloned().unwrap_or_default();
+    let instances = |nid: &str| tasks.iter().filter(|t| t.nid == nid).count();
+    Some(match key {
+        "a" => (Action::Complete, vars(json!({"a_n": 1}))),
+        "b" => (Action::Complete, vars(json!({"b_n": 2}))),
+        "fail" => (
+            Action::Error,
+            vars(json!({"ecode": "E1", "message": "boom"})),
+        ),
+        "review" if instances("review") == 1 => (Action::Back, vars(json!({"to": "s1"}))),
+        "submit" => (Action::Submit, vars(json!({"submitted": true}))),
+        "skip" => (Action::Skip, Vars::new()),
+        "abort" => (Action::Abort, Vars::new()),
+        "slow" => return None, // left to time out
+        other => (Action::Complete, vars(json!({ other: true }))),
+    })
+}
+
+async fn recv(rx: &mut UnboundedReceiver<Message>) {
+    // A hang guard, not a timing assumption: something must happen.
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("the process makes progress")
+        .expect("channel open");
+}
+
+/// Drives process `PID` to its end on `engine`: deploys and starts it if
+/// the store does not have it yet, answers every waiting act, and moves
+/// the clock on when only a timeout can make progress.
+async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    engine.resume().await.expect("resume");
+    for m in case.models.iter().rev() {
+        exec.deploy_yaml(m).await.expect("deploy");
+    }
+    match exec.process(PID).await {
+        Ok(_) => {}
+        Err(EngineError::ProcessNotFound(_)) => {
+            let mut v = Vars::new();
+            v.insert("pid".into(), json!(PID));
+            match exec.start("main", v).await {
+                Ok(_) | Err(EngineError::Duplicated(_)) => {}
+                Err(e) => panic!("start: {e}"),
+            }
+        }
+        Err(e) => panic!("process: {e}"),
+    }
+    loop {
+        let info = exec.process(PID).await.expect("process readable");
+        if info.state.is_completed() {
+            return info;
+        }
+        let tasks = exec.tasks(PID).await.expect("tasks");
+        let waiting: Vec<&TaskInfo> = tasks
+            .iter()
+            .filter(|t| t.kind == "act" && t.state == TaskState::Interrupt)
+            .collect();
+        let mut acted = false;
+        let mut slow = false;
+        for t in waiting {
+            let key = t.key.clone().unwrap_or_default();
+            match answer(&key, &tasks) {
+                Some((action, vars)) => {
+                    match exec.act(PID, &t.tid, action, vars).await {
+                        Ok(()) => acted = true,
+                        // Settled meanwhile (e.g. by a sibling's answer).
+                        Err(EngineError::Action(_)) => acted = true,
+                        Err(e) => panic!("act: {e}"),
+                    }
+                    break; // re-read the state after every answer
+                }
+                None => slow = true,
+            }
+        }
+        if !acted {
+            if slow {
+                clock.advance(Duration::from_secs(2 * 3600));
+            }
+            recv(&mut rx).await;
+        }
+    }
+}
+
+async fn run_case(case: &Case) -> usize {
+    // The crash-free run, recorded.
+    let recorded = Arc::new(CrashStore::new());
+    let clock = ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .store(recorded.clone() as Arc<dyn KvStore>)
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .unwrap();
+    let expected = drive(&engine, &clock, case).await;
+    engine.close().await;
+    let batches = recorded.committed().await;
+    assert!(
+        batches >= 2,
+        "{}: the run is too short to cut ({batches})",
+        case.name
+    );
+
+    // Every crash point.
+    for k in 0..=batches {
+        let store = Arc::new(recorded.recover_prefix(k).await);
+        let clock = ManualClock::new(1_000_000);
+        let engine = Engine::builder()
+            .store(store as Arc<dyn KvStore>)
+            .clock(Arc::new(clock.clone()))
+            .resume_on_start(false)
+            .start()
+            .await
+            .unwrap();
+        let got = drive(&engine, &clock, case).await;
+        assert_eq!(
+            (got.state, &got.outputs),
+            (expected.state, &expected.outputs),
+            "{}: crash after batch {k} of {batches}",
+            case.name
+        );
+        engine.close().await;
+    }
+    batches + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_crash_point_of_every_reference_workflow_recovers_to_the_same_end() {
+    let mut points = 0;
+    for case in CASES {
+        let n = run_case(case).await;
+        println!("crash matrix: {}: {n} crash points", case.name);
+        points += n;
+    }
+    println!(
+        "crash matrix: {} workflows, {points} crash points tried",
+        CASES.len()
+    );
+    assert!(CASES.len() >= 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_free_outcomes_are_the_documented_ones() {
+    // Pins what the matrix compares against, so a bug that breaks every
+    // run the same way still fails.
+    let outcome = |name: &str| CASES.iter().find(|c| c.name == name).unwrap();
+    let run = |case: &'static Case| async move {
+        let clock = ManualClock::new(1_000_000);
+        let engine = Engine::builder()
+            .clock(Arc::new(clock.clone()))
+            .resume_on_start(false)
+            .start()
+            .await
+            .unwrap();
+        drive(&engine, &clock, case).await
+    };
+    let seq = run(outcome("sequence")).await;
+    assert_eq!(seq.state, TaskState::Completed);
+    assert_eq!(seq.outputs.get("total"), Some(&json!(3)));
+    let sub = run(outcome("subflow")).await;
+    assert_eq!(sub.outputs.get("got"), Some(&json!(42)));
+    let catches = run(outcome("catches")).await;
+    assert_eq!(catches.state, TaskState::Completed);
+    assert_eq!(catches.outputs.get("after"), Some(&json!(true)));
+    let timeouts = run(outcome("timeouts")).await;
+    assert_eq!(timeouts.state, TaskState::Aborted, "the timeout aborted it");
+    let actions = run(outcome("irq_actions")).await;
+    assert_eq!(actions.state, TaskState::Aborted);
+    let set_code = run(outcome("set_code")).await;
+    assert_eq!(set_code.outputs.get("b"), Some(&json!(20)));
+}

@@ -1,0 +1,165 @@
+//! Store faults through the testkit's `FailingStore`: failing reads,
+//! writes and scans surface as errors to the caller (never as "no
+//! record"), nothing is half-applied, and the engine works again once the
+//! store heals.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcRow};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Message, TaskState};
+use acts_core::store::Collection;
+use acts_store::{ErrorKind, KvStore, MemoryStore};
+use acts_testkit::{FailPlan, FailingStore, OpSet};
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const WAITS: &str = "id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n  - id: s2\n    uses: acts.transform.set\n    params: { done: true }\n";
+
+async fn setup() -> (Arc<FailingStore<MemoryStore>>, Engine) {
+    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
+    let engine = Engine::builder()
+        .store(failing.clone() as Arc<dyn KvStore>)
+        .start()
+        .await
+        .unwrap();
+    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    (failing, engine)
+}
+
+async fn irq(rx: &mut UnboundedReceiver<Message>) -> Message {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let m = rx.recv().await.expect("open");
+            if m.r#type == "act" && m.state == "created" {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("an irq")
+}
+
+fn fail(ops: OpSet) -> FailPlan {
+    FailPlan::always(ops, ErrorKind::Unavailable)
+}
+
+#[tokio::test]
+async fn a_failed_start_is_an_error_and_leaves_nothing_behind() {
+    let (failing, engine) = setup().await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    failing.set_plan(fail(OpSet::WRITES));
+    let mut v = Vars::new();
+    v.insert("pid".into(), json!("f1"));
+    let err = exec.start("m1", v.clone()).await.unwrap_err();
+    assert!(matches!(err, EngineError::Commit { .. }), "{err:?}");
+    assert!(rx.try_recv().is_err(), "nothing was announced");
+    assert_eq!(engine.cache().count(), 0, "nothing is resident");
+    failing.heal();
+    let stored = Collection::<ProcRow>::new(failing.clone() as Arc<dyn KvStore>)
+        .get("f1")
+        .await
+        .unwrap();
+    assert!(stored.is_none(), "nothing was stored");
+    // The store is back: the same start succeeds.
+    let info = exec.start("m1", v).await.unwrap();
+    assert_eq!(info.state, TaskState::Running);
+}
+
+#[tokio::test]
+async fn a_failed_action_changes_nothing_and_can_be_retried() {
+    let (failing, engine) = setup().await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let m = irq(&mut rx).await;
+    failing.set_plan(fail(OpSet::WRITES));
+    let err = exec
+        .complete(&p.pid, &m.tid, Vars::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Commit { .. }), "{err:?}");
+    assert!(
+        rx.try_recv().is_err(),
+        "no message for an uncommitted transition"
+    );
+    failing.heal();
+    // The process is reloaded from the store as it was: the act waits.
+    let t = exec.task(&p.pid, &m.tid).await.unwrap();
+    assert_eq!(t.state, TaskState::Interrupt);
+    exec.complete(&p.pid, &m.tid, Vars::new()).await.unwrap();
+    let info = exec.process(&p.pid).await.unwrap();
+    assert_eq!(info.state, TaskState::Completed);
+    assert_eq!(info.outputs.get("done"), Some(&json!(true)));
+}
+
+#[tokio::test]
+async fn failing_reads_and_scans_are_errors_never_missing_rows() {
+    let (failing, engine) = setup().await;
+    let exec = engine.executor();
+    let p = exec.start("m1", Vars::new()).await.unwrap();
+    engine.cache().evict(&p.pid);
+    failing.set_plan(fail(OpSet::READS));
+    let err = exec.process(&p.pid).await.unwrap_err();
+    assert!(matches!(err, EngineError::Store(_)), "{err:?}");
+    failing.set_plan(fail(OpSet::SCANS));
+    assert!(matches!(
+        exec.processes(None, None).await,
+        Err(EngineError::Store(_))
+    ));
+    assert!(matches!(exec.models().await, Err(EngineError::Store(_))));
+    assert!(matches!(engine.resume().await, Err(EngineError::Store(_))));
+    failing.heal();
+    assert_eq!(
+        exec.process(&p.pid).await.unwrap().state,
+        TaskState::Running
+    );
+    assert_eq!(exec.processes(None, None).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn intermittent_write_failures_never_half_apply_a_process() {
+    let (failing, engine) = setup().await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    // Every third write fails; the client retries what failed.
+    failing.set_plan(FailPlan::every_nth(
+        OpSet::WRITES,
+        3,
+        0,
+        ErrorKind::Unavailable,
+    ));
+    let mut done = 0;
+    for i in 0..10 {
+        let mut v = Vars::new();
+        v.insert("pid".into(), json!(format!("w{i}")));
+        let p = loop {
+            match exec.start("m1", v.clone()).await {
+                Ok(p) => break p,
+                Err(EngineError::Commit { .. }) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let m = loop {
+            let m = irq(&mut rx).await;
+            if m.pid == p.pid {
+                break m;
+            }
+        };
+        loop {
+            match exec.complete(&p.pid, &m.tid, Vars::new()).await {
+                Ok(()) => break,
+                Err(EngineError::Commit { .. }) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let info = exec.process(&p.pid).await.unwrap();
+        assert_eq!(info.state, TaskState::Completed, "{}", p.pid);
+        assert_eq!(info.outputs.get("done"), Some(&json!(true)));
+        done += 1;
+    }
+    assert_eq!(done, 10);
+    assert!(failing.failures() > 0, "the plan did fail writes");
+}
