@@ -270,7 +270,7 @@ async fn cache_upsert() {
 async fn keys_of(kv: &Arc<dyn KvStore>, pid: &str) -> Vec<String> {
     kv.scan(ScanRange::all())
         .await
-        .unwrap()
+        .expect("test setup")
         .into_iter()
         .map(|p| String::from_utf8_lossy(&p.key).into_owned())
         .filter(|k| k.contains(pid))
@@ -615,12 +615,18 @@ async fn in_flight(kv: &Arc<dyn KvStore>, tags: &[&str]) -> Vec<String> {
         .resume_on_start(false)
         .start()
         .await
-        .unwrap();
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+        .expect("test setup");
+    e.executor().deploy_yaml(WAITS).await.expect("test setup");
     let mut pids = Vec::new();
     for tag in tags {
         clock.advance(Duration::from_millis(1));
-        pids.push(e.executor().start("m1", pid_var(tag)).await.unwrap().pid);
+        pids.push(
+            e.executor()
+                .start("m1", pid_var(tag))
+                .await
+                .expect("test setup")
+                .pid,
+        );
     }
     e.close().await;
     pids

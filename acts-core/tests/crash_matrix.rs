@@ -178,7 +178,7 @@ async fn run_case(case: &Case) -> usize {
         .resume_on_start(false)
         .start()
         .await
-        .unwrap();
+        .expect("test setup");
     let expected = drive(&engine, &clock, case).await;
     engine.close().await;
     let batches = recorded.committed().await;
@@ -198,7 +198,7 @@ async fn run_case(case: &Case) -> usize {
             .resume_on_start(false)
             .start()
             .await
-            .unwrap();
+            .expect("test setup");
         let got = drive(&engine, &clock, case).await;
         assert_eq!(
             (got.state, &got.outputs),

@@ -23,8 +23,12 @@ async fn setup() -> (Arc<FailingStore<MemoryStore>>, Engine) {
         .store(failing.clone() as Arc<dyn KvStore>)
         .start()
         .await
-        .unwrap();
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+        .expect("engine starts");
+    engine
+        .executor()
+        .deploy_yaml(WAITS)
+        .await
+        .expect("model deploys");
     (failing, engine)
 }
 
