@@ -8,30 +8,26 @@
 //! **Layering rule:** this crate depends on `acts-store` (the `KvStore`
 //! contract) and on no backend; applications choose the store.
 //!
-//! **Status:** in progress. Built so far: [`model`] (the workflow model, YAML
-//! and JSON loading, the builder API, validation with source positions) and
-//! [`tree`] (the static node tree shared per model, dynamic acts per process,
-//! persisted links) and [`script`] (QuickJS evaluation with a runtime pool,
-//! compiled-script cache, time and memory limits, the reference's helpers
-//! and `${{ }}` substitution), [`package`] (definitions and the registry of
-//! built-in and application packages, params schemas checked at deploy), and
-//! [`scheduler`] (task states, the task table with the data-scope rules, and
-//! `Process`: the pure exec/next core that runs steps, branches, `while`
-//! loops, catches, the set/code/irq/msg/block/parallel/sequence/action
-//! packages, with client actions and the
-//! messages clients see), the group-commit writer and typed
-//! collections of [`store`], and [`time`] (the injectable clock and the
-//! timer service). Still to come, folder per concept: the
-//! rest of `scheduler/` (timeouts, back/cancel, subflow, lanes), running packages, the engine's row types, `cache/`, `event/`, `trigger/`,
-//! `engine/`, as
-//! `docs/ARCHITECTURE.md` describes. `Process` runs workflows in memory; the
-//! async, durable engine around it is not built yet.
+//! Modules: [`model`] (the workflow model, YAML and JSON loading, the
+//! builder API, validation with source positions), [`tree`] (the static
+//! node tree shared per model, dynamic acts per process), [`script`]
+//! (QuickJS with a runtime pool, compiled-script cache and limits),
+//! [`package`] (definitions and the registry), [`scheduler`] (task states,
+//! the task table and `Process`: the pure, synchronous exec/next core),
+//! [`store`] (the group-commit writer and typed collections), [`time`]
+//! (the injectable clock and timers), and [`engine`]: the async, durable
+//! engine around the core — builder, executor, channels, the resident
+//! cache, one transition per atomic batch, recovery.
+//!
+//! Not yet: durable per-channel deliveries, triggers and snapshots (see
+//! `docs/ARCHITECTURE.md`).
 //!
 //! ## Where to start reading
 //!
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
 //! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `store/mod.rs`;
-//! `time/mod.rs`; `scheduler/process.rs` for how a workflow runs.
+//! `time/mod.rs`; `scheduler/process/mod.rs` for how a workflow runs;
+//! `engine/mod.rs` and `engine/runtime.rs` for how it runs durably.
 
 pub mod engine;
 pub mod model;

@@ -7,16 +7,17 @@
 //!   the exec/next algorithm of the reference for every node kind, the
 //!   `acts.transform.set`/`code`, `acts.core.irq`/`msg`/`block`/`parallel`/
 //!   `sequence`/`action` packages, the client actions complete, submit,
-//!   skip, abort, error, remove, set-process-vars and push, and the
+//!   skip, abort, error, remove, set-process-vars, back, cancel and push, and the
 //!   [`Message`]s clients see.
 //!
 //! Catches run as in the reference (every matching catch, in order; the
 //! error stands when none matched), except that every step of a catch chain
 //! counts as a catch, not only the first.
 //!
-//! Not yet: timeouts, `back`/`cancel`, the subflow package, lanes, persistence of
-//! transitions through the writer, and the async engine around it (see
-//! `docs/ARCHITECTURE.md`).
+//! Timeouts (`next_timer`/`tick`), `back`/`cancel`, process abort, and the
+//! requests for work outside the process (application packages, subflow
+//! children) are here too; the engine (`crate::engine`) persists each
+//! transition and delivers its messages.
 
 mod message;
 mod process;

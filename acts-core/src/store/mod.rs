@@ -5,8 +5,8 @@
 //!   on read), secondary indexes written in the same batch as the row, and
 //!   queries with filters, ordering by indexed fields and exhaustive paging.
 //!
-//! The engine's row types (models, procs, tasks, vars, messages,
-//! deliveries, events, ops, packages) come with the durable runtime.
+//! The engine's row types (models, procs, tasks, vars, ops) live in
+//! `crate::engine` (`rows.rs`).
 
 mod collection;
 mod writer;

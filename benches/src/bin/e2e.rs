@@ -157,7 +157,7 @@ async fn next<T>(rx: &mut UnboundedReceiver<T>) -> Result<T, String> {
 }
 
 async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, String> {
-    let ns = format!("/e2e_{name}_{}", std::process::id());
+    let ns = format!("_e2e_{name}_{}", std::process::id());
     match name {
         "yaml_load" => {
             let n = n.unwrap_or(10_000);
