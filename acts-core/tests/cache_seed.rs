@@ -387,7 +387,14 @@ async fn cache_finished_proc_frees_slot_for_restore() {
     for pid in &pids {
         wait_state(&kv, pid, TaskState::is_completed).await;
     }
-    assert_eq!(engine.cache().count(), 0, "finished processes were evicted");
+    // Eviction follows the terminal commit.
+    tokio::time::timeout(GUARD, async {
+        while engine.cache().count() != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("finished processes were evicted");
 }
 
 #[tokio::test]
@@ -904,7 +911,9 @@ async fn cache_store_error_is_not_an_empty_success() {
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "{err:?}");
+    failing.heal();
     let engine = engine_on(kv.clone(), 10).await;
+    failing.set_plan(FailPlan::always(OpSet::ALL, ErrorKind::Unavailable));
     // A load is an error, not "no such process".
     let err = engine.executor().process("any-pid").await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "{err:?}");

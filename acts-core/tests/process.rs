@@ -27,6 +27,7 @@ impl Fixture {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
+            seals: None,
         }
     }
 

@@ -7,8 +7,9 @@
 //! is after that transition and must not block (spawn work instead, or use
 //! [`Channel::subscribe`] to receive messages on a queue).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
@@ -16,12 +17,16 @@ use wildmatch::WildMatch;
 
 use crate::scheduler::Message;
 
+use super::error::EngineError;
+use super::runtime::Runtime;
+
 type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
 
 /// Glob filters of a channel (`*` any run of characters, `?` one
 /// character). A message passes when every filter matches; a message
 /// without a key or package is matched as the empty string.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ChannelOptions {
     /// Message type: `workflow`, `step`, `branch`, `act`.
     pub r#type: String,
@@ -115,16 +120,24 @@ struct Handlers {
     error: Vec<Handler>,
 }
 
-struct ChannelInner {
+pub(crate) struct ChannelInner {
     id: u64,
     filters: Filters,
     handlers: RwLock<Handlers>,
+}
+
+/// A durable channel's registration.
+struct Durable {
+    filters: Filters,
+    /// The connected channel, if its client is here.
+    live: Option<Arc<ChannelInner>>,
 }
 
 /// The engine's fan-out of messages to channels.
 #[derive(Default)]
 pub(crate) struct Emitter {
     channels: RwLock<Vec<Arc<ChannelInner>>>,
+    durable: RwLock<HashMap<String, Durable>>,
     next_id: AtomicU64,
 }
 
@@ -161,6 +174,78 @@ impl Emitter {
 
     fn remove(&self, id: u64) {
         self.channels.write().retain(|c| c.id != id);
+        for d in self.durable.write().values_mut() {
+            if d.live.as_ref().is_some_and(|l| l.id == id) {
+                d.live = None;
+            }
+        }
+    }
+
+    /// Whether any durable channel is registered (if none, messages need
+    /// no rows).
+    pub fn has_durable(&self) -> bool {
+        !self.durable.read().is_empty()
+    }
+
+    /// The durable channels that must receive `m`, and whether each is
+    /// connected now.
+    pub fn durable_targets(&self, m: &Message) -> Vec<(String, bool)> {
+        self.durable
+            .read()
+            .iter()
+            .filter(|(_, d)| d.filters.matches(m))
+            .map(|(id, d)| (id.clone(), d.live.is_some()))
+            .collect()
+    }
+
+    /// Registers (or re-registers) durable channel `id`; `live` when its
+    /// client is connected.
+    pub fn register_durable(
+        &self,
+        id: &str,
+        options: &ChannelOptions,
+        live: Option<Arc<ChannelInner>>,
+    ) {
+        let mut d = self.durable.write();
+        let live = live.or_else(|| d.get(id).and_then(|x| x.live.clone()));
+        d.insert(
+            id.to_owned(),
+            Durable {
+                filters: Filters::new(options),
+                live,
+            },
+        );
+    }
+
+    /// Forgets durable channel `id`.
+    pub fn unregister_durable(&self, id: &str) {
+        if let Some(d) = self.durable.write().remove(id)
+            && let Some(live) = d.live
+        {
+            self.channels.write().retain(|c| c.id != live.id);
+        }
+    }
+
+    /// Hands `m` again to the connected client of durable channel `id`;
+    /// false when it is not connected.
+    pub fn resend(&self, id: &str, m: &Message) -> bool {
+        let live = self.durable.read().get(id).and_then(|d| d.live.clone());
+        match live {
+            Some(c) => {
+                c.call(m);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl ChannelInner {
+    fn call(&self, m: &Message) {
+        let h = self.handlers.read();
+        for f in &h.message {
+            f(m);
+        }
     }
 }
 
@@ -170,6 +255,9 @@ impl Emitter {
 pub struct Channel {
     inner: Arc<ChannelInner>,
     emitter: Arc<Emitter>,
+    /// The stable id of a durable channel.
+    durable_id: Option<String>,
+    rt: Weak<Runtime>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -181,17 +269,57 @@ impl std::fmt::Debug for Channel {
 }
 
 impl Channel {
-    pub(crate) fn open(emitter: &Arc<Emitter>, options: &ChannelOptions) -> Self {
+    pub(crate) fn open(
+        emitter: &Arc<Emitter>,
+        options: &ChannelOptions,
+        durable_id: Option<String>,
+        rt: Weak<Runtime>,
+    ) -> Self {
         let inner = Arc::new(ChannelInner {
             id: emitter.next_id.fetch_add(1, Ordering::Relaxed),
             filters: Filters::new(options),
             handlers: RwLock::default(),
         });
         emitter.channels.write().push(inner.clone());
+        if let Some(id) = &durable_id {
+            emitter.register_durable(id, options, Some(inner.clone()));
+        }
         Self {
             inner,
             emitter: emitter.clone(),
+            durable_id,
+            rt,
         }
+    }
+
+    /// The stable id of a durable channel (`None` for a plain one).
+    pub fn id(&self) -> Option<&str> {
+        self.durable_id.as_deref()
+    }
+
+    fn durable(&self) -> Result<(&str, Arc<Runtime>), EngineError> {
+        let id = self.durable_id.as_deref().ok_or_else(|| {
+            EngineError::Channel(
+                "only a durable channel (Engine::durable_channel) has deliveries to ack".into(),
+            )
+        })?;
+        let rt = self.rt.upgrade().ok_or(EngineError::Closed)?;
+        Ok((id, rt))
+    }
+
+    /// Acknowledges message `msg_id` on this durable channel: it is not
+    /// re-sent any more. Unknown ids are an error.
+    pub async fn ack(&self, msg_id: &str) -> Result<(), EngineError> {
+        let (id, rt) = self.durable()?;
+        rt.ack_delivery(id, msg_id).await
+    }
+
+    /// Hands every unacknowledged message of this durable channel to its
+    /// handlers again, oldest first (call it after attaching handlers when
+    /// reconnecting). Returns how many were sent.
+    pub async fn resend_pending(&self) -> Result<usize, EngineError> {
+        let (id, rt) = self.durable()?;
+        rt.resend_channel(id).await
     }
 
     /// Calls `f` with every message that passes the filters.
@@ -230,7 +358,9 @@ impl Channel {
         rx
     }
 
-    /// Stops the channel: no handler of it is called any more.
+    /// Stops the channel: no handler of it is called any more. A durable
+    /// channel stays registered (its deliveries keep being recorded for
+    /// its next connection); `Engine::remove_channel` forgets it.
     pub fn close(&self) {
         self.emitter.remove(self.inner.id);
     }
@@ -266,7 +396,7 @@ mod tests {
     #[test]
     fn handlers_get_messages_in_order_and_close_stops_them() {
         let emitter = Arc::new(Emitter::default());
-        let ch = Channel::open(&emitter, &ChannelOptions::default());
+        let ch = Channel::open(&emitter, &ChannelOptions::default(), None, Weak::new());
         let mut rx = ch.subscribe();
         let starts = Arc::new(AtomicU64::new(0));
         let s = starts.clone();

@@ -69,6 +69,28 @@ pub enum EngineError {
     /// A stored process could not be rebuilt.
     #[error("{0}")]
     Corrupt(String),
+    /// A channel operation that cannot be done.
+    #[error("channel: {0}")]
+    Channel(String),
+    /// A delivery that does not exist.
+    #[error("channel '{channel}': no delivery of message '{msg_id}'")]
+    DeliveryNotFound {
+        /// The channel.
+        channel: String,
+        /// The message id.
+        msg_id: String,
+    },
+    /// A trigger that cannot fire as asked.
+    #[error("trigger '{id}': {message}")]
+    Trigger {
+        /// The event id (`<model>:<trigger>`).
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A snapshot operation that cannot be done.
+    #[error("{0}")]
+    Snapshot(String),
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,

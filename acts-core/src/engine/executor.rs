@@ -13,7 +13,7 @@ use crate::store::{Collection, Filter, Query};
 
 use super::error::EngineError;
 use super::info::{ModelInfo, ProcInfo, TaskInfo};
-use super::rows::ModelRow;
+use super::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow};
 use super::runtime::Runtime;
 
 /// The client API of an engine (cheap to clone).
@@ -122,6 +122,39 @@ impl Executor {
     /// whether it existed.
     pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
         self.rt.remove_process(pid).await
+    }
+
+    // ---- triggers and deliveries ----------------------------------------------
+
+    /// Fires trigger `event_id` (`<model id>:<trigger id>`) of kind `manual`
+    /// or `hook` with `payload` (null: the trigger's default params).
+    pub async fn fire(&self, event_id: &str, payload: Value) -> Result<ProcInfo, EngineError> {
+        self.rt.fire(event_id, payload).await
+    }
+
+    /// Sends hook event `name`: every model with a hook trigger of that id
+    /// starts with `payload`. Returns the processes started.
+    pub async fn hook(&self, name: &str, payload: Value) -> Result<Vec<ProcInfo>, EngineError> {
+        self.rt.hook(name, payload).await
+    }
+
+    /// The triggers of every deployed model (with the schedules' next and
+    /// last runs).
+    pub async fn triggers(&self) -> Result<Vec<EventRow>, EngineError> {
+        Ok(Collection::<EventRow>::new(self.rt.store.clone())
+            .query_all(&Query::new())
+            .await?)
+    }
+
+    /// Deliveries of durable channel `channel` (all if `None`) in `state`
+    /// (all if `None`), oldest first. `Some(DeliveryState::Failed)` is the
+    /// dead-letter view.
+    pub async fn deliveries(
+        &self,
+        channel: Option<&str>,
+        state: Option<DeliveryState>,
+    ) -> Result<Vec<DeliveryRow>, EngineError> {
+        self.rt.deliveries(channel, state).await
     }
 
     // ---- tasks --------------------------------------------------------------

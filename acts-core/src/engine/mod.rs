@@ -25,19 +25,22 @@
 
 mod cache;
 mod channel;
+mod delivery;
 mod error;
 mod executor;
 mod info;
 mod package;
 mod persist;
+mod recovery;
 mod rows;
 mod runtime;
+mod snapshot;
+mod trigger;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use acts_store::{KvStore, MemoryStore};
-use tracing::warn;
 
 pub use cache::{Cache, ProcHandle};
 pub use channel::{Channel, ChannelOptions};
@@ -45,8 +48,12 @@ pub use error::EngineError;
 pub use executor::Executor;
 pub use info::{ModelInfo, ProcInfo, TaskInfo};
 pub use package::{ActPackage, PackageContext, PackageFailure};
-pub use rows::{ModelRow, OpRow, ProcRow, TaskRow, VarsRow, task_row_id};
+pub use rows::{
+    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, ProcRow,
+    TaskRow, VarsRow, delivery_row_id, task_row_id,
+};
 pub use runtime::EngineConfig;
+pub use snapshot::{MAX_TTL_SECS, SnapshotEntry, SnapshotOptions, Snapshots};
 
 use crate::package::{PackageRegistry, RunAs};
 use crate::script::{ScriptEngine, ScriptLimits};
@@ -62,6 +69,7 @@ pub struct EngineBuilder {
     clock: Arc<dyn Clock>,
     limits: ScriptLimits,
     packages: Vec<Arc<dyn ActPackage>>,
+    snapshots: Vec<(String, SnapshotOptions)>,
     resume: bool,
 }
 
@@ -98,6 +106,25 @@ impl EngineBuilder {
     /// [`ManualClock`](crate::time::ManualClock) to drive timeouts.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// All settings at once (cache cap, writer, timers, retention).
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long finished processes are kept once their deliveries settled
+    /// (default: until removed).
+    pub fn retention(mut self, retention: std::time::Duration) -> Self {
+        self.config.retention = Some(retention);
+        self
+    }
+
+    /// Registers a snapshot target before start.
+    pub fn snapshot(mut self, name: &str, options: SnapshotOptions) -> Self {
+        self.snapshots.push((name.to_owned(), options));
         self
     }
 
@@ -151,18 +178,19 @@ impl EngineBuilder {
                 let Some(rt) = weak.upgrade() else {
                     return;
                 };
-                let pid = f.payload;
-                tokio::spawn(async move {
-                    if let Err(e) = rt.tick(&pid).await {
-                        warn!(pid = %pid, error = %e, "timeout tick failed");
-                    }
-                });
+                tokio::spawn(async move { rt.on_timer(f.payload).await });
             }
         });
+        for (name, options) in self.snapshots {
+            rt.snapshots.register(&name, options)?;
+        }
         let engine = Engine { rt };
+        engine.rt.load_channels().await?;
         if self.resume {
             engine.resume().await?;
         }
+        engine.rt.arm_schedules().await?;
+        engine.rt.arm_housekeeping();
         Ok(engine)
     }
 }
@@ -190,6 +218,7 @@ impl Engine {
             clock: Arc::new(SystemClock),
             limits: ScriptLimits::default(),
             packages: Vec::new(),
+            snapshots: Vec::new(),
             resume: true,
         }
     }
@@ -201,7 +230,46 @@ impl Engine {
 
     /// A new channel with `options`' filters.
     pub fn channel(&self, options: ChannelOptions) -> Channel {
-        Channel::open(&self.rt.emitter, &options)
+        Channel::open(&self.rt.emitter, &options, None, Arc::downgrade(&self.rt))
+    }
+
+    /// A durable channel with the stable id `id`: every message that
+    /// passes its filters is recorded as a delivery (in the batch of the
+    /// transition that produced it) until the client acks it
+    /// ([`Channel::ack`]); unacked deliveries are re-sent on the retry
+    /// timer, up to the configured tries, then marked failed (see
+    /// [`Executor::deliveries`]). The registration survives restarts:
+    /// deliveries keep being recorded while the client is away, and
+    /// [`Channel::resend_pending`] hands them over when it is back.
+    pub async fn durable_channel(
+        &self,
+        id: &str,
+        options: ChannelOptions,
+    ) -> Result<Channel, EngineError> {
+        self.rt.register_channel(id, &options).await?;
+        Ok(Channel::open(
+            &self.rt.emitter,
+            &options,
+            Some(id.to_owned()),
+            Arc::downgrade(&self.rt),
+        ))
+    }
+
+    /// Forgets durable channel `id` and its deliveries.
+    pub async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
+        self.rt.remove_channel(id).await
+    }
+
+    /// The snapshot registry (external data sealed into tasks).
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.rt.snapshots
+    }
+
+    /// Runs the housekeeping pass now (re-send due deliveries, drop
+    /// expired snapshot entries, sweep settled processes), as the timer
+    /// does every `tick`.
+    pub async fn housekeeping(&self) {
+        self.rt.housekeeping().await;
     }
 
     /// The resident set.

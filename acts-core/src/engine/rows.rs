@@ -216,3 +216,161 @@ impl Row for OpRow {
         ]
     }
 }
+
+/// A message a process emitted, kept while durable channels have not
+/// settled its deliveries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageRow {
+    /// The message id.
+    pub id: String,
+    /// Its process.
+    pub pid: String,
+    /// The message.
+    pub message: crate::scheduler::Message,
+}
+
+impl Row for MessageRow {
+    const COLLECTION: &'static str = "messages";
+    const VERSION: u32 = 1;
+    const INDEXED: &'static [&'static str] = &["pid"];
+
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn index_values(&self) -> Vec<IndexValue> {
+        vec![IndexValue::Str(self.pid.clone())]
+    }
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    /// Not acknowledged yet: re-sent on the retry timer.
+    Pending,
+    /// Acknowledged by the client.
+    Acked,
+    /// Given up after the last try (the dead-letter view).
+    Failed,
+}
+
+impl DeliveryState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Acked => "acked",
+            DeliveryState::Failed => "failed",
+        }
+    }
+}
+
+/// One message owed to one durable channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    /// The channel id.
+    pub channel: String,
+    /// The message id.
+    pub msg_id: String,
+    /// The message's process.
+    pub pid: String,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// How many times it was sent.
+    pub tries: u32,
+    /// When it is re-sent next (ms on the engine clock).
+    pub next_at: i64,
+    /// When it was created (ms).
+    pub created_at: i64,
+    /// Creation order within the same millisecond (messages of one
+    /// transition keep their order).
+    #[serde(default)]
+    pub seq: u64,
+}
+
+/// The row id of the delivery of message `msg_id` to channel `channel`.
+pub fn delivery_row_id(channel: &str, msg_id: &str) -> String {
+    format!("{channel}/{msg_id}")
+}
+
+impl Row for DeliveryRow {
+    const COLLECTION: &'static str = "deliveries";
+    const VERSION: u32 = 1;
+    const INDEXED: &'static [&'static str] = &["channel", "pid", "state"];
+
+    fn id(&self) -> String {
+        delivery_row_id(&self.channel, &self.msg_id)
+    }
+
+    fn index_values(&self) -> Vec<IndexValue> {
+        vec![
+            IndexValue::Str(self.channel.clone()),
+            IndexValue::Str(self.pid.clone()),
+            IndexValue::Str(self.state.as_str().to_owned()),
+        ]
+    }
+}
+
+/// A durable channel's registration: its filters keep recording
+/// deliveries while its client is away (e.g. across an engine restart).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRow {
+    /// The channel id.
+    pub id: String,
+    /// Its filters.
+    pub options: super::channel::ChannelOptions,
+}
+
+impl Row for ChannelRow {
+    const COLLECTION: &'static str = "channels";
+    const VERSION: u32 = 1;
+    const INDEXED: &'static [&'static str] = &[];
+
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn index_values(&self) -> Vec<IndexValue> {
+        Vec::new()
+    }
+}
+
+/// A model's trigger (`on:`), with the schedule state of cron triggers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRow {
+    /// `<model id>:<trigger id>`.
+    pub id: String,
+    /// The model.
+    pub mid: String,
+    /// The trigger id.
+    pub trigger: String,
+    /// `manual`, `hook`, `schedule`, ...
+    pub kind: String,
+    /// Default start params.
+    pub params: serde_json::Value,
+    /// Cron expression (schedules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// When it fires next (ms; 0: never).
+    pub next_run: i64,
+    /// When it last fired (ms; 0: never).
+    pub last_run: i64,
+}
+
+impl Row for EventRow {
+    const COLLECTION: &'static str = "events";
+    const VERSION: u32 = 1;
+    const INDEXED: &'static [&'static str] = &["kind", "mid"];
+
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn index_values(&self) -> Vec<IndexValue> {
+        vec![
+            IndexValue::Str(self.kind.clone()),
+            IndexValue::Str(self.mid.clone()),
+        ]
+    }
+}

@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use acts_store::{BatchOp, KvStore};
 use parking_lot::RwLock;
@@ -35,24 +36,36 @@ use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskState};
 use crate::script::ScriptEngine;
 use crate::store::{
-    Collection, CollectionError, Filter, GroupCommitWriter, Query, WriteBatch, WriterConfig,
+    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriterConfig,
 };
-use crate::time::{Clock, TimerService};
+use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::{ModelTree, long_id};
 
-use super::cache::{Cache, LoadCell, Lookup, ProcHandle, Slot};
+use super::cache::{Cache, ProcHandle, Slot};
 use super::channel::Emitter;
 use super::error::EngineError;
 use super::info::{ModelInfo, ProcInfo};
 use super::package::{ActPackage, PackageContext};
 use super::persist::{self, Persisted};
 use super::rows::{ModelRow, OpRow, ProcRow};
+use super::snapshot::Snapshots;
 
 /// A deployed model, ready to start processes from.
 pub(crate) struct DeployedModel {
     pub row: ModelRow,
     pub workflow: Workflow,
     pub tree: Arc<ModelTree>,
+}
+
+/// What an engine timer is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TimerKey {
+    /// A process's next timeout.
+    Process(String),
+    /// The next due cron schedule.
+    Schedules,
+    /// Dropping expired snapshot entries and sweeping settled processes.
+    Housekeeping,
 }
 
 /// The engine's settings.
@@ -62,6 +75,16 @@ pub struct EngineConfig {
     pub cache_cap: usize,
     /// The store writer's settings.
     pub writer: WriterConfig,
+    /// How often the housekeeping timer runs (re-sending due deliveries,
+    /// dropping expired snapshot entries, sweeping settled processes).
+    pub tick: Duration,
+    /// How long an unacknowledged delivery waits before it is re-sent.
+    pub delivery_retry: Duration,
+    /// How many times a delivery is sent before it is marked failed.
+    pub delivery_max_tries: u32,
+    /// How long a finished process's rows are kept once all its deliveries
+    /// settled (`None`: kept until removed).
+    pub retention: Option<Duration>,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +92,10 @@ impl Default for EngineConfig {
         Self {
             cache_cap: 4096,
             writer: WriterConfig::default(),
+            tick: Duration::from_secs(15),
+            delivery_retry: Duration::from_secs(30),
+            delivery_max_tries: 5,
+            retention: None,
         }
     }
 }
@@ -82,11 +109,16 @@ pub(crate) struct Runtime {
     pub packages: PackageRegistry,
     pub app_packages: HashMap<String, Arc<dyn ActPackage>>,
     pub clock: Arc<dyn Clock>,
-    pub timers: TimerService<String>,
+    pub timers: TimerService<TimerKey>,
     pub emitter: Arc<Emitter>,
+    pub config: EngineConfig,
+    pub snapshots: Snapshots,
+    pub(super) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
+    housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
+    pub(super) delivery_seq: std::sync::atomic::AtomicU64,
     models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
-    me: Weak<Runtime>,
+    pub(super) me: Weak<Runtime>,
 }
 
 /// What a transition closure may return.
@@ -101,9 +133,10 @@ impl Runtime {
         packages: PackageRegistry,
         app_packages: HashMap<String, Arc<dyn ActPackage>>,
         clock: Arc<dyn Clock>,
-        timers: TimerService<String>,
+        timers: TimerService<TimerKey>,
     ) -> Arc<Self> {
         let writer = GroupCommitWriter::start(store.clone(), config.writer);
+        let clock_for_snapshots = clock.clone();
         Arc::new_cyclic(|me| Self {
             store,
             writer,
@@ -114,20 +147,26 @@ impl Runtime {
             clock,
             timers,
             emitter: Arc::new(Emitter::default()),
+            config: config.clone(),
+            snapshots: Snapshots::new(clock_for_snapshots),
+            schedule_timer: parking_lot::Mutex::new(None),
+            housekeeping_timer: parking_lot::Mutex::new(None),
+            delivery_seq: std::sync::atomic::AtomicU64::new(0),
             models: RwLock::new(HashMap::new()),
             closed: AtomicBool::new(false),
             me: me.clone(),
         })
     }
 
-    fn this(&self) -> Option<Arc<Runtime>> {
+    pub(super) fn this(&self) -> Option<Arc<Runtime>> {
         self.me.upgrade()
     }
 
-    fn services(&self) -> Services<'_> {
+    pub(super) fn services(&self) -> Services<'_> {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
+            seals: Some(&self.snapshots),
         }
     }
 
@@ -139,6 +178,19 @@ impl Runtime {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Arms the periodic housekeeping timer (once).
+    pub(crate) fn arm_housekeeping(&self) {
+        if self.is_closed() {
+            return;
+        }
+        let due = self.now() + self.config.tick.as_millis() as i64;
+        let mut slot = self.housekeeping_timer.lock();
+        if let Some(id) = slot.take() {
+            self.timers.cancel(id);
+        }
+        *slot = Some(self.timers.schedule(due, TimerKey::Housekeeping));
+    }
+
     pub(crate) async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.timers.close();
@@ -147,7 +199,7 @@ impl Runtime {
         self.writer.close().await;
     }
 
-    fn check_open(&self) -> Result<(), EngineError> {
+    pub(super) fn check_open(&self) -> Result<(), EngineError> {
         if self.is_closed() {
             Err(EngineError::Closed)
         } else {
@@ -177,8 +229,13 @@ impl Runtime {
             deployed_at: self.now(),
             revision: old.as_ref().map_or(1, |o| o.revision + 1),
         };
-        let ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        let mut ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        // The model's triggers go in the same batch.
+        ops.extend(self.trigger_ops(workflow).await?);
         self.write(None, ops).await?;
+        if workflow.on.iter().any(|t| t.kind == "schedule") {
+            self.arm_schedules().await?;
+        }
         let info = ModelInfo::from(&row);
         self.models.write().insert(
             row.id.clone(),
@@ -218,13 +275,18 @@ impl Runtime {
         let Some(row) = models.get(id).await? else {
             return Ok(false);
         };
-        self.write(None, Collection::<ModelRow>::delete_ops(&row))
-            .await?;
+        let mut ops = Collection::<ModelRow>::delete_ops(&row);
+        ops.extend(self.trigger_delete_ops(id).await?);
+        self.write(None, ops).await?;
         self.models.write().remove(id);
         Ok(true)
     }
 
-    async fn write(&self, owner: Option<&str>, ops: Vec<BatchOp>) -> Result<(), EngineError> {
+    pub(super) async fn write(
+        &self,
+        owner: Option<&str>,
+        ops: Vec<BatchOp>,
+    ) -> Result<(), EngineError> {
         if ops.is_empty() {
             return Ok(());
         }
@@ -352,7 +414,7 @@ impl Runtime {
         }
     }
 
-    async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
+    pub(super) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
         Ok(Collection::<ProcRow>::new(self.store.clone())
             .get(pid)
             .await?)
@@ -376,7 +438,7 @@ impl Runtime {
 
     /// [`transition`](Self::transition) on a lane already held; `finish`
     /// maps `f`'s result with the process as it will be committed.
-    async fn transition_locked<T, U>(
+    pub(super) async fn transition_locked<T, U>(
         &self,
         handle: &Arc<ProcHandle>,
         mut guard: OwnedMutexGuard<Slot>,
@@ -434,6 +496,7 @@ impl Runtime {
         }
         let mut ops = persist::transition_ops(process, &mut slot.persisted);
         ops.extend(extra);
+        ops.extend(self.delivery_ops(&messages));
         let next_timer = if terminal { None } else { process.next_timer() };
         if let Err(e) = self.write(Some(&pid), ops).await {
             // Not stored: drop the in-memory state; the next use reloads.
@@ -450,7 +513,12 @@ impl Runtime {
         Ok(out)
     }
 
-    fn child_row_ops(&self, model: &DeployedModel, pid: &str, mut vars: Vars) -> Vec<BatchOp> {
+    pub(super) fn child_row_ops(
+        &self,
+        model: &DeployedModel,
+        pid: &str,
+        mut vars: Vars,
+    ) -> Vec<BatchOp> {
         vars.insert("pid".into(), Value::String(pid.to_owned()));
         let row = ProcRow {
             id: pid.to_owned(),
@@ -468,21 +536,26 @@ impl Runtime {
         Collection::<ProcRow>::upsert_ops(None, &row)
     }
 
-    fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
+    pub(super) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
         match (slot.timer, due) {
             (Some((_, d)), Some(due)) if d == due => {}
             (current, due) => {
                 if let Some((id, _)) = current {
                     self.timers.cancel(id);
                 }
-                slot.timer = due.map(|d| (self.timers.schedule(d, pid.to_owned()), d));
+                slot.timer = due.map(|d| {
+                    (
+                        self.timers.schedule(d, TimerKey::Process(pid.to_owned())),
+                        d,
+                    )
+                });
             }
         }
     }
 
     /// After a durable transition: start what it requested; on a terminal
     /// state, evict the process and refill the freed slot.
-    fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
+    pub(super) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
         let Some(rt) = self.this() else {
             return;
         };
@@ -519,7 +592,7 @@ impl Runtime {
         rt.refill();
     }
 
-    async fn run_package(
+    pub(super) async fn run_package(
         self: Arc<Self>,
         pid: String,
         tid: String,
@@ -563,193 +636,6 @@ impl Runtime {
         }
     }
 
-    // ---- loading and refilling ----------------------------------------------
-
-    /// The process `pid`: resident, or loaded from the store (concurrent
-    /// misses share one load). An in-flight process becomes resident and
-    /// continues; a parked or finished one is returned for reading only.
-    pub(crate) async fn handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
-        match self.cache.lookup(pid) {
-            Lookup::Resident(h) => Ok(Some(h)),
-            Lookup::Load(cell) => Box::pin(self.join_load(pid, &cell)).await,
-        }
-    }
-
-    async fn join_load(
-        &self,
-        pid: &str,
-        cell: &LoadCell,
-    ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
-        let start = cell.start;
-        let res = cell
-            .cell
-            .get_or_try_init(|| async {
-                let loaded = self.load(pid).await;
-                let loaded = match loaded {
-                    Ok(l) => l,
-                    Err(e) => {
-                        self.cache.finish_load(pid, None, false);
-                        return Err(e);
-                    }
-                };
-                let Some((handle, state)) = loaded else {
-                    self.cache.finish_load(pid, None, false);
-                    return Ok(None);
-                };
-                let in_flight = !state.is_completed() && state != TaskState::None;
-                let keep = start || in_flight;
-                self.cache.finish_load(pid, Some(&handle), keep);
-                if keep && let Some(rt) = self.this() {
-                    let h = handle.clone();
-                    tokio::spawn(async move {
-                        let r = rt
-                            .transition(&h, Vec::new(), |p, svc| {
-                                p.resume();
-                                p.run(svc);
-                                Ok(())
-                            })
-                            .await;
-                        if let Err(e) = r {
-                            warn!(pid = %h.pid(), error = %e, "resuming the process failed");
-                        }
-                    });
-                }
-                Ok(Some(handle))
-            })
-            .await?;
-        Ok(res.clone())
-    }
-
-    async fn load(&self, pid: &str) -> Result<Option<(Arc<ProcHandle>, TaskState)>, EngineError> {
-        let Some(stored) = persist::read_process(&self.store, pid).await? else {
-            return Ok(None);
-        };
-        let state = stored.row.state;
-        let model = persist::model_of(&stored.row).map_err(EngineError::Corrupt)?;
-        let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
-        Ok(Some((ProcHandle::new(process, persisted), state)))
-    }
-
-    /// Fills free slots with queued in-flight processes, then parked ones,
-    /// oldest first.
-    pub(crate) fn refill(&self) {
-        if self.is_closed() {
-            return;
-        }
-        let Some(rt) = self.this() else {
-            return;
-        };
-        if self.cache.wants_scan() {
-            // Free slots, nothing queued, and parked rows this engine has
-            // not read (left from before a restart): read them.
-            let rt2 = rt.clone();
-            tokio::spawn(async move {
-                if let Err(e) = rt2.start_parked().await {
-                    warn!(error = %e, "cannot read parked processes");
-                }
-            });
-        }
-        for (pid, cell, _parked) in self.cache.claim_refill() {
-            let rt = rt.clone();
-            tokio::spawn(async move {
-                match rt.join_load(&pid, &cell).await {
-                    Ok(Some(_)) => {}
-                    Ok(None) => {
-                        warn!(pid = %pid, "queued process has no row any more");
-                        rt.refill();
-                    }
-                    Err(e) => {
-                        warn!(pid = %pid, error = %e, "cannot load a queued process");
-                        rt.refill();
-                    }
-                }
-            });
-        }
-    }
-
-    /// Reads parked rows from the store into the parked queue (one scan at
-    /// a time; none when the set is full), then refills.
-    pub(crate) async fn start_parked(&self) -> Result<(), EngineError> {
-        if !self.cache.begin_scan() {
-            return Ok(());
-        }
-        let rows = Collection::<ProcRow>::new(self.store.clone())
-            .query_all(&Query::new().filter(Filter::eq("state", "none")))
-            .await;
-        self.cache.end_scan(rows.is_ok());
-        let rows = rows?;
-        self.cache
-            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id)));
-        self.refill();
-        Ok(())
-    }
-
-    /// Boot: queue every in-flight process (oldest first) for a slot,
-    /// then the parked ones, fill the free slots, and replay outbox
-    /// records.
-    pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
-        let procs = Collection::<ProcRow>::new(self.store.clone());
-        let mut in_flight = Vec::new();
-        for state in [
-            TaskState::Ready,
-            TaskState::Running,
-            TaskState::Pending,
-            TaskState::Interrupt,
-        ] {
-            in_flight.extend(
-                procs
-                    .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
-                    .await?,
-            );
-        }
-        in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
-        self.cache.queue_resume(in_flight.into_iter().map(|r| r.id));
-        self.refill();
-        self.start_parked().await?;
-        let ops = Collection::<OpRow>::new(self.store.clone())
-            .query_all(&Query::new().order_by("created_at", false))
-            .await?;
-        for op in ops {
-            if let Err(e) = self.apply_op(op).await {
-                warn!(error = %e, "outbox record not applied yet");
-            }
-        }
-        Ok(())
-    }
-
-    async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
-        match Collection::<OpRow>::new(self.store.clone()).get(id).await? {
-            Some(op) => self.apply_op(op).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Applies an outbox record to its process; the record is deleted in
-    /// the same batch (or alone, when the act was already settled).
-    async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
-        let delete = Collection::<OpRow>::delete_ops(&op);
-        let Some(action) = Action::from_name(&op.action) else {
-            return self.write(None, delete).await;
-        };
-        let Some(handle) = self.handle(&op.pid).await? else {
-            // The parent is gone: nothing left to tell.
-            return self.write(None, delete).await;
-        };
-        let r = self
-            .transition(&handle, delete.clone(), |p, svc| {
-                p.act(&op.tid, action, op.options.clone(), svc)
-            })
-            .await;
-        match r {
-            Ok(()) => Ok(()),
-            Err(EngineError::Action(e)) => {
-                debug!(error = %e, "outbox record already settled");
-                self.write(None, delete).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-
     // ---- actions ------------------------------------------------------------
 
     /// Applies a client action to act `tid` of process `pid`.
@@ -785,6 +671,19 @@ impl Runtime {
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
         self.transition(&handle, Vec::new(), |p, svc| p.push(tid, options, svc))
             .await
+    }
+
+    /// Runs what a fired timer is for.
+    pub(crate) async fn on_timer(&self, key: TimerKey) {
+        match key {
+            TimerKey::Process(pid) => {
+                if let Err(e) = self.tick(&pid).await {
+                    warn!(pid = %pid, error = %e, "timeout tick failed");
+                }
+            }
+            TimerKey::Schedules => self.fire_schedules().await,
+            TimerKey::Housekeeping => self.housekeeping().await,
+        }
     }
 
     /// Fires the timeouts of `pid` that are due.

@@ -21,6 +21,7 @@
 
 mod message;
 mod process;
+pub mod seal;
 mod state;
 mod tasks;
 

@@ -129,6 +129,7 @@ const PRELUDE: &str = r#"
   Object.defineProperty(Array.prototype, 'intersection', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => s.has(String(x)))); } });
   Object.defineProperty(Array.prototype, 'union', { value: function (b) { return uniq(this.concat(b)); } });
   Object.defineProperty(Array.prototype, 'difference', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => !s.has(String(x)))); } });
+  g.__acts_freeze = (o) => { if (o && typeof o === 'object' && !Object.isFrozen(o)) { Object.freeze(o); Object.values(o).forEach(g.__acts_freeze); } return o; };
   g.__acts_cache = Object.create(null);
   g.__acts_eval = g.eval;
   delete g.eval;
@@ -356,7 +357,13 @@ impl Worker {
             let g = ctx.globals();
             let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
             for (k, v) in &globals {
-                let js = ctx.json_parse(v.to_string()).catch(&ctx).map_err(fail)?;
+                let mut js = ctx.json_parse(v.to_string()).catch(&ctx).map_err(fail)?;
+                if k.starts_with('$') {
+                    // Sealed snapshot data: read-only for scripts.
+                    let freeze: rquickjs::Function =
+                        g.get("__acts_freeze").catch(&ctx).map_err(fail)?;
+                    js = freeze.call((js,)).catch(&ctx).map_err(fail)?;
+                }
                 g.set(k.as_str(), js).catch(&ctx).map_err(fail)?;
             }
             let result = (|| {
@@ -455,7 +462,12 @@ fn classify(
             limit: time,
         };
     }
+    // Out of memory, QuickJS may fail to allocate even its error object and
+    // throw a bare `null` (a script throwing `null` itself, which carries
+    // no message either, is reported the same way).
+    let bare_null = matches!(&e, CaughtError::Value(v) if v.is_null());
     if message.contains("out of memory")
+        || bare_null
         || matches!(&e, CaughtError::Error(rquickjs::Error::Allocation))
     {
         // The runtime is discarded by the caller, not collected here: this

@@ -70,11 +70,28 @@ impl ScriptScope {
     /// The variables a script sees as globals: every key of the task's data
     /// and its ancestors', where ancestors override the task and nearer
     /// ancestors override farther ones (the reference engine's priority).
+    ///
+    /// Sealed snapshot values (`__sealed.<name>`) become `$<name>` (the
+    /// task's own first, then the nearest ancestor's), which the engine
+    /// deep-freezes.
     pub fn globals(&self) -> Vars {
         let mut all = self.own.clone();
         for scope in self.ancestors.iter().rev() {
             for (k, v) in scope {
                 all.insert(k.clone(), v.clone());
+            }
+        }
+        all.remove(SEALED_KEY);
+        for scope in self
+            .ancestors
+            .iter()
+            .rev()
+            .chain(std::iter::once(&self.own))
+        {
+            if let Some(Value::Object(sealed)) = scope.get(SEALED_KEY) {
+                for (name, v) in sealed {
+                    all.insert(format!("${name}"), v.clone());
+                }
             }
         }
         all
@@ -97,6 +114,9 @@ impl ScriptScope {
             .or_else(|| std::env::var(name).ok().map(Value::String))
     }
 }
+
+/// The data key of sealed snapshot values (see `scheduler::seal`).
+const SEALED_KEY: &str = "__sealed";
 
 /// Whether a data key is private (never an output, never folded up).
 pub fn is_private(key: &str) -> bool {

@@ -38,6 +38,8 @@ pub struct Services<'a> {
     pub scripts: &'a ScriptEngine,
     /// Knows the packages acts use.
     pub packages: &'a PackageRegistry,
+    /// External data sealed into tasks (snapshots), if any.
+    pub seals: Option<&'a dyn super::seal::Seals>,
 }
 
 enum Job {
@@ -164,6 +166,7 @@ impl Process {
         }
         if state == TaskState::None {
             self.prepare(t, svc);
+            self.seal(t, svc)?;
             self.tasks.set_state(t, TaskState::Ready);
             self.init(t, svc)?;
             self.emit(t);
@@ -234,6 +237,71 @@ impl Process {
             inputs.extend(options);
         }
         self.tasks.set_data(t, &inputs);
+    }
+
+    /// Seals the registered snapshot targets into task `t` (see
+    /// [`super::seal`]).
+    fn seal(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+        use super::seal::{OnMissing, SEALED, SealPolicy, scope_key};
+        let Some(seals) = svc.seals else {
+            return Ok(());
+        };
+        let mut sealed = self
+            .tasks
+            .get(t)
+            .and_then(|x| x.data.get(SEALED))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let before = sealed.len();
+        for target in seals.targets() {
+            if sealed.contains_key(&target.name) {
+                continue; // the task keeps what it sealed
+            }
+            if target.policy == SealPolicy::PerProc
+                && self.tasks.ancestors(t).into_iter().any(|a| {
+                    self.tasks
+                        .get(a)
+                        .and_then(|x| x.data.get(SEALED))
+                        .and_then(|s| s.get(&target.name))
+                        .is_some()
+                })
+            {
+                continue; // inherited from the lineage
+            }
+            let missing = |message: String| -> Result<(), (String, String)> {
+                match target.on_missing {
+                    OnMissing::Skip => Ok(()),
+                    OnMissing::Error => Err((String::new(), message)),
+                }
+            };
+            let scope = match scope_key(&target, |v| self.tasks.find(t, v).cloned()) {
+                Ok(s) => s,
+                Err(vars) => {
+                    missing(format!(
+                        "snapshot '{}' missing required params: [{}]",
+                        target.name,
+                        vars.join(", ")
+                    ))?;
+                    continue;
+                }
+            };
+            match seals.read(&target.name, &scope) {
+                Some(data) => {
+                    sealed.insert(target.name.clone(), Value::Object(data));
+                }
+                None => missing(format!(
+                    "snapshot '{}' has no data for scope '{scope}'",
+                    target.name
+                ))?,
+            }
+        }
+        if sealed.len() != before {
+            let mut v = Vars::new();
+            v.insert(SEALED.into(), Value::Object(sealed));
+            self.tasks.set_data(t, &v);
+        }
+        Ok(())
     }
 
     fn exposes_of(&self, t: TaskIx) -> Vec<Variant> {

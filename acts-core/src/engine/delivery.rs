@@ -1,0 +1,280 @@
+//! Durable deliveries: messages owed to durable channels, their ack, the
+//! retry timer with its dead-letter end, and the sweeper that removes a
+//! finished process once everything owed for it is settled.
+//!
+//! - A message that passes a durable channel's filters gets a message row
+//!   and one delivery row per such channel, **in the batch of the
+//!   transition that produced it** (invariant 2). Without durable channels
+//!   nothing extra is written.
+//! - A delivery is `pending` until the client acks it; the housekeeping
+//!   timer re-sends due pending deliveries to their own channel only (when
+//!   its client is connected), and after `delivery_max_tries` sends marks
+//!   it `failed` — visible through [`Executor::deliveries`](super::Executor::deliveries),
+//!   never dropped silently. A delivery whose message row is gone is
+//!   removed with an error log.
+//! - With a retention set, a finished process whose deliveries are all
+//!   settled (acked or failed) and whose end is older than the retention
+//!   is swept: all its rows are deleted. Nothing unacked is ever swept.
+
+use acts_store::BatchOp;
+use tracing::{error, warn};
+
+use crate::scheduler::{Message, TaskState};
+use crate::store::{Collection, Filter, Query};
+
+use super::channel::ChannelOptions;
+use super::error::EngineError;
+use super::persist;
+use super::rows::{ChannelRow, DeliveryRow, DeliveryState, MessageRow, ProcRow, delivery_row_id};
+use super::runtime::Runtime;
+
+impl Runtime {
+    /// Stores the registration of durable channel `id`.
+    pub(crate) async fn register_channel(
+        &self,
+        id: &str,
+        options: &ChannelOptions,
+    ) -> Result<(), EngineError> {
+        self.check_open()?;
+        if id.is_empty() || id.contains('/') {
+            return Err(EngineError::Channel(format!(
+                "invalid durable channel id '{id}': it must be non-empty and contain no '/'"
+            )));
+        }
+        let row = ChannelRow {
+            id: id.to_owned(),
+            options: options.clone(),
+        };
+        self.write(None, vec![Collection::<ChannelRow>::put_row_op(&row)])
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets durable channel `id` and deletes its deliveries.
+    pub(crate) async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
+        let channels = Collection::<ChannelRow>::new(self.store.clone());
+        let existed = channels.get(id).await?.is_some();
+        self.emitter.unregister_durable(id);
+        let deliveries = Collection::<DeliveryRow>::new(self.store.clone())
+            .query_all(&Query::new().filter(Filter::eq("channel", id)))
+            .await?;
+        let mut ops = vec![BatchOp::delete(Collection::<ChannelRow>::row_key(id))];
+        for d in &deliveries {
+            ops.extend(Collection::<DeliveryRow>::delete_ops(d));
+        }
+        self.write(None, ops).await?;
+        Ok(existed)
+    }
+
+    /// Registers the durable channels stored by earlier runs (no client
+    /// connected yet: their deliveries are recorded, not sent).
+    pub(crate) async fn load_channels(&self) -> Result<(), EngineError> {
+        let rows = Collection::<ChannelRow>::new(self.store.clone())
+            .query_all(&Query::new())
+            .await?;
+        for r in rows {
+            self.emitter.register_durable(&r.id, &r.options, None);
+        }
+        Ok(())
+    }
+
+    /// The rows that make `messages` durable for the durable channels they
+    /// pass: a message row each, a delivery row per channel.
+    pub(crate) fn delivery_ops(&self, messages: &[Message]) -> Vec<BatchOp> {
+        if !self.emitter.has_durable() {
+            return Vec::new();
+        }
+        let now = self.now();
+        let retry = self.config.delivery_retry.as_millis() as i64;
+        let mut ops = Vec::new();
+        for m in messages {
+            let targets = self.emitter.durable_targets(m);
+            if targets.is_empty() {
+                continue;
+            }
+            ops.extend(Collection::<MessageRow>::upsert_ops(
+                None,
+                &MessageRow {
+                    id: m.id.clone(),
+                    pid: m.pid.clone(),
+                    message: m.clone(),
+                },
+            ));
+            for (channel, live) in targets {
+                let row = DeliveryRow {
+                    channel,
+                    msg_id: m.id.clone(),
+                    pid: m.pid.clone(),
+                    state: DeliveryState::Pending,
+                    // The send right after the commit is the first try.
+                    tries: u32::from(live),
+                    next_at: now + retry,
+                    created_at: now,
+                    seq: self
+                        .delivery_seq
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                };
+                ops.extend(Collection::<DeliveryRow>::upsert_ops(None, &row));
+            }
+        }
+        ops
+    }
+
+    /// Marks the delivery of `msg_id` to `channel` acknowledged.
+    pub(crate) async fn ack_delivery(
+        &self,
+        channel: &str,
+        msg_id: &str,
+    ) -> Result<(), EngineError> {
+        let rows = Collection::<DeliveryRow>::new(self.store.clone());
+        let Some(old) = rows.get(&delivery_row_id(channel, msg_id)).await? else {
+            return Err(EngineError::DeliveryNotFound {
+                channel: channel.to_owned(),
+                msg_id: msg_id.to_owned(),
+            });
+        };
+        if old.state == DeliveryState::Acked {
+            return Ok(());
+        }
+        let new = DeliveryRow {
+            state: DeliveryState::Acked,
+            ..old.clone()
+        };
+        self.write(
+            None,
+            Collection::<DeliveryRow>::upsert_ops(Some(&old), &new),
+        )
+        .await
+    }
+
+    /// Deliveries of `channel` (all channels if `None`) in `state` (all if
+    /// `None`), oldest first: the dead-letter view is `state = Failed`.
+    pub(crate) async fn deliveries(
+        &self,
+        channel: Option<&str>,
+        state: Option<DeliveryState>,
+    ) -> Result<Vec<DeliveryRow>, EngineError> {
+        let mut q = Query::new();
+        if let Some(c) = channel {
+            q = q.filter(Filter::eq("channel", c));
+        }
+        if let Some(s) = state {
+            q = q.filter(Filter::eq("state", s.as_str()));
+        }
+        let mut rows = Collection::<DeliveryRow>::new(self.store.clone())
+            .query_all(&q)
+            .await?;
+        rows.sort_by(|a, b| {
+            (a.created_at, a.seq, &a.msg_id).cmp(&(b.created_at, b.seq, &b.msg_id))
+        });
+        Ok(rows)
+    }
+
+    /// Sends every pending delivery of `channel` to its connected client
+    /// again, oldest first; counts as a try.
+    pub(crate) async fn resend_channel(&self, channel: &str) -> Result<usize, EngineError> {
+        let pending = self
+            .deliveries(Some(channel), Some(DeliveryState::Pending))
+            .await?;
+        self.resend(pending, true).await
+    }
+
+    /// Re-sends the pending deliveries whose time has come (to their own
+    /// channel, when connected), failing those out of tries.
+    pub(crate) async fn resend_due(&self) -> Result<usize, EngineError> {
+        let now = self.now();
+        let due: Vec<DeliveryRow> = self
+            .deliveries(None, Some(DeliveryState::Pending))
+            .await?
+            .into_iter()
+            .filter(|d| d.next_at <= now)
+            .collect();
+        self.resend(due, false).await
+    }
+
+    async fn resend(&self, rows: Vec<DeliveryRow>, forced: bool) -> Result<usize, EngineError> {
+        let now = self.now();
+        let retry = self.config.delivery_retry.as_millis() as i64;
+        let messages = Collection::<MessageRow>::new(self.store.clone());
+        let mut ops = Vec::new();
+        let mut sent = 0;
+        for old in rows {
+            let Some(msg) = messages.get(&old.msg_id).await? else {
+                error!(channel = %old.channel, msg_id = %old.msg_id, "delivery without its message row: removed");
+                ops.extend(Collection::<DeliveryRow>::delete_ops(&old));
+                continue;
+            };
+            if !forced && old.tries >= self.config.delivery_max_tries {
+                warn!(channel = %old.channel, msg_id = %old.msg_id, tries = old.tries, "delivery failed: out of tries");
+                let new = DeliveryRow {
+                    state: DeliveryState::Failed,
+                    ..old.clone()
+                };
+                ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
+                continue;
+            }
+            if self.emitter.resend(&old.channel, &msg.message) {
+                sent += 1;
+                let new = DeliveryRow {
+                    tries: old.tries + 1,
+                    next_at: now + retry,
+                    ..old.clone()
+                };
+                ops.push(Collection::<DeliveryRow>::put_row_op(&new));
+            }
+        }
+        self.write(None, ops).await?;
+        Ok(sent)
+    }
+
+    /// Deletes finished processes whose deliveries are all settled and
+    /// whose end is older than the retention. Returns how many.
+    pub(crate) async fn sweep(&self) -> Result<usize, EngineError> {
+        let Some(retention) = self.config.retention else {
+            return Ok(0);
+        };
+        let cutoff = self.now() - retention.as_millis() as i64;
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let deliveries = Collection::<DeliveryRow>::new(self.store.clone());
+        let messages = Collection::<MessageRow>::new(self.store.clone());
+        let mut swept = 0;
+        for state in TaskState::ALL.into_iter().filter(|s| s.is_completed()) {
+            let rows = procs
+                .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
+                .await?;
+            for row in rows.into_iter().filter(|r| r.end_time <= cutoff) {
+                let by_pid = Query::new().filter(Filter::eq("pid", row.id.as_str()));
+                let owed = deliveries.query_all(&by_pid).await?;
+                if owed.iter().any(|d| d.state == DeliveryState::Pending) {
+                    continue; // something is still owed to a client
+                }
+                let Some(stored) = persist::read_process(&self.store, &row.id).await? else {
+                    continue;
+                };
+                let mut ops = persist::delete_ops(&stored.row, &stored.tasks, &stored.vars);
+                for d in &owed {
+                    ops.extend(Collection::<DeliveryRow>::delete_ops(d));
+                }
+                for m in messages.query_all(&by_pid).await? {
+                    ops.extend(Collection::<MessageRow>::delete_ops(&m));
+                }
+                self.write(None, ops).await?;
+                swept += 1;
+            }
+        }
+        Ok(swept)
+    }
+
+    /// The periodic work: re-send due deliveries, drop expired snapshot
+    /// entries, sweep settled processes; then re-arm.
+    pub(crate) async fn housekeeping(&self) {
+        if let Err(e) = self.resend_due().await {
+            warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
+        }
+        self.snapshots.sweep(self.now());
+        if let Err(e) = self.sweep().await {
+            warn!(error = %e, "sweeping finished processes failed; retried on the next tick");
+        }
+        self.arm_housekeeping();
+    }
+}

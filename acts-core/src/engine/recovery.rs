@@ -1,0 +1,207 @@
+//! Loading processes, refilling free slots, and recovery on start: the
+//! resident set's I/O side (the cache itself decides without I/O).
+
+use std::sync::Arc;
+
+use tracing::{debug, warn};
+
+use crate::scheduler::{Action, TaskState};
+use crate::store::{Collection, Filter, Query};
+
+use super::cache::{LoadCell, Lookup, ProcHandle};
+use super::error::EngineError;
+use super::persist;
+use super::rows::{OpRow, ProcRow};
+use super::runtime::Runtime;
+
+impl Runtime {
+    // ---- loading and refilling ----------------------------------------------
+
+    /// The process `pid`: resident, or loaded from the store (concurrent
+    /// misses share one load). An in-flight process becomes resident and
+    /// continues; a parked or finished one is returned for reading only.
+    pub(crate) async fn handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        match self.cache.lookup(pid) {
+            Lookup::Resident(h) => Ok(Some(h)),
+            Lookup::Load(cell) => Box::pin(self.join_load(pid, &cell)).await,
+        }
+    }
+
+    pub(super) async fn join_load(
+        &self,
+        pid: &str,
+        cell: &LoadCell,
+    ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        let start = cell.start;
+        let res = cell
+            .cell
+            .get_or_try_init(|| async {
+                let loaded = self.load(pid).await;
+                let loaded = match loaded {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.cache.finish_load(pid, None, false);
+                        return Err(e);
+                    }
+                };
+                let Some((handle, state)) = loaded else {
+                    self.cache.finish_load(pid, None, false);
+                    return Ok(None);
+                };
+                let in_flight = !state.is_completed() && state != TaskState::None;
+                let keep = start || in_flight;
+                self.cache.finish_load(pid, Some(&handle), keep);
+                if keep && let Some(rt) = self.this() {
+                    let h = handle.clone();
+                    tokio::spawn(async move {
+                        let r = rt
+                            .transition(&h, Vec::new(), |p, svc| {
+                                p.resume();
+                                p.run(svc);
+                                Ok(())
+                            })
+                            .await;
+                        if let Err(e) = r {
+                            warn!(pid = %h.pid(), error = %e, "resuming the process failed");
+                        }
+                    });
+                }
+                Ok(Some(handle))
+            })
+            .await?;
+        Ok(res.clone())
+    }
+
+    pub(super) async fn load(
+        &self,
+        pid: &str,
+    ) -> Result<Option<(Arc<ProcHandle>, TaskState)>, EngineError> {
+        let Some(stored) = persist::read_process(&self.store, pid).await? else {
+            return Ok(None);
+        };
+        let state = stored.row.state;
+        let model = persist::model_of(&stored.row).map_err(EngineError::Corrupt)?;
+        let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
+        Ok(Some((ProcHandle::new(process, persisted), state)))
+    }
+
+    /// Fills free slots with queued in-flight processes, then parked ones,
+    /// oldest first.
+    pub(crate) fn refill(&self) {
+        if self.is_closed() {
+            return;
+        }
+        let Some(rt) = self.this() else {
+            return;
+        };
+        if self.cache.wants_scan() {
+            // Free slots, nothing queued, and parked rows this engine has
+            // not read (left from before a restart): read them.
+            let rt2 = rt.clone();
+            tokio::spawn(async move {
+                if let Err(e) = rt2.start_parked().await {
+                    warn!(error = %e, "cannot read parked processes");
+                }
+            });
+        }
+        for (pid, cell, _parked) in self.cache.claim_refill() {
+            let rt = rt.clone();
+            tokio::spawn(async move {
+                match rt.join_load(&pid, &cell).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => {
+                        warn!(pid = %pid, "queued process has no row any more");
+                        rt.refill();
+                    }
+                    Err(e) => {
+                        warn!(pid = %pid, error = %e, "cannot load a queued process");
+                        rt.refill();
+                    }
+                }
+            });
+        }
+    }
+
+    /// Reads parked rows from the store into the parked queue (one scan at
+    /// a time; none when the set is full), then refills.
+    pub(crate) async fn start_parked(&self) -> Result<(), EngineError> {
+        if !self.cache.begin_scan() {
+            return Ok(());
+        }
+        let rows = Collection::<ProcRow>::new(self.store.clone())
+            .query_all(&Query::new().filter(Filter::eq("state", "none")))
+            .await;
+        self.cache.end_scan(rows.is_ok());
+        let rows = rows?;
+        self.cache
+            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id)));
+        self.refill();
+        Ok(())
+    }
+
+    /// Boot: queue every in-flight process (oldest first) for a slot,
+    /// then the parked ones, fill the free slots, and replay outbox
+    /// records.
+    pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let mut in_flight = Vec::new();
+        for state in [
+            TaskState::Ready,
+            TaskState::Running,
+            TaskState::Pending,
+            TaskState::Interrupt,
+        ] {
+            in_flight.extend(
+                procs
+                    .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
+                    .await?,
+            );
+        }
+        in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
+        self.cache.queue_resume(in_flight.into_iter().map(|r| r.id));
+        self.refill();
+        self.start_parked().await?;
+        let ops = Collection::<OpRow>::new(self.store.clone())
+            .query_all(&Query::new().order_by("created_at", false))
+            .await?;
+        for op in ops {
+            if let Err(e) = self.apply_op(op).await {
+                warn!(error = %e, "outbox record not applied yet");
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
+        match Collection::<OpRow>::new(self.store.clone()).get(id).await? {
+            Some(op) => self.apply_op(op).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Applies an outbox record to its process; the record is deleted in
+    /// the same batch (or alone, when the act was already settled).
+    pub(super) async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
+        let delete = Collection::<OpRow>::delete_ops(&op);
+        let Some(action) = Action::from_name(&op.action) else {
+            return self.write(None, delete).await;
+        };
+        let Some(handle) = self.handle(&op.pid).await? else {
+            // The parent is gone: nothing left to tell.
+            return self.write(None, delete).await;
+        };
+        let r = self
+            .transition(&handle, delete.clone(), |p, svc| {
+                p.act(&op.tid, action, op.options.clone(), svc)
+            })
+            .await;
+        match r {
+            Ok(()) => Ok(()),
+            Err(EngineError::Action(e)) => {
+                debug!(error = %e, "outbox record already settled");
+                self.write(None, delete).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! Durable deliveries, triggers and snapshots, on a manual clock: ack,
+//! re-send to the owning channel only, retry limit then dead-letter,
+//! restart with unacked deliveries, sweep only after settlement, manual /
+//! hook / cron triggers (including a schedule missed across a restart),
+//! and snapshot sealing with TTL. The housekeeping pass is run explicitly
+//! (its timer is set far away), so every step is deterministic.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{
+    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, ProcRow, SnapshotOptions,
+};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Message, TaskState};
+use acts_core::store::Collection;
+use acts_core::time::{Clock, ManualClock};
+use acts_store::{KvStore, MemoryStore};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+const T0: i64 = 1_700_000_000_000;
+const WAITS: &str =
+    "id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n";
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        tick: Duration::from_secs(365 * 86_400),
+        delivery_retry: Duration::from_secs(30),
+        delivery_max_tries: 3,
+        ..EngineConfig::default()
+    }
+}
+
+async fn engine(kv: Arc<dyn KvStore>, clock: &ManualClock, cfg: EngineConfig) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .clock(Arc::new(clock.clone()))
+        .config(cfg)
+        .start()
+        .await
+        .expect("engine starts")
+}
+
+async fn recv(rx: &mut UnboundedReceiver<Message>) -> Message {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a message (hang guard)")
+        .expect("open")
+}
+
+fn acts_only() -> ChannelOptions {
+    ChannelOptions::default()
+        .with_type("act")
+        .with_state("created")
+}
+
+#[tokio::test]
+async fn a_durable_delivery_is_pending_until_acked() {
+    let clock = ManualClock::new(T0);
+    let e = engine(Arc::new(MemoryStore::new()), &clock, config()).await;
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let ch = e.durable_channel("c1", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    e.executor().start("m1", Vars::new()).await.unwrap();
+    let m = recv(&mut rx).await;
+    let pending = e
+        .executor()
+        .deliveries(Some("c1"), Some(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].msg_id.as_str(), pending[0].tries),
+        (m.id.as_str(), 1)
+    );
+    ch.ack(&m.id).await.unwrap();
+    let acked = e
+        .executor()
+        .deliveries(Some("c1"), Some(DeliveryState::Acked))
+        .await
+        .unwrap();
+    assert_eq!(acked.len(), 1);
+    assert!(matches!(
+        ch.ack("no-such-message").await,
+        Err(EngineError::DeliveryNotFound { .. })
+    ));
+    // A plain channel has nothing to ack.
+    let plain = e.channel(ChannelOptions::default());
+    assert!(matches!(
+        plain.ack(&m.id).await,
+        Err(EngineError::Channel(_))
+    ));
+}
+
+#[tokio::test]
+async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
+    let clock = ManualClock::new(T0);
+    let e = engine(Arc::new(MemoryStore::new()), &clock, config()).await;
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let mine = e
+        .durable_channel("mine", acts_only().with_key("a"))
+        .await
+        .unwrap();
+    let other = e
+        .durable_channel("other", acts_only().with_key("zzz"))
+        .await
+        .unwrap();
+    let mut rx_mine = mine.subscribe();
+    let mut rx_other = other.subscribe();
+    e.executor().start("m1", Vars::new()).await.unwrap();
+    let first = recv(&mut rx_mine).await;
+    // Not due yet: nothing is re-sent.
+    e.housekeeping().await;
+    assert!(rx_mine.try_recv().is_err());
+    for attempt in 2..=3 {
+        clock.advance(Duration::from_secs(31));
+        e.housekeeping().await;
+        let again = recv(&mut rx_mine).await;
+        assert_eq!(
+            again.id, first.id,
+            "re-sent with the same id (attempt {attempt})"
+        );
+    }
+    assert!(
+        rx_other.try_recv().is_err(),
+        "another channel never gets it"
+    );
+    // Out of tries: the next pass marks it failed (dead-letter), it is
+    // not re-sent and not dropped.
+    clock.advance(Duration::from_secs(31));
+    e.housekeeping().await;
+    assert!(rx_mine.try_recv().is_err());
+    let dead = e
+        .executor()
+        .deliveries(None, Some(DeliveryState::Failed))
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!((dead[0].channel.as_str(), dead[0].tries), ("mine", 3));
+}
+
+#[tokio::test]
+async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let clock = ManualClock::new(T0);
+    let e1 = engine(kv.clone(), &clock, config()).await;
+    e1.executor()
+        .deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
+        .await
+        .unwrap();
+    let ch = e1.durable_channel("app", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    let p = e1.executor().start("two", Vars::new()).await.unwrap();
+    let a = recv(&mut rx).await;
+    e1.close().await;
+    drop((ch, rx, e1));
+    clock.advance(Duration::from_secs(1));
+
+    // While the client is away, the process moves on: the new message is
+    // recorded for the registered channel.
+    let e2 = engine(kv, &clock, config()).await;
+    e2.executor()
+        .complete(&p.pid, &a.tid, Vars::new())
+        .await
+        .unwrap();
+    let owed = e2
+        .executor()
+        .deliveries(Some("app"), Some(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert_eq!(owed.len(), 2, "a (unacked) and b (sent while away)");
+    // The client reconnects with the same id and gets both, oldest first.
+    let ch = e2.durable_channel("app", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    assert_eq!(ch.resend_pending().await.unwrap(), 2);
+    let got_a = recv(&mut rx).await;
+    let got_b = recv(&mut rx).await;
+    assert_eq!(got_a.id, a.id, "stable id: the client can de-duplicate");
+    assert_eq!(got_b.key.as_deref(), Some("b"));
+    ch.ack(&got_a.id).await.unwrap();
+    ch.ack(&got_b.id).await.unwrap();
+    assert!(
+        e2.executor()
+            .deliveries(Some("app"), Some(DeliveryState::Pending))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(e2.remove_channel("app").await.unwrap());
+    assert!(
+        e2.executor()
+            .deliveries(Some("app"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let clock = ManualClock::new(T0);
+    let cfg = EngineConfig {
+        retention: Some(Duration::from_secs(60)),
+        ..config()
+    };
+    let e = engine(kv.clone(), &clock, cfg).await;
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let ch = e.durable_channel("c", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let m = recv(&mut rx).await;
+    e.executor()
+        .complete(&p.pid, &m.tid, Vars::new())
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(120));
+    e.housekeeping().await;
+    let procs = Collection::<ProcRow>::new(kv.clone());
+    assert!(
+        procs.get(&p.pid).await.unwrap().is_some(),
+        "an unacked delivery keeps it"
+    );
+    ch.ack(&m.id).await.unwrap();
+    e.housekeeping().await;
+    assert!(
+        procs.get(&p.pid).await.unwrap().is_none(),
+        "settled and old: swept"
+    );
+    assert!(
+        e.executor()
+            .deliveries(Some("c"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+const TRIGGERED: &str = r#"
+id: trig
+ver: "1"
+on:
+  - { id: go, kind: manual, params: { x: 1 } }
+  - { id: paid, kind: hook }
+  - { id: every_minute, kind: schedule, schedule: "0 * * * * *" }
+steps:
+  - id: s1
+    uses: acts.transform.code
+    params: "return { seen: typeof x === 'undefined' ? null : x }"
+"#;
+
+#[tokio::test]
+async fn manual_and_hook_triggers_start_the_model() {
+    let clock = ManualClock::new(T0);
+    let e = engine(Arc::new(MemoryStore::new()), &clock, config()).await;
+    let exec = e.executor();
+    exec.deploy_yaml(TRIGGERED).await.unwrap();
+    let p = exec.fire("trig:go", Value::Null).await.unwrap();
+    assert_eq!(
+        p.outputs.get("seen"),
+        Some(&json!(1)),
+        "the trigger's default params"
+    );
+    let p = exec.fire("trig:go", json!({"x": 2})).await.unwrap();
+    assert_eq!(p.outputs.get("seen"), Some(&json!(2)), "the payload wins");
+    let started = exec.hook("paid", json!({"x": 5})).await.unwrap();
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].outputs.get("seen"), Some(&json!(5)));
+    assert!(
+        exec.hook("nobody_listens", Value::Null)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        exec.fire("trig:every_minute", Value::Null).await,
+        Err(EngineError::Trigger { .. })
+    ));
+    assert!(matches!(
+        exec.fire("trig:go", json!([1])).await,
+        Err(EngineError::Trigger { .. })
+    ));
+    assert!(exec.fire("trig:nope", Value::Null).await.is_err());
+}
+
+async fn wait_processes(e: &Engine, n: usize) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while e
+            .executor()
+            .processes(None, None)
+            .await
+            .expect("listable")
+            .len()
+            < n
+        {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the schedule fired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
+    let clock = ManualClock::new(T0);
+    let e = engine(Arc::new(MemoryStore::new()), &clock, config()).await;
+    e.executor().deploy_yaml(TRIGGERED).await.unwrap();
+    let row = |e: &Engine| {
+        let exec = e.executor();
+        async move {
+            exec.triggers()
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|t| t.trigger == "every_minute")
+                .unwrap()
+        }
+    };
+    let first = row(&e).await;
+    assert!(first.next_run > T0 && first.next_run <= T0 + 60_000);
+    assert!(e.executor().processes(None, None).await.unwrap().is_empty());
+    clock.set(first.next_run);
+    wait_processes(&e, 1).await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while row(&e).await.last_run == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the row rolled forward");
+    let after = row(&e).await;
+    assert_eq!(after.next_run, first.next_run + 60_000);
+    assert_eq!(after.last_run, first.next_run);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_missed_while_down_fires_once_on_restart() {
+    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let clock = ManualClock::new(T0);
+    let e1 = engine(kv.clone(), &clock, config()).await;
+    e1.executor().deploy_yaml(TRIGGERED).await.unwrap();
+    e1.close().await;
+    drop(e1);
+    // Ten minutes pass with the engine down: ten ticks missed.
+    clock.advance(Duration::from_secs(600));
+    let e2 = engine(kv, &clock, config()).await;
+    wait_processes(&e2, 1).await;
+    let row = || async {
+        e2.executor()
+            .triggers()
+            .await
+            .expect("triggers readable")
+            .into_iter()
+            .find(|t| t.trigger == "every_minute")
+            .expect("the schedule row")
+    };
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while row().await.last_run == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the row rolled forward");
+    let t = row().await;
+    assert!(
+        t.next_run > clock.now_millis(),
+        "rolled past now, not tick by tick"
+    );
+    // Nothing else is due: still one process after the timer settled.
+    e2.flush().await.unwrap();
+    assert_eq!(e2.executor().processes(None, None).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn snapshots_are_sealed_read_only_and_expire() {
+    let clock = ManualClock::new(T0);
+    let e = Engine::builder()
+        .clock(Arc::new(clock.clone()))
+        .config(config())
+        .snapshot(
+            "rates",
+            SnapshotOptions::per_proc()
+                .with_scope(&["region"])
+                .with_ttl(60),
+        )
+        .start()
+        .await
+        .unwrap();
+    let exec = e.executor();
+    exec.deploy_yaml(
+        "id: fx\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"$rates.usd = 99; return { r: $rates.usd }\"\n",
+    )
+    .await
+    .unwrap();
+    e.snapshots()
+        .upsert(
+            "rates",
+            "eu",
+            1,
+            json!({"usd": 1.1}).as_object().cloned().unwrap(),
+        )
+        .unwrap();
+    let v = |region: &str| {
+        let mut v = Vars::new();
+        v.insert("region".into(), json!(region));
+        v
+    };
+    let p = exec.start("fx", v("eu")).await.unwrap();
+    assert_eq!(
+        p.outputs.get("r"),
+        Some(&json!(1.1)),
+        "sealed and read-only"
+    );
+    // No data for the scope: skipped by default.
+    let p = exec.start("fx", v("us")).await.unwrap();
+    assert_eq!(
+        p.state,
+        TaskState::Error,
+        "$rates is undefined there: {:?}",
+        p.err
+    );
+    // After the TTL the entry is gone.
+    clock.advance(Duration::from_secs(61));
+    assert!(e.snapshots().read("rates", "eu").is_none());
+    e.housekeeping().await;
+    assert!(e.snapshots().list("rates").is_empty());
+}
