@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine: installs what is
 # missing (scripts/setup.sh), then `cargo test --workspace` (unit, scenario,
-# conformance, property, fault and doc tests of every crate and backend).
+# conformance, property, fault, crash-matrix, CLI and doc tests of every
+# crate and backend), then the example workflows' own tests (`acts test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc
+echo "== acts test examples/"
+cargo run --quiet -p acts-cli -- test examples/

@@ -1,5 +1,9 @@
-//! Answers to interrupt requests: from a file, automatic, or typed on the
-//! terminal.
+//! Answers to interrupt requests: scripted (a file or a test's `answers`),
+//! automatic, or typed on the terminal.
+//!
+//! A script maps an act's key (its `params.key`), or, if it has none, its
+//! node id, to one answer or a list used in turn (the last one repeats):
+//! `{"action": "...", "vars": {...}, "target": "KEY_OR_ID", "delay_ms": N}`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,15 +14,38 @@ use serde_json::Value;
 
 use crate::Failure;
 
-/// One answer: an action and its vars.
+/// What an answer does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verb {
+    /// An action on an act (complete, submit, back, cancel, abort, skip,
+    /// error, remove, set_vars).
+    Act(Action),
+    /// Push a new act (`vars` is its definition) to the interrupt's step.
+    Push,
+    /// Leave the interrupt unanswered.
+    Ignore,
+}
+
+/// The action names an answer may use.
+pub const ACTIONS: &str =
+    "complete, submit, back, cancel, abort, skip, error, push, remove, set_vars, ignore";
+
+/// One answer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Answer {
     /// The action's name.
     pub action: String,
-    /// Its options.
+    /// Its options (`error`: ecode, message; `back`: to; `push`: the act).
     #[serde(default)]
     pub vars: Vars,
+    /// Apply it to the most recent act seen with this key or node id
+    /// instead of the interrupt's own act.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Apply it this long after the interrupt arrived (engine clock).
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
 }
 
 impl Answer {
@@ -27,22 +54,21 @@ impl Answer {
         Self {
             action: "complete".into(),
             vars: Vars::new(),
+            target: None,
+            delay_ms: None,
         }
     }
 
-    /// The engine action.
-    pub fn engine_action(&self) -> Result<Action, String> {
-        let name = if self.action == "set_vars" {
-            "set_process_vars"
-        } else {
-            self.action.as_str()
-        };
-        Action::from_name(name).ok_or_else(|| {
-            format!(
-                "unknown action '{}' (use complete, submit, back, cancel, abort, skip, error, remove or set_vars)",
-                self.action
-            )
-        })
+    /// What the answer does.
+    pub fn verb(&self) -> Result<Verb, String> {
+        match self.action.as_str() {
+            "push" => Ok(Verb::Push),
+            "ignore" => Ok(Verb::Ignore),
+            "set_vars" => Ok(Verb::Act(Action::SetProcessVars)),
+            name => Action::from_name(name)
+                .map(Verb::Act)
+                .ok_or_else(|| format!("unknown action '{}' (use {ACTIONS})", self.action)),
+        }
     }
 }
 
@@ -53,8 +79,7 @@ enum OneOrMany {
     Many(Vec<Answer>),
 }
 
-/// Answers read from a file: per act key (or node id), a list used in turn,
-/// the last one repeating.
+/// A set of scripted answers, used in turn per key.
 #[derive(Debug, Default)]
 pub struct AnswerFile {
     answers: HashMap<String, Vec<Answer>>,
@@ -62,7 +87,7 @@ pub struct AnswerFile {
 }
 
 impl AnswerFile {
-    /// Reads and checks an answers file.
+    /// Reads and checks an answers file (JSON).
     pub fn read(path: &Path) -> Result<Self, Failure> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Failure::input(format!(
@@ -70,12 +95,20 @@ impl AnswerFile {
                 path.display()
             ))
         })?;
-        let raw: HashMap<String, OneOrMany> = serde_json::from_str(&text).map_err(|e| {
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
             Failure::input(format!(
                 "answers file '{}': {e} (expected {{\"KEY\": {{\"action\": \"complete\", \"vars\": {{}}}}}})",
                 path.display()
             ))
         })?;
+        Self::from_value(value)
+            .map_err(|e| Failure::input(format!("answers file '{}': {e}", path.display())))
+    }
+
+    /// Checks answers given as a JSON value (a test file's `answers`).
+    pub fn from_value(value: Value) -> Result<Self, String> {
+        let raw: HashMap<String, OneOrMany> =
+            serde_json::from_value(value).map_err(|e| e.to_string())?;
         let mut answers = HashMap::new();
         for (key, v) in raw {
             let list = match v {
@@ -83,15 +116,10 @@ impl AnswerFile {
                 OneOrMany::Many(l) => l,
             };
             if list.is_empty() {
-                return Err(Failure::input(format!(
-                    "answers file '{}': '{key}' has an empty list of answers",
-                    path.display()
-                )));
+                return Err(format!("'{key}' has an empty list of answers"));
             }
             for a in &list {
-                a.engine_action().map_err(|e| {
-                    Failure::input(format!("answers file '{}', '{key}': {e}", path.display()))
-                })?;
+                a.verb().map_err(|e| format!("'{key}': {e}"))?;
             }
             answers.insert(key, list);
         }
@@ -102,7 +130,7 @@ impl AnswerFile {
     }
 
     /// The next answer for an act with `key` (if any) and node id `nid`;
-    /// `None` when the file has none for it.
+    /// `None` when the script has none for it.
     pub fn next(&mut self, key: Option<&str>, nid: &str) -> Option<Answer> {
         let k = key
             .filter(|k| self.answers.contains_key(*k))
@@ -159,39 +187,45 @@ pub fn parse_typed(line: &str) -> Result<Answer, String> {
     let a = Answer {
         action: action.to_owned(),
         vars,
+        target: None,
+        delay_ms: None,
     };
-    a.engine_action()?;
+    a.verb()?;
     Ok(a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn answers_repeat_the_last_and_fall_back_to_the_node_id() {
-        let dir = std::env::temp_dir().join(format!("acts-answers-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("a.json");
-        std::fs::write(
-            &f,
-            r#"{"approve": [{"action": "back", "vars": {"to": "s1"}}, {"action": "complete"}],
-                "step2": {"action": "error", "vars": {"ecode": "E1"}}}"#,
-        )
+        let mut a = AnswerFile::from_value(json!({
+            "approve": [{"action": "back", "vars": {"to": "s1"}}, {"action": "complete"}],
+            "step2": {"action": "error", "vars": {"ecode": "E1"}, "delay_ms": 5}
+        }))
         .unwrap();
-        let mut a = AnswerFile::read(&f).unwrap();
         assert_eq!(a.next(Some("approve"), "x").unwrap().action, "back");
         assert_eq!(a.next(Some("approve"), "x").unwrap().action, "complete");
         assert_eq!(a.next(Some("approve"), "x").unwrap().action, "complete");
-        assert_eq!(a.next(Some("other"), "step2").unwrap().action, "error");
+        let e = a.next(Some("other"), "step2").unwrap();
+        assert_eq!((e.action.as_str(), e.delay_ms), ("error", Some(5)));
         assert!(a.next(None, "nothing").is_none());
-        std::fs::write(&f, r#"{"k": {"action": "explode"}}"#).unwrap();
-        assert!(
-            AnswerFile::read(&f)
-                .unwrap_err()
-                .message
-                .contains("explode")
-        );
+        let bad = AnswerFile::from_value(json!({"k": {"action": "explode"}})).unwrap_err();
+        assert!(bad.contains("explode"), "{bad}");
+        assert!(AnswerFile::from_value(json!({"k": {"action": "complete", "when": 1}})).is_err());
+    }
+
+    #[test]
+    fn every_verb_is_known() {
+        for name in ACTIONS.split(", ") {
+            let a = Answer {
+                action: name.into(),
+                ..Answer::complete()
+            };
+            assert!(a.verb().is_ok(), "{name}");
+        }
     }
 
     #[test]

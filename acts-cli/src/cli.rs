@@ -28,9 +28,11 @@ pub struct AnswerMode {
     /// Complete every interrupt request with no vars.
     #[arg(long, conflicts_with = "answers")]
     pub auto: bool,
-    /// A JSON file mapping an act's key (or node id) to its answer:
-    /// {"action": "complete|submit|back|cancel|abort|skip|error", "vars": {...}},
-    /// or to a list of answers used in turn (the last one repeats).
+    /// A JSON file mapping an act's key (or node id) to its answer,
+    /// {"action": "complete|submit|back|cancel|abort|skip|error|push|remove|set_vars|ignore",
+    /// "vars": {...}, "target": "KEY_OR_ID", "delay_ms": N}, or to a list of
+    /// answers used in turn (the last one repeats). Scripted runs (this and
+    /// --auto) use a virtual clock: timers fire when the run is idle.
     #[arg(long, value_name = "FILE")]
     pub answers: Option<PathBuf>,
     /// Print one JSON report at the end instead of progress.
@@ -107,4 +109,14 @@ pub enum Command {
     },
     /// List deployed models.
     Models,
+    /// Run the tests of models: every MODEL.yml with a MODEL.test.yml (or
+    /// .json) beside it, in the given folders or files.
+    Test {
+        /// Folders or files (models or their test files).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// One JSON object per test and a summary, instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }

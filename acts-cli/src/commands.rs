@@ -1,28 +1,66 @@
 //! The commands: open the store and engine, then run, deploy, start,
 //! list, show, act or resume.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 use acts::{
-    Action, ChannelOptions, Engine, EngineError, Executor, OpenStoreError, TaskInfo, TaskState,
+    Action, ChannelOptions, Clock, Engine, EngineError, Executor, ManualClock, OpenStoreError,
+    SystemClock, TaskInfo, TaskState,
 };
 use serde_json::Value;
 
 use crate::Failure;
 use crate::answers::{AnswerFile, parse_vars};
 use crate::cli::{AnswerMode, Cli, Command};
-use crate::driver::{Driver, Mode};
+use crate::driver::{Driver, Mode, Report, print_report};
 
 /// Runs the command; returns the exit code.
 pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
-    let engine = open_engine(&args.store).await?;
-    let code = match args.command {
+    match args.command {
         Command::Run {
             model,
             deploy,
             vars,
             mode,
-        } => run(&engine, &model, &deploy, &vars, mode).await,
+        } => {
+            let answer_mode = mode_of(&mode)?;
+            let vars = parse_vars(&vars)?;
+            let clock = scripted(&mode);
+            let engine = open_engine(&args.store, clock.clone()).await?;
+            let started = Instant::now();
+            let run = RunSpec {
+                model: &model,
+                deploy: &deploy,
+                vars,
+                json: mode.json,
+            };
+            let report = run_model(&engine, &run, answer_mode, clock).await;
+            engine.close().await;
+            let report = report?;
+            print_report(&report, mode.json, started.elapsed().as_millis());
+            if !mode.json && report.exit_code() == 2 {
+                // Refused runs also say why on stderr.
+                eprintln!(
+                    "acts: {}",
+                    report.error.clone().unwrap_or_else(|| report.state.clone())
+                );
+            }
+            Ok(report.exit_code())
+        }
+        Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
+        other => {
+            let engine = open_engine(&args.store, None).await?;
+            let code = other_command(&engine, other).await;
+            engine.close().await;
+            code
+        }
+    }
+}
+
+async fn other_command(engine: &Engine, command: Command) -> Result<u8, Failure> {
+    match command {
         Command::Deploy { models } => {
             for m in &models {
                 let info = deploy_file(&engine.executor(), m).await?;
@@ -67,7 +105,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             println!("ok: {action} {pid} {tid}");
             Ok(0)
         }
-        Command::Resume { mode } => resume(&engine, mode).await,
+        Command::Resume { mode } => resume(engine, mode).await,
         Command::Models => {
             for m in engine
                 .executor()
@@ -82,19 +120,26 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             }
             Ok(0)
         }
-    };
-    engine.close().await;
-    code
+        Command::Run { .. } | Command::Test { .. } => Ok(0),
+    }
 }
 
-async fn open_engine(url: &str) -> Result<Engine, Failure> {
+/// The virtual clock of a scripted run (`--auto`, `--answers`): timers
+/// fire when the run is otherwise idle instead of on wall time.
+fn scripted(mode: &AnswerMode) -> Option<ManualClock> {
+    (mode.auto || mode.answers.is_some()).then(|| ManualClock::new(SystemClock.now_millis()))
+}
+
+pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
     let store = acts::open_store(url).await.map_err(|e| match e {
         OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{url}': {e}")),
         other => Failure::input(other.to_string()),
     })?;
-    Engine::builder()
-        .store(store)
-        .resume_on_start(false)
+    let mut builder = Engine::builder().store(store).resume_on_start(false);
+    if let Some(c) = clock {
+        builder = builder.clock(Arc::new(c));
+    }
+    builder
         .start()
         .await
         .map_err(|e| Failure::run(format!("cannot start the engine: {e}")))
@@ -114,7 +159,9 @@ fn action_failure(e: EngineError) -> Failure {
     }
 }
 
-async fn deploy_file(exec: &Executor, path: &Path) -> Result<acts::ModelInfo, Failure> {
+/// Deploys a model file; a model that does not parse or validate is bad
+/// input naming the file.
+pub(crate) async fn deploy_file(exec: &Executor, path: &Path) -> Result<acts::ModelInfo, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::input(format!("cannot read model '{}': {e}", path.display())))?;
     exec.deploy_yaml(&text).await.map_err(|e| match e {
@@ -127,7 +174,7 @@ fn mode_of(mode: &AnswerMode) -> Result<Mode, Failure> {
     Ok(if mode.auto {
         Mode::Auto
     } else if let Some(f) = &mode.answers {
-        Mode::File(AnswerFile::read(f)?)
+        Mode::Script(AnswerFile::read(f)?)
     } else {
         use tokio::io::AsyncBufReadExt;
         Mode::Ask(Box::new(
@@ -136,25 +183,57 @@ fn mode_of(mode: &AnswerMode) -> Result<Mode, Failure> {
     })
 }
 
-async fn run(
+/// What one run deploys and starts.
+pub(crate) struct RunSpec<'a> {
+    /// The model to start.
+    pub model: &'a Path,
+    /// Models to deploy first.
+    pub deploy: &'a [PathBuf],
+    /// Start vars.
+    pub vars: acts::Vars,
+    /// Whether progress is silenced.
+    pub json: bool,
+}
+
+/// Deploys, starts and drives one model. A model that does not deploy is
+/// reported `invalid`, a refused start `rejected` (both exit 2); errors of
+/// the tool itself are `Err`.
+pub(crate) async fn run_model(
     engine: &Engine,
-    model: &Path,
-    extra: &[std::path::PathBuf],
-    vars: &[String],
-    mode: AnswerMode,
-) -> Result<u8, Failure> {
-    let answer_mode = mode_of(&mode)?;
-    let vars = parse_vars(vars)?;
+    run: &RunSpec<'_>,
+    mode: Mode,
+    clock: Option<ManualClock>,
+) -> Result<Report, Failure> {
     let exec = engine.executor();
-    for d in extra {
-        deploy_file(&exec, d).await?;
+    let model_name = run.model.display().to_string();
+    for d in run.deploy {
+        if let Err(f) = deploy_file(&exec, d).await {
+            return refused_or(f, "invalid", &model_name);
+        }
     }
-    let info = deploy_file(&exec, model).await?;
+    let info = match deploy_file(&exec, run.model).await {
+        Ok(i) => i,
+        Err(f) => return refused_or(f, "invalid", &model_name),
+    };
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let started = exec.start(&info.id, vars).await.map_err(action_failure)?;
-    let mut driver = Driver::new(exec, answer_mode, mode.json);
-    let reports = driver.drive(engine, &mut rx, vec![started.pid]).await?;
-    Ok(reports.iter().map(|r| driver.print(r)).max().unwrap_or(0))
+    let started = match exec.start(&info.id, run.vars.clone()).await {
+        Ok(p) => p,
+        Err(e) => return refused_or(action_failure(e), "rejected", &info.id),
+    };
+    let mut driver = Driver::new(engine, mode, run.json, clock);
+    let mut reports = driver.drive(engine, &mut rx, vec![started.pid]).await?;
+    reports
+        .pop()
+        .ok_or_else(|| Failure::run("the run produced no report"))
+}
+
+/// Bad input becomes a refused report; other failures stay errors.
+fn refused_or(f: Failure, state: &str, model: &str) -> Result<Report, Failure> {
+    if f.code == 2 {
+        Ok(Report::refused(state, model, f.message))
+    } else {
+        Err(f)
+    }
 }
 
 async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
@@ -187,7 +266,7 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
         }
         return Ok(0);
     }
-    let mut driver = Driver::new(exec, answer_mode, mode.json);
+    let mut driver = Driver::new(engine, answer_mode, mode.json, None);
     for pid in &roots {
         driver.answer_waiting(pid).await?;
     }

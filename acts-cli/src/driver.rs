@@ -1,38 +1,48 @@
 //! Driving processes to their end: following their messages, answering
-//! their interrupt requests, and reporting.
+//! their interrupt requests one at a time, moving a virtual clock in
+//! scripted runs, and reporting.
+//!
+//! The loop: take every message that arrived; apply at most one answer
+//! that is due; otherwise wait until the engine is idle (nothing in
+//! flight for any process). When idle with nothing to answer, a scripted
+//! run moves its virtual clock to the next delayed answer or the next
+//! timer of one of its processes; if there is none, the process is
+//! *stalled*. Runs on the real clock wait for the timer instead.
 
-use std::collections::HashMap;
-use std::time::Instant;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
-use acts::{Engine, Executor, Message, TaskState, Vars};
+use acts::{Engine, Executor, ManualClock, Message, TaskState, Vars};
 use serde_json::{Value, json};
 use tokio::io::{BufReader, Lines, Stdin};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::Failure;
-use crate::answers::{Answer, AnswerFile, parse_typed};
+use crate::answers::{Answer, AnswerFile, Verb, parse_typed};
 
 /// How interrupt requests are answered.
 pub enum Mode {
     /// Complete with no vars.
     Auto,
-    /// From an answers file (unlisted acts are completed with no vars).
-    File(AnswerFile),
+    /// From a script (unlisted acts are completed with no vars).
+    Script(AnswerFile),
     /// Asked on the terminal.
     Ask(Box<Lines<BufReader<Stdin>>>),
 }
 
 /// The outcome of one process.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Report {
-    /// Process id.
+    /// Process id (empty when it never started).
     pub pid: String,
     /// Model id.
     pub model: String,
-    /// Final state.
-    pub state: TaskState,
+    /// Final state: a process state, or `invalid`, `rejected`, `stalled`.
+    pub state: String,
     /// Outputs.
     pub outputs: Vars,
+    /// Error code of a failed process (or of `invalid`/`rejected`).
+    pub ecode: Option<String>,
     /// Error message, if it failed.
     pub error: Option<String>,
     /// The messages of it (and its subflow children), in order.
@@ -40,22 +50,51 @@ pub struct Report {
 }
 
 impl Report {
+    /// A run that never started: `state` is `invalid` or `rejected`.
+    pub fn refused(state: &str, model: &str, error: String) -> Self {
+        Self {
+            pid: String::new(),
+            model: model.to_owned(),
+            state: state.to_owned(),
+            outputs: Vars::new(),
+            ecode: None,
+            error: Some(error),
+            messages: Vec::new(),
+        }
+    }
+
     /// The `--json` form.
     pub fn to_json(&self) -> Value {
         json!({
             "pid": self.pid,
             "model": self.model,
-            "state": self.state.as_str(),
+            "state": self.state,
             "outputs": self.outputs,
             "error": self.error,
             "messages": self.messages,
         })
     }
 
-    /// Whether the process completed (exit code 0).
-    pub fn succeeded(&self) -> bool {
-        self.state.is_success()
+    /// The exit code: 0 completed, 1 error/aborted/stalled, 2 refused.
+    pub fn exit_code(&self) -> u8 {
+        match self.state.as_str() {
+            "invalid" | "rejected" => 2,
+            "completed" | "submitted" => 0,
+            _ => 1,
+        }
     }
+}
+
+/// An interrupt waiting for its answer.
+#[derive(Debug, Clone)]
+struct Interrupt {
+    pid: String,
+    tid: String,
+    nid: String,
+    key: Option<String>,
+    inputs: Vars,
+    /// When it arrived (engine clock).
+    at: i64,
 }
 
 /// Follows processes and answers their interrupts.
@@ -63,20 +102,38 @@ pub struct Driver {
     exec: Executor,
     mode: Mode,
     json: bool,
+    /// The virtual clock of a scripted run.
+    clock: Option<ManualClock>,
+    /// The clock the engine uses.
+    now: Box<dyn Fn() -> i64 + Send>,
     started: Instant,
-    /// Root pid → messages of it and its children.
     messages: HashMap<String, Vec<Value>>,
+    /// Most recent act seen per key and per node id.
+    seen: HashMap<String, (String, String)>,
+    answered: HashSet<(String, String)>,
+    waiting: Vec<Interrupt>,
+    delayed: Vec<(i64, Interrupt, Answer)>,
+    pids: HashSet<String>,
 }
 
 impl Driver {
-    /// A driver answering with `mode`; `json` silences progress output.
-    pub fn new(exec: Executor, mode: Mode, json: bool) -> Self {
+    /// A driver for `engine`; `clock` is the virtual clock of a scripted
+    /// run (the engine must use it), `None` on the real clock.
+    pub fn new(engine: &Engine, mode: Mode, json: bool, clock: Option<ManualClock>) -> Self {
+        let c = engine.clock();
         Self {
-            exec,
+            exec: engine.executor(),
             mode,
             json,
+            clock,
+            now: Box::new(move || c.now_millis()),
             started: Instant::now(),
             messages: HashMap::new(),
+            seen: HashMap::new(),
+            answered: HashSet::new(),
+            waiting: Vec::new(),
+            delayed: Vec::new(),
+            pids: HashSet::new(),
         }
     }
 
@@ -104,49 +161,113 @@ impl Driver {
         println!("{ms:>6}ms  {:<8} {:<10} {name}{what}", m.r#type, m.state);
     }
 
-    /// Answers the interrupt of act `tid` (node `nid`, key `key`).
-    async fn answer(
-        &mut self,
-        pid: &str,
-        tid: &str,
-        nid: &str,
-        key: Option<&str>,
-        inputs: &Vars,
-    ) -> Result<(), Failure> {
-        let answer = match &mut self.mode {
-            Mode::Auto => Answer::complete(),
-            Mode::File(f) => f.next(key, nid).unwrap_or_else(Answer::complete),
+    /// Records a message; queues an interrupt it announces.
+    fn on_message(&mut self, root: &str, m: &Message) {
+        self.progress(m);
+        self.pids.insert(m.pid.clone());
+        self.messages
+            .entry(root.to_owned())
+            .or_default()
+            .push(json!({
+                "type": m.r#type,
+                "key": m.key,
+                "name": m.name,
+                "uses": m.uses,
+                "state": m.state,
+                "pid": m.pid,
+            }));
+        if m.r#type == "act" {
+            let at = (m.pid.clone(), m.tid.clone());
+            if let Some(k) = &m.key {
+                self.seen.insert(k.clone(), at.clone());
+            }
+            self.seen.insert(m.nid.clone(), at);
+        }
+        if m.r#type == "act" && m.state == "created" && m.uses.as_deref() == Some("acts.core.irq") {
+            self.waiting.push(Interrupt {
+                pid: m.pid.clone(),
+                tid: m.tid.clone(),
+                nid: m.nid.clone(),
+                key: m.key.clone(),
+                inputs: m.inputs.clone(),
+                at: (self.now)(),
+            });
+        }
+    }
+
+    /// The answer for an interrupt (asking on the terminal if need be).
+    async fn decide(&mut self, i: &Interrupt) -> Result<Answer, Failure> {
+        match &mut self.mode {
+            Mode::Auto => Ok(Answer::complete()),
+            Mode::Script(f) => Ok(f
+                .next(i.key.as_deref(), &i.nid)
+                .unwrap_or_else(Answer::complete)),
             Mode::Ask(lines) => loop {
                 eprintln!(
-                    "\ninterrupt: act '{nid}'{} of process {pid} (task {tid})\n  inputs: {}\n  answer with ACTION [JSON-VARS] (complete, submit, back, cancel, abort, skip, error); Enter completes:",
-                    key.map(|k| format!(" [{k}]")).unwrap_or_default(),
-                    Value::Object(inputs.clone())
+                    "\ninterrupt: act '{}'{} of process {} (task {})\n  inputs: {}\n  answer with ACTION [JSON-VARS] (complete, submit, back, cancel, abort, skip, error, remove, set_vars, push, ignore); Enter completes:",
+                    i.nid,
+                    i.key
+                        .as_ref()
+                        .map(|k| format!(" [{k}]"))
+                        .unwrap_or_default(),
+                    i.pid,
+                    i.tid,
+                    Value::Object(i.inputs.clone())
                 );
-                let line = lines
-                    .next_line()
-                    .await
-                    .map_err(|e| Failure::run(format!("cannot read the terminal: {e}")))?;
+                let line = tokio::select! {
+                    l = lines.next_line() => l.map_err(|e| Failure::run(format!("cannot read the terminal: {e}")))?,
+                    _ = tokio::signal::ctrl_c() => return Err(stopped()),
+                };
                 let Some(line) = line else {
                     return Err(Failure::run(format!(
-                        "the terminal closed while act '{nid}' of process {pid} waits; `acts resume` continues it"
+                        "the terminal closed while act '{}' of process {} waits; `acts resume` continues it",
+                        i.nid, i.pid
                     )));
                 };
                 match parse_typed(&line) {
-                    Ok(a) => break a,
+                    Ok(a) => break Ok(a),
                     Err(e) => eprintln!("  {e}"),
                 }
             },
-        };
-        let action = answer.engine_action().map_err(Failure::input)?;
-        self.exec
-            .act(pid, tid, action, answer.vars.clone())
-            .await
-            .map_err(|e| {
+        }
+    }
+
+    /// Applies `answer` to interrupt `i`.
+    async fn apply(&mut self, i: &Interrupt, answer: &Answer) -> Result<(), Failure> {
+        let verb = answer.verb().map_err(Failure::input)?;
+        let (pid, tid) = match &answer.target {
+            Some(t) => self.seen.get(t).cloned().ok_or_else(|| {
                 Failure::run(format!(
-                    "answering act '{nid}' of process {pid} with '{}' failed: {e}",
-                    answer.action
+                    "answer for '{}': no act with key or id '{t}' was seen yet",
+                    i.key.as_deref().unwrap_or(&i.nid)
                 ))
-            })
+            })?,
+            None => (i.pid.clone(), i.tid.clone()),
+        };
+        let failed = |e: acts::EngineError| {
+            Failure::run(format!(
+                "answering act '{}' of process {} with '{}' failed: {e}",
+                i.nid, i.pid, answer.action
+            ))
+        };
+        match verb {
+            Verb::Ignore => Ok(()),
+            Verb::Act(action) => self
+                .exec
+                .act(&pid, &tid, action, answer.vars.clone())
+                .await
+                .map_err(failed),
+            Verb::Push => {
+                let act = self.exec.task(&i.pid, &i.tid).await.map_err(failed)?;
+                let step = act.parent.ok_or_else(|| {
+                    Failure::run(format!("act '{}' has no step to push to", i.nid))
+                })?;
+                self.exec
+                    .push(&i.pid, &step, answer.vars.clone())
+                    .await
+                    .map_err(failed)
+            }
+        }
     }
 
     /// Answers the interrupts that already wait in `pid` (after a
@@ -157,17 +278,56 @@ impl Driver {
             .tasks(pid)
             .await
             .map_err(|e| Failure::run(e.to_string()))?;
+        self.pids.insert(pid.to_owned());
         for t in tasks {
             if t.state == TaskState::Interrupt && t.kind == "act" {
-                self.answer(pid, &t.tid, &t.nid, t.key.as_deref(), &t.data)
-                    .await?;
+                self.waiting.push(Interrupt {
+                    pid: pid.to_owned(),
+                    tid: t.tid.clone(),
+                    nid: t.nid.clone(),
+                    key: t.key.clone(),
+                    inputs: t.data.clone(),
+                    at: (self.now)(),
+                });
             }
         }
         Ok(())
     }
 
-    /// Follows `roots` until each has ended; returns their reports in the
-    /// order given. Ctrl-C stops (exit 130), leaving them to `acts resume`.
+    /// Takes one step of answering: the next waiting interrupt is decided
+    /// (and applied now, delayed, or ignored), or a delayed answer that is
+    /// due is applied. Returns whether it did something.
+    async fn answer_one(&mut self) -> Result<bool, Failure> {
+        let now = (self.now)();
+        if let Some(pos) = self.delayed.iter().position(|(due, _, _)| *due <= now) {
+            let (_, i, a) = self.delayed.remove(pos);
+            self.apply(&i, &a).await?;
+            return Ok(true);
+        }
+        while !self.waiting.is_empty() {
+            let i = self.waiting.remove(0);
+            if !self.answered.insert((i.pid.clone(), i.tid.clone())) {
+                continue; // an interrupt task is answered once
+            }
+            let a = self.decide(&i).await?;
+            match (a.verb(), a.delay_ms) {
+                (Ok(Verb::Ignore), _) => continue,
+                (_, Some(ms)) if ms > 0 => {
+                    self.delayed.push((i.at + ms as i64, i, a));
+                    continue;
+                }
+                _ => {
+                    self.apply(&i, &a).await?;
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Follows `roots` until each has ended (or stalled); returns their
+    /// reports in the order given. Ctrl-C stops (exit 130), leaving them
+    /// to `acts resume`.
     pub async fn drive(
         &mut self,
         engine: &Engine,
@@ -175,44 +335,83 @@ impl Driver {
         roots: Vec<String>,
     ) -> Result<Vec<Report>, Failure> {
         // Every root is followed until its end message: the channel was
-        // subscribed before the roots started (or resumed), so even a process
-        // that ended at once has its messages waiting there.
+        // subscribed before the roots started (or resumed), so even a
+        // process that ended at once has its messages waiting there.
         let mut open = roots.clone();
+        let mut stalled: Vec<String> = Vec::new();
+        let mut failed: Option<String> = None;
+        let mut spins = 0u32;
+        self.pids.extend(roots.iter().cloned());
         while !open.is_empty() {
-            let m = tokio::select! {
-                m = rx.recv() => m,
-                _ = tokio::signal::ctrl_c() => {
-                    engine.close().await;
-                    return Err(Failure {
-                        code: 130,
-                        message: "stopped; the store keeps every process: `acts resume` continues them".into(),
-                    });
+            // 1. Everything that arrived.
+            let mut got = false;
+            while let Ok(m) = rx.try_recv() {
+                got = true;
+                let Some(root) = Self::root_of(&roots, &m.pid).cloned() else {
+                    continue;
+                };
+                self.on_message(&root, &m);
+                if m.r#type == "workflow" && m.state != "created" && m.pid == root {
+                    open.retain(|p| *p != root);
                 }
-            };
-            let Some(m) = m else {
-                return Err(Failure::run("the engine stopped"));
-            };
-            let Some(root) = Self::root_of(&roots, &m.pid).cloned() else {
-                continue;
-            };
-            self.progress(&m);
-            self.messages.entry(root.clone()).or_default().push(json!({
-                "type": m.r#type,
-                "key": m.key,
-                "name": m.name,
-                "uses": m.uses,
-                "state": m.state,
-                "pid": m.pid,
-            }));
-            if m.r#type == "act"
-                && m.state == "created"
-                && m.uses.as_deref() == Some("acts.core.irq")
-            {
-                self.answer(&m.pid, &m.tid, &m.nid, m.key.as_deref(), &m.inputs)
-                    .await?;
             }
-            if m.r#type == "workflow" && m.state != "created" && m.pid == root {
-                open.retain(|p| *p != root);
+            if open.is_empty() {
+                break;
+            }
+            if got {
+                continue;
+            }
+            // 2. One answer at a time, once the engine has settled.
+            if !engine.is_idle() {
+                spins += 1;
+                if spins < 64 {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                continue;
+            }
+            spins = 0;
+            match self.answer_one().await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                // A refused answer ends the run: the report says why.
+                Err(f) if f.code == 1 => {
+                    failed = Some(f.message);
+                    break;
+                }
+                Err(f) => return Err(f),
+            }
+            // 3. Idle, nothing to answer now: time must move.
+            let next_timer = self
+                .pids
+                .iter()
+                .filter_map(|p| engine.next_timer_of(p))
+                .min();
+            let next_delay = self.delayed.iter().map(|(d, _, _)| *d).min();
+            let next = [next_timer, next_delay].into_iter().flatten().min();
+            match (&self.clock, next) {
+                (Some(clock), Some(t)) => clock.set(t),
+                (Some(_), None) => {
+                    // Nothing to answer, wait for or do: stalled.
+                    stalled = open.clone();
+                    break;
+                }
+                (None, Some(t)) => {
+                    // Real time: wait for the timer (or a message).
+                    let wait = Duration::from_millis((t - (self.now)()).clamp(1, 1000) as u64);
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = tokio::signal::ctrl_c() => {
+                            engine.close().await;
+                            return Err(stopped());
+                        }
+                    }
+                }
+                (None, None) => {
+                    stalled = open.clone();
+                    break;
+                }
             }
         }
         let mut reports = Vec::new();
@@ -222,19 +421,36 @@ impl Driver {
                 .process(&pid)
                 .await
                 .map_err(|e| Failure::run(e.to_string()))?;
+            let state = if stalled.contains(&pid) {
+                "stalled".to_owned()
+            } else {
+                info.state.as_str().to_owned()
+            };
+            let answer_failed = failed.clone().filter(|_| !info.state.is_completed());
+            let (ecode, error) = match info.err {
+                Some((ecode, message)) => {
+                    let text = if ecode.is_empty() {
+                        message
+                    } else {
+                        format!("{ecode}: {message}")
+                    };
+                    (Some(ecode).filter(|e| !e.is_empty()), Some(text))
+                }
+                None if answer_failed.is_some() => (None, answer_failed),
+                None if state == "stalled" => (
+                    None,
+                    Some("nothing left to answer or wait for, and nothing is scheduled".into()),
+                ),
+                None => (None, None),
+            };
             reports.push(Report {
                 messages: self.messages.remove(&pid).unwrap_or_default(),
                 pid,
                 model: info.model_id,
-                state: info.state,
+                state,
                 outputs: info.outputs,
-                error: info.err.map(|(ecode, message)| {
-                    if ecode.is_empty() {
-                        message
-                    } else {
-                        format!("{ecode}: {message}")
-                    }
-                }),
+                ecode,
+                error,
             });
         }
         Ok(reports)
@@ -242,23 +458,33 @@ impl Driver {
 
     /// Prints a report (JSON or text); returns the exit code it maps to.
     pub fn print(&self, r: &Report) -> u8 {
-        if self.json {
-            println!("{}", r.to_json());
-        } else {
-            let ms = self.started.elapsed().as_millis();
-            println!(
-                "process {} ({}) {} in {ms} ms",
-                r.pid,
-                r.model,
-                r.state.as_str()
-            );
-            if let Some(e) = &r.error {
-                println!("error: {e}");
-            }
-            let outputs =
-                serde_json::to_string_pretty(&Value::Object(r.outputs.clone())).unwrap_or_default();
-            println!("outputs: {outputs}");
-        }
-        u8::from(!r.succeeded())
+        print_report(r, self.json, self.started.elapsed().as_millis());
+        r.exit_code()
+    }
+}
+
+/// Prints `r` as JSON or text.
+pub fn print_report(r: &Report, json: bool, ms: u128) {
+    if json {
+        println!("{}", r.to_json());
+        return;
+    }
+    if r.pid.is_empty() {
+        println!("model {} {}", r.model, r.state);
+    } else {
+        println!("process {} ({}) {} in {ms} ms", r.pid, r.model, r.state);
+    }
+    if let Some(e) = &r.error {
+        println!("error: {e}");
+    }
+    let outputs =
+        serde_json::to_string_pretty(&Value::Object(r.outputs.clone())).unwrap_or_default();
+    println!("outputs: {outputs}");
+}
+
+fn stopped() -> Failure {
+    Failure {
+        code: 130,
+        message: "stopped; the store keeps every process: `acts resume` continues them".into(),
     }
 }

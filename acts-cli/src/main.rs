@@ -20,6 +20,7 @@ mod answers;
 mod cli;
 mod commands;
 mod driver;
+mod testcmd;
 
 use std::process::ExitCode;
 

@@ -172,6 +172,16 @@ impl Cache {
         self.state.lock().count()
     }
 
+    /// How many loads are in flight (claimed slots not yet resident).
+    pub fn loading(&self) -> usize {
+        self.state
+            .lock()
+            .entries
+            .values()
+            .filter(|e| matches!(e, Entry::Loading(_)))
+            .count()
+    }
+
     /// The pids of the resident processes.
     pub fn resident(&self) -> Vec<String> {
         self.state

@@ -178,7 +178,11 @@ impl EngineBuilder {
                 let Some(rt) = weak.upgrade() else {
                     return;
                 };
-                tokio::spawn(async move { rt.on_timer(f.payload).await });
+                let rt2 = rt.clone();
+                rt.spawn(async move {
+                    rt2.on_timer(f.payload).await;
+                    rt2.timers.handled();
+                });
             }
         });
         for (name, options) in self.snapshots {
@@ -307,6 +311,21 @@ impl Engine {
     /// this return at once).
     pub async fn start_parked(&self) -> Result<(), EngineError> {
         self.rt.start_parked().await
+    }
+
+    /// Whether the engine has nothing in progress: no background work
+    /// (loads, application packages, subflow returns, timer handlers), no
+    /// write queued, and no timer due now. Tools that drive processes step
+    /// by step (the CLI's scripted runs) wait for this between steps.
+    pub fn is_idle(&self) -> bool {
+        self.rt.is_idle()
+    }
+
+    /// When the earliest timer of process `pid` is due (a step timeout).
+    pub fn next_timer_of(&self, pid: &str) -> Option<i64> {
+        self.rt
+            .timers
+            .next_due_matching(|k| matches!(k, runtime::TimerKey::Process(p) if p == pid))
     }
 
     /// Resolves once every write queued so far is durable.

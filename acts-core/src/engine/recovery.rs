@@ -53,7 +53,7 @@ impl Runtime {
                 self.cache.finish_load(pid, Some(&handle), keep);
                 if keep && let Some(rt) = self.this() {
                     let h = handle.clone();
-                    tokio::spawn(async move {
+                    self.spawn(async move {
                         let r = rt
                             .transition(&h, Vec::new(), |p, svc| {
                                 p.resume();
@@ -98,7 +98,7 @@ impl Runtime {
             // Free slots, nothing queued, and parked rows this engine has
             // not read (left from before a restart): read them.
             let rt2 = rt.clone();
-            tokio::spawn(async move {
+            self.spawn(async move {
                 if let Err(e) = rt2.start_parked().await {
                     warn!(error = %e, "cannot read parked processes");
                 }
@@ -106,7 +106,7 @@ impl Runtime {
         }
         for (pid, cell, _parked) in self.cache.claim_refill() {
             let rt = rt.clone();
-            tokio::spawn(async move {
+            self.spawn(async move {
                 match rt.join_load(&pid, &cell).await {
                     Ok(Some(_)) => {}
                     Ok(None) => {

@@ -116,6 +116,8 @@ pub(crate) struct Runtime {
     pub(super) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
     pub(super) delivery_seq: std::sync::atomic::AtomicU64,
+    /// Background tasks started by the engine and not finished.
+    inflight: Arc<std::sync::atomic::AtomicUsize>,
     models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
     pub(super) me: Weak<Runtime>,
@@ -152,6 +154,7 @@ impl Runtime {
             schedule_timer: parking_lot::Mutex::new(None),
             housekeeping_timer: parking_lot::Mutex::new(None),
             delivery_seq: std::sync::atomic::AtomicU64::new(0),
+            inflight: Arc::default(),
             models: RwLock::new(HashMap::new()),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -176,6 +179,35 @@ impl Runtime {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Spawns engine work, counted until it ends (see [`is_idle`](Self::is_idle)).
+    pub(super) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        struct Done(Arc<std::sync::atomic::AtomicUsize>);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        let done = Done(self.inflight.clone());
+        tokio::spawn(async move {
+            let _done = done;
+            work.await;
+        });
+    }
+
+    /// Whether the engine has nothing in progress: no background work, no
+    /// load, no write queued, no fired timer unhandled, no timer due now.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.inflight.load(Ordering::SeqCst) == 0
+            && self.cache.loading() == 0
+            && self.writer.queued() == 0
+            && self.timers.unhandled() == 0
+            && self
+                .timers
+                .next_due_matching(|k| !matches!(k, TimerKey::Housekeeping))
+                .is_none_or(|d| d > self.now())
     }
 
     /// Arms the periodic housekeeping timer (once).
@@ -572,9 +604,7 @@ impl Runtime {
                 } => {
                     let rt = rt.clone();
                     let pid = pid.to_owned();
-                    tokio::spawn(
-                        async move { rt.run_package(pid, tid, uses, params, inputs).await },
-                    );
+                    self.spawn(async move { rt.run_package(pid, tid, uses, params, inputs).await });
                 }
             }
         }
@@ -583,7 +613,7 @@ impl Runtime {
             // The subflow return (if any) was written with the transition.
             let rt2 = rt.clone();
             let pid = pid.to_owned();
-            tokio::spawn(async move {
+            self.spawn(async move {
                 if let Err(e) = rt2.replay_op(&pid).await {
                     warn!(pid = %pid, error = %e, "subflow return not applied yet");
                 }

@@ -33,6 +33,8 @@ struct Shared<K> {
     changed: Notify,
     closed: std::sync::atomic::AtomicBool,
     next_id: AtomicU64,
+    /// Timers fired and not yet reported handled ([`TimerService::handled`]).
+    unhandled: std::sync::atomic::AtomicUsize,
 }
 
 /// Timers fired in due order on a channel, by one driver task.
@@ -61,6 +63,7 @@ impl<K: Send + 'static> TimerService<K> {
             changed: Notify::new(),
             closed: std::sync::atomic::AtomicBool::new(false),
             next_id: AtomicU64::new(1),
+            unhandled: std::sync::atomic::AtomicUsize::new(0),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(drive(shared.clone(), clock, tx));
@@ -91,6 +94,31 @@ impl<K: Send + 'static> TimerService<K> {
             .keys()
             .next()
             .map(|(due, _)| *due)
+    }
+
+    /// When the earliest pending timer whose payload passes `f` is due.
+    pub fn next_due_matching(&self, f: impl Fn(&K) -> bool) -> Option<i64> {
+        self.shared
+            .pending
+            .lock()
+            .iter()
+            .find(|(_, k)| f(k))
+            .map(|((due, _), _)| *due)
+    }
+
+    /// Reports a fired timer as handled (see [`unhandled`](Self::unhandled)).
+    pub fn handled(&self) {
+        let _ = self
+            .shared
+            .unhandled
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+    }
+
+    /// How many fired timers were not reported handled yet: with
+    /// [`next_due`](Self::next_due), what tells a caller that everything
+    /// due has been dealt with.
+    pub fn unhandled(&self) -> usize {
+        self.shared.unhandled.load(Ordering::SeqCst)
     }
 
     /// How many timers are pending.
@@ -128,6 +156,7 @@ async fn drive<K: Send + 'static>(
             };
             match fired {
                 Some(f) => {
+                    shared.unhandled.fetch_add(1, Ordering::SeqCst);
                     if tx.send(f).is_err() {
                         return; // nobody listens any more
                     }

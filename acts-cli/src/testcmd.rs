@@ -1,0 +1,300 @@
+//! `acts test`: run models against the expectations in their test files.
+//!
+//! A test file sits beside its model (`NAME.yml` → `NAME.test.yml`, or
+//! `.json`) and says how to run it and what must come out:
+//!
+//! ```yaml
+//! vars: { amount: 5000 }               # start vars
+//! deploy: [subflow-child.yml]          # models to deploy first (relative)
+//! answers:                             # as an --answers file
+//!   approve: { action: complete, vars: { ok: true } }
+//! expect:
+//!   state: completed                   # or error, aborted, stalled, invalid, rejected ...
+//!   outputs: { level: director }       # these keys, these values
+//!   error: E_NO                        # the error code
+//!   messages: [workflow/created, act/created, ...]   # or {type, key, state, name, uses}
+//!   unordered: false                   # compare messages as a multiset
+//! ```
+//!
+//! Each test runs on a fresh in-memory store with a virtual clock, so
+//! timeouts fire without waiting. One PASS/FAIL line per test, with what
+//! differed; then `N passed, M failed`. Exit 0 only if all pass.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use acts::{Clock, ManualClock, SystemClock, Vars};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Failure;
+use crate::answers::AnswerFile;
+use crate::commands::{RunSpec, open_engine, run_model};
+use crate::driver::{Mode, Report};
+
+/// A test file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestFile {
+    #[serde(default)]
+    vars: Vars,
+    #[serde(default)]
+    deploy: Vec<PathBuf>,
+    #[serde(default)]
+    answers: Option<Value>,
+    #[serde(default)]
+    expect: Expect,
+}
+
+/// What must come out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    outputs: Option<Vars>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    messages: Option<Vec<Value>>,
+    #[serde(default)]
+    unordered: bool,
+}
+
+const TEST_SUFFIXES: [&str; 3] = [".test.yml", ".test.yaml", ".test.json"];
+const MODEL_SUFFIXES: [&str; 3] = [".yml", ".yaml", ".json"];
+
+/// The (model, test file) pairs named by `paths`.
+fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Failure> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| Failure::input(format!("cannot read folder '{}': {e}", p.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            entries.sort();
+            for f in entries {
+                if is_test(&f) {
+                    out.push((model_of(&f)?, f));
+                }
+            }
+        } else if is_test(p) {
+            out.push((model_of(p)?, p.clone()));
+        } else if p.is_file() {
+            let test = test_of(p).ok_or_else(|| {
+                Failure::input(format!(
+                    "no test file beside '{}' (expected NAME.test.yml)",
+                    p.display()
+                ))
+            })?;
+            out.push((p.clone(), test));
+        } else {
+            return Err(Failure::input(format!("'{}' does not exist", p.display())));
+        }
+    }
+    if out.is_empty() {
+        return Err(Failure::input(
+            "no tests found (a test is NAME.test.yml beside NAME.yml)",
+        ));
+    }
+    Ok(out)
+}
+
+fn is_test(p: &Path) -> bool {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    TEST_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+fn model_of(test: &Path) -> Result<PathBuf, Failure> {
+    let name = test
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = TEST_SUFFIXES
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(&name)
+        .to_owned();
+    MODEL_SUFFIXES
+        .iter()
+        .map(|s| test.with_file_name(format!("{stem}{s}")))
+        .find(|m| m.is_file())
+        .ok_or_else(|| {
+            Failure::input(format!(
+                "test '{}' has no model {stem}.yml beside it",
+                test.display()
+            ))
+        })
+}
+
+fn test_of(model: &Path) -> Option<PathBuf> {
+    let name = model.file_name()?.to_string_lossy().into_owned();
+    let stem = MODEL_SUFFIXES
+        .iter()
+        .find_map(|s| name.strip_suffix(s))?
+        .to_owned();
+    TEST_SUFFIXES
+        .iter()
+        .map(|s| model.with_file_name(format!("{stem}{s}")))
+        .find(|t| t.is_file())
+}
+
+/// A message as `type/state`, or an object whose given fields must match.
+fn message_matches(expected: &Value, got: &Value) -> bool {
+    match expected {
+        Value::String(s) => {
+            let short = format!(
+                "{}/{}",
+                got["type"].as_str().unwrap_or_default(),
+                got["state"].as_str().unwrap_or_default()
+            );
+            *s == short
+        }
+        Value::Object(fields) => fields.iter().all(|(k, v)| got.get(k) == Some(v)),
+        _ => false,
+    }
+}
+
+fn short(m: &Value) -> String {
+    let key = m["key"]
+        .as_str()
+        .map(|k| format!(" [{k}]"))
+        .unwrap_or_default();
+    format!(
+        "{}/{}{key}",
+        m["type"].as_str().unwrap_or_default(),
+        m["state"].as_str().unwrap_or_default()
+    )
+}
+
+/// What differs between `report` and `expect`.
+fn compare(expect: &Expect, report: &Report) -> Vec<String> {
+    let mut diffs = Vec::new();
+    if let Some(s) = &expect.state
+        && *s != report.state
+    {
+        diffs.push(format!("state: expected {s}, got {}", report.state));
+    }
+    if let Some(outputs) = &expect.outputs {
+        for (k, v) in outputs {
+            match report.outputs.get(k) {
+                Some(got) if got == v => {}
+                Some(got) => diffs.push(format!("outputs.{k}: expected {v}, got {got}")),
+                None => diffs.push(format!("outputs.{k}: expected {v}, missing")),
+            }
+        }
+    }
+    if let Some(e) = &expect.error {
+        let code = report.ecode.clone().unwrap_or_default();
+        let text = report.error.clone().unwrap_or_default();
+        if code != *e && !text.contains(e.as_str()) {
+            diffs.push(format!(
+                "error: expected {e}, got {}",
+                report.error.as_deref().unwrap_or("none")
+            ));
+        }
+    }
+    if let Some(expected) = &expect.messages {
+        let got = &report.messages;
+        if expect.unordered {
+            let mut left: Vec<&Value> = got.iter().collect();
+            for e in expected {
+                match left.iter().position(|g| message_matches(e, g)) {
+                    Some(i) => {
+                        left.remove(i);
+                    }
+                    None => diffs.push(format!("messages: expected {e} not received")),
+                }
+            }
+            for g in left {
+                diffs.push(format!("messages: unexpected {}", short(g)));
+            }
+        } else {
+            for (i, e) in expected.iter().enumerate() {
+                match got.get(i) {
+                    Some(g) if message_matches(e, g) => {}
+                    Some(g) => diffs.push(format!("messages[{i}]: expected {e}, got {}", short(g))),
+                    None => diffs.push(format!("messages[{i}]: expected {e}, got nothing")),
+                }
+            }
+            for (i, g) in got.iter().enumerate().skip(expected.len()) {
+                diffs.push(format!("messages[{i}]: unexpected {}", short(g)));
+            }
+        }
+    }
+    diffs
+}
+
+async fn run_one(model: &Path, test: &Path) -> Result<Vec<String>, Failure> {
+    let text = std::fs::read_to_string(test)
+        .map_err(|e| Failure::input(format!("cannot read test '{}': {e}", test.display())))?;
+    // Test files are YAML (JSON is YAML too).
+    let spec: TestFile = serde_norway::from_str(&text)
+        .map_err(|e| Failure::input(format!("test '{}': {e}", test.display())))?;
+    let mode = match spec.answers {
+        Some(a) => Mode::Script(
+            AnswerFile::from_value(a)
+                .map_err(|e| Failure::input(format!("test '{}': answers: {e}", test.display())))?,
+        ),
+        None => Mode::Auto,
+    };
+    let base = test.parent().unwrap_or(Path::new("."));
+    let deploy: Vec<PathBuf> = spec.deploy.iter().map(|d| base.join(d)).collect();
+    let clock = ManualClock::new(SystemClock.now_millis());
+    let engine = open_engine("memory:", Some(clock.clone())).await?;
+    let run = RunSpec {
+        model,
+        deploy: &deploy,
+        vars: spec.vars.clone(),
+        json: true,
+    };
+    let report = run_model(&engine, &run, mode, Some(clock)).await;
+    engine.close().await;
+    Ok(compare(&spec.expect, &report?))
+}
+
+/// Runs the tests under `paths`; prints results; returns the exit code.
+pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
+    let tests = discover(paths)?;
+    let (mut passed, mut failed) = (0, 0);
+    for (model, test) in tests {
+        let started = Instant::now();
+        let diffs = match run_one(&model, &test).await {
+            Ok(d) => d,
+            Err(f) => vec![f.message],
+        };
+        let ms = started.elapsed().as_millis();
+        let ok = diffs.is_empty();
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        if json {
+            println!(
+                "{}",
+                json!({"test": test.display().to_string(), "model": model.display().to_string(), "pass": ok, "diffs": diffs, "ms": ms})
+            );
+        } else {
+            println!(
+                "{} {} ({ms} ms)",
+                if ok { "PASS" } else { "FAIL" },
+                test.display()
+            );
+            for d in &diffs {
+                println!("    {d}");
+            }
+        }
+    }
+    if json {
+        println!("{}", json!({"passed": passed, "failed": failed}));
+    } else {
+        println!("{passed} passed, {failed} failed");
+    }
+    Ok(u8::from(failed > 0))
+}

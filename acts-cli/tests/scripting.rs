@@ -1,0 +1,305 @@
+//! Scripted runs (`acts run --answers`) and `acts test`: every answer
+//! action, lists of answers, `target`, `ignore`, `delay_ms` against a
+//! timeout on the virtual clock, the extra final states with their exit
+//! codes, and `acts test` output.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+const REVIEW: &str = r#"
+id: review
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.core.irq
+    params: { key: submit }
+  - id: s2
+    uses: acts.core.irq
+    params: { key: approve }
+  - id: s3
+    uses: acts.transform.set
+    params: { done: true }
+"#;
+
+const SLOW: &str = r#"
+id: slow
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.core.irq
+    params: { key: pay }
+    timeouts:
+      - id: give_up
+        if: $cost_in("1h")
+        uses: acts.core.action
+        params: { action: abort }
+"#;
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Self {
+        Dir(tempfile::tempdir().expect("temp dir"))
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+}
+
+fn acts() -> Command {
+    let mut c = Command::cargo_bin("acts").expect("the acts binary is built");
+    c.args(["--store", "memory:"])
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+/// Runs `model` with `answers` (JSON) and returns (exit code, report).
+fn run(dir: &Dir, model: &Path, answers: Value) -> (i32, Value) {
+    let a = dir.file("answers.json", &answers.to_string());
+    let out = acts()
+        .arg("run")
+        .arg(model)
+        .arg("--answers")
+        .arg(&a)
+        .arg("--json")
+        .output()
+        .expect("acts runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let report =
+        serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap_or_else(|e| {
+            panic!(
+                "no report ({e}): {text} / {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (out.status.code().unwrap_or(-1), report)
+}
+
+fn shorts(r: &Value) -> Vec<String> {
+    r["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            let key = m["key"]
+                .as_str()
+                .map(|k| format!("[{k}]"))
+                .unwrap_or_default();
+            format!(
+                "{}/{}{key}",
+                m["type"].as_str().unwrap_or(""),
+                m["state"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+fn count(r: &Value, short: &str) -> usize {
+    shorts(r).iter().filter(|s| *s == short).count()
+}
+
+#[test]
+fn complete_submit_skip_remove_and_lists_of_answers() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"submit": {"action": "submit"}, "approve": {"action": "skip"}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    assert_eq!(count(&r, "act/submitted[submit]"), 1);
+    assert_eq!(count(&r, "act/skipped[approve]"), 1);
+    let (code, r) = run(&d, &m, json!({"approve": {"action": "remove"}}));
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(count(&r, "act/removed[approve]"), 1);
+    // back, then (the list's next answer) complete.
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": [{"action": "back", "vars": {"to": "s1"}}, {"action": "complete", "vars": {"ok": true}}]}),
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(count(&r, "act/backed[approve]"), 1);
+    assert_eq!(count(&r, "act/created[submit]"), 2, "s1 ran again");
+    assert_eq!(r["outputs"]["ok"], true);
+}
+
+#[test]
+fn cancel_with_a_target_undoes_the_next_step() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": [{"action": "cancel", "target": "submit"}, {"action": "complete"}]}),
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(count(&r, "act/cancelled[approve]"), 1, "{:?}", shorts(&r));
+    assert_eq!(count(&r, "act/created[submit]"), 2);
+    assert_eq!(count(&r, "act/created[approve]"), 2);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": {"action": "cancel", "target": "nobody"}}),
+    );
+    assert_eq!(code, 1, "an unknown target fails the run: {r}");
+}
+
+#[test]
+fn abort_and_error_end_the_process_with_exit_1() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(&d, &m, json!({"submit": {"action": "abort"}}));
+    assert_eq!((code, r["state"].as_str()), (1, Some("aborted")));
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": {"action": "error", "vars": {"ecode": "E_NO", "message": "rejected"}}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (1, Some("error")));
+    assert!(r["error"].as_str().unwrap().contains("E_NO"), "{r}");
+}
+
+#[test]
+fn push_set_vars_and_ignore_leave_the_interrupt_waiting_stalled() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": {"action": "push", "vars": {"uses": "acts.transform.set", "params": {"pushed": true}}}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (1, Some("stalled")), "{r}");
+    assert!(
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["uses"] == "acts.transform.set"),
+        "the pushed act ran: {:?}",
+        shorts(&r)
+    );
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": {"action": "set_vars", "vars": {"flag": 1}}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (1, Some("stalled")));
+    assert_eq!(r["outputs"]["flag"], 1);
+    let (code, r) = run(&d, &m, json!({"submit": {"action": "ignore"}}));
+    assert_eq!((code, r["state"].as_str()), (1, Some("stalled")));
+    assert!(r["error"].as_str().unwrap().contains("nothing"), "{r}");
+}
+
+#[test]
+fn delayed_answers_race_timeouts_on_the_virtual_clock() {
+    let d = Dir::new();
+    let m = d.file("slow.yml", SLOW);
+    let started = std::time::Instant::now();
+    // Two hours late: the one-hour timeout aborts first.
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"pay": {"action": "complete", "delay_ms": 7_200_000}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (1, Some("aborted")), "{r}");
+    // Half an hour: in time.
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"pay": {"action": "complete", "delay_ms": 1_800_000}}),
+    );
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    // Hang guard only: hours of engine time took no such wall time.
+    assert!(started.elapsed() < Duration::from_secs(50));
+}
+
+#[test]
+fn invalid_and_rejected_runs_report_and_exit_2() {
+    let d = Dir::new();
+    let bad = d.file(
+        "bad.yml",
+        "id: bad\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.nope\n",
+    );
+    let (code, r) = run(&d, &bad, json!({}));
+    assert_eq!((code, r["state"].as_str()), (2, Some("invalid")), "{r}");
+    assert_eq!(r["outputs"], json!({}));
+    assert_eq!(r["messages"], json!([]));
+    let typed = d.file(
+        "typed.yml",
+        "id: typed\nver: '1'\ninputs:\n  - { name: n, type: number, required: true }\nsteps:\n  - id: s1\n",
+    );
+    let (code, r) = run(&d, &typed, json!({}));
+    assert_eq!((code, r["state"].as_str()), (2, Some("rejected")), "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("'n' is required"),
+        "{r}"
+    );
+}
+
+#[test]
+fn acts_test_prints_pass_and_fail_with_the_difference() {
+    let d = Dir::new();
+    d.file("review.yml", REVIEW);
+    d.file(
+        "review.test.yml",
+        "answers:\n  approve: { action: complete }\nexpect:\n  state: completed\n  outputs: { done: true }\n",
+    );
+    d.file("slow.yml", SLOW);
+    d.file(
+        "slow.test.yml",
+        "answers:\n  pay: { action: complete, delay_ms: 7200000 }\nexpect:\n  state: completed\n",
+    );
+    let out = acts().arg("test").arg(d.0.path()).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("PASS") && text.contains("review.test.yml"),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAIL") && text.contains("slow.test.yml"),
+        "{text}"
+    );
+    assert!(
+        text.contains("state: expected completed, got aborted"),
+        "{text}"
+    );
+    assert!(text.contains("1 passed, 1 failed"), "{text}");
+    let out = acts()
+        .arg("test")
+        .arg(d.0.path().join("review.yml"))
+        .arg("--json")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let last: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default(),
+    )
+    .expect("json summary");
+    assert_eq!(last, json!({"passed": 1, "failed": 0}));
+    acts()
+        .arg("test")
+        .arg(d.0.path().join("nothing"))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn the_examples_pass_their_tests() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let out = acts().arg("test").arg(&examples).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("9 passed, 0 failed"), "{text}");
+}
