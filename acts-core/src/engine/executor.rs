@@ -13,7 +13,7 @@ use crate::store::{Collection, Filter, Query};
 
 use super::error::EngineError;
 use super::info::{ModelInfo, ProcInfo, TaskInfo};
-use super::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow};
+use super::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow, PackageRow};
 use super::runtime::Runtime;
 
 /// The client API of an engine (cheap to clone).
@@ -122,6 +122,15 @@ impl Executor {
     /// whether it existed.
     pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
         self.rt.remove_process(pid).await
+    }
+
+    /// Every package the engine knows, by id.
+    pub async fn packages(&self) -> Result<Vec<PackageRow>, EngineError> {
+        let mut rows = Collection::<PackageRow>::new(self.rt.store.clone())
+            .query_all(&Query::new())
+            .await?;
+        rows.sort_by(|a, b| a.package.id.cmp(&b.package.id));
+        Ok(rows)
     }
 
     // ---- triggers and deliveries ----------------------------------------------

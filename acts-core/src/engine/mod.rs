@@ -189,6 +189,7 @@ impl EngineBuilder {
             rt.snapshots.register(&name, options)?;
         }
         let engine = Engine { rt };
+        engine.rt.publish_packages().await?;
         engine.rt.load_channels().await?;
         if self.resume {
             engine.resume().await?;

@@ -374,3 +374,27 @@ impl Row for EventRow {
         ]
     }
 }
+
+/// A package the engine knows (built-in or registered by the
+/// application), published at start so tools can list them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackageRow {
+    /// The definition.
+    pub package: crate::package::PackageDefinition,
+    /// Whether it is built in.
+    pub builtin: bool,
+}
+
+impl Row for PackageRow {
+    const COLLECTION: &'static str = "packages";
+    const VERSION: u32 = 1;
+    const INDEXED: &'static [&'static str] = &[];
+
+    fn id(&self) -> String {
+        self.package.id.clone()
+    }
+
+    fn index_values(&self) -> Vec<IndexValue> {
+        Vec::new()
+    }
+}

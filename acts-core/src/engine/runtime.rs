@@ -239,6 +239,28 @@ impl Runtime {
         }
     }
 
+    /// Stores the definition of every package the engine knows (one
+    /// batch), so tools can list them.
+    pub(crate) async fn publish_packages(&self) -> Result<(), EngineError> {
+        let builtin: Vec<String> = crate::package::builtin_packages()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        let ops = self
+            .packages
+            .ids()
+            .into_iter()
+            .filter_map(|id| self.packages.get(id))
+            .map(|def| {
+                Collection::<super::rows::PackageRow>::put_row_op(&super::rows::PackageRow {
+                    builtin: builtin.contains(&def.id),
+                    package: def.clone(),
+                })
+            })
+            .collect();
+        self.write(None, ops).await
+    }
+
     // ---- models -------------------------------------------------------
 
     /// Validates and stores a model; a later deploy of the same id

@@ -1,0 +1,229 @@
+//! Every client action's guards through the engine: an action on an
+//! unknown process, an unknown task, a task of the wrong kind or in the
+//! wrong state, or with invalid options gets a clear error — and changes
+//! nothing (the task tree and the store are as before).
+
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, TaskInfo};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Action, ActionError};
+use serde_json::{Value, json};
+
+const TWO: &str = "id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n";
+
+fn vars(v: Value) -> Vars {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+struct Fixture {
+    engine: Engine,
+    pid: String,
+    /// The waiting act of s1 and its step.
+    act: String,
+    step: String,
+}
+
+async fn fixture() -> Fixture {
+    let engine = Engine::builder().start().await.expect("engine");
+    engine.executor().deploy_yaml(TWO).await.expect("deploy");
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("act"))
+        .subscribe();
+    let p = engine
+        .executor()
+        .start("two", Vars::new())
+        .await
+        .expect("start");
+    let m = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("hang guard")
+        .expect("irq");
+    let step = engine
+        .executor()
+        .task(&p.pid, &m.tid)
+        .await
+        .expect("act")
+        .parent
+        .expect("its step");
+    Fixture {
+        engine,
+        pid: p.pid,
+        act: m.tid,
+        step,
+    }
+}
+
+async fn snapshot(f: &Fixture) -> Vec<TaskInfo> {
+    f.engine.executor().tasks(&f.pid).await.expect("tasks")
+}
+
+/// Asserts that `action` is refused with an error matching `expected`
+/// and that nothing changed.
+async fn refused(
+    f: &Fixture,
+    tid: &str,
+    action: Action,
+    options: Value,
+    expected: fn(&EngineError) -> bool,
+) {
+    let before = snapshot(f).await;
+    let err = f
+        .engine
+        .executor()
+        .act(&f.pid, tid, action, vars(options))
+        .await
+        .expect_err("refused");
+    assert!(expected(&err), "{action:?}: {err}");
+    assert!(!err.to_string().is_empty());
+    assert_eq!(snapshot(f).await, before, "{action:?} changed nothing");
+}
+
+#[tokio::test]
+async fn unknown_process_and_task() {
+    let f = fixture().await;
+    let exec = f.engine.executor();
+    assert!(matches!(
+        exec.complete("nope", &f.act, Vars::new()).await,
+        Err(EngineError::ProcessNotFound(_))
+    ));
+    for action in [
+        Action::Complete,
+        Action::Submit,
+        Action::Skip,
+        Action::Abort,
+        Action::Remove,
+        Action::Cancel,
+    ] {
+        refused(&f, "no-task", action, json!({}), |e| {
+            matches!(e, EngineError::Action(ActionError::UnknownTask { .. }))
+        })
+        .await;
+    }
+    assert!(matches!(
+        exec.push(&f.pid, "no-task", vars(json!({"uses": "acts.core.msg"})))
+            .await,
+        Err(EngineError::Action(ActionError::UnknownTask { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn wrong_kind_of_task() {
+    let f = fixture().await;
+    // Actions need an act; push needs a step.
+    refused(&f, &f.step, Action::Complete, json!({}), |e| {
+        matches!(e, EngineError::Action(ActionError::NotAnAct { .. }))
+    })
+    .await;
+    let before = snapshot(&f).await;
+    let err = f
+        .engine
+        .executor()
+        .push(&f.pid, &f.act, vars(json!({"uses": "acts.core.msg"})))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, EngineError::Action(ActionError::NotAStep { .. })),
+        "{err}"
+    );
+    assert_eq!(snapshot(&f).await, before);
+}
+
+#[tokio::test]
+async fn invalid_options() {
+    let f = fixture().await;
+    refused(
+        &f,
+        &f.act,
+        Action::Error,
+        json!({"message": "no code"}),
+        |e| {
+            matches!(
+                e,
+                EngineError::Action(ActionError::MissingOption {
+                    option: "ecode",
+                    ..
+                })
+            )
+        },
+    )
+    .await;
+    refused(&f, &f.act, Action::Back, json!({}), |e| {
+        matches!(
+            e,
+            EngineError::Action(ActionError::MissingOption { option: "to", .. })
+        )
+    })
+    .await;
+    refused(&f, &f.act, Action::Back, json!({"to": "nowhere"}), |e| {
+        matches!(e, EngineError::Action(ActionError::NotAllowed { .. }))
+    })
+    .await;
+    let before = snapshot(&f).await;
+    let err = f
+        .engine
+        .executor()
+        .push(&f.pid, &f.step, vars(json!({"params": {}})))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            err,
+            EngineError::Action(ActionError::MissingOption { option: "uses", .. })
+        ),
+        "{err}"
+    );
+    let err = f
+        .engine
+        .executor()
+        .push(
+            &f.pid,
+            &f.step,
+            vars(json!({"uses": "acts.core.msg", "params": 7, "id": []})),
+        )
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(err, EngineError::Action(ActionError::BadOptions { .. })),
+        "{err}"
+    );
+    assert_eq!(snapshot(&f).await, before);
+}
+
+#[tokio::test]
+async fn wrong_state() {
+    let f = fixture().await;
+    // Cancel needs a finished act whose step succeeded.
+    refused(&f, &f.act, Action::Cancel, json!({}), |e| {
+        matches!(e, EngineError::Action(ActionError::NotAllowed { .. }))
+    })
+    .await;
+    f.engine
+        .executor()
+        .complete(&f.pid, &f.act, Vars::new())
+        .await
+        .expect("completes");
+    for action in [
+        Action::Complete,
+        Action::Skip,
+        Action::Abort,
+        Action::Error,
+        Action::Back,
+        Action::SetProcessVars,
+    ] {
+        refused(&f, &f.act, action, json!({"ecode": "E", "to": "s1"}), |e| {
+            matches!(e, EngineError::Action(ActionError::AlreadyCompleted { .. }))
+        })
+        .await;
+    }
+    // A finished process refuses an abort.
+    f.engine
+        .executor()
+        .abort_process(&f.pid)
+        .await
+        .expect("aborts");
+    assert!(matches!(
+        f.engine.executor().abort_process(&f.pid).await,
+        Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
+    ));
+}
