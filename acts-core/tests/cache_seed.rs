@@ -904,7 +904,19 @@ async fn cache_store_error_is_not_an_empty_success() {
         FailPlan::always(OpSet::ALL, ErrorKind::Unavailable),
     ));
     let kv: Arc<dyn KvStore> = failing.clone();
-    // Resuming from a down store is an error, not "nothing to resume".
+    // Starting (and resuming) on a down store is an error, not "nothing
+    // to resume".
+    let err = Engine::builder()
+        .store(kv.clone())
+        .start()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::Store(_) | EngineError::Commit { .. }),
+        "{err:?}"
+    );
+    // Reads fail, writes work: resuming still fails, visibly.
+    failing.set_plan(FailPlan::always(OpSet::SCANS, ErrorKind::Unavailable));
     let err = Engine::builder()
         .store(kv.clone())
         .start()

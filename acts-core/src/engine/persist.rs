@@ -13,10 +13,10 @@ use acts_store::{BatchOp, KvStore};
 
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Process, Task, TaskState, TaskTable};
-use crate::store::{Collection, CollectionError, Filter, Query};
+use crate::store::{Collection, CollectionError};
 use crate::tree::ModelTree;
 
-use super::rows::{ProcRow, TaskRow, VarsRow, task_row_id};
+use super::rows::{ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id};
 
 /// What was last written for a resident process.
 #[derive(Debug, Clone)]
@@ -177,13 +177,13 @@ pub(crate) async fn read_process(
     let Some(row) = Collection::<ProcRow>::new(store.clone()).get(pid).await? else {
         return Ok(None);
     };
-    let by_pid = Query::new().filter(Filter::eq("pid", pid));
+    let prefix = process_rows_prefix(pid);
     let mut tasks = Collection::<TaskRow>::new(store.clone())
-        .query_all(&by_pid)
+        .get_by_id_prefix(&prefix)
         .await?;
     tasks.sort_by_key(|t| t.seq);
     let vars = Collection::<VarsRow>::new(store.clone())
-        .query_all(&by_pid)
+        .get_by_id_prefix(&prefix)
         .await?;
     Ok(Some(StoredProcess { row, tasks, vars }))
 }

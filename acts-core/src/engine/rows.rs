@@ -137,22 +137,29 @@ pub struct TaskRow {
     pub end_time: i64,
 }
 
+/// The id prefix of every task and scope row of process `pid`.
+pub fn process_rows_prefix(pid: &str) -> String {
+    format!("{pid}/")
+}
+
 /// The row id of task `tid` of process `pid`.
 pub fn task_row_id(pid: &str, tid: &str) -> String {
     format!("{pid}/{tid}")
 }
 
+/// Task and scope rows are read per process by their id prefix `<pid>/`
+/// (pids contain no `/`), so they need no secondary index.
 impl Row for TaskRow {
     const COLLECTION: &'static str = "tasks";
     const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["pid"];
+    const INDEXED: &'static [&'static str] = &[];
 
     fn id(&self) -> String {
         task_row_id(&self.pid, &self.tid)
     }
 
     fn index_values(&self) -> Vec<IndexValue> {
-        vec![IndexValue::Str(self.pid.clone())]
+        Vec::new()
     }
 }
 
@@ -170,14 +177,14 @@ pub struct VarsRow {
 impl Row for VarsRow {
     const COLLECTION: &'static str = "vars";
     const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["pid"];
+    const INDEXED: &'static [&'static str] = &[];
 
     fn id(&self) -> String {
         task_row_id(&self.pid, &self.tid)
     }
 
     fn index_values(&self) -> Vec<IndexValue> {
-        vec![IndexValue::Str(self.pid.clone())]
+        Vec::new()
     }
 }
 

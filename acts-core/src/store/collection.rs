@@ -461,6 +461,40 @@ impl<T: Row> Collection<T> {
         }
     }
 
+    /// Every row whose id starts with `prefix` (ids with no `\0` byte in
+    /// the prefix), in id order, read exhaustively. Rows that a caller
+    /// always reads by an id prefix (a process's tasks: `pid/tid`) need no
+    /// secondary index.
+    pub async fn get_by_id_prefix(&self, prefix: &str) -> Result<Vec<T>, CollectionError> {
+        let mut key_prefix = Self::row_prefix().finish();
+        // A string component is its bytes (a 0 byte escaped), then a
+        // terminator: the bytes of an id prefix with no 0 byte are a byte
+        // prefix of every such id's key.
+        key_prefix.extend(prefix.bytes().flat_map(
+            |b| {
+                if b == 0 { vec![0, 0xFF] } else { vec![b] }
+            },
+        ));
+        let mut range = ScanRange::prefix(&key_prefix);
+        let mut rows = Vec::new();
+        loop {
+            let chunk = self
+                .store
+                .scan(range.clone().with_limit(SCAN_CHUNK))
+                .await?;
+            let exhausted = chunk.len() < SCAN_CHUNK;
+            let last = chunk.last().map(|p| p.key.clone());
+            for pair in chunk {
+                let id = Self::id_of_row_key(&pair.key).unwrap_or_default();
+                rows.push(Self::decode(&id, &pair.value)?);
+            }
+            match last {
+                Some(k) if !exhausted => range.start = Bound::Excluded(k),
+                _ => return Ok(rows),
+            }
+        }
+    }
+
     /// Every row matching `query`, reading page after page until the end
     /// (for recovery and cleanup: never silently truncated).
     pub async fn query_all(&self, query: &Query) -> Result<Vec<T>, CollectionError> {
