@@ -6,6 +6,9 @@
 //! deterministic. Concurrency is driven with the testkit's gated and
 //! failing stores, never with sleeps.
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,20 +21,14 @@ use acts_core::store::{Collection, Filter, Query};
 use acts_core::time::ManualClock;
 use acts_store::{ErrorKind, KvStore, MemoryStore, ScanRange};
 use acts_testkit::{FailPlan, FailingStore, GateKind, GatedStore, OpSet};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
-
-const GUARD: Duration = Duration::from_secs(10);
 
 /// A process of this model waits at its irq until answered.
 const WAITS: &str =
     "id: m1\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.irq\n    params: { key: k1 }\n";
 /// A process of this model runs to its end at once.
 const RUNS: &str = "id: m2\nver: '1'\nsteps:\n  - id: step1\n  - id: step2\n";
-
-fn vars(v: Value) -> Vars {
-    v.as_object().cloned().unwrap_or_default()
-}
 
 fn pid_var(pid: &str) -> Vars {
     vars(json!({ "pid": pid }))

@@ -5,6 +5,9 @@
 //! and snapshot sealing with TTL. The housekeeping pass is run explicitly
 //! (its timer is set far away), so every step is deterministic.
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,12 +15,11 @@ use acts_core::engine::{
     ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, ProcRow, SnapshotOptions,
 };
 use acts_core::model::Vars;
-use acts_core::scheduler::{Message, TaskState};
+use acts_core::scheduler::TaskState;
 use acts_core::store::Collection;
 use acts_core::time::{Clock, ManualClock};
 use acts_store::{KvStore, MemoryStore};
 use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
 
 const T0: i64 = 1_700_000_000_000;
 const WAITS: &str =
@@ -40,13 +42,6 @@ async fn engine(kv: Arc<dyn KvStore>, clock: &ManualClock, cfg: EngineConfig) ->
         .start()
         .await
         .expect("engine starts")
-}
-
-async fn recv(rx: &mut UnboundedReceiver<Message>) -> Message {
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a message (hang guard)")
-        .expect("open")
 }
 
 fn acts_only() -> ChannelOptions {

@@ -1,15 +1,16 @@
 //! The engine end to end on the in-memory store: deploy, start, answer
 //! interrupts, hear messages, and continue after a restart.
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::Vars;
-use acts_core::scheduler::{Message, TaskState};
+use acts_core::scheduler::TaskState;
 use acts_store::{KvStore, MemoryStore};
-use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
+use serde_json::json;
 
 const THREE_STEPS: &str = r#"
 id: three
@@ -37,27 +38,6 @@ steps:
     uses: acts.transform.set
     params: { finished: true }
 "#;
-
-fn vars(v: Value) -> Vars {
-    v.as_object().cloned().unwrap_or_default()
-}
-
-async fn next_msg(rx: &mut UnboundedReceiver<Message>) -> Message {
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a message within 10 s (hang guard)")
-        .expect("the channel is open")
-}
-
-/// Waits for the workflow message that ends process `pid`.
-async fn wait_end(rx: &mut UnboundedReceiver<Message>, pid: &str) -> Message {
-    loop {
-        let m = next_msg(rx).await;
-        if m.pid == pid && m.r#type == "workflow" && m.state != "created" {
-            return m;
-        }
-    }
-}
 
 #[tokio::test]
 async fn three_step_model_completes_with_outputs() {
@@ -92,7 +72,7 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
     assert_eq!(info.state, TaskState::Running);
     let mut seen = Vec::new();
     let irq = loop {
-        let m = next_msg(&mut rx).await;
+        let m = recv(&mut rx).await;
         seen.push(m.short());
         if m.r#type == "act" && m.state == "created" {
             break m;
@@ -105,7 +85,7 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
     exec.complete(&info.pid, &irq.tid, vars(json!({"ok": true})))
         .await
         .unwrap();
-    let end = wait_end(&mut rx, &info.pid).await;
+    let end = recv_where(&mut rx, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
     assert_eq!(end.outputs.get("finished"), Some(&json!(true)));
     // The act is done: a second answer is refused and changes nothing.
@@ -131,7 +111,7 @@ async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
         .start("approval", Vars::new())
         .await
         .unwrap();
-    let irq = next_msg(&mut rx).await;
+    let irq = recv(&mut rx).await;
     engine.close().await;
     drop(engine);
 
@@ -143,7 +123,7 @@ async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
     exec.complete(&info.pid, &irq.tid, Vars::new())
         .await
         .unwrap();
-    let end = wait_end(&mut rx2, &info.pid).await;
+    let end = recv_where(&mut rx2, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
     assert_eq!(
         exec.process(&info.pid).await.unwrap().state,
@@ -170,7 +150,7 @@ async fn the_same_holds_on_a_redb_file_across_reopen() {
         .start("approval", Vars::new())
         .await
         .unwrap();
-    let irq = next_msg(&mut rx).await;
+    let irq = recv(&mut rx).await;
     engine.close().await;
     drop(rx);
     drop(engine);
@@ -181,7 +161,7 @@ async fn the_same_holds_on_a_redb_file_across_reopen() {
     exec.complete(&info.pid, &irq.tid, Vars::new())
         .await
         .unwrap();
-    let end = wait_end(&mut rx2, &info.pid).await;
+    let end = recv_where(&mut rx2, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
     assert_eq!(
         exec.process(&info.pid)

@@ -2,6 +2,9 @@
 //! subflow, timeouts on a manual clock, application packages, back and
 //! cancel, parking over the cap, start-time input checks.
 
+mod common;
+use common::*;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,39 +13,10 @@ use acts_core::engine::{
 };
 use acts_core::model::Vars;
 use acts_core::package::{PackageDefinition, RunAs};
-use acts_core::scheduler::{Message, TaskState};
+use acts_core::scheduler::TaskState;
 use acts_core::time::ManualClock;
 use async_trait::async_trait;
-use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
-
-fn vars(v: Value) -> Vars {
-    v.as_object().cloned().unwrap_or_default()
-}
-
-async fn next_msg(rx: &mut UnboundedReceiver<Message>) -> Message {
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
-        .await
-        .expect("a message within 10 s (hang guard)")
-        .expect("the channel is open")
-}
-
-async fn wait_for(rx: &mut UnboundedReceiver<Message>, pred: impl Fn(&Message) -> bool) -> Message {
-    loop {
-        let m = next_msg(rx).await;
-        if pred(&m) {
-            return m;
-        }
-    }
-}
-
-fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
-    move |m| m.pid == pid && m.r#type == "workflow" && m.state != "created"
-}
-
-fn irq_created(m: &Message) -> bool {
-    m.r#type == "act" && m.state == "created" && m.uses.as_deref() == Some("acts.core.irq")
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() {
@@ -60,7 +34,7 @@ async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() 
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let parent = exec.start("parent", Vars::new()).await.unwrap();
-    let end = wait_for(&mut rx, ends(&parent.pid)).await;
+    let end = recv_where(&mut rx, ends(&parent.pid)).await;
     assert_eq!(end.state, "completed");
     let out = exec.process(&parent.pid).await.unwrap().outputs;
     assert_eq!(out.get("seen"), Some(&json!(42)), "{out:?}");
@@ -119,10 +93,10 @@ steps:
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let info = exec.start("slow", Vars::new()).await.unwrap();
-    wait_for(&mut rx, irq_created).await;
+    recv_where(&mut rx, irq_created).await;
     clock.advance(Duration::from_secs(30 * 60));
     clock.advance(Duration::from_secs(31 * 60));
-    let reminder = wait_for(&mut rx, |m| m.key.as_deref() == Some("reminder")).await;
+    let reminder = recv_where(&mut rx, |m| m.key.as_deref() == Some("reminder")).await;
     assert_eq!(reminder.r#type, "act");
     assert_eq!(
         exec.process(&info.pid).await.unwrap().state,
@@ -130,7 +104,7 @@ steps:
         "only the first timeout fired"
     );
     clock.advance(Duration::from_secs(60 * 60));
-    let end = wait_for(&mut rx, ends(&info.pid)).await;
+    let end = recv_where(&mut rx, ends(&info.pid)).await;
     assert_eq!(end.state, "aborted");
     engine.close().await;
 }
@@ -188,14 +162,14 @@ steps:
         .start("greet", vars(json!({"who": "ada"})))
         .await
         .unwrap();
-    wait_for(&mut rx, ends(&ok.pid)).await;
+    recv_where(&mut rx, ends(&ok.pid)).await;
     let out = exec.process(&ok.pid).await.unwrap().outputs;
     assert_eq!(out.get("greeting"), Some(&json!("hello ada")), "{out:?}");
     let caught = exec
         .start("greet", vars(json!({"who": "nobody"})))
         .await
         .unwrap();
-    let end = wait_for(&mut rx, ends(&caught.pid)).await;
+    let end = recv_where(&mut rx, ends(&caught.pid)).await;
     assert_eq!(
         end.state, "completed",
         "the catch handled the package's error"
@@ -222,11 +196,11 @@ async fn back_runs_the_earlier_step_again() {
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("review", Vars::new()).await.unwrap();
-    let first = wait_for(&mut rx, irq_created).await;
+    let first = recv_where(&mut rx, irq_created).await;
     exec.complete(&p.pid, &first.tid, Vars::new())
         .await
         .unwrap();
-    let second = wait_for(&mut rx, irq_created).await;
+    let second = recv_where(&mut rx, irq_created).await;
     assert_eq!(second.key.as_deref(), Some("approve"));
     let missing = exec
         .act(
@@ -238,7 +212,7 @@ async fn back_runs_the_earlier_step_again() {
         .await;
     assert!(format!("{missing:?}").contains("to"), "{missing:?}");
     exec.back(&p.pid, &second.tid, "submit").await.unwrap();
-    let again = wait_for(&mut rx, irq_created).await;
+    let again = recv_where(&mut rx, irq_created).await;
     assert_eq!(
         again.key.as_deref(),
         Some("submit"),
@@ -257,15 +231,15 @@ async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("review", Vars::new()).await.unwrap();
-    let first = wait_for(&mut rx, irq_created).await;
+    let first = recv_where(&mut rx, irq_created).await;
     exec.complete(&p.pid, &first.tid, Vars::new())
         .await
         .unwrap();
-    let second = wait_for(&mut rx, irq_created).await;
+    let second = recv_where(&mut rx, irq_created).await;
     exec.cancel(&p.pid, &first.tid).await.unwrap();
-    let cancelled = wait_for(&mut rx, |m| m.state == "cancelled").await;
+    let cancelled = recv_where(&mut rx, |m| m.state == "cancelled").await;
     assert_eq!(cancelled.tid, second.tid);
-    let redo = wait_for(&mut rx, irq_created).await;
+    let redo = recv_where(&mut rx, irq_created).await;
     assert_eq!(redo.key.as_deref(), Some("submit"));
     // The act of the re-run step is not done: cancelling it is refused.
     assert!(exec.cancel(&p.pid, &redo.tid).await.is_err());
@@ -286,11 +260,11 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
     assert_eq!(engine.cache().parked(), vec![b.pid.clone()]);
     // Finish a: b starts.
     for _ in 0..2 {
-        let irq = wait_for(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
+        let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
         exec.complete(&a.pid, &irq.tid, Vars::new()).await.unwrap();
     }
-    wait_for(&mut rx, ends(&a.pid)).await;
-    let irq_b = wait_for(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
+    recv_where(&mut rx, ends(&a.pid)).await;
+    let irq_b = recv_where(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
     assert_eq!(irq_b.key.as_deref(), Some("submit"));
     assert_eq!(engine.cache().resident(), vec![b.pid.clone()]);
     engine.close().await;

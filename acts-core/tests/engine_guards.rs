@@ -3,6 +3,9 @@
 //! wrong state, or with invalid options gets a clear error — and changes
 //! nothing (the task tree and the store are as before).
 
+mod common;
+use common::*;
+
 use std::time::Duration;
 
 use acts_core::engine::{ChannelOptions, Engine, EngineError, TaskInfo};
@@ -11,10 +14,6 @@ use acts_core::scheduler::{Action, ActionError};
 use serde_json::{Value, json};
 
 const TWO: &str = "id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n";
-
-fn vars(v: Value) -> Vars {
-    v.as_object().cloned().unwrap_or_default()
-}
 
 struct Fixture {
     engine: Engine,

@@ -108,14 +108,7 @@ impl Executor {
     /// Aborts a running process: running tasks are aborted, waiting ones
     /// skipped, and the process ends `aborted`.
     pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
-        let handle = self
-            .rt
-            .handle(pid)
-            .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        self.rt
-            .transition(&handle, Vec::new(), |p, _| p.abort_process())
-            .await
+        self.rt.on_process(pid, |p, _| p.abort_process()).await
     }
 
     /// Removes a process and all its rows (a running one stops). Returns
@@ -273,6 +266,8 @@ impl Executor {
     /// Runs a new act under step task `tid`; `act` holds its definition
     /// (`uses` required; `params`, `id`, `name`, `key` ...).
     pub async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
-        self.rt.push(pid, tid, act).await
+        self.rt
+            .on_process(pid, |p, svc| p.push(tid, act, svc))
+            .await
     }
 }

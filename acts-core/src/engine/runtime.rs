@@ -690,6 +690,21 @@ impl Runtime {
 
     // ---- actions ------------------------------------------------------------
 
+    /// Runs `f` as one transition of existing process `pid` (a missing
+    /// process is `ProcessNotFound`).
+    pub(crate) async fn on_process<T>(
+        &self,
+        pid: &str,
+        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
+    ) -> Result<T, EngineError> {
+        self.check_open()?;
+        let handle = self
+            .handle(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        self.transition(&handle, Vec::new(), f).await
+    }
+
     /// Applies a client action to act `tid` of process `pid`.
     pub(crate) async fn act(
         &self,
@@ -698,30 +713,7 @@ impl Runtime {
         action: Action,
         options: Vars,
     ) -> Result<(), EngineError> {
-        self.check_open()?;
-        let handle = self
-            .handle(pid)
-            .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        self.transition(&handle, Vec::new(), |p, svc| {
-            p.act(tid, action, options, svc)
-        })
-        .await
-    }
-
-    /// Pushes a new act (its definition in `options`) under step `tid`.
-    pub(crate) async fn push(
-        &self,
-        pid: &str,
-        tid: &str,
-        options: Vars,
-    ) -> Result<(), EngineError> {
-        self.check_open()?;
-        let handle = self
-            .handle(pid)
-            .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        self.transition(&handle, Vec::new(), |p, svc| p.push(tid, options, svc))
+        self.on_process(pid, |p, svc| p.act(tid, action, options, svc))
             .await
     }
 

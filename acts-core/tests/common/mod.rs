@@ -1,0 +1,49 @@
+//! Helpers shared by the engine's integration tests.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::time::Duration;
+
+use acts_core::model::Vars;
+use acts_core::scheduler::Message;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// How long a test waits for something that must happen (a hang guard,
+/// never what decides an outcome).
+pub const GUARD: Duration = Duration::from_secs(10);
+
+/// A JSON object as vars.
+pub fn vars(v: Value) -> Vars {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// The next item on a channel (within the hang guard).
+pub async fn recv<T>(rx: &mut UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(GUARD, rx.recv())
+        .await
+        .expect("something arrives (hang guard)")
+        .expect("the channel is open")
+}
+
+/// The next message that passes `pred` (earlier ones are dropped).
+pub async fn recv_where(
+    rx: &mut UnboundedReceiver<Message>,
+    pred: impl Fn(&Message) -> bool,
+) -> Message {
+    loop {
+        let m = recv(rx).await;
+        if pred(&m) {
+            return m;
+        }
+    }
+}
+
+/// An irq act announced.
+pub fn irq_created(m: &Message) -> bool {
+    m.r#type == "act" && m.state == "created" && m.uses.as_deref() == Some("acts.core.irq")
+}
+
+/// The message that ends process `pid`.
+pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
+    move |m| m.pid == pid && m.r#type == "workflow" && m.state != "created"
+}
