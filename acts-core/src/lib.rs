@@ -16,11 +16,10 @@
 //! the task table and `Process`: the pure, synchronous exec/next core),
 //! [`store`] (the group-commit writer and typed collections), [`time`]
 //! (the injectable clock and timers), and [`engine`]: the async, durable
-//! engine around the core — builder, executor, channels, the resident
-//! cache, one transition per atomic batch, recovery.
-//!
-//! Not yet: durable per-channel deliveries, triggers and snapshots (see
-//! `docs/ARCHITECTURE.md`).
+//! engine around the core — builder, executor, channels (plain and
+//! durable, with ack, retry and dead-letter), the resident cache, one
+//! transition per atomic batch, recovery, triggers (manual, hook, cron),
+//! snapshots, and the sweeper.
 //!
 //! ## Where to start reading
 //!

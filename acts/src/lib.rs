@@ -62,8 +62,9 @@ use std::sync::Arc;
 
 pub use acts_core;
 pub use acts_core::engine::{
-    ActPackage, Cache, Channel, ChannelOptions, Engine, EngineBuilder, EngineConfig, EngineError,
-    Executor, ModelInfo, PackageContext, PackageFailure, ProcInfo, TaskInfo,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryRow, DeliveryState, Engine, EngineBuilder,
+    EngineConfig, EngineError, EventRow, Executor, ModelInfo, PackageContext, PackageFailure,
+    PackageRow, ProcInfo, SnapshotEntry, SnapshotOptions, Snapshots, TaskInfo,
 };
 pub use acts_core::model::{Act, Branch, ModelError, Step, Trigger, Vars, Workflow};
 pub use acts_core::package::{PackageDefinition, RunAs};
