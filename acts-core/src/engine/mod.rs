@@ -49,8 +49,8 @@ pub use executor::Executor;
 pub use info::{ModelInfo, ProcInfo, TaskInfo};
 pub use package::{ActPackage, PackageContext, PackageFailure};
 pub use rows::{
-    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, ProcRow,
-    TaskRow, VarsRow, delivery_row_id, task_row_id,
+    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, PackageRow,
+    ProcRow, TaskRow, VarsRow, delivery_row_id, task_row_id,
 };
 pub use runtime::EngineConfig;
 pub use snapshot::{MAX_TTL_SECS, SnapshotEntry, SnapshotOptions, Snapshots};
