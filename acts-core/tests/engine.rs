@@ -173,3 +173,25 @@ async fn the_same_holds_on_a_redb_file_across_reopen() {
     );
     engine2.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_waits_for_background_work_so_the_store_can_be_reopened() {
+    use acts_store_redb::{RedbOptions, RedbStore};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("acts.db");
+    for round in 0..5 {
+        let store: Arc<dyn KvStore> = Arc::new(
+            RedbStore::open(&path, RedbOptions::default()).unwrap_or_else(|e| {
+                panic!("round {round}: the previous engine still holds the file: {e}")
+            }),
+        );
+        let engine = Engine::builder().store(store).start().await.unwrap();
+        engine.executor().deploy_yaml(THREE_STEPS).await.unwrap();
+        // Finished processes leave background work behind (their
+        // outbox replay); close must wait for it.
+        for _ in 0..20 {
+            engine.executor().start("three", Vars::new()).await.unwrap();
+        }
+        engine.close().await;
+    }
+}

@@ -226,6 +226,18 @@ impl Runtime {
     pub(crate) async fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.timers.close();
+        // Background work started before the close ends on its own (new
+        // work is refused); wait for it so that nothing holds the engine
+        // — and its store — once the caller drops it.
+        let mut spins = 0u32;
+        while self.inflight.load(Ordering::SeqCst) > 0 && spins < 5_000 {
+            spins += 1;
+            if spins < 64 {
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
         // Everything acknowledged is already durable; this only waits for
         // the writes in flight, then lets go of the store.
         self.writer.close().await;

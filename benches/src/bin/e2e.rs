@@ -387,7 +387,13 @@ fn main() -> std::process::ExitCode {
         }
     };
     match rt {
-        Ok(rt) => rt.block_on(run(args)),
+        // The scenario runs as a task on the runtime (not on the main thread
+        // outside it), as a server embedding acts would.
+        Ok(rt) => rt.block_on(async move {
+            tokio::spawn(run(args))
+                .await
+                .unwrap_or(std::process::ExitCode::from(1))
+        }),
         Err(e) => {
             eprintln!("e2e: cannot start the runtime: {e}");
             std::process::ExitCode::from(1)
