@@ -9,7 +9,7 @@ use std::sync::Arc;
 use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
-use acts_store::{KvStore, MemoryStore};
+use acts_store::KvStore;
 use serde_json::json;
 
 const THREE_STEPS: &str = r#"
@@ -41,7 +41,7 @@ steps:
 
 #[tokio::test]
 async fn three_step_model_completes_with_outputs() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(THREE_STEPS).await.unwrap();
     let info = exec.start("three", Vars::new()).await.unwrap();
@@ -64,7 +64,7 @@ async fn three_step_model_completes_with_outputs() {
 
 #[tokio::test]
 async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(APPROVAL).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -100,7 +100,7 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
 
 #[tokio::test]
 async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
-    let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
+    let kv: Arc<dyn KvStore> = store();
     let engine = Engine::builder().store(kv.clone()).start().await.unwrap();
     engine.executor().deploy_yaml(APPROVAL).await.unwrap();
     let mut rx = engine

@@ -20,7 +20,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.code\n    params: 'return { doubled: n * 2 }'\n",
@@ -48,7 +48,7 @@ async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() 
 
 #[tokio::test]
 async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: lonely\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: nowhere }\n",
@@ -65,6 +65,7 @@ async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
 async fn a_step_timeout_fires_on_the_engine_clock_not_on_wall_time() {
     let clock = ManualClock::new(1_000_000);
     let engine = Engine::builder()
+        .store(store())
         .clock(Arc::new(clock.clone()))
         .start()
         .await
@@ -132,7 +133,12 @@ impl ActPackage for Greeter {
 
 #[tokio::test]
 async fn application_packages_are_checked_at_deploy_and_run_by_the_engine() {
-    let engine = Engine::builder().package(Greeter).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store())
+        .package(Greeter)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     let bad = exec
         .deploy_yaml(
@@ -191,7 +197,7 @@ steps:
 
 #[tokio::test]
 async fn back_runs_the_earlier_step_again() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -226,7 +232,7 @@ async fn back_runs_the_earlier_step_again() {
 
 #[tokio::test]
 async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -248,7 +254,12 @@ async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
 
 #[tokio::test]
 async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
-    let engine = Engine::builder().cache_cap(1).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store())
+        .cache_cap(1)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -272,7 +283,7 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
 
 #[tokio::test]
 async fn start_checks_inputs_and_external_pids() {
-    let engine = Engine::builder().start().await.unwrap();
+    let engine = Engine::builder().store(store()).start().await.unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: typed\nver: '1'\ninputs:\n  - name: amount\n    type: number\n    required: true\n  - name: pid\nsteps:\n  - id: s\n",

@@ -24,7 +24,11 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
-    let engine = Engine::builder().start().await.expect("engine");
+    let engine = Engine::builder()
+        .store(store())
+        .start()
+        .await
+        .expect("engine");
     engine.executor().deploy_yaml(TWO).await.expect("deploy");
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("act"))

@@ -1,10 +1,12 @@
 //! Helpers shared by the engine's integration tests.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use acts_core::model::Vars;
 use acts_core::scheduler::Message;
+use acts_store::{KvStore, MemoryStore};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -46,4 +48,25 @@ pub fn irq_created(m: &Message) -> bool {
 /// The message that ends process `pid`.
 pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
     move |m| m.pid == pid && m.r#type == "workflow" && m.state != "created"
+}
+
+/// A fresh store for one test: in memory, or — with
+/// `ACTS_TEST_STORE=redb` — a redb file (fsync on every commit) in a new
+/// temporary folder (`scripts/test.sh` runs the engine suites both ways).
+pub fn store() -> Arc<dyn KvStore> {
+    match std::env::var("ACTS_TEST_STORE").as_deref() {
+        Ok("redb") => {
+            let dir = tempfile::Builder::new()
+                .prefix("acts-test-store-")
+                .tempdir()
+                .expect("a temporary folder")
+                .keep();
+            Arc::new(
+                acts_store_redb::RedbStore::open(dir.join("acts.db"), Default::default())
+                    .expect("redb opens"),
+            )
+        }
+        Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
+        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory or redb"),
+    }
 }
