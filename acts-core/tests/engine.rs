@@ -195,3 +195,43 @@ async fn close_waits_for_background_work_so_the_store_can_be_reopened() {
         engine.close().await;
     }
 }
+
+/// The reference spec's worked example §9.1 (the README quick start),
+/// through the engine: the data flow and the messages a client sees.
+#[tokio::test]
+async fn the_quick_start_of_the_reference_spec_runs_as_documented() {
+    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: my_model\nver: 0.1.0\nname: my model\nsteps:\n  - name: step 1\n    uses: acts.transform.set\n    params: { a: 10 }\n  - name: step 2\n    uses: acts.transform.code\n    params: |\n      return { data: a + 10 };\n",
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let info = exec
+        .start("my_model", vars(json!({"a": 0, "pid": "w1"})))
+        .await
+        .unwrap();
+    assert_eq!(info.pid, "w1");
+    assert_eq!(
+        serde_json::Value::Object(info.outputs),
+        json!({"a": 10, "data": 20, "pid": "w1"})
+    );
+    let mut seen = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        seen.push(m.short());
+    }
+    assert_eq!(
+        seen,
+        [
+            "workflow/created",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "step/created",
+            "act/completed",
+            "step/completed",
+            "workflow/completed"
+        ]
+    );
+}
