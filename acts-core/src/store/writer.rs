@@ -1,14 +1,28 @@
 //! [`GroupCommitWriter`]: one ordered queue of write batches per engine;
 //! batches that arrive while a commit is in flight are merged into the next
 //! backend transaction, so one fsync serves many transitions.
+//!
+//! There is no writer task to wake. The caller that finds the writer idle
+//! becomes the *leader*: it takes the queued batches as one group and
+//! starts the backend commit itself. A commit that completes at once (an
+//! in-memory store) is finished inline — no hand-off between tasks, which
+//! is most of a transition's latency on a busy runtime. A commit that has
+//! to wait (a file store's fsync) is moved into a task of its own, which
+//! finishes it, answers its group, and leads on while batches are queued.
+//! Either way the commit never depends on the caller's future staying
+//! alive: dropping a `write` future only stops its caller from hearing the
+//! outcome.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use acts_store::{BatchOp, KvStore, StoreError};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 
 /// Settings of a [`GroupCommitWriter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,13 +89,32 @@ enum Request {
     Write {
         batch: WriteBatch,
         done: oneshot::Sender<Result<WriteOutcome, WriteError>>,
+        /// The queue slot, given back when the batch leaves the queue.
+        _permit: tokio::sync::OwnedSemaphorePermit,
     },
     Flush {
         done: oneshot::Sender<()>,
     },
-    Close {
-        done: oneshot::Sender<()>,
-    },
+}
+
+type Waiter = oneshot::Sender<Result<WriteOutcome, WriteError>>;
+type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
+
+/// The queue and who leads it.
+struct Queue {
+    requests: VecDeque<Request>,
+    /// Someone is committing (inline or in a task): the others only queue.
+    leading: bool,
+    /// The store, until the writer is closed.
+    store: Option<Arc<dyn KvStore>>,
+}
+
+struct Shared {
+    config: WriterConfig,
+    queue: Mutex<Queue>,
+    /// Free queue slots (back-pressure: a full queue makes writers wait).
+    room: Arc<Semaphore>,
+    removed: Mutex<HashSet<String>>,
 }
 
 /// The engine's single ordered writer (see the module docs).
@@ -93,8 +126,7 @@ enum Request {
 /// is durable.
 #[derive(Clone)]
 pub struct GroupCommitWriter {
-    tx: mpsc::Sender<Request>,
-    removed: Arc<Mutex<HashSet<String>>>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for GroupCommitWriter {
@@ -103,168 +135,273 @@ impl std::fmt::Debug for GroupCommitWriter {
     }
 }
 
+/// A group taken from the queue: its ops, who waits for it, and the
+/// flushes queued behind it.
+#[derive(Default)]
+struct Group {
+    ops: Vec<BatchOp>,
+    waiters: Vec<Waiter>,
+    flushes: Vec<oneshot::Sender<()>>,
+}
+
+/// How many groups a caller commits inline before handing the lead to a
+/// task (so one caller does not serve a long stream of others).
+const INLINE_GROUPS: usize = 64;
+
 impl GroupCommitWriter {
-    /// Starts the writer's task on the current tokio runtime.
+    /// A writer over `store` (commits that wait are finished on the current
+    /// tokio runtime).
     pub fn start(store: Arc<dyn KvStore>, config: WriterConfig) -> Self {
-        let (tx, rx) = mpsc::channel(config.queue_capacity.max(1));
-        let removed: Arc<Mutex<HashSet<String>>> = Arc::default();
-        tokio::spawn(run(store, config, rx, removed.clone()));
-        Self { tx, removed }
+        Self {
+            shared: Arc::new(Shared {
+                room: Arc::new(Semaphore::new(config.queue_capacity.max(1))),
+                config,
+                queue: Mutex::new(Queue {
+                    requests: VecDeque::new(),
+                    leading: false,
+                    store: Some(store),
+                }),
+                removed: Mutex::new(HashSet::new()),
+            }),
+        }
     }
 
     /// Queues `batch` and waits until it is committed (or skipped, or
     /// failed). Waits for room when the queue is full.
     pub async fn write(&self, batch: WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let (done, rx) = oneshot::channel();
-        self.tx
-            .send(Request::Write { batch, done })
+        let permit = self
+            .shared
+            .room
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|_| WriteError::Closed)?;
+        let (done, rx) = oneshot::channel();
+        self.enqueue(Request::Write {
+            batch,
+            done,
+            _permit: permit,
+        })?;
         rx.await.unwrap_or(Err(WriteError::Closed))
     }
 
     /// Resolves once every batch queued before this call is settled.
     pub async fn flush(&self) -> Result<(), WriteError> {
         let (done, rx) = oneshot::channel();
-        self.tx
-            .send(Request::Flush { done })
-            .await
-            .map_err(|_| WriteError::Closed)?;
+        self.enqueue(Request::Flush { done })?;
         rx.await.map_err(|_| WriteError::Closed)
     }
 
-    /// Commits everything queued before it, then stops the writer and
-    /// releases its handle on the store (so a file store can be reopened).
-    /// Later writes fail with [`WriteError::Closed`].
+    /// Commits everything queued before it, then releases the writer's
+    /// handle on the store (so a file store can be reopened). Later writes
+    /// fail with [`WriteError::Closed`].
     pub async fn close(&self) {
-        let (done, rx) = oneshot::channel();
-        if self.tx.send(Request::Close { done }).await.is_ok() {
-            let _ = rx.await;
+        let _ = self.flush().await;
+        self.shared.room.close();
+        let leftovers = {
+            let mut q = self.shared.queue.lock();
+            q.store = None;
+            std::mem::take(&mut q.requests)
+        };
+        for r in leftovers {
+            match r {
+                Request::Write { done, .. } => {
+                    let _ = done.send(Err(WriteError::Closed));
+                }
+                Request::Flush { done } => {
+                    let _ = done.send(());
+                }
+            }
         }
     }
 
-    /// How many requests wait in the queue (not yet taken by the writer).
+    /// How many requests wait in the queue (not yet taken into a group).
     pub fn queued(&self) -> usize {
-        self.tx.max_capacity() - self.tx.capacity()
+        self.shared.queue.lock().requests.len()
     }
 
     /// Marks process `pid` removed: its batches still queued, and any
     /// written later, are skipped.
     pub fn mark_removed(&self, pid: &str) {
-        self.removed.lock().insert(pid.to_owned());
+        self.shared.removed.lock().insert(pid.to_owned());
     }
 
     /// Forgets a removal (the pid may be used again).
     pub fn forget_removed(&self, pid: &str) {
-        self.removed.lock().remove(pid);
+        self.shared.removed.lock().remove(pid);
+    }
+
+    /// Queues `r`; leads the queue if nobody does.
+    fn enqueue(&self, r: Request) -> Result<(), WriteError> {
+        {
+            let mut q = self.shared.queue.lock();
+            if q.store.is_none() {
+                return Err(WriteError::Closed);
+            }
+            q.requests.push_back(r);
+            if q.leading {
+                return Ok(());
+            }
+            q.leading = true;
+        }
+        if self.shared.config.max_commit_delay.is_zero() {
+            lead_inline(self.shared.clone());
+        } else {
+            // Waiting for more batches takes time: lead from a task.
+            tokio::spawn(lead(self.shared.clone()));
+        }
+        Ok(())
     }
 }
 
-type Waiter = oneshot::Sender<Result<WriteOutcome, WriteError>>;
-
-async fn run(
-    store: Arc<dyn KvStore>,
-    config: WriterConfig,
-    mut rx: mpsc::Receiver<Request>,
-    removed: Arc<Mutex<HashSet<String>>>,
-) {
-    // A request taken from the queue that did not fit the previous group.
-    let mut carried: Option<Request> = None;
-    loop {
-        let first = match carried.take() {
-            Some(r) => r,
-            None => match rx.recv().await {
-                Some(r) => r,
-                None => return, // every handle dropped
-            },
+impl Shared {
+    /// Takes the next group from the queue; `None` (and the lead given up)
+    /// when there is nothing left.
+    fn take_group(&self) -> Option<(Group, Arc<dyn KvStore>)> {
+        let mut q = self.queue.lock();
+        let Some(store) = q.store.clone() else {
+            q.leading = false;
+            return None;
         };
-        let mut ops: Vec<BatchOp> = Vec::new();
-        let mut waiters: Vec<Waiter> = Vec::new();
-        let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
-        let mut closing: Option<oneshot::Sender<()>> = None;
-        let mut next = Some(first);
-        let deadline = tokio::time::Instant::now() + config.max_commit_delay;
-        loop {
-            if let Some(request) = next.take() {
-                match request {
-                    Request::Flush { done } => flushes.push(done),
-                    Request::Close { done } => {
-                        closing = Some(done);
+        let mut g = Group::default();
+        while let Some(r) = q.requests.pop_front() {
+            match r {
+                Request::Flush { done } => {
+                    g.flushes.push(done);
+                    // Everything before it is in this group: it resolves
+                    // with it.
+                    break;
+                }
+                Request::Write {
+                    batch,
+                    done,
+                    _permit,
+                } => {
+                    let skip = batch
+                        .owner
+                        .as_ref()
+                        .is_some_and(|pid| self.removed.lock().contains(pid));
+                    if skip {
+                        let _ = done.send(Ok(WriteOutcome::Skipped));
+                        continue;
+                    }
+                    if !g.ops.is_empty()
+                        && g.ops.len() + batch.ops.len() > self.config.max_batch_ops
+                    {
+                        q.requests.push_front(Request::Write {
+                            batch,
+                            done,
+                            _permit,
+                        });
                         break;
                     }
-                    Request::Write { batch, done } => {
-                        let skip = batch
-                            .owner
-                            .as_ref()
-                            .is_some_and(|pid| removed.lock().contains(pid));
-                        if skip {
-                            let _ = done.send(Ok(WriteOutcome::Skipped));
-                        } else if !ops.is_empty()
-                            && ops.len() + batch.ops.len() > config.max_batch_ops
-                        {
-                            carried = Some(Request::Write { batch, done });
-                            break;
-                        } else {
-                            ops.extend(batch.ops);
-                            waiters.push(done);
-                        }
-                    }
-                }
-            }
-            if ops.len() >= config.max_batch_ops {
-                break;
-            }
-            // Take whatever is already queued; then, if a delay is set and
-            // the group is not full, wait a little for more.
-            match rx.try_recv() {
-                Ok(r) => next = Some(r),
-                Err(_) if config.max_commit_delay.is_zero() => break,
-                Err(_) => match tokio::time::timeout_at(deadline, rx.recv()).await {
-                    Ok(Some(r)) => next = Some(r),
-                    _ => break,
-                },
-            }
-        }
-        if !waiters.is_empty() {
-            let batches = waiters.len();
-            let result = store.batch(ops).await;
-            match result {
-                Ok(()) => {
-                    for w in waiters {
-                        let _ = w.send(Ok(WriteOutcome::Committed));
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(batches, error = %e, "group commit failed; its transitions fail");
-                    let source = Arc::new(e);
-                    for w in waiters {
-                        let _ = w.send(Err(WriteError::Commit {
-                            batches,
-                            source: source.clone(),
-                        }));
+                    g.ops.extend(batch.ops);
+                    g.waiters.push(done);
+                    if g.ops.len() >= self.config.max_batch_ops {
+                        break;
                     }
                 }
             }
         }
-        for f in flushes {
-            let _ = f.send(());
+        if g.waiters.is_empty() && g.flushes.is_empty() {
+            q.leading = false;
+            return None;
         }
-        if let Some(done) = closing {
-            // Fail what is still queued, release the store, then answer.
-            rx.close();
-            while let Ok(r) = rx.try_recv() {
-                match r {
-                    Request::Write { done, .. } => {
-                        let _ = done.send(Err(WriteError::Closed));
-                    }
-                    Request::Flush { done } | Request::Close { done } => {
-                        let _ = done.send(());
-                    }
-                }
+        Some((g, store))
+    }
+}
+
+/// Answers a group with its commit's result.
+fn settle(g: Group, result: Result<(), StoreError>) {
+    match result {
+        Ok(()) => {
+            for w in g.waiters {
+                let _ = w.send(Ok(WriteOutcome::Committed));
             }
-            drop(store);
-            let _ = done.send(());
+        }
+        Err(e) => {
+            let batches = g.waiters.len();
+            tracing::error!(batches, error = %e, "group commit failed; its transitions fail");
+            let source = Arc::new(e);
+            for w in g.waiters {
+                let _ = w.send(Err(WriteError::Commit {
+                    batches,
+                    source: source.clone(),
+                }));
+            }
+        }
+    }
+    for f in g.flushes {
+        let _ = f.send(());
+    }
+}
+
+/// Starts a group's commit and polls it once.
+fn start_commit(g: &mut Group, store: &Arc<dyn KvStore>) -> (Commit, Poll<Result<(), StoreError>>) {
+    let ops = std::mem::take(&mut g.ops);
+    let store = store.clone();
+    let mut commit: Commit = Box::pin(async move {
+        if ops.is_empty() {
+            Ok(())
+        } else {
+            store.batch(ops).await
+        }
+    });
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let first = commit.as_mut().poll(&mut cx);
+    (commit, first)
+}
+
+/// Leads on the caller's own stack: groups whose commit completes at once
+/// are finished here; the first one that has to wait moves, with the lead,
+/// into a task.
+fn lead_inline(shared: Arc<Shared>) {
+    for _ in 0..INLINE_GROUPS {
+        let Some((mut g, store)) = shared.take_group() else {
             return;
+        };
+        match start_commit(&mut g, &store) {
+            (_, Poll::Ready(result)) => settle(g, result),
+            (commit, Poll::Pending) => {
+                tokio::spawn(async move {
+                    settle(g, commit.await);
+                    lead(shared).await;
+                });
+                return;
+            }
         }
+    }
+    tokio::spawn(lead(shared));
+}
+
+/// Leads from a task until the queue is empty.
+async fn lead(shared: Arc<Shared>) {
+    loop {
+        if !shared.config.max_commit_delay.is_zero() {
+            let full = {
+                let q = shared.queue.lock();
+                let ops: usize = q
+                    .requests
+                    .iter()
+                    .map(|r| match r {
+                        Request::Write { batch, .. } => batch.ops.len(),
+                        Request::Flush { .. } => 0,
+                    })
+                    .sum();
+                ops >= shared.config.max_batch_ops
+            };
+            if !full {
+                tokio::time::sleep(shared.config.max_commit_delay).await;
+            }
+        }
+        let Some((mut g, store)) = shared.take_group() else {
+            return;
+        };
+        let (commit, first) = start_commit(&mut g, &store);
+        let result = match first {
+            Poll::Ready(r) => r,
+            Poll::Pending => commit.await,
+        };
+        settle(g, result);
     }
 }
