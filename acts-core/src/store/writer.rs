@@ -361,8 +361,15 @@ fn lead_inline(shared: Arc<Shared>) {
             return;
         };
         match start_commit(&mut g, &store) {
-            (_, Poll::Ready(result)) => settle(g, result),
+            (commit, Poll::Ready(result)) => {
+                // Let go of the store before answering: a flush (and so a
+                // close) that resolves must find no commit holding it.
+                drop(commit);
+                drop(store);
+                settle(g, result);
+            }
             (commit, Poll::Pending) => {
+                drop(store);
                 tokio::spawn(async move {
                     settle(g, commit.await);
                     lead(shared).await;
@@ -398,8 +405,12 @@ async fn lead(shared: Arc<Shared>) {
             return;
         };
         let (commit, first) = start_commit(&mut g, &store);
+        drop(store);
         let result = match first {
-            Poll::Ready(r) => r,
+            Poll::Ready(r) => {
+                drop(commit);
+                r
+            }
             Poll::Pending => commit.await,
         };
         settle(g, result);
