@@ -17,7 +17,7 @@
 //! The cache only keeps handles and queues; loading and running processes
 //! is the runtime's job.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -110,8 +110,12 @@ struct State {
     /// Resident and loading pids (an admitted pid is `Loading` until its
     /// handle is installed).
     entries: HashMap<String, Entry>,
-    /// Parked processes known to this engine, oldest first.
+    /// Parked processes known to this engine (their rows are stored),
+    /// oldest first.
     parked: BTreeSet<(i64, String)>,
+    /// The pids of `parked`, and of processes being parked (their rows
+    /// not written yet: not startable).
+    parked_ids: HashSet<String>,
     /// In-flight processes found at boot that did not fit, oldest first.
     resume_queue: VecDeque<String>,
     /// Whether a store scan for parked rows is in progress.
@@ -217,10 +221,10 @@ impl Cache {
     /// now: it becomes resident (`Admitted`; the caller holds its lane until
     /// its first transition is durable), or must be parked. `Err(())` when
     /// the pid is resident, loading or parked already.
-    pub(crate) fn admit(&self, handle: &Arc<ProcHandle>, timestamp: i64) -> Result<Admission, ()> {
+    pub(crate) fn admit(&self, handle: &Arc<ProcHandle>) -> Result<Admission, ()> {
         let pid = handle.pid();
         let mut s = self.state.lock();
-        if s.entries.contains_key(pid) || s.parked.iter().any(|(_, p)| p == pid) {
+        if s.entries.contains_key(pid) || s.parked_ids.contains(pid) {
             return Err(());
         }
         if s.count() < self.cap {
@@ -228,15 +232,29 @@ impl Cache {
                 .insert(pid.to_owned(), Entry::Resident(handle.clone()));
             Ok(Admission::Admitted)
         } else {
-            s.parked.insert((timestamp, pid.to_owned()));
+            // Claimed, not startable until its row is written
+            // ([`parked_written`](Self::parked_written)).
+            s.parked_ids.insert(pid.to_owned());
             Ok(Admission::Parked)
         }
     }
 
-    /// Forgets a parked pid (its start was refused before its row was
-    /// written).
+    /// A process admitted as parked has its row stored: it may start when
+    /// a slot frees.
+    pub(crate) fn parked_written(&self, pid: &str, timestamp: i64) {
+        let mut s = self.state.lock();
+        if s.parked_ids.contains(pid) {
+            s.parked.insert((timestamp, pid.to_owned()));
+        }
+    }
+
+    /// Forgets a parked pid (its start was refused, its row not written, or
+    /// the process removed).
     pub(crate) fn unpark(&self, pid: &str) {
-        self.state.lock().parked.retain(|(_, p)| p != pid);
+        let mut s = self.state.lock();
+        if s.parked_ids.remove(pid) {
+            s.parked.retain(|(_, p)| p != pid);
+        }
     }
 
     /// The resident handle of `pid`, if it is resident.
@@ -300,7 +318,7 @@ impl Cache {
     pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
         let mut s = self.state.lock();
         for (ts, pid) in rows {
-            if !s.entries.contains_key(&pid) && !s.parked.iter().any(|(_, p)| *p == pid) {
+            if !s.entries.contains_key(&pid) && s.parked_ids.insert(pid.clone()) {
                 s.parked.insert((ts, pid));
             }
         }
@@ -316,6 +334,7 @@ impl Cache {
             let (pid, parked) = if let Some(pid) = s.resume_queue.pop_front() {
                 (pid, false)
             } else if let Some((_, pid)) = s.parked.pop_first() {
+                s.parked_ids.remove(&pid);
                 (pid, true)
             } else {
                 break;

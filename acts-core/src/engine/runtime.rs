@@ -437,7 +437,7 @@ impl Runtime {
         };
         let admission = self
             .cache
-            .admit(&handle, now)
+            .admit(&handle)
             .map_err(|()| EngineError::Duplicated(pid.clone()))?;
         if check_store && self.proc_row(&pid).await?.is_some() {
             match admission {
@@ -474,6 +474,7 @@ impl Runtime {
                     self.cache.unpark(&pid);
                     return Err(e);
                 }
+                self.cache.parked_written(&pid, now);
                 debug!(pid = %pid, "parked: the resident set is full");
                 Ok(ProcInfo::of_row(&row))
             }
