@@ -5,7 +5,10 @@
 //! by the same deterministic client. Each run must reach the same terminal
 //! state and outputs as the crash-free one, and no client action that
 //! returned `Ok` may be lost or applied twice (the outputs count every
-//! answer). Every crash point is tried; the count is printed.
+//! answer). A client on a durable channel never acks: after each cut it
+//! reconnects and must hear every message of the crash-free run at least
+//! once — those of committed transitions re-sent with their original ids.
+//! Every crash point is tried; the count is printed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,6 +171,47 @@ async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
     }
 }
 
+/// A client on a durable channel: everything it hears, as
+/// `(type, node id, state)` and by message id.
+async fn client(engine: &Engine) -> (acts_core::engine::Channel, UnboundedReceiver<Message>) {
+    let ch = engine
+        .durable_channel("client", ChannelOptions::default())
+        .await
+        .expect("the client's channel registers");
+    let rx = ch.subscribe();
+    (ch, rx)
+}
+
+fn heard(rx: &mut UnboundedReceiver<Message>) -> Vec<Message> {
+    let mut out = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        out.push(m);
+    }
+    out
+}
+
+/// The messages as a client that de-duplicates by id sees them, each as
+/// `(type, node, state)`, sorted.
+fn shape(messages: &[Message]) -> Vec<(String, String, String)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut v: Vec<(String, String, String)> = messages
+        .iter()
+        .filter(|m| seen.insert(m.id.clone()))
+        .map(|m| {
+            // Dynamic acts get fresh node ids in every run: name them by
+            // key or package.
+            let node = if m.r#type == "act" {
+                m.key.clone().or(m.uses.clone()).unwrap_or_default()
+            } else {
+                m.nid.clone()
+            };
+            (m.r#type.clone(), node, m.state.clone())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 async fn run_case(case: &Case) -> usize {
     // The crash-free run, recorded.
     let recorded = Arc::new(CrashStore::new());
@@ -179,7 +223,10 @@ async fn run_case(case: &Case) -> usize {
         .start()
         .await
         .expect("test setup");
+    let (_ch, mut rx) = client(&engine).await;
     let expected = drive(&engine, &clock, case).await;
+    let all = heard(&mut rx);
+    let ids: std::collections::HashSet<String> = all.iter().map(|m| m.id.clone()).collect();
     engine.close().await;
     let batches = recorded.committed().await;
     assert!(
@@ -199,11 +246,33 @@ async fn run_case(case: &Case) -> usize {
             .start()
             .await
             .expect("test setup");
+        // The client reconnects: what the cut store still owes it comes
+        // again, with the ids it had; then the run goes on.
+        let (ch, mut rx) = client(&engine).await;
+        ch.resend_pending().await.expect("re-send");
+        let resent = heard(&mut rx);
+        for m in &resent {
+            assert!(
+                ids.contains(&m.id),
+                "{}: cut {k}: a re-sent message has a new id",
+                case.name
+            );
+        }
         let got = drive(&engine, &clock, case).await;
         assert_eq!(
             (got.state, &got.outputs),
             (expected.state, &expected.outputs),
             "{}: crash after batch {k} of {batches}",
+            case.name
+        );
+        // Every message of the crash-free run reached the client at least
+        // once (before the cut: re-sent; after it: sent by the new run).
+        let mut after = resent;
+        after.extend(heard(&mut rx));
+        assert_eq!(
+            shape(&after),
+            shape(&all),
+            "{}: cut {k}: the client did not hear every message",
             case.name
         );
         engine.close().await;
