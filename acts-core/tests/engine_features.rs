@@ -318,3 +318,39 @@ async fn start_checks_inputs_and_external_pids() {
         Err(EngineError::ModelNotFound(_))
     ));
 }
+
+/// A slot that frees while a parked process's row is still being written
+/// must still start it: the row's commit itself looks for free slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_process_starts_when_the_slot_freed_during_its_row_write() {
+    use acts_testkit::{GateKind, GatedStore};
+    let gated = Arc::new(GatedStore::new(acts_store::MemoryStore::new()));
+    let engine = Engine::builder()
+        .store(gated.clone())
+        .cache_cap(1)
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = exec.start("review", Vars::new()).await.unwrap();
+    // B is parked; its row write is held in the store.
+    gated.arm(GateKind::Write);
+    let b = {
+        let exec = exec.clone();
+        tokio::spawn(async move { exec.start("review", Vars::new()).await })
+    };
+    gated.wait_parked(GateKind::Write, 1).await;
+    // A's slot frees meanwhile (nothing else would look for work).
+    assert!(engine.cache().evict(&a.pid));
+    gated.disarm(GateKind::Write);
+    let b = b.await.unwrap().unwrap();
+    assert_eq!(b.state, TaskState::None, "B was parked");
+    let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
+    assert_eq!(
+        irq.key.as_deref(),
+        Some("submit"),
+        "B started in the freed slot"
+    );
+}

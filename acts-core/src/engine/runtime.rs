@@ -475,6 +475,8 @@ impl Runtime {
                     return Err(e);
                 }
                 self.cache.parked_written(&pid, now);
+                // Slots may have freed while the row was written.
+                self.refill();
                 debug!(pid = %pid, "parked: the resident set is full");
                 Ok(ProcInfo::of_row(&row))
             }
