@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc
-echo "== the engine suites again on redb (ACTS_TEST_STORE=redb)"
-ACTS_TEST_STORE=redb cargo test -p acts-core --test cache_seed --test engine \
-  --test engine_features --test engine_guards --test delivery_trigger
+for backend in redb rocksdb; do
+  echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
+  ACTS_TEST_STORE=$backend cargo test -p acts-core --test cache_seed --test engine \
+    --test engine_features --test engine_guards --test delivery_trigger
+done
 rm -rf "${TMPDIR:-/tmp}"/acts-test-store-*
 echo "== acts test examples/"
 cargo run --quiet -p acts-cli -- test examples/

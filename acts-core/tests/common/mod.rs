@@ -51,22 +51,27 @@ pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
 }
 
 /// A fresh store for one test: in memory, or — with
-/// `ACTS_TEST_STORE=redb` — a redb file (fsync on every commit) in a new
-/// temporary folder (`scripts/test.sh` runs the engine suites both ways).
+/// `ACTS_TEST_STORE=redb` or `=rocksdb` — a file store (syncing every
+/// commit) in a new temporary folder (`scripts/test.sh` runs the engine
+/// suites on each).
 pub fn store() -> Arc<dyn KvStore> {
+    let dir = || {
+        tempfile::Builder::new()
+            .prefix("acts-test-store-")
+            .tempdir()
+            .expect("a temporary folder")
+            .keep()
+    };
     match std::env::var("ACTS_TEST_STORE").as_deref() {
-        Ok("redb") => {
-            let dir = tempfile::Builder::new()
-                .prefix("acts-test-store-")
-                .tempdir()
-                .expect("a temporary folder")
-                .keep();
-            Arc::new(
-                acts_store_redb::RedbStore::open(dir.join("acts.db"), Default::default())
-                    .expect("redb opens"),
-            )
-        }
+        Ok("redb") => Arc::new(
+            acts_store_redb::RedbStore::open(dir().join("acts.db"), Default::default())
+                .expect("redb opens"),
+        ),
+        Ok("rocksdb") => Arc::new(
+            acts_store_rocksdb::RocksStore::open(dir().join("rocks"), Default::default())
+                .expect("rocksdb opens"),
+        ),
         Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
-        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory or redb"),
+        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory, redb or rocksdb"),
     }
 }
