@@ -230,3 +230,40 @@ async fn wrong_state() {
         Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
     ));
 }
+
+#[tokio::test]
+async fn an_act_with_exposes_is_completed_with_exactly_its_outputs() {
+    let engine = Engine::builder()
+        .store(store())
+        .start()
+        .await
+        .expect("engine");
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: ex\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.block\n    params:\n      acts:\n        - uses: acts.core.irq\n          params: { key: form }\n          exposes:\n            - { name: amount }\n",
+    )
+    .await
+    .expect("deploy");
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("act"))
+        .subscribe();
+    let p = exec.start("ex", Vars::new()).await.expect("start");
+    let m = recv_where(&mut rx, |m| m.state == "created").await;
+    let before = exec.tasks(&p.pid).await.expect("tasks");
+    let err = exec
+        .complete(&p.pid, &m.tid, vars(json!({"other": 1})))
+        .await
+        .expect_err("amount is missing");
+    assert!(err.to_string().contains("'amount'"), "{err}");
+    assert_eq!(
+        exec.tasks(&p.pid).await.expect("tasks"),
+        before,
+        "nothing changed"
+    );
+    exec.complete(&p.pid, &m.tid, vars(json!({"amount": 5, "other": 1})))
+        .await
+        .expect("completes");
+    let out = exec.process(&p.pid).await.expect("process").outputs;
+    assert_eq!(out.get("amount"), Some(&json!(5)));
+    assert_eq!(out.get("other"), None, "only the exposed outputs are kept");
+}

@@ -149,9 +149,48 @@ impl Process {
                 state,
             });
         }
+        let options = self.exposed_options(t, action, options)?;
         self.apply_action(t, action, options, svc)?;
         self.run(svc);
         Ok(())
+    }
+
+    /// An act that declares `exposes` is completed (or submitted) with
+    /// exactly those values: each must be in the options, and nothing else
+    /// is kept (the reference's guard). The options of control actions
+    /// (`error`'s ecode, `back`'s to, ...) are not outputs and pass as they
+    /// are.
+    fn exposed_options(
+        &self,
+        t: TaskIx,
+        action: Action,
+        mut options: Vars,
+    ) -> Result<Vars, ActionError> {
+        if !matches!(action, Action::Complete | Action::Submit) {
+            return Ok(options);
+        }
+        let exposes = self.exposes_of(t);
+        if exposes.is_empty() {
+            return Ok(options);
+        }
+        let tid = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
+        if let Some(missing) = exposes.iter().find(|e| !options.contains_key(&e.name)) {
+            return Err(ActionError::BadOptions {
+                pid: self.pid.clone(),
+                tid: tid.clone(),
+                message: format!(
+                    "the options do not have the act's output '{}' (it declares exposes: {})",
+                    missing.name,
+                    exposes
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        options.retain(|k, _| exposes.iter().any(|e| e.name == *k));
+        Ok(options)
     }
 
     /// Applies `action` to act task `t` (already checked to be an act that
