@@ -163,10 +163,14 @@ impl EngineBuilder {
             app.insert(def.id.clone(), p);
         }
         let (timers, mut fired) = TimerService::start(self.clock.clone());
+        let scripts = ScriptEngine::new(self.limits);
+        // One runtime per core up front: a burst of first processes does
+        // not wait for runtimes to be built.
+        scripts.warm(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let rt = Runtime::new(
             store,
             &self.config,
-            ScriptEngine::new(self.limits),
+            scripts,
             registry,
             app,
             self.clock,

@@ -146,6 +146,20 @@ impl ScriptEngine {
         }
     }
 
+    /// Creates up to `n` idle runtimes ahead of use, so the first
+    /// evaluations do not pay for building one (errors are left for the
+    /// evaluation that needs the runtime to report).
+    pub fn warm(&self, n: usize) {
+        let want = n.min(self.max_idle);
+        let have = self.pool.lock().len();
+        for _ in have..want {
+            match self.new_worker() {
+                Ok(w) => self.pool.lock().push(w),
+                Err(_) => return,
+            }
+        }
+    }
+
     /// The limits evaluations run under.
     pub fn limits(&self) -> ScriptLimits {
         self.limits
