@@ -148,6 +148,17 @@ async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Ends a scenario's timing and closes its engine.
+async fn finish(e: Engine, n: usize, t0: Instant, latencies_us: Vec<u64>) -> Outcome {
+    let secs = t0.elapsed().as_secs_f64();
+    e.close().await;
+    Outcome {
+        n,
+        secs,
+        latencies_us,
+    }
+}
+
 async fn next<T>(rx: &mut UnboundedReceiver<T>) -> Result<T, String> {
     match tokio::time::timeout(Duration::from_secs(120), rx.recv()).await {
         Ok(Some(m)) => Ok(m),
@@ -188,13 +199,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 exec.deploy(&w).await.map_err(|e| e.to_string())?;
                 lat.push(t.elapsed().as_micros() as u64);
             }
-            let secs = t0.elapsed().as_secs_f64();
-            e.close().await;
-            Ok(Outcome {
-                n,
-                secs,
-                latencies_us: lat,
-            })
+            Ok(finish(e, n, t0, lat).await)
         }
         "run_auto_burst" | "run_auto_seq" => {
             let n = n.unwrap_or(2_000);
@@ -257,13 +262,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                     }
                 }
             }
-            let secs = t0.elapsed().as_secs_f64();
-            e.close().await;
-            Ok(Outcome {
-                n,
-                secs,
-                latencies_us: lat,
-            })
+            Ok(finish(e, n, t0, lat).await)
         }
         "irq_roundtrip" => {
             let n = n.unwrap_or(1_000);
@@ -296,13 +295,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 }
                 lat.push(t.elapsed().as_micros() as u64);
             }
-            let secs = t0.elapsed().as_secs_f64();
-            e.close().await;
-            Ok(Outcome {
-                n,
-                secs,
-                latencies_us: lat,
-            })
+            Ok(finish(e, n, t0, lat).await)
         }
         "wide" => {
             let procs = n.unwrap_or(20);
@@ -343,13 +336,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             for _ in 0..procs {
                 next(&mut ends).await?;
             }
-            let secs = t0.elapsed().as_secs_f64();
-            e.close().await;
-            Ok(Outcome {
-                n: procs * width,
-                secs,
-                latencies_us: lat,
-            })
+            Ok(finish(e, procs * width, t0, lat).await)
         }
         other => Err(format!(
             "unknown scenario '{other}' (one of: {}, all)",
