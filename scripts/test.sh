@@ -2,17 +2,30 @@
 # Runs every test of the workspace on a fresh machine: installs what is
 # missing (scripts/setup.sh), then `cargo test --workspace` (unit, scenario,
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
-# crate and backend), then the example workflows' own tests (`acts test`).
+# crate and backend), then the engine suites (the reference's cache
+# scenarios, engine features, guards, deliveries/triggers) again on redb,
+# RocksDB and Redis, then the example workflows' own tests (`acts test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc
+engine_suites() {
+  cargo test -p acts-core --test cache_seed --test engine --test engine_features \
+    --test engine_guards --test delivery_trigger
+}
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
-  ACTS_TEST_STORE=$backend cargo test -p acts-core --test cache_seed --test engine \
-    --test engine_features --test engine_guards --test delivery_trigger
+  ACTS_TEST_STORE=$backend engine_suites
 done
 rm -rf "${TMPDIR:-/tmp}"/acts-test-store-*
+
+echo "== the engine suites again on redis (a private redis-server)"
+port=$((20000 + $$ % 20000))
+while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes >/dev/null
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+ACTS_TEST_STORE=redis ACTS_TEST_REDIS_URL="redis://127.0.0.1:$port" engine_suites
 echo "== acts test examples/"
 cargo run --quiet -p acts-cli -- test examples/

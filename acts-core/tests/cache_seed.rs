@@ -109,7 +109,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 
 #[tokio::test]
 async fn cache_evict_breaks_proc_task_cycle() {
-    let engine = engine_on(store(), 10).await;
+    let engine = engine_on(store().await, 10).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let p = engine.executor().start("m1", Vars::new()).await.unwrap();
     let handle = engine.process_handle(&p.pid).await.unwrap().unwrap();
@@ -128,7 +128,7 @@ async fn cache_evict_breaks_proc_task_cycle() {
 
 #[tokio::test]
 async fn cache_restore_dynamic_acts() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let e1 = engine_on(kv.clone(), 10).await;
     e1.executor()
         .deploy_yaml("id: seq\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.sequence\n    params:\n      in: ['a', 'b', 'c']\n      acts:\n        - { uses: acts.core.irq, params: { key: act } }\n")
@@ -172,7 +172,7 @@ async fn cache_restore_dynamic_acts() {
 
 #[tokio::test]
 async fn cache_count() {
-    let engine = engine_on(store(), 10).await;
+    let engine = engine_on(store().await, 10).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     engine.executor().start("m1", Vars::new()).await.unwrap();
     assert_eq!(engine.cache().count(), 1);
@@ -180,7 +180,7 @@ async fn cache_count() {
 
 #[tokio::test]
 async fn cache_push_get() {
-    let engine = engine_on(store(), 10).await;
+    let engine = engine_on(store().await, 10).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let p = engine.executor().start("m1", Vars::new()).await.unwrap();
     assert_eq!(engine.cache().count(), 1);
@@ -190,7 +190,7 @@ async fn cache_push_get() {
 
 #[tokio::test]
 async fn cache_push_to_store() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 1).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let mut pids = Vec::new();
@@ -213,7 +213,7 @@ async fn cache_push_to_store() {
 
 #[tokio::test]
 async fn cache_remove() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
@@ -236,7 +236,7 @@ async fn cache_remove() {
 
 #[tokio::test]
 async fn cache_upsert() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -309,7 +309,7 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
 
 #[tokio::test]
 async fn cache_writes_after_remove_are_skipped() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
@@ -332,7 +332,7 @@ async fn cache_writes_after_remove_are_skipped() {
 
 #[tokio::test]
 async fn cache_start_parked_refills_only_parked_none_rows() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 5).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let parked = ["parked1", "parked2", "parked3"];
@@ -369,7 +369,7 @@ async fn cache_start_parked_refills_only_parked_none_rows() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_finished_proc_frees_slot_for_restore() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 4).await;
     engine.executor().deploy_yaml(RUNS).await.unwrap();
     let seeds = ["seed1", "seed2", "seed3"];
@@ -396,7 +396,7 @@ async fn cache_finished_proc_frees_slot_for_restore() {
 
 #[tokio::test]
 async fn cache_park_over_cap_then_refill_on_terminal() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 2).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
@@ -426,7 +426,7 @@ async fn cache_park_over_cap_then_refill_on_terminal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_concurrent_proc_miss_returns_one_instance() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let e1 = engine_on(kv.clone(), 10).await;
     e1.executor().deploy_yaml(WAITS).await.unwrap();
     let p = e1.executor().start("m1", Vars::new()).await.unwrap();
@@ -455,7 +455,7 @@ async fn cache_concurrent_proc_miss_returns_one_instance() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_admit_same_pid_has_single_winner() {
-    let engine = engine_on(store(), 1).await;
+    let engine = engine_on(store().await, 1).await;
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..20 {
@@ -480,7 +480,7 @@ async fn cache_admit_same_pid_has_single_winner() {
 
 #[tokio::test]
 async fn cache_parked_refill_is_oldest_first_within_cap() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 2).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
@@ -505,7 +505,7 @@ async fn cache_parked_refill_is_oldest_first_within_cap() {
 
 #[tokio::test]
 async fn cache_vars_row_written_only_on_mutation() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     exec.deploy_yaml(
@@ -561,7 +561,7 @@ async fn cache_vars_row_written_only_on_mutation() {
 
 #[tokio::test]
 async fn cache_vars_ancestor_scope_round_trip() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     // step1 declares `x`; its act writes x, which folds up to step1's scope.
@@ -638,7 +638,7 @@ async fn in_flight(kv: &Arc<dyn KvStore>, tags: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn cache_resume_loads_in_flight_before_parked() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     in_flight(&kv, &["resume_inflight"]).await;
     for (tag, ts) in [
         ("resume_parked_a", 10),
@@ -675,7 +675,7 @@ async fn cache_resume_loads_in_flight_before_parked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_resume_in_flight_proc_after_restart() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     // The store as a crash mid-run leaves it: the root running, step1
     // ready (created, never run).
     let w = Workflow::from_yaml(RUNS).unwrap();
@@ -727,7 +727,7 @@ async fn cache_resume_in_flight_proc_after_restart() {
 
 #[tokio::test]
 async fn cache_resume_overflow_drains_on_free_slot() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let pids = in_flight(&kv, &["overflow0", "overflow1", "overflow2", "overflow3"]).await;
     let engine = engine_on(kv.clone(), 2).await;
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -879,7 +879,7 @@ async fn cache_proc_miss_overlapping_load_reuses_instance() {
 
 #[tokio::test]
 async fn find_opt_normalizes_only_missing_rows() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     assert!(
         Collection::<ProcRow>::new(kv.clone())
             .get("absent")

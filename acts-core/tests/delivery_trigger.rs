@@ -53,7 +53,7 @@ fn acts_only() -> ChannelOptions {
 #[tokio::test]
 async fn a_durable_delivery_is_pending_until_acked() {
     let clock = ManualClock::new(T0);
-    let e = engine(store(), &clock, config()).await;
+    let e = engine(store().await, &clock, config()).await;
     e.executor().deploy_yaml(WAITS).await.unwrap();
     let ch = e.durable_channel("c1", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
@@ -91,7 +91,7 @@ async fn a_durable_delivery_is_pending_until_acked() {
 #[tokio::test]
 async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     let clock = ManualClock::new(T0);
-    let e = engine(store(), &clock, config()).await;
+    let e = engine(store().await, &clock, config()).await;
     e.executor().deploy_yaml(WAITS).await.unwrap();
     let mine = e
         .durable_channel("mine", acts_only().with_key("a"))
@@ -137,7 +137,7 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
 
 #[tokio::test]
 async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let clock = ManualClock::new(T0);
     let e1 = engine(kv.clone(), &clock, config()).await;
     e1.executor()
@@ -194,7 +194,7 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
 
 #[tokio::test]
 async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let clock = ManualClock::new(T0);
     let cfg = EngineConfig {
         retention: Some(Duration::from_secs(60)),
@@ -248,7 +248,7 @@ steps:
 #[tokio::test]
 async fn manual_and_hook_triggers_start_the_model() {
     let clock = ManualClock::new(T0);
-    let e = engine(store(), &clock, config()).await;
+    let e = engine(store().await, &clock, config()).await;
     let exec = e.executor();
     exec.deploy_yaml(TRIGGERED).await.unwrap();
     let p = exec.fire("trig:go", Value::Null).await.unwrap();
@@ -299,7 +299,7 @@ async fn wait_processes(e: &Engine, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
     let clock = ManualClock::new(T0);
-    let e = engine(store(), &clock, config()).await;
+    let e = engine(store().await, &clock, config()).await;
     e.executor().deploy_yaml(TRIGGERED).await.unwrap();
     let row = |e: &Engine| {
         let exec = e.executor();
@@ -331,7 +331,7 @@ async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_missed_while_down_fires_once_on_restart() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let clock = ManualClock::new(T0);
     let e1 = engine(kv.clone(), &clock, config()).await;
     e1.executor().deploy_yaml(TRIGGERED).await.unwrap();
@@ -371,7 +371,7 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
 async fn snapshots_are_sealed_read_only_and_expire() {
     let clock = ManualClock::new(T0);
     let e = Engine::builder()
-        .store(store())
+        .store(store().await)
         .clock(Arc::new(clock.clone()))
         .config(config())
         .snapshot(

@@ -41,7 +41,11 @@ steps:
 
 #[tokio::test]
 async fn three_step_model_completes_with_outputs() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(THREE_STEPS).await.unwrap();
     let info = exec.start("three", Vars::new()).await.unwrap();
@@ -64,7 +68,11 @@ async fn three_step_model_completes_with_outputs() {
 
 #[tokio::test]
 async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(APPROVAL).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -100,7 +108,7 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
 
 #[tokio::test]
 async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
-    let kv: Arc<dyn KvStore> = store();
+    let kv: Arc<dyn KvStore> = store().await;
     let engine = Engine::builder().store(kv.clone()).start().await.unwrap();
     engine.executor().deploy_yaml(APPROVAL).await.unwrap();
     let mut rx = engine
@@ -200,7 +208,11 @@ async fn close_waits_for_background_work_so_the_store_can_be_reopened() {
 /// through the engine: the data flow and the messages a client sees.
 #[tokio::test]
 async fn the_quick_start_of_the_reference_spec_runs_as_documented() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: my_model\nver: 0.1.0\nname: my model\nsteps:\n  - name: step 1\n    uses: acts.transform.set\n    params: { a: 10 }\n  - name: step 2\n    uses: acts.transform.code\n    params: |\n      return { data: a + 10 };\n",

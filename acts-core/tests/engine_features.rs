@@ -20,7 +20,11 @@ use serde_json::json;
 
 #[tokio::test]
 async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.code\n    params: 'return { doubled: n * 2 }'\n",
@@ -48,7 +52,11 @@ async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() 
 
 #[tokio::test]
 async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: lonely\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: nowhere }\n",
@@ -65,7 +73,7 @@ async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
 async fn a_step_timeout_fires_on_the_engine_clock_not_on_wall_time() {
     let clock = ManualClock::new(1_000_000);
     let engine = Engine::builder()
-        .store(store())
+        .store(store().await)
         .clock(Arc::new(clock.clone()))
         .start()
         .await
@@ -134,7 +142,7 @@ impl ActPackage for Greeter {
 #[tokio::test]
 async fn application_packages_are_checked_at_deploy_and_run_by_the_engine() {
     let engine = Engine::builder()
-        .store(store())
+        .store(store().await)
         .package(Greeter)
         .start()
         .await
@@ -197,7 +205,11 @@ steps:
 
 #[tokio::test]
 async fn back_runs_the_earlier_step_again() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -232,7 +244,11 @@ async fn back_runs_the_earlier_step_again() {
 
 #[tokio::test]
 async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -255,7 +271,7 @@ async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
 #[tokio::test]
 async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
     let engine = Engine::builder()
-        .store(store())
+        .store(store().await)
         .cache_cap(1)
         .start()
         .await
@@ -283,7 +299,11 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
 
 #[tokio::test]
 async fn start_checks_inputs_and_external_pids() {
-    let engine = Engine::builder().store(store()).start().await.unwrap();
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: typed\nver: '1'\ninputs:\n  - name: amount\n    type: number\n    required: true\n  - name: pid\nsteps:\n  - id: s\n",

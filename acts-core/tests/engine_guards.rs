@@ -25,7 +25,7 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let engine = Engine::builder()
-        .store(store())
+        .store(store().await)
         .start()
         .await
         .expect("engine");
@@ -234,7 +234,7 @@ async fn wrong_state() {
 #[tokio::test]
 async fn an_act_with_exposes_is_completed_with_exactly_its_outputs() {
     let engine = Engine::builder()
-        .store(store())
+        .store(store().await)
         .start()
         .await
         .expect("engine");

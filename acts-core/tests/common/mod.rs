@@ -52,9 +52,10 @@ pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
 
 /// A fresh store for one test: in memory, or — with
 /// `ACTS_TEST_STORE=redb` or `=rocksdb` — a file store (syncing every
-/// commit) in a new temporary folder (`scripts/test.sh` runs the engine
-/// suites on each).
-pub fn store() -> Arc<dyn KvStore> {
+/// commit) in a new temporary folder, or with `=redis` a fresh namespace on
+/// the server `ACTS_TEST_REDIS_URL` names (`scripts/test.sh` runs the
+/// engine suites on each).
+pub async fn store() -> Arc<dyn KvStore> {
     let dir = || {
         tempfile::Builder::new()
             .prefix("acts-test-store-")
@@ -71,7 +72,17 @@ pub fn store() -> Arc<dyn KvStore> {
             acts_store_rocksdb::RocksStore::open(dir().join("rocks"), Default::default())
                 .expect("rocksdb opens"),
         ),
+        Ok("redis") => {
+            let url = std::env::var("ACTS_TEST_REDIS_URL")
+                .expect("ACTS_TEST_STORE=redis needs ACTS_TEST_REDIS_URL");
+            let namespace = format!("t{}", acts_core::tree::long_id());
+            Arc::new(
+                acts_store_redis::RedisStore::connect(&url, &namespace)
+                    .await
+                    .expect("redis connects"),
+            )
+        }
         Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
-        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory, redb or rocksdb"),
+        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory, redb, rocksdb or redis"),
     }
 }
