@@ -2,6 +2,8 @@
 # Installs the system packages acts needs, only those that are missing:
 #   libclang-dev  - bindgen, for RocksDB's C++ bindings
 #   redis-server  - the Redis backend's tests start a private server
+#   redis-tools   - redis-cli, with which scripts/test.sh runs one for the
+#                   engine suites
 # Runs `apt-get update` at most once. Safe to run again and again.
 set -euo pipefail
 
@@ -10,6 +12,7 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so'; then
   missing+=(libclang-dev)
 fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 
 if [ ${#missing[@]} -gt 0 ]; then
