@@ -152,35 +152,42 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     drop((ch, rx, e1));
     clock.advance(Duration::from_secs(1));
 
-    // While the client is away, the process moves on: the new message is
+    // While the client is away, another process starts: its message is
     // recorded for the registered channel.
     let e2 = engine(kv, &clock, config()).await;
-    e2.executor()
-        .complete(&p.pid, &a.tid, Vars::new())
-        .await
-        .unwrap();
+    let q = e2.executor().start("two", Vars::new()).await.unwrap();
     let owed = e2
         .executor()
         .deliveries(Some("app"), Some(DeliveryState::Pending))
         .await
         .unwrap();
-    assert_eq!(owed.len(), 2, "a (unacked) and b (sent while away)");
+    assert_eq!(
+        owed.len(),
+        2,
+        "a's request (unacked) and q's (sent while away)"
+    );
     // The client reconnects with the same id and gets both, oldest first.
     let ch = e2.durable_channel("app", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     assert_eq!(ch.resend_pending().await.unwrap(), 2);
     let got_a = recv(&mut rx).await;
-    let got_b = recv(&mut rx).await;
+    let got_q = recv(&mut rx).await;
     assert_eq!(got_a.id, a.id, "stable id: the client can de-duplicate");
-    assert_eq!(got_b.key.as_deref(), Some("b"));
-    ch.ack(&got_a.id).await.unwrap();
-    ch.ack(&got_b.id).await.unwrap();
+    assert_eq!(got_q.pid, q.pid);
+    ch.ack(&got_q.id).await.unwrap();
+    // Answering a's request settles it too (closed: its task ended).
+    e2.executor()
+        .complete(&p.pid, &a.tid, Vars::new())
+        .await
+        .unwrap();
     assert!(
         e2.executor()
             .deliveries(Some("app"), Some(DeliveryState::Pending))
             .await
             .unwrap()
-            .is_empty()
+            .iter()
+            .all(|d| d.msg_id != a.id && d.msg_id != got_q.id),
+        "a is closed, q acked"
     );
     assert!(e2.remove_channel("app").await.unwrap());
     assert!(
@@ -202,14 +209,25 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
     };
     let e = engine(kv.clone(), &clock, cfg).await;
     e.executor().deploy_yaml(WAITS).await.unwrap();
-    let ch = e.durable_channel("c", acts_only()).await.unwrap();
-    let mut rx = ch.subscribe();
-    let p = e.executor().start("m1", Vars::new()).await.unwrap();
-    let m = recv(&mut rx).await;
-    e.executor()
-        .complete(&p.pid, &m.tid, Vars::new())
+    // The client hears every end of a process and acks it later.
+    let ch = e
+        .durable_channel(
+            "c",
+            ChannelOptions::default()
+                .with_type("workflow")
+                .with_state("completed"),
+        )
         .await
         .unwrap();
+    let mut ends = ch.subscribe();
+    let mut acts = e.channel(acts_only()).subscribe();
+    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let irq = recv(&mut acts).await;
+    e.executor()
+        .complete(&p.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    let m = recv(&mut ends).await;
     clock.advance(Duration::from_secs(120));
     e.housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
@@ -421,4 +439,39 @@ async fn snapshots_are_sealed_read_only_and_expire() {
     assert!(e.snapshots().read("rates", "eu").is_none());
     e.housekeeping().await;
     assert!(e.snapshots().list("rates").is_empty());
+}
+
+#[tokio::test]
+async fn an_answered_interrupt_is_closed_not_re_sent() {
+    let clock = ManualClock::new(T0);
+    let e = engine(store().await, &clock, config()).await;
+    e.executor()
+        .deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
+        .await
+        .unwrap();
+    let ch = e.durable_channel("c", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    let p = e.executor().start("two", Vars::new()).await.unwrap();
+    let a = recv(&mut rx).await;
+    // The client answers without acking: the task ended, its request is
+    // settled (closed), and only b's request is still owed.
+    e.executor()
+        .complete(&p.pid, &a.tid, Vars::new())
+        .await
+        .unwrap();
+    let b = recv(&mut rx).await;
+    let closed = e
+        .executor()
+        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .await
+        .unwrap();
+    assert_eq!(
+        closed.iter().map(|d| d.msg_id.as_str()).collect::<Vec<_>>(),
+        [a.id.as_str()]
+    );
+    clock.advance(Duration::from_secs(31));
+    e.housekeeping().await;
+    let again = recv(&mut rx).await;
+    assert_eq!(again.id, b.id, "only the open request is re-sent");
+    assert!(rx.try_recv().is_err());
 }

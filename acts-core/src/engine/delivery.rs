@@ -6,7 +6,8 @@
 //!   and one delivery row per such channel, **in the batch of the
 //!   transition that produced it** (invariant 2). Without durable channels
 //!   nothing extra is written.
-//! - A delivery is `pending` until the client acks it; the housekeeping
+//! - A delivery is `pending` until the client acks it, or until its task
+//!   ends (it is then `closed`: an answered interrupt is not re-sent); the housekeeping
 //!   timer re-sends due pending deliveries to their own channel only (when
 //!   its client is connected), and after `delivery_max_tries` sends marks
 //!   it `failed` — visible through [`Executor::deliveries`](super::Executor::deliveries),
@@ -79,14 +80,44 @@ impl Runtime {
     }
 
     /// The rows that make `messages` durable for the durable channels they
-    /// pass: a message row each, a delivery row per channel.
-    pub(crate) fn delivery_ops(&self, messages: &[Message]) -> Vec<BatchOp> {
+    /// pass: a message row each, a delivery row per channel. A message that
+    /// ends its task closes the task's deliveries still pending (the
+    /// reference's rule): an answered interrupt is not re-sent.
+    pub(crate) async fn delivery_ops(
+        &self,
+        messages: &[Message],
+    ) -> Result<Vec<BatchOp>, EngineError> {
         if !self.emitter.has_durable() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let now = self.now();
         let retry = self.config.delivery_retry.as_millis() as i64;
         let mut ops = Vec::new();
+        // Tasks that end in this transition: (pid, tid).
+        let ended: std::collections::HashSet<(&str, &str)> = messages
+            .iter()
+            .filter(|m| !matches!(m.state.as_str(), "created"))
+            .map(|m| (m.pid.as_str(), m.tid.as_str()))
+            .collect();
+        let pids: std::collections::BTreeSet<&str> = ended.iter().map(|(p, _)| *p).collect();
+        for pid in pids {
+            // Pending deliveries of earlier transitions for tasks that end
+            // now.
+            let pending = Collection::<DeliveryRow>::new(self.store.clone())
+                .query_all(&Query::new().filter(Filter::eq("pid", pid)))
+                .await?;
+            for old in pending {
+                if old.state == DeliveryState::Pending
+                    && ended.contains(&(old.pid.as_str(), old.tid.as_str()))
+                {
+                    let new = DeliveryRow {
+                        state: DeliveryState::Closed,
+                        ..old.clone()
+                    };
+                    ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
+                }
+            }
+        }
         for m in messages {
             let targets = self.emitter.durable_targets(m);
             if targets.is_empty() {
@@ -101,11 +132,20 @@ impl Runtime {
                 },
             ));
             for (channel, live) in targets {
+                // A task that ends in this same transition leaves nothing
+                // of its earlier messages to re-send.
+                let closed =
+                    m.state == "created" && ended.contains(&(m.pid.as_str(), m.tid.as_str()));
                 let row = DeliveryRow {
                     channel,
                     msg_id: m.id.clone(),
                     pid: m.pid.clone(),
-                    state: DeliveryState::Pending,
+                    tid: m.tid.clone(),
+                    state: if closed {
+                        DeliveryState::Closed
+                    } else {
+                        DeliveryState::Pending
+                    },
                     // The send right after the commit is the first try.
                     tries: u32::from(live),
                     next_at: now + retry,
@@ -117,7 +157,7 @@ impl Runtime {
                 ops.extend(Collection::<DeliveryRow>::upsert_ops(None, &row));
             }
         }
-        ops
+        Ok(ops)
     }
 
     /// Marks the delivery of `msg_id` to `channel` acknowledged.

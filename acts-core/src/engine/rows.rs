@@ -260,6 +260,10 @@ pub enum DeliveryState {
     Acked,
     /// Given up after the last try (the dead-letter view).
     Failed,
+    /// Settled without an ack: the message's task has ended since (an
+    /// interrupt answered, an act finished), so re-sending it would be
+    /// stale.
+    Closed,
 }
 
 impl DeliveryState {
@@ -269,6 +273,7 @@ impl DeliveryState {
             DeliveryState::Pending => "pending",
             DeliveryState::Acked => "acked",
             DeliveryState::Failed => "failed",
+            DeliveryState::Closed => "closed",
         }
     }
 }
@@ -282,6 +287,9 @@ pub struct DeliveryRow {
     pub msg_id: String,
     /// The message's process.
     pub pid: String,
+    /// The message's task.
+    #[serde(default)]
+    pub tid: String,
     /// Where it stands.
     pub state: DeliveryState,
     /// How many times it was sent.

@@ -565,7 +565,16 @@ impl Runtime {
         }
         let mut ops = persist::transition_ops(process, &mut slot.persisted);
         ops.extend(extra);
-        ops.extend(self.delivery_ops(&messages));
+        match self.delivery_ops(&messages).await {
+            Ok(d) => ops.extend(d),
+            Err(e) => {
+                // Cannot tell what is owed: nothing of the transition is
+                // stored; the process reloads from the store.
+                slot.process = None;
+                self.cache.evict(&pid);
+                return Err(e);
+            }
+        }
         let next_timer = if terminal { None } else { process.next_timer() };
         if let Err(e) = self.write(Some(&pid), ops).await {
             // Not stored: drop the in-memory state; the next use reloads.
