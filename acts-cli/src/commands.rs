@@ -309,6 +309,13 @@ async fn ps(exec: &Executor, state: Option<String>, model: Option<String>) -> Re
     Ok(0)
 }
 
+/// An engine time (ms since the epoch) as UTC date and time.
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
 async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
     let info = exec.process(pid).await.map_err(action_failure)?;
     let tasks = exec.tasks(pid).await.map_err(action_failure)?;
@@ -325,8 +332,8 @@ async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
         for t in tasks.iter().filter(|t| t.parent.as_deref() == parent) {
             let time = match (t.start_time, t.end_time) {
                 (0, _) => String::new(),
-                (s, 0) => format!(" started {s}"),
-                (s, e) => format!(" {} ms", e - s),
+                (s, 0) => format!(" since {}", when(s)),
+                (s, e) => format!(" {} – {} ({} ms)", when(s), when(e), e - s),
             };
             let data: serde_json::Map<String, Value> = t
                 .data

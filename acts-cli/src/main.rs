@@ -56,7 +56,28 @@ impl Failure {
     }
 }
 
+/// Output piped into a reader that stops early (`acts ps | head`) ends the
+/// program quietly, as other command-line tools do, instead of with a
+/// panic report.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if text.contains("Broken pipe") {
+            // 128 + SIGPIPE, what a shell reports for it.
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         Err(e) => {
