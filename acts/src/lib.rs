@@ -72,6 +72,11 @@ pub use acts_core::scheduler::{Action, Message, TaskState};
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_store::{KvStore, MemoryStore, StoreError};
 
+/// The README's code, compiled and run as a doc test.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// Why [`open_store`] could not open a store.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenStoreError {
