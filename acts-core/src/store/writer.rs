@@ -115,7 +115,15 @@ struct Shared {
     /// Free queue slots (back-pressure: a full queue makes writers wait).
     room: Arc<Semaphore>,
     removed: Mutex<HashSet<String>>,
+    /// A caller is committing inline right now (its commits take
+    /// microseconds: a follower waits for them on its thread instead of
+    /// going back to the end of the runtime's queue).
+    inline: std::sync::atomic::AtomicBool,
 }
+
+/// How long a follower waits on its thread for an inline leader before it
+/// yields to the runtime.
+const FOLLOW_SPIN: Duration = Duration::from_micros(200);
 
 /// The engine's single ordered writer (see the module docs).
 ///
@@ -162,6 +170,7 @@ impl GroupCommitWriter {
                     store: Some(store),
                 }),
                 removed: Mutex::new(HashSet::new()),
+                inline: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -176,12 +185,28 @@ impl GroupCommitWriter {
             .acquire_owned()
             .await
             .map_err(|_| WriteError::Closed)?;
-        let (done, rx) = oneshot::channel();
+        let (done, mut rx) = oneshot::channel();
         self.enqueue(Request::Write {
             batch,
             done,
             _permit: permit,
         })?;
+        // Led inline by another caller: its commit is a matter of
+        // microseconds, so wait here rather than yield (a woken task would
+        // queue behind every runnable one).
+        let spin_until = std::time::Instant::now() + FOLLOW_SPIN;
+        while self
+            .shared
+            .inline
+            .load(std::sync::atomic::Ordering::Acquire)
+            && std::time::Instant::now() < spin_until
+        {
+            match rx.try_recv() {
+                Ok(r) => return r,
+                Err(oneshot::error::TryRecvError::Closed) => return Err(WriteError::Closed),
+                Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
         rx.await.unwrap_or(Err(WriteError::Closed))
     }
 
@@ -356,6 +381,18 @@ fn start_commit(g: &mut Group, store: &Arc<dyn KvStore>) -> (Commit, Poll<Result
 /// are finished here; the first one that has to wait moves, with the lead,
 /// into a task.
 fn lead_inline(shared: Arc<Shared>) {
+    struct Inline(Arc<Shared>);
+    impl Drop for Inline {
+        fn drop(&mut self) {
+            self.0
+                .inline
+                .store(false, std::sync::atomic::Ordering::Release);
+        }
+    }
+    shared
+        .inline
+        .store(true, std::sync::atomic::Ordering::Release);
+    let _inline = Inline(shared.clone());
     for _ in 0..INLINE_GROUPS {
         let Some((mut g, store)) = shared.take_group() else {
             return;
