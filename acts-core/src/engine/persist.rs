@@ -45,21 +45,45 @@ impl Persisted {
     }
 }
 
-fn task_row(p: &Process, ix: crate::scheduler::TaskIx, task: &Task) -> TaskRow {
-    TaskRow {
-        pid: p.pid.clone(),
-        tid: task.id.clone(),
+/// A task's lifecycle row, borrowed from the process (serializes as a
+/// [`TaskRow`]).
+#[derive(serde::Serialize)]
+struct TaskView<'a> {
+    pid: &'a str,
+    tid: &'a str,
+    seq: u32,
+    nid: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prev: Option<u32>,
+    state: crate::scheduler::TaskState,
+    sign: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    err: &'a Option<(String, String)>,
+    start_time: i64,
+    end_time: i64,
+}
+
+/// A task's scope row, borrowed (serializes as a [`VarsRow`]).
+#[derive(serde::Serialize)]
+struct VarsView<'a> {
+    pid: &'a str,
+    tid: &'a str,
+    data: &'a Vars,
+}
+
+fn task_view<'a>(p: &'a Process, ix: crate::scheduler::TaskIx, task: &'a Task) -> TaskView<'a> {
+    TaskView {
+        pid: &p.pid,
+        tid: &task.id,
         seq: TaskTable::position(ix) as u32,
-        nid: p
-            .tree
-            .node(task.node)
-            .map(|n| n.id.clone())
-            .unwrap_or_default(),
+        nid: p.tree.node(task.node).map_or("", |n| n.id.as_str()),
         parent: task.parent.map(|x| TaskTable::position(x) as u32),
         prev: task.prev.map(|x| TaskTable::position(x) as u32),
         state: task.state,
         sign: task.sign.0,
-        err: task.err.clone(),
+        err: &task.err,
         start_time: task.start_time,
         end_time: task.end_time,
     }
@@ -76,29 +100,28 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
             continue;
         };
         let pos = TaskTable::position(ix);
+        let id = task_row_id(&p.pid, &task.id);
+        // Task and scope rows have no indexes: one put each, serialized
+        // straight from the process.
         if d.lifecycle || pos >= persisted.tasks_stored {
-            let row = task_row(p, ix, task);
-            if pos >= persisted.tasks_stored {
-                ops.extend(Collection::<TaskRow>::upsert_ops(None, &row));
-            } else {
-                ops.push(Collection::<TaskRow>::put_row_op(&row));
-            }
+            ops.push(Collection::<TaskRow>::put_view_op(
+                &id,
+                &task_view(p, ix, task),
+            ));
         }
         if d.vars {
-            let row = VarsRow {
-                pid: p.pid.clone(),
-                tid: task.id.clone(),
-                data: task.data.clone(),
-            };
+            ops.push(Collection::<VarsRow>::put_view_op(
+                &id,
+                &VarsView {
+                    pid: &p.pid,
+                    tid: &task.id,
+                    data: &task.data,
+                },
+            ));
             if persisted.vars_stored.len() <= pos {
                 persisted.vars_stored.resize(pos + 1, false);
             }
-            if persisted.vars_stored[pos] {
-                ops.push(Collection::<VarsRow>::put_row_op(&row));
-            } else {
-                ops.extend(Collection::<VarsRow>::upsert_ops(None, &row));
-                persisted.vars_stored[pos] = true;
-            }
+            persisted.vars_stored[pos] = true;
         }
     }
     persisted.tasks_stored = persisted.tasks_stored.max(p.tasks.len());
@@ -259,4 +282,50 @@ pub(crate) fn rebuild(
         vars_stored,
     };
     Ok((process, persisted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Workflow;
+    use crate::scheduler::TaskState;
+
+    /// The borrowed views write exactly the rows they stand for.
+    #[test]
+    fn views_serialize_as_their_rows() {
+        let w = Workflow::new().with_id("m").with_step(|s| s.with_id("s1"));
+        let mut p = Process::new("p1", Arc::new(ModelTree::build(&w).unwrap()), Vars::new());
+        let root = p.root();
+        p.tasks.set_err(root, "E1", "failed");
+        let task = p.tasks.get(root).unwrap().clone();
+        let view = serde_json::to_value(task_view(&p, root, &task)).unwrap();
+        let row = TaskRow {
+            pid: "p1".into(),
+            tid: "$".into(),
+            seq: 0,
+            nid: "m".into(),
+            parent: None,
+            prev: None,
+            state: TaskState::Error,
+            sign: task.sign.0,
+            err: Some(("E1".into(), "failed".into())),
+            start_time: task.start_time,
+            end_time: task.end_time,
+        };
+        assert_eq!(view, serde_json::to_value(&row).unwrap());
+        let back: TaskRow = serde_json::from_value(view).unwrap();
+        assert_eq!(back, row);
+        let vars = serde_json::to_value(VarsView {
+            pid: "p1",
+            tid: "$",
+            data: &task.data,
+        })
+        .unwrap();
+        let vrow = VarsRow {
+            pid: "p1".into(),
+            tid: "$".into(),
+            data: task.data.clone(),
+        };
+        assert_eq!(vars, serde_json::to_value(&vrow).unwrap());
+    }
 }

@@ -299,6 +299,25 @@ impl<T: Row> Collection<T> {
         BatchOp::put(Self::row_key(&row.id()), bytes)
     }
 
+    /// The op that stores, as row `id`, a borrowed view that serializes
+    /// exactly as a `T` would (no copy of the row's data). Only for row
+    /// types without indexes.
+    pub fn put_view_op(id: &str, view: &impl Serialize) -> BatchOp {
+        debug_assert!(T::INDEXED.is_empty(), "{} has indexes", T::COLLECTION);
+        #[derive(Serialize)]
+        struct Envelope<'a, V> {
+            v: u32,
+            d: &'a V,
+        }
+        let envelope = Envelope {
+            v: T::VERSION,
+            d: view,
+        };
+        // Views are plain data, which always serializes.
+        let bytes = serde_json::to_vec(&envelope).unwrap_or_default();
+        BatchOp::put(Self::row_key(id), bytes)
+    }
+
     /// The ops that delete `row` and its index entries.
     pub fn delete_ops(row: &T) -> Vec<BatchOp> {
         let mut ops = vec![BatchOp::delete(Self::row_key(&row.id()))];
