@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release -p acts-benches --bin e2e -- --store memory: --scenario all --json
+//! cargo run --release -p acts-benches --bin e2e -- --store memory: --scenario run_auto_burst --runs 5 --json
 //! cargo run --release -p acts-benches --bin e2e -- --store 'redb:/tmp/e2e.db' --scenario irq_roundtrip
 //! ```
 //!
@@ -90,6 +91,10 @@ struct Args {
     /// Print JSON lines only (no text).
     #[arg(long)]
     json: bool,
+    /// Runs of each scenario (each on a fresh engine); with more than one,
+    /// a last line per scenario gives the medians.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
     /// The tokio runtime: `multi` (a worker per core) or `current` (one
     /// thread; no cross-thread wake-ups).
     #[arg(long, default_value = "multi")]
@@ -395,26 +400,52 @@ async fn run(args: Args) -> std::process::ExitCode {
         vec![args.scenario.as_str()]
     };
     for name in names {
-        match scenario(name, &args.store, args.n).await {
-            Ok(mut o) => {
-                o.latencies_us.sort_unstable();
-                let line = json!({
-                    "scenario": name,
-                    "store": args.store,
-                    "n": o.n,
-                    "secs": (o.secs * 1000.0).round() / 1000.0,
-                    "ops_per_sec": (o.n as f64 / o.secs).round(),
-                    "p50_us": percentile(&o.latencies_us, 0.50),
-                    "p99_us": percentile(&o.latencies_us, 0.99),
-                    "rss_kib": rss_kib(),
-                    "runtime": args.runtime,
-                });
-                println!("{line}");
+        let mut results: Vec<(f64, u64, u64)> = Vec::new();
+        for run in 0..args.runs.max(1) {
+            match scenario(name, &args.store, args.n).await {
+                Ok(mut o) => {
+                    o.latencies_us.sort_unstable();
+                    let ops = (o.n as f64 / o.secs).round();
+                    let (p50, p99) = (
+                        percentile(&o.latencies_us, 0.50),
+                        percentile(&o.latencies_us, 0.99),
+                    );
+                    results.push((ops, p50, p99));
+                    let line = json!({
+                        "scenario": name,
+                        "store": args.store,
+                        "n": o.n,
+                        "secs": (o.secs * 1000.0).round() / 1000.0,
+                        "ops_per_sec": ops,
+                        "p50_us": p50,
+                        "p99_us": p99,
+                        "rss_kib": rss_kib(),
+                        "runtime": args.runtime,
+                        "run": run + 1,
+                    });
+                    println!("{line}");
+                }
+                Err(e) => {
+                    eprintln!("e2e: scenario '{name}' on '{}' failed: {e}", args.store);
+                    return std::process::ExitCode::from(1);
+                }
             }
-            Err(e) => {
-                eprintln!("e2e: scenario '{name}' on '{}' failed: {e}", args.store);
-                return std::process::ExitCode::from(1);
-            }
+        }
+        if results.len() > 1 {
+            let median = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            let line = json!({
+                "scenario": name,
+                "store": args.store,
+                "median_of": results.len(),
+                "ops_per_sec": median(results.iter().map(|r| r.0).collect()),
+                "p50_us": median(results.iter().map(|r| r.1 as f64).collect()),
+                "p99_us": median(results.iter().map(|r| r.2 as f64).collect()),
+                "runtime": args.runtime,
+            });
+            println!("{line}");
         }
     }
     std::process::ExitCode::SUCCESS
