@@ -26,11 +26,9 @@ pub(crate) struct Persisted {
     pub row: ProcRow,
     /// How many dynamic nodes the stored row holds.
     pub nodes_stored: usize,
-    /// How many tasks have a stored row (later ones are new: their index
-    /// entries are written with them).
-    pub tasks_stored: usize,
-    /// Which tasks have a stored vars row.
-    pub vars_stored: Vec<bool>,
+    /// Whether the proc row is in the store (else its index entries are
+    /// written with it).
+    pub row_stored: bool,
 }
 
 impl Persisted {
@@ -39,8 +37,7 @@ impl Persisted {
         Self {
             nodes_stored: row.nodes.len(),
             row,
-            tasks_stored: 0,
-            vars_stored: Vec::new(),
+            row_stored: false,
         }
     }
 }
@@ -99,11 +96,10 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
         let Some(task) = p.tasks.get(ix) else {
             continue;
         };
-        let pos = TaskTable::position(ix);
         let id = task_row_id(&p.pid, &task.id);
         // Task and scope rows have no indexes: one put each, serialized
-        // straight from the process.
-        if d.lifecycle || pos >= persisted.tasks_stored {
+        // straight from the process (a new task is lifecycle-dirty).
+        if d.lifecycle {
             ops.push(Collection::<TaskRow>::put_view_op(
                 &id,
                 &task_view(p, ix, task),
@@ -118,13 +114,8 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
                     data: &task.data,
                 },
             ));
-            if persisted.vars_stored.len() <= pos {
-                persisted.vars_stored.resize(pos + 1, false);
-            }
-            persisted.vars_stored[pos] = true;
         }
     }
-    persisted.tasks_stored = persisted.tasks_stored.max(p.tasks.len());
     // The proc row changes rarely (start, end, env, new dynamic nodes):
     // compare the cheap fields first, build the row only when needed.
     let root = p.tasks.get(p.root());
@@ -156,12 +147,13 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
             model: old.model.clone(),
             timestamp: old.timestamp,
         };
-        if row.state == old.state && persisted.tasks_stored > 0 {
+        if row.state == old.state && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
         } else {
             ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));
         }
         persisted.nodes_stored = row.nodes.len();
+        persisted.row_stored = true;
         row.nodes = Vec::new();
         persisted.row = row;
     }
@@ -233,9 +225,8 @@ pub(crate) fn rebuild(
         .into_iter()
         .map(|v| (task_row_id(&v.pid, &v.tid), v.data))
         .collect();
-    let tree = crate::tree::ProcessTree::restore(model.clone(), &row.nodes)?;
+    let tree = crate::tree::ProcessTree::restore(model, &row.nodes)?;
     let mut rebuilt = Vec::with_capacity(tasks.len());
-    let mut vars_stored = Vec::with_capacity(tasks.len());
     for (i, t) in tasks.iter().enumerate() {
         if t.seq as usize != i {
             return Err(format!(
@@ -250,7 +241,6 @@ pub(crate) fn rebuild(
             )
         })?;
         let scope = data.remove(&task_row_id(&pid, &t.tid));
-        vars_stored.push(scope.is_some());
         rebuilt.push(Task {
             id: t.tid.clone(),
             node,
@@ -264,10 +254,10 @@ pub(crate) fn rebuild(
             end_time: t.end_time,
         });
     }
-    let stored_tasks = rebuilt.len();
-    let mut process = Process::restore(pid, model, &row.nodes, rebuilt, row.env.clone())
+    let parked = row.state == TaskState::None && rebuilt.is_empty();
+    let mut process = Process::restore(pid, tree, rebuilt, row.env.clone())
         .map_err(|e| format!("process '{}': {e}", row.id))?;
-    if row.state == TaskState::None && stored_tasks == 0 {
+    if parked {
         // A parked process: its start options become the root's data.
         let root = process.root();
         process.tasks.set_data(root, &row.start_vars);
@@ -278,8 +268,7 @@ pub(crate) fn rebuild(
             nodes: Vec::new(),
             ..row
         },
-        tasks_stored: stored_tasks,
-        vars_stored,
+        row_stored: true,
     };
     Ok((process, persisted))
 }

@@ -2,13 +2,12 @@
 //! process from its stored rows so it continues exactly where it was.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::model::Vars;
 use crate::scheduler::{Sign, Task, TaskState, TaskTable};
-use crate::tree::{ModelTree, NodeContent, NodeData, ProcessTree};
+use crate::tree::{NodeContent, ProcessTree};
 
 use super::{Job, Process};
 
@@ -49,17 +48,16 @@ impl Process {
         std::mem::take(&mut self.requests)
     }
 
-    /// A process rebuilt from stored state: its model, its dynamic nodes,
-    /// its tasks in creation order, and its environment. Nothing is queued;
-    /// call [`resume`](Self::resume) to continue.
+    /// A process rebuilt from stored state: its tree (the model and its
+    /// dynamic nodes, [`ProcessTree::restore`]), its tasks in creation
+    /// order, and its environment. Nothing is queued; call
+    /// [`resume`](Self::resume) to continue.
     pub fn restore(
         pid: impl Into<String>,
-        model: Arc<ModelTree>,
-        nodes: &[NodeData],
+        tree: ProcessTree,
         tasks: Vec<Task>,
         env: Vars,
     ) -> Result<Self, String> {
-        let tree = ProcessTree::restore(model, nodes)?;
         for t in &tasks {
             if tree.node(t.node).is_none() {
                 return Err(format!("task '{}' runs a node that does not exist", t.id));
