@@ -565,22 +565,22 @@ impl Runtime {
         }
         let mut ops = persist::transition_ops(process, &mut slot.persisted);
         ops.extend(extra);
-        match self.delivery_ops(&messages).await {
-            Ok(d) => ops.extend(d),
-            Err(e) => {
-                // Cannot tell what is owed: nothing of the transition is
-                // stored; the process reloads from the store.
-                slot.process = None;
-                self.cache.evict(&pid);
-                return Err(e);
-            }
-        }
         let next_timer = if terminal { None } else { process.next_timer() };
-        if let Err(e) = self.write(Some(&pid), ops).await {
-            // Not stored: drop the in-memory state; the next use reloads.
+        let committed = match self.delivery_ops(&messages).await {
+            Ok(deliveries) => {
+                ops.extend(deliveries);
+                self.write(Some(&pid), ops).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = committed {
+            // Not stored: drop the in-memory state (the next use reloads
+            // it) and its slot.
             slot.process = None;
             self.cache.evict(&pid);
             warn!(pid = %pid, error = %e, "transition not committed; process discarded");
+            drop(guard);
+            self.refill();
             return Err(e);
         }
         // Durable: now the world may hear of it.
@@ -637,10 +637,13 @@ impl Runtime {
         let Some(rt) = self.this() else {
             return;
         };
+        // Only a freed slot or a new parked child can let queued work start.
+        let mut refill = terminal;
         for r in requests {
             match r {
                 Request::StartSubflow { child_pid, .. } => {
                     self.cache.note_parked([(self.now(), child_pid)]);
+                    refill = true;
                 }
                 Request::RunPackage {
                     tid,
@@ -665,7 +668,9 @@ impl Runtime {
                 }
             });
         }
-        rt.refill();
+        if refill {
+            rt.refill();
+        }
     }
 
     pub(super) async fn run_package(
@@ -807,6 +812,8 @@ impl Runtime {
         }
         self.cache.evict(pid);
         self.cache.unpark(pid);
+        // Its slot is free for queued work.
+        self.refill();
         // Everything queued before the removal is settled (skipped) first.
         self.writer
             .flush()
