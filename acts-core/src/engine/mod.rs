@@ -35,6 +35,7 @@ mod recovery;
 mod rows;
 mod runtime;
 mod snapshot;
+mod start;
 mod trigger;
 
 use std::collections::HashMap;

@@ -1,0 +1,234 @@
+//! Deploying models and starting processes: validation and the model
+//! cache, admission (resident or parked), and the first transition.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tracing::{Instrument, debug, info_span};
+
+use crate::model::{SourceMap, Vars, Workflow, validate};
+use crate::scheduler::{Process, TaskState};
+use crate::store::Collection;
+use crate::tree::{ModelTree, long_id};
+
+use super::cache::{Admission, ProcHandle};
+use super::error::EngineError;
+use super::info::{ModelInfo, ProcInfo};
+use super::persist::Persisted;
+use super::rows::{ModelRow, ProcRow};
+use super::runtime::{DeployedModel, Runtime};
+
+impl Runtime {
+    // ---- models -------------------------------------------------------
+
+    /// Validates and stores a model; a later deploy of the same id
+    /// replaces it for new processes.
+    pub(crate) async fn deploy(
+        &self,
+        workflow: &Workflow,
+        source: &SourceMap,
+    ) -> Result<ModelInfo, EngineError> {
+        self.check_open()?;
+        validate(workflow, source, &self.packages)?;
+        let tree = Arc::new(ModelTree::build(workflow)?);
+        let models = Collection::<ModelRow>::new(self.store.clone());
+        let old = models.get(&workflow.id).await?;
+        let row = ModelRow {
+            id: workflow.id.clone(),
+            name: workflow.name.clone(),
+            ver: workflow.ver.clone(),
+            model: workflow.to_json(),
+            deployed_at: self.now(),
+            revision: old.as_ref().map_or(1, |o| o.revision + 1),
+        };
+        let mut ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        // The model's triggers go in the same batch.
+        ops.extend(self.trigger_ops(workflow).await?);
+        self.write(None, ops).await?;
+        if workflow.on.iter().any(|t| t.kind == "schedule") {
+            self.arm_schedules().await?;
+        }
+        let info = ModelInfo::from(&row);
+        self.models.write().insert(
+            row.id.clone(),
+            Arc::new(DeployedModel {
+                row,
+                workflow: workflow.clone(),
+                tree,
+            }),
+        );
+        Ok(info)
+    }
+
+    pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
+        if let Some(m) = self.models.read().get(id) {
+            return Ok(m.clone());
+        }
+        let row = Collection::<ModelRow>::new(self.store.clone())
+            .get(id)
+            .await?
+            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
+        let workflow = Workflow::from_json(&row.model).map_err(|e| {
+            EngineError::Corrupt(format!("model '{id}': the stored model is unreadable: {e}"))
+        })?;
+        let tree = Arc::new(ModelTree::build(&workflow)?);
+        let m = Arc::new(DeployedModel {
+            row,
+            workflow,
+            tree,
+        });
+        self.models.write().insert(id.to_owned(), m.clone());
+        Ok(m)
+    }
+
+    pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
+        self.check_open()?;
+        let models = Collection::<ModelRow>::new(self.store.clone());
+        let Some(row) = models.get(id).await? else {
+            return Ok(false);
+        };
+        let mut ops = Collection::<ModelRow>::delete_ops(&row);
+        ops.extend(self.trigger_delete_ops(id).await?);
+        self.write(None, ops).await?;
+        self.models.write().remove(id);
+        Ok(true)
+    }
+
+    // ---- starting processes ---------------------------------------------
+
+    /// Starts a process of model `model_id` with start options `vars` (a
+    /// `pid` option names it). Over the cache cap the process is parked and
+    /// starts when a slot frees; the returned state is then `none`.
+    pub(crate) async fn start(
+        &self,
+        model_id: &str,
+        mut vars: Vars,
+    ) -> Result<ProcInfo, EngineError> {
+        self.check_open()?;
+        let model = self.model(model_id).await?;
+        let external_pid = match vars.get("pid") {
+            Some(Value::String(p)) => Some(check_pid(p)?.to_owned()),
+            Some(other) => {
+                return Err(EngineError::BadPid {
+                    pid: other.to_string(),
+                    message: "a process id must be a string".into(),
+                });
+            }
+            None => None,
+        };
+        // `pid` is the engine's start option, not a model input.
+        let mut inputs = vars.clone();
+        inputs.remove("pid");
+        model
+            .workflow
+            .inputs
+            .check(&inputs)
+            .map_err(|message| EngineError::Inputs {
+                model: model_id.to_owned(),
+                message,
+            })?;
+        let pid = external_pid.clone().unwrap_or_else(long_id);
+        vars.insert("pid".into(), Value::String(pid.clone()));
+        self.start_with(&model, pid, vars, external_pid.is_some())
+            .await
+    }
+
+    async fn start_with(
+        &self,
+        model: &DeployedModel,
+        pid: String,
+        vars: Vars,
+        check_store: bool,
+    ) -> Result<ProcInfo, EngineError> {
+        let now = self.now();
+        let base = ProcRow {
+            id: pid.clone(),
+            mid: model.row.id.clone(),
+            model: model.row.model.clone(),
+            state: TaskState::None,
+            timestamp: now,
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars: Vars::new(),
+            err: None,
+            nodes: Vec::new(),
+        };
+        let process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
+        let handle = ProcHandle::new(process, Persisted::fresh(base.clone()));
+        // A fresh mutex: nobody else can hold it yet.
+        let Ok(guard) = handle.lane.clone().try_lock_owned() else {
+            unreachable!("a new lane is unlocked");
+        };
+        let admission = self
+            .cache
+            .admit(&handle)
+            .map_err(|()| EngineError::Duplicated(pid.clone()))?;
+        if check_store && self.proc_row(&pid).await?.is_some() {
+            match admission {
+                Admission::Admitted => {
+                    self.cache.evict(&pid);
+                }
+                Admission::Parked => self.cache.unpark(&pid),
+            }
+            return Err(EngineError::Duplicated(pid));
+        }
+        match admission {
+            Admission::Admitted => {
+                self.transition_locked(
+                    &handle,
+                    guard,
+                    Vec::new(),
+                    |p, svc| {
+                        p.run(svc);
+                        Ok(())
+                    },
+                    |(), p| ProcInfo::of(p),
+                )
+                .instrument(info_span!("start", pid = %pid))
+                .await
+            }
+            Admission::Parked => {
+                drop(guard);
+                let row = ProcRow {
+                    start_vars: vars,
+                    ..base
+                };
+                let ops = Collection::<ProcRow>::upsert_ops(None, &row);
+                if let Err(e) = self.write(Some(&pid), ops).await {
+                    self.cache.unpark(&pid);
+                    return Err(e);
+                }
+                self.cache.parked_written(&pid, now);
+                // Slots may have freed while the row was written.
+                self.refill();
+                debug!(pid = %pid, "parked: the resident set is full");
+                Ok(ProcInfo::of_row(&row))
+            }
+        }
+    }
+
+    pub(super) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
+        Ok(Collection::<ProcRow>::new(self.store.clone())
+            .get(pid)
+            .await?)
+    }
+}
+
+/// Checks an external process id.
+fn check_pid(pid: &str) -> Result<&str, EngineError> {
+    let bad = |message: &str| EngineError::BadPid {
+        pid: pid.to_owned(),
+        message: message.to_owned(),
+    };
+    if pid.is_empty() {
+        return Err(bad("external process id cannot be empty"));
+    }
+    if pid.contains('-') || pid.contains('/') {
+        return Err(bad("external process id cannot contain '-' or '/'"));
+    }
+    if pid.len() > 256 {
+        return Err(bad("external process id is longer than 256 bytes"));
+    }
+    Ok(pid)
+}
