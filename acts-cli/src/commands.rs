@@ -120,7 +120,10 @@ async fn other_command(engine: &Engine, command: Command) -> Result<u8, Failure>
             }
             Ok(0)
         }
-        Command::Run { .. } | Command::Test { .. } => Ok(0),
+        // `dispatch` runs these itself (they need their own engine).
+        Command::Run { .. } | Command::Test { .. } => {
+            unreachable!("run and test are dispatched before an engine is opened")
+        }
     }
 }
 
