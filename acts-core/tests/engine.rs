@@ -106,11 +106,22 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
     engine.close().await;
 }
 
-#[tokio::test]
-async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
-    let kv: Arc<dyn KvStore> = store().await;
-    let engine = Engine::builder().store(kv.clone()).start().await.unwrap();
-    engine.executor().deploy_yaml(APPROVAL).await.unwrap();
+/// An irq process started on one engine, which then closes, is answered
+/// and finished on a second engine over `reopen()`'s store.
+async fn continues_after_restart(
+    first: Arc<dyn KvStore>,
+    reopen: impl FnOnce() -> Arc<dyn KvStore>,
+) {
+    let engine = Engine::builder()
+        .store(first)
+        .start()
+        .await
+        .expect("engine");
+    engine
+        .executor()
+        .deploy_yaml(APPROVAL)
+        .await
+        .expect("deploy");
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("act"))
         .subscribe();
@@ -118,26 +129,36 @@ async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
         .executor()
         .start("approval", Vars::new())
         .await
-        .unwrap();
+        .expect("start");
     let irq = recv(&mut rx).await;
     engine.close().await;
+    drop(rx);
     drop(engine);
 
-    let engine2 = Engine::builder().store(kv).start().await.unwrap();
+    let engine2 = Engine::builder()
+        .store(reopen())
+        .start()
+        .await
+        .expect("engine");
     let mut rx2 = engine2.channel(ChannelOptions::default()).subscribe();
     let exec = engine2.executor();
-    let before = exec.process(&info.pid).await.unwrap();
+    let before = exec.process(&info.pid).await.expect("process");
     assert_eq!(before.state, TaskState::Running);
     exec.complete(&info.pid, &irq.tid, Vars::new())
         .await
-        .unwrap();
+        .expect("complete");
     let end = recv_where(&mut rx2, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
-    assert_eq!(
-        exec.process(&info.pid).await.unwrap().state,
-        TaskState::Completed
-    );
+    let after = exec.process(&info.pid).await.expect("process");
+    assert_eq!(after.state, TaskState::Completed);
+    assert_eq!(after.outputs.get("finished"), Some(&json!(true)));
     engine2.close().await;
+}
+
+#[tokio::test]
+async fn a_waiting_process_continues_on_a_new_engine_over_the_same_store() {
+    let kv: Arc<dyn KvStore> = store().await;
+    continues_after_restart(kv.clone(), move || kv).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -148,38 +169,7 @@ async fn the_same_holds_on_a_redb_file_across_reopen() {
     let open = || -> Arc<dyn KvStore> {
         Arc::new(RedbStore::open(&path, RedbOptions::default()).expect("redb opens"))
     };
-    let engine = Engine::builder().store(open()).start().await.unwrap();
-    engine.executor().deploy_yaml(APPROVAL).await.unwrap();
-    let mut rx = engine
-        .channel(ChannelOptions::default().with_type("act"))
-        .subscribe();
-    let info = engine
-        .executor()
-        .start("approval", Vars::new())
-        .await
-        .unwrap();
-    let irq = recv(&mut rx).await;
-    engine.close().await;
-    drop(rx);
-    drop(engine);
-
-    let engine2 = Engine::builder().store(open()).start().await.unwrap();
-    let exec = engine2.executor();
-    let mut rx2 = engine2.channel(ChannelOptions::default()).subscribe();
-    exec.complete(&info.pid, &irq.tid, Vars::new())
-        .await
-        .unwrap();
-    let end = recv_where(&mut rx2, ends(&info.pid)).await;
-    assert_eq!(end.state, "completed");
-    assert_eq!(
-        exec.process(&info.pid)
-            .await
-            .unwrap()
-            .outputs
-            .get("finished"),
-        Some(&json!(true))
-    );
-    engine2.close().await;
+    continues_after_restart(open(), open).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
