@@ -84,6 +84,14 @@ const CASES: &[Case] = &[
             "id: main\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.transform.set\n    params: { a: 10 }\n  - id: step2\n    uses: acts.transform.code\n    params: 'return { b: a + 10 }'\n  - id: step3\n    uses: acts.transform.set\n    params: { c: 30 }\n",
         ],
     },
+    Case {
+        // Nodes without ids: their generated ids must be the same after a
+        // restart, or the stored process cannot be loaded.
+        name: "idless",
+        models: &[
+            "id: main\nver: '1'\nsteps:\n  - uses: acts.core.irq\n    params: { key: a }\n  - branches:\n      - if: a_n > 0\n        steps:\n          - uses: acts.core.irq\n            params: { key: b }\n      - else: true\n        steps:\n          - uses: acts.transform.set\n            params: { b_n: 0 }\n  - uses: acts.transform.code\n    params: 'return { total: a_n + b_n }'\n",
+        ],
+    },
 ];
 
 /// The client's answer to a waiting act, decided from the process state
@@ -314,7 +322,7 @@ async fn every_crash_point_of_every_reference_workflow_recovers_to_the_same_end(
         "crash matrix: {} workflows, {points} crash points tried",
         CASES.len()
     );
-    assert!(CASES.len() >= 8);
+    assert!(CASES.len() >= 9);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,4 +354,7 @@ async fn crash_free_outcomes_are_the_documented_ones() {
     assert_eq!(actions.state, TaskState::Aborted);
     let set_code = run(outcome("set_code")).await;
     assert_eq!(set_code.outputs.get("b"), Some(&json!(20)));
+    let idless = run(outcome("idless")).await;
+    assert_eq!(idless.state, TaskState::Completed);
+    assert_eq!(idless.outputs.get("total"), Some(&json!(3)));
 }

@@ -95,11 +95,29 @@ steps:
 
 #[test]
 fn ids_are_generated_for_nodes_without_one_and_duplicates_fail() {
-    let t = tree("id: m\nsteps:\n  - name: first\n  - name: second\n");
-    assert_eq!(t.len(), 3);
-    let first = t.get(t.get(t.root()).unwrap().children[0].1).unwrap();
-    assert_eq!(first.id.len(), 8);
-    assert!(first.id.chars().all(|c| c.is_ascii_alphanumeric()));
+    let yaml = "id: m\nsteps:\n  - name: first\n  - id: _s1\n  - name: third\n    branches:\n      - steps:\n          - name: inner\n";
+    let t = tree(yaml);
+    assert_eq!(t.len(), 6);
+    let ids = |t: &ModelTree| {
+        let mut v: Vec<String> = (0..t.len())
+            .filter_map(|i| {
+                t.get(acts_core::tree::NodeIx::Static(i as u32))
+                    .map(|n| n.id.clone())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // Derived from the place in the model (a user's id keeps its own; a
+    // clash gets a suffix) and the same on every build: a stored process
+    // finds its nodes again after a restart.
+    assert_eq!(
+        ids(&t),
+        vec!["_s0", "_s1", "_s2", "_s2._b0", "_s2._b0._s0", "m"]
+    );
+    assert_eq!(ids(&tree(yaml)), ids(&t), "stable across builds");
+    let clash = tree("id: m\nsteps:\n  - name: first\n  - id: _s0\n");
+    assert_eq!(ids(&clash), vec!["_s0", "_s0~1", "m"]);
     let err =
         ModelTree::build(&Workflow::from_yaml("id: m\nsteps:\n  - id: a\n  - id: a\n").unwrap())
             .unwrap_err();

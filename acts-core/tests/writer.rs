@@ -15,6 +15,7 @@ const GUARD: Duration = Duration::from_secs(10);
 fn batch(owner: &str, ops: Vec<BatchOp>) -> WriteBatch {
     WriteBatch {
         owner: Some(owner.to_owned()),
+        born: 0,
         ops,
     }
 }
@@ -162,6 +163,21 @@ async fn writes_of_a_removed_process_are_skipped_not_failed() {
         "no resurrection"
     );
     assert_eq!(log.get(b"gone/late").await.unwrap(), None);
+    // An instance born after the removal (the pid used again) writes.
+    let reborn = WriteBatch {
+        born: writer.epoch(),
+        ..batch("gone", vec![put("gone/again", "x")])
+    };
+    assert_eq!(writer.write(reborn).await.unwrap(), WriteOutcome::Committed);
+    assert_eq!(log.get(b"gone/again").await.unwrap(), Some(b"x".to_vec()));
+    // ... while an old one still cannot.
+    assert_eq!(
+        writer
+            .write(batch("gone", vec![put("gone/stale", "x")]))
+            .await
+            .unwrap(),
+        WriteOutcome::Skipped
+    );
     writer.forget_removed("gone");
     assert_eq!(
         writer

@@ -306,6 +306,49 @@ pub trait KvStore: Send + Sync + 'static {
     }
 }
 
+/// A shared store is a store: wrappers (the testkit's gated, failing and
+/// crash stores, say) can wrap an `Arc<dyn KvStore>` as well as a concrete
+/// backend.
+#[async_trait]
+impl KvStore for std::sync::Arc<dyn KvStore> {
+    fn backend(&self) -> &'static str {
+        (**self).backend()
+    }
+
+    async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        (**self).get(key).await
+    }
+
+    async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
+        (**self).get_many(keys).await
+    }
+
+    async fn put(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
+        (**self).put(key, value).await
+    }
+
+    async fn delete(&self, key: &[u8]) -> StoreResult<()> {
+        (**self).delete(key).await
+    }
+
+    async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
+        (**self).batch(ops).await
+    }
+
+    async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
+        (**self).scan(range).await
+    }
+
+    async fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        limit: Option<usize>,
+        reverse: bool,
+    ) -> StoreResult<Vec<KvPair>> {
+        (**self).scan_prefix(prefix, limit, reverse).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

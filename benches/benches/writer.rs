@@ -60,6 +60,7 @@ fn writer_benches(c: &mut Criterion) {
                                     for i in 0..PER_PROCESS {
                                         let batch = WriteBatch {
                                             owner: Some(format!("p{p}")),
+                                            born: 0,
                                             ops: transition(p, i),
                                         };
                                         writer.write(batch).await.expect("commit");

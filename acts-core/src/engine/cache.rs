@@ -33,6 +33,9 @@ use super::persist::Persisted;
 /// the transitions of one process are applied and committed in order.
 pub struct ProcHandle {
     pid: String,
+    /// The writer epoch this instance was created at (its batches carry
+    /// it, so a write of an instance from before a removal is skipped).
+    pub(crate) born: u64,
     pub(crate) lane: Arc<tokio::sync::Mutex<Slot>>,
 }
 
@@ -45,9 +48,10 @@ impl std::fmt::Debug for ProcHandle {
 }
 
 impl ProcHandle {
-    pub(crate) fn new(process: Process, persisted: Persisted) -> Arc<Self> {
+    pub(crate) fn new(process: Process, persisted: Persisted, born: u64) -> Arc<Self> {
         Arc::new(Self {
             pid: process.pid.clone(),
+            born,
             lane: Arc::new(tokio::sync::Mutex::new(Slot {
                 process: Some(process),
                 persisted,

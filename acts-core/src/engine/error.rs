@@ -94,6 +94,10 @@ pub enum EngineError {
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,
+    /// The process was removed while this call was under way; nothing of
+    /// the call was written.
+    #[error("process '{0}' was removed; nothing was written")]
+    Removed(String),
 }
 
 impl From<CollectionError> for EngineError {

@@ -327,6 +327,13 @@ impl Engine {
         self.rt.is_idle()
     }
 
+    /// How many write batches wait in the writer's queue (not yet taken
+    /// into a commit). For tests that order a write behind a held commit.
+    #[doc(hidden)]
+    pub fn queued_writes(&self) -> usize {
+        self.rt.writer.queued()
+    }
+
     /// When the earliest timer of process `pid` is due (a step timeout).
     pub fn next_timer_of(&self, pid: &str) -> Option<i64> {
         self.rt

@@ -76,13 +76,16 @@ impl Runtime {
         &self,
         pid: &str,
     ) -> Result<Option<(Arc<ProcHandle>, TaskState)>, EngineError> {
+        // Taken before the read: an instance built from rows read before a
+        // removal is older than that removal, and its writes are skipped.
+        let born = self.writer.epoch();
         let Some(stored) = persist::read_process(&self.store, pid).await? else {
             return Ok(None);
         };
         let state = stored.row.state;
         let model = persist::model_of(&stored.row).map_err(EngineError::Corrupt)?;
         let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
-        Ok(Some((ProcHandle::new(process, persisted), state)))
+        Ok(Some((ProcHandle::new(process, persisted, born), state)))
     }
 
     /// Fills free slots with queued in-flight processes, then parked ones,

@@ -36,7 +36,7 @@ use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskState};
 use crate::script::ScriptEngine;
 use crate::store::{
-    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriterConfig,
+    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome, WriterConfig,
 };
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
@@ -276,23 +276,29 @@ impl Runtime {
     /// removed), durable when this returns.
     pub(super) async fn write(
         &self,
-        owner: Option<&str>,
+        owner: Option<(&str, u64)>,
         ops: Vec<BatchOp>,
     ) -> Result<(), EngineError> {
         if ops.is_empty() {
             return Ok(());
         }
-        self.writer
+        let outcome = self
+            .writer
             .write(WriteBatch {
-                owner: owner.map(str::to_owned),
+                owner: owner.map(|(pid, _)| pid.to_owned()),
+                born: owner.map_or(0, |(_, born)| born),
                 ops,
             })
             .await
-            .map(|_| ())
             .map_err(|source| EngineError::Commit {
-                pid: owner.unwrap_or_default().to_owned(),
+                pid: owner.map(|(pid, _)| pid).unwrap_or_default().to_owned(),
                 source,
-            })
+            })?;
+        match (outcome, owner) {
+            (WriteOutcome::Committed, _) | (WriteOutcome::Skipped, None) => Ok(()),
+            // A skipped write is never an `Ok`: the caller's change is gone.
+            (WriteOutcome::Skipped, Some((pid, _))) => Err(EngineError::Removed(pid.to_owned())),
+        }
     }
 
     // ---- transitions ------------------------------------------------------
@@ -375,7 +381,7 @@ impl Runtime {
         let committed = match self.delivery_ops(&messages).await {
             Ok(deliveries) => {
                 ops.extend(deliveries);
-                self.write(Some(&pid), ops).await
+                self.write(Some((&pid, handle.born)), ops).await
             }
             Err(e) => Err(e),
         };
@@ -633,6 +639,10 @@ impl Runtime {
         };
         let ops = persist::delete_ops(&stored.row, &stored.tasks, &stored.vars);
         self.write(None, ops).await?;
+        // An instance loaded while the rows were being deleted is older
+        // than this second mark: none of its writes can bring them back. An
+        // instance born from now on (the pid used again) writes as usual.
+        self.writer.mark_removed(pid);
         Ok(true)
     }
 

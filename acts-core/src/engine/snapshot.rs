@@ -25,19 +25,6 @@ use super::error::EngineError;
 /// The longest TTL (seconds) a target may have.
 pub const MAX_TTL_SECS: u64 = (i64::MAX / 1000) as u64;
 
-/// Names scripts already use as `$<name>` helpers.
-const RESERVED: [&str; 9] = [
-    "get",
-    "set",
-    "set_process_var",
-    "inputs",
-    "data",
-    "ecode",
-    "cost",
-    "cost_in",
-    "env",
-];
-
 /// How a target is sealed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SnapshotOptions {
@@ -148,7 +135,7 @@ fn check_name(name: &str) -> Result<(), EngineError> {
             "snapshot name '{name}' must be an identifier (letters, digits, '_'): scripts read it as ${name}"
         )));
     }
-    if RESERVED.contains(&name) {
+    if crate::script::HELPER_NAMES.contains(&name) {
         return Err(EngineError::Snapshot(format!(
             "snapshot name '{name}' is taken by the script helper ${name}"
         )));

@@ -116,6 +116,18 @@ impl Runtime {
             }
             None => None,
         };
+        // Other engine-owned keys are not start options.
+        if let Some(key) = vars
+            .keys()
+            .find(|k| k.as_str() != "pid" && crate::scheduler::is_reserved(k))
+        {
+            return Err(EngineError::Inputs {
+                model: model_id.to_owned(),
+                message: format!(
+                    "'{key}' is an engine-owned key of the process's data and cannot be a start option"
+                ),
+            });
+        }
         // `pid` is the engine's start option, not a model input.
         let mut inputs = vars.clone();
         inputs.remove("pid");
@@ -155,7 +167,8 @@ impl Runtime {
             nodes: Vec::new(),
         };
         let process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
-        let handle = ProcHandle::new(process, Persisted::fresh(base.clone()));
+        let born = self.writer.epoch();
+        let handle = ProcHandle::new(process, Persisted::fresh(base.clone()), born);
         // A fresh mutex: nobody else can hold it yet.
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
@@ -195,7 +208,7 @@ impl Runtime {
                     ..base
                 };
                 let ops = Collection::<ProcRow>::upsert_ops(None, &row);
-                if let Err(e) = self.write(Some(&pid), ops).await {
+                if let Err(e) = self.write(Some((&pid, handle.born)), ops).await {
                     self.cache.unpark(&pid);
                     return Err(e);
                 }

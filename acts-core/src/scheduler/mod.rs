@@ -28,4 +28,4 @@ mod tasks;
 pub use message::{Message, message_state};
 pub use process::{Action, ActionError, Process, Request, Services};
 pub use state::TaskState;
-pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable};
+pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};

@@ -16,6 +16,15 @@ use crate::tree::{NodeIx, ProcessTree};
 
 use super::state::TaskState;
 
+/// Whether `key` is engine-owned in a process's data: `pid` (the process's
+/// id) and the `$parent_*` keys of a subflow child. User data — act
+/// outputs, client action options, script writes, `set` acts — never
+/// writes them: client actions that try are refused, scripts' writes are
+/// ignored with a warning.
+pub fn is_reserved(key: &str) -> bool {
+    key == "pid" || key.starts_with("$parent_")
+}
+
 /// A task's position in its process's [`TaskTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskIx(u32);
@@ -328,11 +337,14 @@ impl TaskTable {
     /// ancestor whose own data already holds it; then every key (private
     /// ones included) is written into the task itself. New keys therefore
     /// stay local until the task's outputs fold into its parent.
+    ///
+    /// Engine-owned keys ([`is_reserved`]) are never written: user data
+    /// (act outputs, scripts, `set` acts) cannot change them.
     pub fn update_data(&mut self, ix: TaskIx, vars: &Vars) {
         let mut outermost_first = self.ancestors(ix);
         outermost_first.reverse();
         for (key, value) in vars {
-            if is_private(key) {
+            if is_private(key) || is_reserved(key) {
                 continue;
             }
             if let Some(&holder) = outermost_first
@@ -344,7 +356,25 @@ impl TaskTable {
         }
         let data = self.data_mut(ix);
         for (key, value) in vars {
-            data.insert(key.clone(), value.clone());
+            if !is_reserved(key) {
+                data.insert(key.clone(), value.clone());
+            }
+        }
+    }
+
+    /// A plain write of user data into the task's own data (no fold-up);
+    /// engine-owned keys ([`is_reserved`]) are left as they are.
+    pub fn set_user_data(&mut self, ix: TaskIx, vars: &Vars) {
+        if vars.is_empty() {
+            return;
+        }
+        let data = self.data_mut(ix);
+        for (key, value) in vars {
+            if is_reserved(key) {
+                tracing::warn!(key = %key, "ignored a write of an engine-owned key");
+            } else {
+                data.insert(key.clone(), value.clone());
+            }
         }
     }
 

@@ -1,17 +1,18 @@
-//! [`ScriptEngine`]: JavaScript (QuickJS) evaluation with compiled-script
-//! caching, a pool of runtimes, and time and memory limits.
+//! [`ScriptEngine`]: JavaScript (QuickJS) evaluation in a fresh context per
+//! evaluation, over a pool of runtimes, with time and memory limits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rquickjs::context::EvalOptions;
-use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime};
+use rquickjs::promise::PromiseState;
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Runtime};
 use serde_json::Value;
 
 use super::error::ScriptError;
+use super::helpers::{self, EvalState, parse_json};
 use super::scope::{ScriptEffect, ScriptScope};
-use crate::model::TimeoutLimit;
 
 /// Limits every evaluation runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,35 +56,31 @@ pub struct ScriptOutput {
     pub effects: Vec<ScriptEffect>,
 }
 
-/// Per-evaluation state the native helpers read and write.
-#[derive(Default)]
-struct EvalState {
-    scope: ScriptScope,
-    effects: Vec<ScriptEffect>,
-}
-
-/// Most compiled scripts a runtime keeps before it starts over.
-const CACHE_CAP: usize = 4096;
-
-/// One QuickJS runtime and context with its helpers installed.
+/// One QuickJS runtime with its limits set. It holds no context between
+/// evaluations: each evaluation builds a fresh context (pristine globals and
+/// intrinsics), installs the helpers, runs, and drops it, so nothing one
+/// process's script does to its global environment (a setter on
+/// `globalThis`, a changed `Object.prototype`, a sloppy-mode global) can be
+/// seen by the next evaluation. (A compiled QuickJS function belongs to
+/// the realm that compiled it, so compiled scripts are not reused across
+/// contexts; `benches/README.md` records what that costs.)
 struct Worker {
-    /// How many compiled scripts the runtime's cache holds (the cache itself
-    /// is a JS object, `__acts_cache`, so compiled functions stay inside
-    /// the runtime that owns them).
-    cached: usize,
-    /// The context (it keeps its runtime alive).
-    ctx: Context,
+    rt: Runtime,
     deadline: Arc<Mutex<Option<Instant>>>,
-    state: Arc<Mutex<EvalState>>,
 }
 
 /// Evaluates workflow JavaScript. Cheap to share (`Arc`), safe to call from
 /// many threads: each call borrows a runtime from a pool, so evaluations run
-/// in parallel and a runtime (with its compiled-script cache) is reused.
+/// in parallel and a runtime is reused.
+/// Every evaluation runs in a fresh context of that runtime: no global state
+/// survives from one evaluation to the next.
 ///
 /// A script that runs past [`ScriptLimits::time`] or allocates past
 /// [`ScriptLimits::memory_bytes`] fails with [`ScriptError::Timeout`] or
 /// [`ScriptError::OutOfMemory`]; its runtime is discarded, never reused.
+/// A result that is a promise is settled before the evaluation ends: a
+/// rejected promise fails with [`ScriptError::Rejected`], one that cannot
+/// settle with [`ScriptError::Unsettled`].
 pub struct ScriptEngine {
     limits: ScriptLimits,
     pool: Mutex<Vec<Worker>>,
@@ -104,37 +101,6 @@ impl Default for ScriptEngine {
         Self::new(ScriptLimits::default())
     }
 }
-
-/// The helpers every runtime gets, written in JavaScript over a few native
-/// functions that exchange JSON text.
-const PRELUDE: &str = r#"
-(() => {
-  const g = globalThis;
-  const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
-  const log = (level) => (...args) => __acts_log(level, args.map((a) => String(a)).join(' '));
-  g.console = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error') };
-  g.$get = (name) => parse(__acts_get(String(name)));
-  g.$set = (name, value) => { __acts_set(String(name), JSON.stringify(value === undefined ? null : value)); };
-  g.$set_process_var = (name, value) => { __acts_set_process_var(String(name), JSON.stringify(value === undefined ? null : value)); };
-  g.$inputs = () => parse(__acts_inputs());
-  g.$data = () => parse(__acts_data());
-  g.$ecode = () => parse(__acts_ecode());
-  g.$cost = () => __acts_cost();
-  g.$cost_in = (min, max) => (max === undefined ? __acts_cost_in(String(min)) : __acts_cost_in(String(min), String(max)));
-  g.$env = new Proxy({}, {
-    get: (_, key) => (typeof key === 'string' ? parse(__acts_env_get(key)) : undefined),
-    set: (_, key, value) => { if (typeof key === 'string') __acts_env_set(key, JSON.stringify(value === undefined ? null : value)); return true; },
-  });
-  const uniq = (a) => Array.from(new Set(a.map(String))).sort();
-  Object.defineProperty(Array.prototype, 'intersection', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => s.has(String(x)))); } });
-  Object.defineProperty(Array.prototype, 'union', { value: function (b) { return uniq(this.concat(b)); } });
-  Object.defineProperty(Array.prototype, 'difference', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => !s.has(String(x)))); } });
-  g.__acts_freeze = (o) => { if (o && typeof o === 'object' && !Object.isFrozen(o)) { Object.freeze(o); Object.values(o).forEach(g.__acts_freeze); } return o; };
-  g.__acts_cache = Object.create(null);
-  g.__acts_eval = g.eval;
-  delete g.eval;
-})();
-"#;
 
 impl ScriptEngine {
     /// An engine whose evaluations run under `limits`.
@@ -179,10 +145,14 @@ impl ScriptEngine {
             None => self.new_worker()?,
         };
         let result = worker.eval(kind, source, scope, self.limits.time);
+        // A runtime that hit a limit, or still holds jobs of the finished
+        // evaluation (a promise chain that never settled), is dropped.
         let reusable = !matches!(
             result,
-            Err(ScriptError::Timeout { .. } | ScriptError::OutOfMemory { .. })
-        );
+            Err(ScriptError::Timeout { .. }
+                | ScriptError::OutOfMemory { .. }
+                | ScriptError::Unsettled { .. })
+        ) && !worker.rt.is_job_pending();
         if reusable {
             let mut pool = self.pool.lock();
             if pool.len() < self.max_idle {
@@ -214,132 +184,8 @@ impl ScriptEngine {
         rt.set_interrupt_handler(Some(Box::new(move || {
             watched.lock().is_some_and(|d| Instant::now() >= d)
         })));
-        let ctx = Context::full(&rt).map_err(setup)?;
-        let state: Arc<Mutex<EvalState>> = Arc::default();
-        ctx.with(|ctx| install_helpers(&ctx, &state))
-            .map_err(setup)?;
-        Ok(Worker {
-            cached: 0,
-            ctx,
-            deadline,
-            state,
-        })
+        Ok(Worker { rt, deadline })
     }
-}
-
-fn json_text(v: &Value) -> String {
-    v.to_string()
-}
-
-fn parse_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
-}
-
-/// Installs the native functions the prelude builds on, then the prelude.
-fn install_helpers(ctx: &Ctx<'_>, state: &Arc<Mutex<EvalState>>) -> rquickjs::Result<()> {
-    let g = ctx.globals();
-    g.set(
-        "__acts_log",
-        Function::new(ctx.clone(), |level: String, text: String| {
-            tracing::info!(target: "acts::script", level = %level, "{text}");
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_get",
-        Function::new(ctx.clone(), move |name: String| -> Option<String> {
-            s.lock().scope.find(&name).map(json_text)
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_set",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            let value = parse_json(&value);
-            let mut st = s.lock();
-            st.scope.own.insert(name.clone(), value.clone());
-            st.effects.push(ScriptEffect::Set { name, value });
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_set_process_var",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            let value = parse_json(&value);
-            s.lock()
-                .effects
-                .push(ScriptEffect::SetProcessVar { name, value });
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_inputs",
-        Function::new(ctx.clone(), move || -> String {
-            Value::Object(s.lock().scope.inputs.clone()).to_string()
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_data",
-        Function::new(ctx.clone(), move || -> String {
-            Value::Object(s.lock().scope.own.clone()).to_string()
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_ecode",
-        Function::new(ctx.clone(), move || -> String {
-            s.lock().scope.ecode().map_or("null".to_owned(), |e| {
-                Value::String(e.to_owned()).to_string()
-            })
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_cost",
-        Function::new(ctx.clone(), move || -> f64 {
-            s.lock().scope.cost_millis as f64
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_cost_in",
-        Function::new(
-            ctx.clone(),
-            move |min: String, max: rquickjs::function::Opt<String>| -> bool {
-                // An unparsable literal counts as zero, as in the reference
-                // (deploy-time validation rejects literal ones up front).
-                let ms = |lit: &str| {
-                    lit.parse::<TimeoutLimit>()
-                        .map_or(0, |t| t.as_duration().as_millis() as u64)
-                };
-                let cost = s.lock().scope.cost_millis;
-                cost >= ms(&min) && max.0.is_none_or(|m| cost < ms(&m))
-            },
-        )?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_env_get",
-        Function::new(ctx.clone(), move |name: String| -> Option<String> {
-            s.lock().scope.env_get(&name).map(|v| json_text(&v))
-        })?,
-    )?;
-    let s = state.clone();
-    g.set(
-        "__acts_env_set",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            if name.starts_with("__") || name == "WORK_DIR" {
-                return; // read-only keys are silently kept, as in the reference
-            }
-            let value = parse_json(&value);
-            let mut st = s.lock();
-            st.scope.env.insert(name.clone(), value.clone());
-            st.effects.push(ScriptEffect::SetEnv { name, value });
-        })?,
-    )?;
-    g.set("os", std::env::consts::OS)?;
-    ctx.eval_with_options::<(), _>(PRELUDE, options())
 }
 
 fn options() -> EvalOptions {
@@ -358,99 +204,152 @@ impl Worker {
         scope: ScriptScope,
         time: Duration,
     ) -> Result<ScriptOutput, ScriptError> {
+        let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
         let globals = scope.globals();
-        {
-            let mut st = self.state.lock();
-            st.scope = scope;
-            st.effects.clear();
-        }
+        let state = Arc::new(Mutex::new(EvalState {
+            scope,
+            effects: Vec::new(),
+        }));
         *self.deadline.lock() = Some(Instant::now() + time);
-        let cached = &mut self.cached;
+        let ctx = Context::full(&self.rt).map_err(setup)?;
         let deadline = &self.deadline;
-        let result = self.ctx.with(|ctx| -> Result<Value, ScriptError> {
-            let g = ctx.globals();
+        let result = ctx.with(|ctx| -> Result<Value, ScriptError> {
             let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
+            let freeze = helpers::install(&ctx, &state, options())
+                .catch(&ctx)
+                .map_err(fail)?;
+            let g = ctx.globals();
             for (k, v) in &globals {
                 let mut js = ctx.json_parse(v.to_string()).catch(&ctx).map_err(fail)?;
                 if k.starts_with('$') {
                     // Sealed snapshot data: read-only for scripts.
-                    let freeze: rquickjs::Function =
-                        g.get("__acts_freeze").catch(&ctx).map_err(fail)?;
                     js = freeze.call((js,)).catch(&ctx).map_err(fail)?;
                 }
                 g.set(k.as_str(), js).catch(&ctx).map_err(fail)?;
             }
-            let result = (|| {
-                let func = compiled(&ctx, cached, kind, source).map_err(fail)?;
-                let value: rquickjs::Value = func.call(()).catch(&ctx).map_err(fail)?;
-                let text = ctx.json_stringify(value).catch(&ctx).map_err(fail)?;
-                Ok(match text {
-                    Some(t) => parse_json(
-                        &t.to_string()
-                            .map_err(|e| ScriptError::Setup(e.to_string()))?,
-                    ),
-                    None => Value::Null,
-                })
-            })();
-            // Task variables do not leak into the next evaluation.
-            for k in globals.keys() {
-                let _ = g.remove(k.as_str());
-            }
-            result
+            let value = run(&ctx, kind, source).map_err(fail)?;
+            let value = settle(&ctx, value, deadline)
+                .map_err(|e| promise_error(e, source, time, deadline))?;
+            let text = ctx.json_stringify(value).catch(&ctx).map_err(fail)?;
+            Ok(match text {
+                Some(t) => parse_json(
+                    &t.to_string()
+                        .map_err(|e| ScriptError::Setup(e.to_string()))?,
+                ),
+                None => Value::Null,
+            })
         });
+        drop(ctx);
         *self.deadline.lock() = None;
-        let effects = std::mem::take(&mut self.state.lock().effects);
+        let effects = std::mem::take(&mut state.lock().effects);
         result.map(|value| ScriptOutput { value, effects })
     }
 }
 
-/// The cached compiled form of `source`, compiling it on first use.
-fn compiled<'js>(
+/// Runs `source` in `ctx`: code and pure expressions as a function whose
+/// result is returned; other expression scripts as a global statement list
+/// whose completion value is the result.
+fn run<'js>(
     ctx: &Ctx<'js>,
-    cached: &mut usize,
     kind: ScriptKind,
     source: &str,
-) -> Result<Function<'js>, CaughtError<'js>> {
-    let key = match kind {
-        ScriptKind::Expression => format!("e:{source}"),
-        ScriptKind::Code => format!("c:{source}"),
-    };
-    let mut cache: Object = ctx.globals().get("__acts_cache").catch(ctx)?;
-    if let Some(func) = cache.get::<_, Option<Function>>(key.as_str()).catch(ctx)? {
-        return Ok(func);
-    }
+) -> Result<rquickjs::Value<'js>, CaughtError<'js>> {
     let func: Function = match kind {
         ScriptKind::Code => ctx
             .eval_with_options(format!("(function () {{\n{source}\n}})"), options())
             .catch(ctx)?,
         ScriptKind::Expression => {
-            // A pure expression compiles to a function returning it; other
-            // statements are evaluated as a block whose completion value is
-            // the result (through the original `eval`, kept hidden).
             let as_expression = format!("(function () {{ return (\n{source}\n); }})");
             match ctx.eval_with_options(as_expression, options()).catch(ctx) {
                 Ok(f) => f,
+                // Not an expression: statements, evaluated as a block so
+                // their declarations stay local.
                 Err(_) => {
-                    let block = Value::String(format!("{{\n{source}\n}}")).to_string();
-                    ctx.eval_with_options(
-                        format!("(function () {{ return __acts_eval({block}); }})"),
-                        options(),
-                    )
-                    .catch(ctx)?
+                    return ctx
+                        .eval_with_options(format!("{{\n{source}\n}}"), options())
+                        .catch(ctx);
                 }
             }
         }
     };
-    if *cached >= CACHE_CAP {
-        cache = Object::new(ctx.clone()).catch(ctx)?;
-        ctx.globals()
-            .set("__acts_cache", cache.clone())
-            .catch(ctx)?;
-        *cached = 0;
+    func.call(()).catch(ctx)
+}
+
+/// Why a promise result failed.
+enum PromiseFailure<'js> {
+    Rejected(CaughtError<'js>),
+    Unsettled,
+}
+
+/// Settles a promise result by running the context's jobs until it is
+/// fulfilled or rejected; other values pass through.
+fn settle<'js>(
+    ctx: &Ctx<'js>,
+    value: rquickjs::Value<'js>,
+    deadline: &Mutex<Option<Instant>>,
+) -> Result<rquickjs::Value<'js>, PromiseFailure<'js>> {
+    let Some(promise) = value.as_promise().cloned() else {
+        return Ok(value);
+    };
+    loop {
+        match promise.state() {
+            PromiseState::Resolved => {
+                return promise
+                    .result::<rquickjs::Value>()
+                    .unwrap_or(Ok(rquickjs::Value::new_null(ctx.clone())))
+                    .catch(ctx)
+                    .map_err(PromiseFailure::Rejected);
+            }
+            PromiseState::Rejected => {
+                let err = promise
+                    .result::<rquickjs::Value>()
+                    .unwrap_or(Err(rquickjs::Error::Exception))
+                    .catch(ctx);
+                return Err(PromiseFailure::Rejected(match err {
+                    Err(e) => e,
+                    Ok(_) => CaughtError::Error(rquickjs::Error::Exception),
+                }));
+            }
+            PromiseState::Pending => {
+                let expired = deadline.lock().is_some_and(|d| Instant::now() >= d);
+                if expired || !ctx.execute_pending_job() {
+                    return Err(PromiseFailure::Unsettled);
+                }
+            }
+        }
     }
-    cache.set(key.as_str(), func.clone()).catch(ctx)?;
-    *cached += 1;
-    Ok(func)
+}
+
+/// The error for a failed promise result (a limit hit while settling it is
+/// reported as that limit).
+fn promise_error(
+    e: PromiseFailure<'_>,
+    source: &str,
+    time: Duration,
+    deadline: &Mutex<Option<Instant>>,
+) -> ScriptError {
+    let short = short(source);
+    match e {
+        PromiseFailure::Rejected(e) => match classify(e, source, time, deadline) {
+            ScriptError::Exception { message, script } => ScriptError::Rejected { message, script },
+            other => other,
+        },
+        PromiseFailure::Unsettled => {
+            if deadline.lock().is_some_and(|d| Instant::now() >= d) {
+                ScriptError::Timeout {
+                    script: short,
+                    limit: time,
+                }
+            } else {
+                ScriptError::Unsettled { script: short }
+            }
+        }
+    }
+}
+
+/// The first 80 characters of a script, for error messages.
+fn short(source: &str) -> String {
+    source.chars().take(80).collect()
 }
 
 /// Turns a caught JavaScript failure into a [`ScriptError`].
@@ -469,7 +368,7 @@ fn classify(
             .unwrap_or_else(|| format!("{v:?}")),
         CaughtError::Error(err) => err.to_string(),
     };
-    let short = source.chars().take(80).collect::<String>();
+    let short = short(source);
     if timed_out || message.contains("interrupted") {
         return ScriptError::Timeout {
             script: short,

@@ -29,6 +29,22 @@ pub enum ScriptError {
         /// The script.
         script: String,
     },
+    /// The script's result was a promise that was rejected (`return
+    /// Promise.reject(..)`, an `async` function that threw).
+    #[error("script `{script}` failed: its promise was rejected: {message}")]
+    Rejected {
+        /// The rejection reason's message.
+        message: String,
+        /// The script.
+        script: String,
+    },
+    /// The script's result was a promise that can never settle (nothing
+    /// left to run would resolve or reject it).
+    #[error("script `{script}` failed: its promise never settled")]
+    Unsettled {
+        /// The script.
+        script: String,
+    },
     /// A condition (`if`, `while`) did not produce a boolean.
     #[error("condition `{script}` must give true or false, got {value}")]
     NotBoolean {
@@ -40,4 +56,14 @@ pub enum ScriptError {
     /// The JavaScript runtime could not be created or used.
     #[error("script runtime error: {0}")]
     Setup(String),
+}
+
+impl ScriptError {
+    /// Whether this failure is more than an expression that threw: a limit
+    /// hit, a promise that failed, or a broken runtime. Such a failure
+    /// fails the task even inside `${{ }}`, where a plain exception (e.g. an
+    /// undefined name) only gives `null`.
+    pub fn is_hard(&self) -> bool {
+        !matches!(self, Self::Exception { .. } | Self::NotBoolean { .. })
+    }
 }

@@ -8,8 +8,11 @@
 //!   result (type kept); expressions inside a longer string are replaced by
 //!   their text (strings raw, other values as JSON).
 //!
-//! A failing expression does not fail the task: its value becomes `null`
-//! and a warning is logged, as in the reference. Unlike the reference, which
+//! An expression that throws (e.g. it reads an undefined name) does not
+//! fail the task: its value becomes `null` and a warning is logged, as in
+//! the reference. A hard failure ([`ScriptError::is_hard`]: a time or
+//! memory limit, a rejected or unsettled promise) is returned as an error,
+//! which fails the task. Unlike the reference, which
 //! matches greedily (so two expressions in one string break), every
 //! `${{ ... }}` in a string is evaluated on its own. Writes a substituted
 //! expression asks for (`$set`) are ignored.
@@ -17,61 +20,74 @@
 use serde_json::Value;
 
 use super::engine::{ScriptEngine, ScriptKind};
+use super::error::ScriptError;
 use super::scope::ScriptScope;
 pub use crate::model::whole_expression;
 
-fn evaluate(engine: &ScriptEngine, expr: &str, scope: &ScriptScope) -> Value {
+fn evaluate(engine: &ScriptEngine, expr: &str, scope: &ScriptScope) -> Result<Value, ScriptError> {
     match engine.eval(ScriptKind::Expression, expr, scope.clone()) {
-        Ok(out) => out.value,
+        Ok(out) => Ok(out.value),
+        Err(e) if e.is_hard() => Err(e),
         Err(e) => {
             tracing::warn!(target: "acts::script", expression = expr, error = %e, "expression failed; using null");
-            Value::Null
+            Ok(Value::Null)
         }
     }
 }
 
 /// Substitutes node vars (see the module docs).
-pub fn vars(engine: &ScriptEngine, value: &Value, scope: &ScriptScope) -> Value {
-    match value {
+pub fn vars(
+    engine: &ScriptEngine,
+    value: &Value,
+    scope: &ScriptScope,
+) -> Result<Value, ScriptError> {
+    Ok(match value {
         Value::String(s) => match whole_expression(s) {
-            Some(expr) => evaluate(engine, expr, scope),
+            Some(expr) => evaluate(engine, expr, scope)?,
             None => value.clone(),
         },
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), vars(engine, v, scope)))
-                .collect(),
+                .map(|(k, v)| Ok((k.clone(), vars(engine, v, scope)?)))
+                .collect::<Result<_, ScriptError>>()?,
         ),
         other => other.clone(),
-    }
+    })
 }
 
 /// Substitutes package params (see the module docs).
-pub fn params(engine: &ScriptEngine, value: &Value, scope: &ScriptScope) -> Value {
-    match value {
+pub fn params(
+    engine: &ScriptEngine,
+    value: &Value,
+    scope: &ScriptScope,
+) -> Result<Value, ScriptError> {
+    Ok(match value {
         Value::String(s) => {
             if let Some(expr) = whole_expression(s) {
                 return evaluate(engine, expr, scope);
             }
             if !s.contains("${{") {
-                return value.clone();
+                return Ok(value.clone());
             }
-            Value::String(interpolate(engine, s, scope))
+            Value::String(interpolate(engine, s, scope)?)
         }
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), params(engine, v, scope)))
-                .collect(),
+                .map(|(k, v)| Ok((k.clone(), params(engine, v, scope)?)))
+                .collect::<Result<_, ScriptError>>()?,
         ),
-        Value::Array(items) => {
-            Value::Array(items.iter().map(|v| params(engine, v, scope)).collect())
-        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| params(engine, v, scope))
+                .collect::<Result<_, _>>()?,
+        ),
         other => other.clone(),
-    }
+    })
 }
 
 /// Replaces every `${{ expr }}` in `s` by its result's text.
-fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> String {
+fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<String, ScriptError> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${{") {
@@ -80,12 +96,12 @@ fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> String {
         };
         out.push_str(&rest[..start]);
         let expr = rest[start + 3..start + len].trim();
-        match evaluate(engine, expr, scope) {
+        match evaluate(engine, expr, scope)? {
             Value::String(text) => out.push_str(&text),
             other => out.push_str(&other.to_string()),
         }
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }

@@ -13,7 +13,7 @@
 //! alive: dropping a `write` future only stops its caller from hearing the
 //! outcome.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -55,6 +55,11 @@ pub struct WriteBatch {
     /// The process the writes belong to; a batch of a removed process is
     /// skipped. `None` for writes that belong to no process.
     pub owner: Option<String>,
+    /// The writer epoch ([`GroupCommitWriter::epoch`]) at which the
+    /// owner's in-memory instance was created. A batch of an instance born
+    /// before its pid's last removal is skipped; one born after it (the pid
+    /// used again) is applied.
+    pub born: u64,
     /// The writes, in order.
     pub ops: Vec<BatchOp>,
 }
@@ -114,7 +119,10 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Free queue slots (back-pressure: a full queue makes writers wait).
     room: Arc<Semaphore>,
-    removed: Mutex<HashSet<String>>,
+    /// The epoch of each removed pid's last removal.
+    removed: Mutex<HashMap<String, u64>>,
+    /// Raised by every removal (see [`WriteBatch::born`]).
+    epoch: std::sync::atomic::AtomicU64,
     /// A caller is committing inline right now (its commits take
     /// microseconds: a follower waits for them on its thread instead of
     /// going back to the end of the runtime's queue).
@@ -169,7 +177,8 @@ impl GroupCommitWriter {
                     leading: false,
                     store: Some(store),
                 }),
-                removed: Mutex::new(HashSet::new()),
+                removed: Mutex::new(HashMap::new()),
+                epoch: std::sync::atomic::AtomicU64::new(1),
                 inline: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -245,13 +254,26 @@ impl GroupCommitWriter {
         self.shared.queue.lock().requests.len()
     }
 
-    /// Marks process `pid` removed: its batches still queued, and any
-    /// written later, are skipped.
-    pub fn mark_removed(&self, pid: &str) {
-        self.shared.removed.lock().insert(pid.to_owned());
+    /// The current epoch: an instance created now stamps its batches with
+    /// it ([`WriteBatch::born`]).
+    pub fn epoch(&self) -> u64 {
+        self.shared.epoch.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Forgets a removal (the pid may be used again).
+    /// Marks process `pid` removed: the batches of instances born before
+    /// now, queued or written later, are skipped; instances born from now
+    /// on (the pid used again) write as usual.
+    pub fn mark_removed(&self, pid: &str) {
+        let mut removed = self.shared.removed.lock();
+        let epoch = self
+            .shared
+            .epoch
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1;
+        removed.insert(pid.to_owned(), epoch);
+    }
+
+    /// Forgets a removal: every batch of `pid` is applied again.
     pub fn forget_removed(&self, pid: &str) {
         self.shared.removed.lock().remove(pid);
     }
@@ -302,10 +324,12 @@ impl Shared {
                     done,
                     _permit,
                 } => {
-                    let skip = batch
-                        .owner
-                        .as_ref()
-                        .is_some_and(|pid| self.removed.lock().contains(pid));
+                    let skip = batch.owner.as_ref().is_some_and(|pid| {
+                        self.removed
+                            .lock()
+                            .get(pid)
+                            .is_some_and(|&removed_at| batch.born < removed_at)
+                    });
                     if skip {
                         let _ = done.send(Ok(WriteOutcome::Skipped));
                         continue;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::model::{Branch, ModelError, NodeKind, NodeRef, Step, Workflow};
 
-use super::node::{ChildKind, Node, NodeContent, NodeIx, long_id, short_id};
+use super::node::{ChildKind, Node, NodeContent, NodeIx, long_id};
 
 /// The static node tree of a model: the workflow, its steps, branches,
 /// catch and timeout steps, with parent/children/prev/next/chain links.
@@ -19,7 +19,8 @@ use super::node::{ChildKind, Node, NodeContent, NodeIx, long_id, short_id};
 /// - An explicit `next` must name a node built earlier (backward jumps); a
 ///   step with `next` has no branch nodes.
 /// - Every branch of a step is a `Normal` child of the step.
-/// - Steps and branches without an id get a generated short id.
+/// - Steps and branches without an id get an id derived from their place
+///   in the model (stable across builds; see `assign_ids`).
 #[derive(Debug, Clone)]
 pub struct ModelTree {
     pub(super) nodes: Vec<Node>,
@@ -36,9 +37,7 @@ impl ModelTree {
         } else {
             workflow.id.clone()
         };
-        for step in &mut workflow.steps {
-            assign_ids(step);
-        }
+        assign_ids(&mut workflow.steps);
         let steps = std::mem::take(&mut workflow.steps);
         let mut tree = ModelTree {
             nodes: Vec::new(),
@@ -215,20 +214,80 @@ impl ModelTree {
     }
 }
 
-/// Gives every step and branch without an id a generated one (recursively).
-fn assign_ids(step: &mut Step) {
+/// Gives every step and branch without an id one derived from its place in
+/// the model (recursively): the same model always gets the same ids, so a
+/// stored process finds its nodes again after a restart. A top-level step
+/// at index `i` is `_s{i}`; inside a node `X`, branch `j` is `X._b{j}`,
+/// step `k` of a branch `X._s{k}`, catch `k` `X._c{k}` and timeout step
+/// `k` `X._t{k}`. A derived id that a user id already takes gets `~n`
+/// appended (the smallest free `n`).
+fn assign_ids(steps: &mut [Step]) {
+    let mut taken = std::collections::HashSet::new();
+    for step in steps.iter() {
+        collect_ids(step, &mut taken);
+    }
+    for (i, step) in steps.iter_mut().enumerate() {
+        assign_step_id(step, "", &format!("_s{i}"), &mut taken);
+    }
+}
+
+fn collect_ids(step: &Step, taken: &mut std::collections::HashSet<String>) {
+    if !step.id.is_empty() {
+        taken.insert(step.id.clone());
+    }
+    for branch in &step.branches {
+        if !branch.id.is_empty() {
+            taken.insert(branch.id.clone());
+        }
+        for s in &branch.steps {
+            collect_ids(s, taken);
+        }
+    }
+    for s in step.catches.iter().chain(step.timeouts.iter()) {
+        collect_ids(s, taken);
+    }
+}
+
+/// `prefix` + `local` unless a user id takes it, then with `~n`.
+fn derived_id(prefix: &str, local: &str, taken: &mut std::collections::HashSet<String>) -> String {
+    let base = if prefix.is_empty() {
+        local.to_owned()
+    } else {
+        format!("{prefix}.{local}")
+    };
+    let mut id = base.clone();
+    let mut n = 1;
+    while taken.contains(&id) {
+        id = format!("{base}~{n}");
+        n += 1;
+    }
+    taken.insert(id.clone());
+    id
+}
+
+fn assign_step_id(
+    step: &mut Step,
+    prefix: &str,
+    local: &str,
+    taken: &mut std::collections::HashSet<String>,
+) {
     if step.id.is_empty() {
-        step.id = short_id();
+        step.id = derived_id(prefix, local, taken);
     }
-    for branch in &mut step.branches {
+    let me = step.id.clone();
+    for (j, branch) in step.branches.iter_mut().enumerate() {
         if branch.id.is_empty() {
-            branch.id = short_id();
+            branch.id = derived_id(&me, &format!("_b{j}"), taken);
         }
-        for s in &mut branch.steps {
-            assign_ids(s);
+        let b = branch.id.clone();
+        for (k, s) in branch.steps.iter_mut().enumerate() {
+            assign_step_id(s, &b, &format!("_s{k}"), taken);
         }
     }
-    for s in step.catches.iter_mut().chain(step.timeouts.iter_mut()) {
-        assign_ids(s);
+    for (k, s) in step.catches.iter_mut().enumerate() {
+        assign_step_id(s, &me, &format!("_c{k}"), taken);
+    }
+    for (k, s) in step.timeouts.iter_mut().enumerate() {
+        assign_step_id(s, &me, &format!("_t{k}"), taken);
     }
 }

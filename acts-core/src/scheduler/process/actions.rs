@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::model::NodeKind;
 use crate::model::{Act, Vars};
-use crate::scheduler::{TaskIx, TaskState};
+use crate::scheduler::{TaskIx, TaskState, is_reserved};
 
 use super::{Job, Process, Services};
 
@@ -149,6 +149,15 @@ impl Process {
                 state,
             });
         }
+        if let Some(key) = options.keys().find(|k| is_reserved(k)) {
+            return Err(ActionError::BadOptions {
+                pid,
+                tid: tid_s,
+                message: format!(
+                    "'{key}' is an engine-owned key of the process's data and cannot be written"
+                ),
+            });
+        }
         let options = self.exposed_options(t, action, options)?;
         self.apply_action(t, action, options, svc)?;
         self.run(svc);
@@ -269,7 +278,7 @@ impl Process {
             }
             Action::SetProcessVars => {
                 let root = self.root();
-                self.tasks.set_data(root, &options);
+                self.tasks.set_user_data(root, &options);
                 self.emit(t);
             }
             Action::Back => {

@@ -165,7 +165,7 @@ impl Process {
             return Ok(());
         }
         if state == TaskState::None {
-            self.prepare(t, svc);
+            self.prepare(t, svc)?;
             self.seal(t, svc)?;
             self.tasks.set_state(t, TaskState::Ready);
             self.init(t, svc)?;
@@ -207,7 +207,7 @@ impl Process {
     }
 
     /// inputs = prev's outputs overlaid with the node's vars (evaluated).
-    fn prepare(&mut self, t: TaskIx, svc: Services<'_>) {
+    fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
             Some(prev) => self.tasks.outputs(prev, &self.exposes_of(prev)),
             None => Vars::new(),
@@ -222,10 +222,9 @@ impl Process {
         };
         let scope = self.tasks.script_scope(t);
         for v in vars {
-            inputs.insert(
-                v.name.clone(),
-                substitute::vars(svc.scripts, &v.value, &scope),
-            );
+            let value = substitute::vars(svc.scripts, &v.value, &scope)
+                .map_err(|e| (String::new(), e.to_string()))?;
+            inputs.insert(v.name.clone(), value);
         }
         if t == self.root() {
             // Start options were set before; they win over the workflow vars.
@@ -237,6 +236,7 @@ impl Process {
             inputs.extend(options);
         }
         self.tasks.set_data(t, &inputs);
+        Ok(())
     }
 
     /// Seals the registered snapshot targets into task `t` (see
@@ -410,10 +410,9 @@ impl Process {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
                     let scope = self.tasks.script_scope(t);
-                    let mut act = Act::new(
-                        uses.clone(),
-                        substitute::params(svc.scripts, &s.params, &scope),
-                    );
+                    let params = substitute::params(svc.scripts, &s.params, &scope)
+                        .map_err(|e| (String::new(), e.to_string()))?;
+                    let mut act = Act::new(uses.clone(), params);
                     act.name = s.name.clone();
                     act.options = s.options.clone();
                     self.dispatch_act(t, act)?;

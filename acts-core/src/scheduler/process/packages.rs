@@ -22,7 +22,8 @@ impl Process {
         };
         let run_as = def.run_as;
         let scope = self.tasks.script_scope(t);
-        let params = substitute::params(svc.scripts, &act.params, &scope);
+        let params = substitute::params(svc.scripts, &act.params, &scope)
+            .map_err(|e| (String::new(), e.to_string()))?;
         svc.packages
             .check_params(&act.uses, &params)
             .map_err(|e| (String::new(), e.to_string()))?;
@@ -189,7 +190,7 @@ impl Process {
                     let mut v = Vars::new();
                     v.insert(name, value);
                     let root = self.root();
-                    self.tasks.set_data(root, &v);
+                    self.tasks.set_user_data(root, &v);
                 }
                 ScriptEffect::SetEnv { name, value } => {
                     self.env.insert(name, value);

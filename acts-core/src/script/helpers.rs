@@ -1,0 +1,203 @@
+//! The script helpers (`$get`, `$set`, `$env`, `console`, …) installed into
+//! every evaluation's fresh context.
+//!
+//! The helpers are JavaScript closures over a few native functions that
+//! exchange JSON text with the evaluation's own [`EvalState`]. The prelude
+//! captures the natives in its closure and deletes them from the global
+//! object, so user code can neither call nor replace the engine's plumbing;
+//! what it can replace (`$get`, `console`, …) lives only as long as the one
+//! evaluation's context.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rquickjs::{Ctx, Function};
+use serde_json::Value;
+
+use super::scope::{ScriptEffect, ScriptScope};
+use crate::model::TimeoutLimit;
+
+/// The state one evaluation's native helpers read and write. Each
+/// evaluation gets its own, so a helper that outlives its evaluation (kept
+/// alive by a pending job, say) can never see another evaluation's data.
+#[derive(Default)]
+pub(super) struct EvalState {
+    pub(super) scope: ScriptScope,
+    pub(super) effects: Vec<ScriptEffect>,
+}
+
+/// The `$<name>` helpers every evaluation gets (`$get`, `$set`, …), without
+/// the `$`: names a snapshot may not take.
+pub const HELPER_NAMES: [&str; 9] = [
+    "get",
+    "set",
+    "set_process_var",
+    "inputs",
+    "data",
+    "ecode",
+    "cost",
+    "cost_in",
+    "env",
+];
+
+/// Builds the helpers over the natives `__acts_*`, removes the natives from
+/// the global object, and evaluates to the deep-freeze function the engine
+/// uses for sealed data (kept out of the global object too).
+const PRELUDE: &str = r#"
+(() => {
+  const g = globalThis;
+  const n = {};
+  for (const k of Object.getOwnPropertyNames(g)) {
+    if (k.startsWith('__acts_')) { n[k.slice(7)] = g[k]; delete g[k]; }
+  }
+  const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
+  const text = (v) => JSON.stringify(v === undefined ? null : v);
+  const log = (level) => (...args) => n.log(level, args.map((a) => String(a)).join(' '));
+  g.console = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') };
+  g.$get = (name) => parse(n.get(String(name)));
+  g.$set = (name, value) => { n.set(String(name), text(value)); };
+  g.$set_process_var = (name, value) => { n.set_process_var(String(name), text(value)); };
+  g.$inputs = () => parse(n.inputs());
+  g.$data = () => parse(n.data());
+  g.$ecode = () => parse(n.ecode());
+  g.$cost = () => n.cost();
+  g.$cost_in = (min, max) => (max === undefined ? n.cost_in(String(min)) : n.cost_in(String(min), String(max)));
+  g.$env = new Proxy({}, {
+    get: (_, key) => (typeof key === 'string' ? parse(n.env_get(key)) : undefined),
+    set: (_, key, value) => { if (typeof key === 'string') n.env_set(key, text(value)); return true; },
+  });
+  const uniq = (a) => Array.from(new Set(a.map(String))).sort();
+  Object.defineProperty(Array.prototype, 'intersection', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => s.has(String(x)))); } });
+  Object.defineProperty(Array.prototype, 'union', { value: function (b) { return uniq(this.concat(b)); } });
+  Object.defineProperty(Array.prototype, 'difference', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => !s.has(String(x)))); } });
+  delete g.eval;
+  const freeze = (o) => { if (o && typeof o === 'object' && !Object.isFrozen(o)) { Object.freeze(o); Object.values(o).forEach(freeze); } return o; };
+  return freeze;
+})()
+"#;
+
+fn json_text(v: &Value) -> String {
+    v.to_string()
+}
+
+/// Parses JSON text a helper received (the prelude always sends JSON).
+pub(super) fn parse_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// Installs the natives and runs the prelude in a fresh context; returns the
+/// deep-freeze function for sealed data.
+pub(super) fn install<'js>(
+    ctx: &Ctx<'js>,
+    state: &Arc<Mutex<EvalState>>,
+    options: rquickjs::context::EvalOptions,
+) -> rquickjs::Result<Function<'js>> {
+    let g = ctx.globals();
+    g.set(
+        "__acts_log",
+        Function::new(ctx.clone(), |level: String, text: String| {
+            match level.as_str() {
+                "error" => tracing::error!(target: "acts::script", "{text}"),
+                "warn" => tracing::warn!(target: "acts::script", "{text}"),
+                "debug" => tracing::debug!(target: "acts::script", "{text}"),
+                _ => tracing::info!(target: "acts::script", "{text}"),
+            }
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_get",
+        Function::new(ctx.clone(), move |name: String| -> Option<String> {
+            s.lock().scope.find(&name).map(json_text)
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_set",
+        Function::new(ctx.clone(), move |name: String, value: String| {
+            let value = parse_json(&value);
+            let mut st = s.lock();
+            st.scope.own.insert(name.clone(), value.clone());
+            st.effects.push(ScriptEffect::Set { name, value });
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_set_process_var",
+        Function::new(ctx.clone(), move |name: String, value: String| {
+            let value = parse_json(&value);
+            s.lock()
+                .effects
+                .push(ScriptEffect::SetProcessVar { name, value });
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_inputs",
+        Function::new(ctx.clone(), move || -> String {
+            Value::Object(s.lock().scope.inputs.clone()).to_string()
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_data",
+        Function::new(ctx.clone(), move || -> String {
+            Value::Object(s.lock().scope.own.clone()).to_string()
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_ecode",
+        Function::new(ctx.clone(), move || -> String {
+            s.lock().scope.ecode().map_or("null".to_owned(), |e| {
+                Value::String(e.to_owned()).to_string()
+            })
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_cost",
+        Function::new(ctx.clone(), move || -> f64 {
+            s.lock().scope.cost_millis as f64
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_cost_in",
+        Function::new(
+            ctx.clone(),
+            move |min: String, max: rquickjs::function::Opt<String>| -> bool {
+                // An unparsable literal counts as zero, as in the reference
+                // (deploy-time validation rejects literal ones up front).
+                let ms = |lit: &str| {
+                    lit.parse::<TimeoutLimit>()
+                        .map_or(0, |t| t.as_duration().as_millis() as u64)
+                };
+                let cost = s.lock().scope.cost_millis;
+                cost >= ms(&min) && max.0.is_none_or(|m| cost < ms(&m))
+            },
+        )?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_env_get",
+        Function::new(ctx.clone(), move |name: String| -> Option<String> {
+            s.lock().scope.env_get(&name).map(|v| json_text(&v))
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_env_set",
+        Function::new(ctx.clone(), move |name: String, value: String| {
+            if name.starts_with("__") || name == "WORK_DIR" {
+                return; // read-only keys are silently kept, as in the reference
+            }
+            let value = parse_json(&value);
+            let mut st = s.lock();
+            st.scope.env.insert(name.clone(), value.clone());
+            st.effects.push(ScriptEffect::SetEnv { name, value });
+        })?,
+    )?;
+    g.set("os", std::env::consts::OS)?;
+    ctx.eval_with_options::<Function, _>(PRELUDE, options)
+}

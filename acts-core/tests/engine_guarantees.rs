@@ -1,0 +1,250 @@
+//! The guarantees under attack: one process's scripts never see or change
+//! another's, engine-owned keys stay the engine's, a pid can be used again
+//! after a removal, and a write that was skipped is never an `Ok`.
+//! Runs on every backend (`ACTS_TEST_STORE`).
+
+mod common;
+use common::*;
+
+use std::sync::Arc;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError};
+use acts_core::model::Vars;
+use acts_core::scheduler::TaskState;
+use acts_store::KvStore;
+use acts_testkit::{GateKind, GatedStore};
+use serde_json::json;
+
+const WAITS: &str =
+    "id: m1\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.irq\n    params: { key: k1 }\n";
+
+/// A victim whose outcome depends on its own data only.
+const VICTIM: &str = r#"
+id: victim
+ver: "1"
+steps:
+  - id: check
+    branches:
+      - id: small
+        if: amount < 1000
+        steps:
+          - { id: auto, uses: acts.transform.set, params: { approved: auto } }
+      - id: big
+        else: true
+        steps:
+          - { id: ask, uses: acts.core.irq, params: { key: approve } }
+  - id: total
+    uses: acts.transform.code
+    params: "return { doubled: amount * 2 }"
+"#;
+
+/// A spy that tries every way to reach another process's evaluation.
+const SPY: &str = r#"
+id: spy
+ver: "1"
+steps:
+  - id: plant
+    uses: acts.transform.code
+    params: |
+      Object.defineProperty(globalThis, 'amount', { configurable: false, get() { return 1; }, set(v) { globalThis.seen = v; } });
+      Object.prototype.injected = 'spy';
+      leaked = 'spy';
+      globalThis.$set = () => {};
+      globalThis.JSON = { stringify: () => '{"forged":true}', parse: JSON.parse };
+      return { planted: true };
+  - id: look
+    uses: acts.transform.code
+    params: "return { saw: typeof seen === 'undefined' ? null : seen, leak: typeof leaked }"
+"#;
+
+async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .resume_on_start(false)
+        .start()
+        .await
+        .expect("engine starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(VICTIM).await.unwrap();
+    exec.deploy_yaml(SPY).await.unwrap();
+    // The victim's crash-free, spy-free outcome.
+    let alone = exec
+        .start("victim", vars(json!({"amount": 5000})))
+        .await
+        .unwrap();
+    assert_eq!(
+        alone.state,
+        TaskState::Running,
+        "a big amount waits to be approved"
+    );
+    // Interleaved: spy, victim, spy, victim, ... on the one engine.
+    for _ in 0..8 {
+        let spy = exec.start("spy", Vars::new()).await.unwrap();
+        assert_eq!(spy.state, TaskState::Completed);
+        assert_eq!(
+            spy.outputs.get("saw"),
+            Some(&json!(null)),
+            "the spy saw nothing"
+        );
+        assert_eq!(spy.outputs.get("leak"), Some(&json!("undefined")));
+        let victim = exec
+            .start("victim", vars(json!({"amount": 5000})))
+            .await
+            .unwrap();
+        assert_eq!(
+            victim.state, alone.state,
+            "the spy changed the victim's branch"
+        );
+        assert_eq!(victim.outputs.get("approved"), None);
+        let small = exec
+            .start("victim", vars(json!({"amount": 10})))
+            .await
+            .unwrap();
+        assert_eq!(small.state, TaskState::Completed);
+        let mut want = vars(json!({"amount": 10, "approved": "auto", "doubled": 20}));
+        want.insert("pid".into(), json!(small.pid));
+        assert_eq!(small.outputs, want, "exactly the victim's own outputs");
+    }
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn engine_owned_keys_cannot_be_overwritten_by_scripts_actions_or_start_vars() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: owned
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.transform.code
+    params: "$set_process_var('pid', 'forged'); $set('pid', 'forged2'); return { pid: 'forged3', ok: 1 }"
+  - id: s2
+    uses: acts.transform.set
+    params: { pid: forged4 }
+  - id: s3
+    vars:
+      - { name: pid, value: forged5 }
+  - id: ask
+    uses: acts.core.irq
+    params: { key: k }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("owned", Vars::new()).await.unwrap();
+    let irq = recv_where(&mut rx, irq_created).await;
+    let stored = exec.process(&p.pid).await.unwrap();
+    assert_eq!(
+        stored.outputs.get("pid"),
+        Some(&json!(p.pid)),
+        "scripts cannot forge it"
+    );
+    // A client action that tries is refused, and nothing changes.
+    let err = exec
+        .complete(&p.pid, &irq.tid, vars(json!({"pid": "forged6", "x": 1})))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("'pid' is an engine-owned key"),
+        "{err}"
+    );
+    let err = exec
+        .set_process_vars(&p.pid, &irq.tid, vars(json!({"$parent_pid": "x"})))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("engine-owned"), "{err}");
+    // Start options: `pid` names the process; the others are refused.
+    let err = exec
+        .start("owned", vars(json!({"$parent_pid": "someone"})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Inputs { .. }), "{err}");
+    exec.complete(&p.pid, &irq.tid, vars(json!({"x": 1})))
+        .await
+        .unwrap();
+    let done = exec.process(&p.pid).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.outputs.get("pid"), Some(&json!(p.pid)));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_pid_used_again_after_its_removal_is_written_and_survives_a_restart() {
+    let kv = store().await;
+    let engine = engine_on(kv.clone()).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(WAITS).await.unwrap();
+    let pid = vars(json!({"pid": "again"}));
+    exec.start("m1", pid.clone()).await.unwrap();
+    assert!(exec.remove_process("again").await.unwrap());
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("m1", pid.clone()).await.unwrap();
+    assert_eq!(p.pid, "again");
+    let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == "again").await;
+    exec.complete("again", &irq.tid, vars(json!({"answer": 42})))
+        .await
+        .unwrap();
+    engine.close().await;
+    let engine = engine_on(kv).await;
+    let back = engine.executor().process("again").await.unwrap();
+    assert_eq!(back.state, TaskState::Completed, "the new life was written");
+    assert_eq!(back.outputs.get("answer"), Some(&json!(42)));
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
+    let gated = Arc::new(GatedStore::new(store().await));
+    let engine = engine_on(gated.clone()).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(WAITS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("m1", vars(json!({"pid": "p1"}))).await.unwrap();
+    let irq = recv_where(&mut rx, irq_created).await;
+    // Another process's commit is held in the store ...
+    gated.arm(GateKind::Write);
+    let other = {
+        let exec = exec.clone();
+        tokio::spawn(async move { exec.start("m1", vars(json!({"pid": "p2"}))).await })
+    };
+    gated.wait_parked(GateKind::Write, 1).await;
+    // ... so the answer's batch waits in the writer's queue behind it.
+    let answer = {
+        let exec = exec.clone();
+        let tid = irq.tid.clone();
+        tokio::spawn(async move { exec.complete("p1", &tid, Vars::new()).await })
+    };
+    tokio::time::timeout(GUARD, async {
+        while engine.queued_writes() == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the answer's batch is queued (hang guard)");
+    // The removal marks the pid at once, then waits for the answer's lane.
+    let removal = exec.remove_process(&p.pid);
+    tokio::pin!(removal);
+    tokio::select! {
+        biased;
+        _ = &mut removal => panic!("the removal cannot finish while the answer holds the lane"),
+        () = std::future::ready(()) => {}
+    }
+    gated.disarm(GateKind::Write);
+    other.await.unwrap().unwrap();
+    let err = answer.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, EngineError::Removed(ref pid) if pid == "p1"),
+        "{err}"
+    );
+    assert!(removal.await.unwrap());
+    assert!(exec.process("p1").await.is_err(), "nothing of it is left");
+    engine.close().await;
+}

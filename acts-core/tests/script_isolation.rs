@@ -1,0 +1,220 @@
+//! One evaluation can never see or change what another sees: every
+//! evaluation starts from a pristine global environment, the engine's
+//! plumbing is out of reach, and a promise result is settled (or fails)
+//! before the evaluation ends.
+//!
+//! Each test runs a "spy" script and then a "victim" script on one engine
+//! whose pool holds a single runtime, so both run on the same QuickJS
+//! runtime — the case where leaks would show.
+
+use std::time::Duration;
+
+use acts_core::model::Vars;
+use acts_core::script::{
+    ScriptEngine, ScriptError, ScriptKind, ScriptLimits, ScriptScope, substitute,
+};
+use serde_json::{Value, json};
+
+fn scope(v: Value) -> ScriptScope {
+    ScriptScope::from_vars(v.as_object().cloned().unwrap_or_default())
+}
+
+fn expr(e: &ScriptEngine, src: &str, s: ScriptScope) -> Result<Value, ScriptError> {
+    e.eval(ScriptKind::Expression, src, s).map(|o| o.value)
+}
+
+fn code(e: &ScriptEngine, src: &str, s: ScriptScope) -> Result<Value, ScriptError> {
+    e.eval(ScriptKind::Code, src, s).map(|o| o.value)
+}
+
+/// An engine whose evaluations all share one runtime (evaluated one after
+/// another from one thread, the pool hands the same runtime back).
+fn one_runtime() -> ScriptEngine {
+    let e = ScriptEngine::default();
+    e.warm(1);
+    e
+}
+
+#[test]
+fn a_setter_on_global_this_neither_sees_nor_changes_the_next_evaluation() {
+    let e = one_runtime();
+    let spy = r#"
+      Object.defineProperty(globalThis, 'amount', {
+        configurable: false,
+        get() { return 1; },
+        set(v) { globalThis.stolen = (globalThis.stolen || []).concat([v]); },
+      });
+      true
+    "#;
+    assert_eq!(expr(&e, spy, ScriptScope::default()), Ok(json!(true)));
+    // The victim's condition is evaluated on its own data.
+    assert_eq!(
+        expr(&e, "amount < 1000", scope(json!({"amount": 5000}))),
+        Ok(json!(false))
+    );
+    assert_eq!(
+        expr(&e, "typeof stolen", ScriptScope::default()),
+        Ok(json!("undefined")),
+        "the spy's global is gone, and it never saw the victim's amount"
+    );
+}
+
+#[test]
+fn prototype_changes_and_sloppy_globals_do_not_leak() {
+    let e = one_runtime();
+    let spy = r#"
+      Object.prototype.injected = 'x';
+      Array.prototype.map = function () { return ['hijacked']; };
+      JSON.stringify = function () { return '{"hijacked":true}'; };
+      leaked = 42;
+      return 1;
+    "#;
+    assert_eq!(code(&e, spy, ScriptScope::default()), Ok(json!(1)));
+    assert_eq!(
+        code(
+            &e,
+            "return { inj: ({}).injected === undefined, map: [1, 2].map((x) => x * 2), leaked: typeof leaked }",
+            ScriptScope::default()
+        ),
+        Ok(json!({"inj": true, "map": [2, 4], "leaked": "undefined"}))
+    );
+}
+
+#[test]
+fn the_engine_plumbing_is_out_of_reach_and_replaced_helpers_do_not_survive() {
+    let e = one_runtime();
+    assert_eq!(
+        expr(
+            &e,
+            "[typeof __acts_get, typeof __acts_set, typeof __acts_cache, typeof __acts_eval, typeof __acts_freeze, typeof eval]",
+            ScriptScope::default()
+        ),
+        Ok(json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined"
+        ]))
+    );
+    // A spy replaces the helpers and wraps them to record what others read.
+    let spy = r#"
+      const real = $get;
+      globalThis.$get = (n) => { globalThis.seen = n; return 'forged'; };
+      globalThis.$set = () => {};
+      return $get('a');
+    "#;
+    assert_eq!(code(&e, spy, ScriptScope::default()), Ok(json!("forged")));
+    let out = e
+        .eval(
+            ScriptKind::Code,
+            "$set('b', $get('a') + 1); return [$get('a'), typeof seen]",
+            scope(json!({"a": 1})),
+        )
+        .expect("the victim runs");
+    assert_eq!(out.value, json!([1, "undefined"]));
+    assert_eq!(
+        out.effects,
+        vec![acts_core::script::ScriptEffect::Set {
+            name: "b".into(),
+            value: json!(2)
+        }],
+        "the victim's own writes, and only those"
+    );
+}
+
+#[test]
+fn sealed_data_stays_frozen_for_the_script() {
+    let e = one_runtime();
+    let mut v = Vars::new();
+    v.insert("$cfg".into(), json!({"limit": 10}));
+    let out = code(
+        &e,
+        "try { $cfg.limit = 99 } catch (_) {} return $cfg.limit",
+        ScriptScope::from_vars(v),
+    );
+    assert_eq!(out, Ok(json!(10)));
+}
+
+#[test]
+fn a_rejected_promise_is_an_error_naming_the_reason() {
+    let e = one_runtime();
+    let r = code(
+        &e,
+        "return Promise.reject(new Error('no funds'))",
+        ScriptScope::default(),
+    );
+    assert!(
+        matches!(&r, Err(ScriptError::Rejected { message, .. }) if message.contains("no funds")),
+        "{r:?}"
+    );
+    let r = code(
+        &e,
+        "return (async () => { throw new Error('async boom') })()",
+        ScriptScope::default(),
+    );
+    assert!(
+        matches!(&r, Err(ScriptError::Rejected { message, .. }) if message.contains("async boom")),
+        "{r:?}"
+    );
+    assert!(r.unwrap_err().to_string().contains("rejected"));
+}
+
+#[test]
+fn a_promise_that_never_settles_is_an_error_not_a_completion() {
+    let e = one_runtime();
+    let r = code(&e, "return new Promise(() => {})", ScriptScope::default());
+    assert!(matches!(r, Err(ScriptError::Unsettled { .. })), "{r:?}");
+    // The engine goes on: the next evaluation is unaffected.
+    assert_eq!(expr(&e, "1 + 1", ScriptScope::default()), Ok(json!(2)));
+}
+
+#[test]
+fn a_settled_promise_gives_its_value() {
+    let e = one_runtime();
+    assert_eq!(
+        code(
+            &e,
+            "return (async () => { const x = await Promise.resolve(20); return { b: x + 1 } })()",
+            ScriptScope::default()
+        ),
+        Ok(json!({"b": 21}))
+    );
+}
+
+#[test]
+fn an_endless_microtask_chain_is_stopped_by_the_time_limit() {
+    let e = ScriptEngine::new(ScriptLimits {
+        time: Duration::from_millis(100),
+        ..ScriptLimits::default()
+    });
+    let r = code(
+        &e,
+        "return new Promise(() => { const spin = () => Promise.resolve().then(spin); spin(); })",
+        ScriptScope::default(),
+    );
+    assert!(matches!(r, Err(ScriptError::Timeout { .. })), "{r:?}");
+}
+
+#[test]
+fn a_limit_hit_inside_substitution_is_an_error_but_an_undefined_name_is_null() {
+    let e = ScriptEngine::new(ScriptLimits {
+        time: Duration::from_millis(100),
+        ..ScriptLimits::default()
+    });
+    let r = substitute::params(
+        &e,
+        &json!({"x": "${{ (() => { while (true) {} })() }}"}),
+        &ScriptScope::default(),
+    );
+    assert!(matches!(r, Err(ScriptError::Timeout { .. })), "{r:?}");
+    let r = substitute::vars(
+        &e,
+        &json!({"y": "${{ Promise.reject(new Error('late')) }}"}),
+        &ScriptScope::default(),
+    );
+    assert!(matches!(r, Err(ScriptError::Rejected { .. })), "{r:?}");
+    let r = substitute::params(&e, &json!({"z": "${{ nope.x }}"}), &ScriptScope::default());
+    assert_eq!(r, Ok(json!({"z": null})));
+}
