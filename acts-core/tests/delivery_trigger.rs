@@ -475,3 +475,99 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
     assert_eq!(again.id, b.id, "only the open request is re-sent");
     assert!(rx.try_recv().is_err());
 }
+
+#[tokio::test]
+async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() {
+    let kv: Arc<dyn KvStore> = store().await;
+    let clock = ManualClock::new(T0);
+    let cfg = EngineConfig {
+        retention: Some(Duration::from_secs(60)),
+        ..config()
+    };
+    let e = engine(kv.clone(), &clock, cfg).await;
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let ch = e
+        .durable_channel(
+            "c",
+            ChannelOptions::default()
+                .with_type("workflow")
+                .with_state("completed"),
+        )
+        .await
+        .unwrap();
+    let mut ends = ch.subscribe();
+    let mut acts = e.channel(acts_only()).subscribe();
+    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let irq = recv(&mut acts).await;
+    e.executor()
+        .complete(&p.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    let end = recv(&mut ends).await;
+    // Never acked: re-sent until out of tries, then dead-lettered.
+    for _ in 0..4 {
+        clock.advance(Duration::from_secs(31));
+        e.housekeeping().await;
+    }
+    let dead = e
+        .executor()
+        .deliveries(Some("c"), Some(DeliveryState::Failed))
+        .await
+        .unwrap();
+    assert_eq!(dead.len(), 1, "dead-lettered");
+    clock.advance(Duration::from_secs(3600));
+    e.housekeeping().await;
+    let procs = Collection::<ProcRow>::new(kv.clone());
+    assert!(
+        procs.get(&p.pid).await.unwrap().is_some(),
+        "a dead letter nobody settled keeps its process"
+    );
+    assert_eq!(
+        e.executor()
+            .deliveries(Some("c"), Some(DeliveryState::Failed))
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "and is itself kept"
+    );
+    // Settling the dead letter (ack) lets the sweeper have it.
+    ch.ack(&end.id).await.unwrap();
+    e.housekeeping().await;
+    assert!(procs.get(&p.pid).await.unwrap().is_none(), "settled: swept");
+}
+
+#[tokio::test]
+async fn finished_processes_are_swept_by_default_after_seven_days() {
+    let kv: Arc<dyn KvStore> = store().await;
+    let clock = ManualClock::new(T0);
+    assert_eq!(
+        EngineConfig::default().retention,
+        Some(Duration::from_secs(7 * 86_400))
+    );
+    let e = Engine::builder()
+        .store(kv.clone())
+        .clock(Arc::new(clock.clone()))
+        .start()
+        .await
+        .unwrap();
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let mut acts = e.channel(acts_only()).subscribe();
+    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let irq = recv(&mut acts).await;
+    e.executor()
+        .complete(&p.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    let procs = Collection::<ProcRow>::new(kv.clone());
+    clock.advance(Duration::from_secs(6 * 86_400));
+    e.housekeeping().await;
+    assert!(
+        procs.get(&p.pid).await.unwrap().is_some(),
+        "kept for 7 days"
+    );
+    clock.advance(Duration::from_secs(86_400 + 1));
+    e.housekeeping().await;
+    assert!(procs.get(&p.pid).await.unwrap().is_none(), "then swept");
+    e.close().await;
+}

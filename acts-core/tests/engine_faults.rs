@@ -167,3 +167,49 @@ async fn intermittent_write_failures_never_half_apply_a_process() {
     assert_eq!(done, 10);
     assert!(failing.failures() > 0, "the plan did fail writes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeeping() {
+    let (failing, engine) = setup().await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: m1 }\n  - id: after\n    uses: acts.transform.set\n    params: { returned: true }\n",
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let mut v = Vars::new();
+    v.insert("pid".into(), json!("parent1"));
+    exec.start("parent", v).await.unwrap();
+    let child_irq = irq(&mut rx).await;
+    assert_ne!(child_irq.pid, "parent1");
+    // The child's own commit (with the outbox record) succeeds; the
+    // parent's transition that applies the record fails.
+    failing.set_plan(FailPlan::after(OpSet::WRITES, 1, ErrorKind::Unavailable));
+    exec.complete(&child_irq.pid, &child_irq.tid, Vars::new())
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while failing.failures() == 0 || !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the return was tried (hang guard)");
+    failing.heal();
+    let parent = exec.process("parent1").await.unwrap();
+    assert_eq!(parent.state, TaskState::Running, "not returned yet");
+    // No restart: the next housekeeping pass applies the record.
+    engine.housekeeping().await;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("idle (hang guard)");
+    let parent = exec.process("parent1").await.unwrap();
+    assert_eq!(parent.state, TaskState::Completed);
+    assert_eq!(parent.outputs.get("returned"), Some(&json!(true)));
+    engine.close().await;
+}

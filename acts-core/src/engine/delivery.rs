@@ -285,8 +285,10 @@ impl Runtime {
             for row in rows.into_iter().filter(|r| r.end_time <= cutoff) {
                 let by_pid = Query::new().filter(Filter::eq("pid", row.id.as_str()));
                 let owed = deliveries.query_all(&by_pid).await?;
-                if owed.iter().any(|d| d.state == DeliveryState::Pending) {
-                    continue; // something is still owed to a client
+                if owed.iter().any(|d| d.state != DeliveryState::Acked) {
+                    // Something is still owed to a client: a pending
+                    // delivery, or a dead letter nobody settled yet.
+                    continue;
                 }
                 let Some(stored) = persist::read_process(&self.store, &row.id).await? else {
                     continue;
@@ -306,13 +308,27 @@ impl Runtime {
     }
 
     /// The periodic work: re-send due deliveries, drop expired snapshot
-    /// entries, sweep settled processes; then re-arm.
-    pub(crate) async fn housekeeping(&self) {
+    /// entries, retry outbox records, sweep settled processes (on the timer
+    /// at most once per `sweep_interval`; always when `force`); then
+    /// re-arm.
+    pub(crate) async fn housekeeping(&self, force: bool) {
         if let Err(e) = self.resend_due().await {
             warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
         }
         self.snapshots.sweep(self.now());
-        if let Err(e) = self.sweep().await {
+        if let Err(e) = self.retry_outbox().await {
+            warn!(error = %e, "reading the outbox failed; retried on the next tick");
+        }
+        let now = self.now();
+        let last = self.last_sweep.load(std::sync::atomic::Ordering::Acquire);
+        let due = force
+            || last == i64::MIN
+            || now.saturating_sub(last) >= self.config.sweep_interval.as_millis() as i64;
+        if due {
+            self.last_sweep
+                .store(now, std::sync::atomic::Ordering::Release);
+        }
+        if due && let Err(e) = self.sweep().await {
             warn!(error = %e, "sweeping finished processes failed; retried on the next tick");
         }
         self.arm_housekeeping();

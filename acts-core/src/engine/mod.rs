@@ -279,7 +279,7 @@ impl Engine {
     /// expired snapshot entries, sweep settled processes), as the timer
     /// does every `tick`.
     pub async fn housekeeping(&self) {
-        self.rt.housekeeping().await;
+        self.rt.housekeeping(true).await;
     }
 
     /// The resident set.

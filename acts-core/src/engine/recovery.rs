@@ -164,12 +164,22 @@ impl Runtime {
         self.cache.queue_resume(in_flight.into_iter().map(|r| r.id));
         self.refill();
         self.start_parked().await?;
+        self.retry_outbox().await
+    }
+
+    /// Applies every outbox record still stored, oldest first (at boot, and
+    /// on every housekeeping tick: a record whose first application failed
+    /// on a transient store error is retried then, not only at the next
+    /// boot). Applying a record twice is harmless: the second finds its act
+    /// settled and only deletes the record. A record that fails again stays
+    /// for the next try.
+    pub(crate) async fn retry_outbox(&self) -> Result<(), EngineError> {
         let ops = Collection::<OpRow>::new(self.store.clone())
             .query_all(&Query::new().order_by("created_at", false))
             .await?;
         for op in ops {
             if let Err(e) = self.apply_op(op).await {
-                warn!(error = %e, "outbox record not applied yet");
+                warn!(error = %e, "outbox record not applied yet; retried on the next tick");
             }
         }
         Ok(())

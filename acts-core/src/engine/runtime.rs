@@ -82,8 +82,15 @@ pub struct EngineConfig {
     /// How many times a delivery is sent before it is marked failed.
     pub delivery_max_tries: u32,
     /// How long a finished process's rows are kept once all its deliveries
-    /// settled (`None`: kept until removed).
+    /// settled (`None`: kept until removed). Default: 7 days. A process
+    /// with a dead-lettered delivery is kept until that delivery is settled
+    /// (acked).
     pub retention: Option<Duration>,
+    /// How often (engine clock) the housekeeping timer sweeps finished
+    /// processes; a sweep reads every finished process row, so it runs less
+    /// often than `tick`. Default: 10 minutes. [`Engine::housekeeping`]
+    /// (crate::engine::Engine::housekeeping) always sweeps.
+    pub sweep_interval: Duration,
 }
 
 impl Default for EngineConfig {
@@ -94,7 +101,8 @@ impl Default for EngineConfig {
             tick: Duration::from_secs(15),
             delivery_retry: Duration::from_secs(30),
             delivery_max_tries: 5,
-            retention: None,
+            retention: Some(Duration::from_secs(7 * 86_400)),
+            sweep_interval: Duration::from_secs(600),
         }
     }
 }
@@ -114,6 +122,8 @@ pub(crate) struct Runtime {
     pub snapshots: Snapshots,
     pub(super) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
+    /// When (engine clock, ms) the housekeeping timer last swept.
+    pub(super) last_sweep: std::sync::atomic::AtomicI64,
     pub(super) delivery_seq: std::sync::atomic::AtomicU64,
     /// Background tasks started by the engine and not finished.
     inflight: Arc<std::sync::atomic::AtomicUsize>,
@@ -152,6 +162,7 @@ impl Runtime {
             snapshots: Snapshots::new(clock_for_snapshots),
             schedule_timer: parking_lot::Mutex::new(None),
             housekeeping_timer: parking_lot::Mutex::new(None),
+            last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
             delivery_seq: std::sync::atomic::AtomicU64::new(0),
             inflight: Arc::default(),
             models: RwLock::new(HashMap::new()),
@@ -567,7 +578,7 @@ impl Runtime {
                 }
             }
             TimerKey::Schedules => self.fire_schedules().await,
-            TimerKey::Housekeeping => self.housekeeping().await,
+            TimerKey::Housekeeping => self.housekeeping(false).await,
         }
     }
 
