@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use acts::{
     Action, ChannelOptions, Clock, Engine, EngineError, Executor, ManualClock, OpenStoreError,
-    SystemClock, TaskInfo, TaskState,
+    StoreErrorKind as ErrorKind, SystemClock, TaskInfo, TaskState,
 };
 use serde_json::Value;
 
@@ -107,12 +107,7 @@ async fn other_command(engine: &Engine, command: Command) -> Result<u8, Failure>
         }
         Command::Resume { mode } => resume(engine, mode).await,
         Command::Models => {
-            for m in engine
-                .executor()
-                .models()
-                .await
-                .map_err(|e| Failure::run(e.to_string()))?
-            {
+            for m in engine.executor().models().await.map_err(Failure::engine)? {
                 println!(
                     "{:<24} {:<10} rev {:<3} {}",
                     m.id, m.ver, m.revision, m.name
@@ -135,6 +130,11 @@ fn scripted(mode: &AnswerMode) -> Option<ManualClock> {
 
 pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
     let store = acts::open_store(url).await.map_err(|e| match e {
+        OpenStoreError::Store(ref s)
+            if matches!(s.kind(), ErrorKind::Corruption | ErrorKind::InvalidInput) =>
+        {
+            Failure::input(format!("cannot open store '{url}': {e}"))
+        }
         OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{url}': {e}")),
         other => Failure::input(other.to_string()),
     })?;
@@ -142,10 +142,15 @@ pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));
     }
-    builder
-        .start()
-        .await
-        .map_err(|e| Failure::run(format!("cannot start the engine: {e}")))
+    builder.start().await.map_err(|e| {
+        let damaged = e.is_damaged_store();
+        let f = format!("cannot start the engine: {e}");
+        if damaged {
+            Failure::input(f)
+        } else {
+            Failure::run(f)
+        }
+    })
 }
 
 /// An executor error as a failure: the caller's mistakes are bad input.
@@ -158,7 +163,7 @@ fn action_failure(e: EngineError) -> Failure {
         | EngineError::Inputs { .. }
         | EngineError::BadPid { .. }
         | EngineError::Duplicated(_) => Failure::input(e.to_string()),
-        other => Failure::run(other.to_string()),
+        other => Failure::engine(other),
     }
 }
 
@@ -258,7 +263,7 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
         for p in exec
             .processes(Some(state), None)
             .await
-            .map_err(|e| Failure::run(e.to_string()))?
+            .map_err(Failure::engine)?
         {
             roots.push(p.pid);
         }
@@ -293,7 +298,7 @@ async fn ps(exec: &Executor, state: Option<String>, model: Option<String>) -> Re
     let list = exec
         .processes(state, model.as_deref())
         .await
-        .map_err(|e| Failure::run(e.to_string()))?;
+        .map_err(Failure::engine)?;
     println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
     for p in list {
         let ms = if p.end_time > 0 {

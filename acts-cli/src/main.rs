@@ -54,6 +54,16 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// An engine error: a damaged store is bad input (exit 2: no retry
+    /// helps), anything else a failure of the run.
+    pub(crate) fn engine(e: acts::EngineError) -> Self {
+        if e.is_damaged_store() {
+            Self::input(e.to_string())
+        } else {
+            Self::run(e.to_string())
+        }
+    }
 }
 
 /// Output piped into a reader that stops early (`acts ps | head`) ends the
@@ -71,6 +81,11 @@ fn quiet_on_broken_pipe() {
         if text.contains("Broken pipe") {
             // 128 + SIGPIPE, what a shell reports for it.
             std::process::exit(141);
+        }
+        if info.location().is_some_and(|l| l.file().contains("/redb-")) {
+            // redb panics on some damaged pages; the store catches it and
+            // reports the damaged file as an error, which is printed.
+            return;
         }
         default(info);
     }));

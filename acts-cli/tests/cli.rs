@@ -302,3 +302,49 @@ fn deploy_start_act_show_and_models_work_on_a_store() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_damaged_or_empty_store_file_is_a_clear_error_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("acts.db");
+    let url = format!("redb:{}", db.display());
+    acts(&url)
+        .arg("run")
+        .arg(examples().join("approval.yml"))
+        .arg("--auto")
+        .assert()
+        .code(0);
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in bytes.iter_mut().skip(4096) {
+        *b = 0xDE;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    for cmd in [&["ps"][..], &["models"][..], &["show", "nope"][..]] {
+        let out = acts(&url).args(cmd).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.contains("acts.db") && err.contains("damaged"),
+            "{cmd:?}: {err}"
+        );
+        assert!(err.contains("backup"), "says what to do: {err}");
+        assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+    }
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let out = acts(&format!("redb:{}", empty.display()))
+        .arg("ps")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("empty.db") && err.contains("empty file"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::metadata(&empty).unwrap().len(),
+        0,
+        "never overwritten"
+    );
+}

@@ -27,9 +27,15 @@
 //! - Threads: commits (which may fsync) run on tokio's blocking pool; reads
 //!   run on the calling task, since they are short (cached pages).
 //! - Opening fails with a clear [`StoreError`]: `InvalidInput` for a path
-//!   that cannot be opened or a file that is not a redb database, `Conflict`
-//!   for a database another handle or process holds open, `Corruption` for a
-//!   damaged file.
+//!   that cannot be opened or a file that is not a redb database (an empty,
+//!   0-byte file included: it is never silently made into a new store),
+//!   `Conflict` for a database another handle or process holds open,
+//!   `Corruption` for a damaged file.
+//! - A damaged file is an error, never a panic: redb panics on some damaged
+//!   pages, so every call into redb runs under `catch_unwind`; a panic
+//!   becomes a `Corruption` error naming the file, and every later call on
+//!   that store fails the same way (nothing more is written to a file that
+//!   is known to be damaged).
 //!
 //! ## Where to start reading
 //!
@@ -39,6 +45,7 @@
 mod error;
 
 use std::ops::Bound;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +97,8 @@ struct Inner {
     durability: Durability,
     /// Set when a non-durable commit happened since the last durable one.
     unsynced: AtomicBool,
+    /// Set once redb panicked on this file: it is damaged.
+    damaged: AtomicBool,
     path: PathBuf,
 }
 
@@ -111,27 +120,47 @@ impl RedbStore {
                 format!("{} is a directory, not a database file", path.display()),
             ));
         }
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(StoreError::new(
+                BACKEND,
+                StoreOp::Open,
+                ErrorKind::InvalidInput,
+                format!(
+                    "{} is an empty file, not a redb database; it was left untouched \
+                     (restore it from a backup, or delete it to start a new store)",
+                    path.display()
+                ),
+            ));
+        }
         let mut builder = Database::builder();
         if let Some(bytes) = options.cache_size {
             builder.set_cache_size(bytes);
         }
-        let db = builder
-            .create(path)
-            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-        // Create the table up front so read transactions always find it.
-        let txn = db
-            .begin_write()
-            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-        txn.open_table(TABLE)
-            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-        txn.commit()
-            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        let opened = catch_unwind(AssertUnwindSafe(|| -> StoreResult<Database> {
+            let db = builder
+                .create(path)
+                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+            // Create the table up front so read transactions always find it.
+            let txn = db
+                .begin_write()
+                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+            txn.open_table(TABLE)
+                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+            txn.commit()
+                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+            Ok(db)
+        }));
+        let db = match opened {
+            Ok(db) => db?,
+            Err(panic) => return Err(damaged(StoreOp::Open, path, &*panic)),
+        };
         tracing::debug!(path = %path.display(), durability = ?options.durability, "opened redb store");
         Ok(Self {
             inner: Arc::new(Inner {
                 db,
                 durability: options.durability,
                 unsynced: AtomicBool::new(false),
+                damaged: AtomicBool::new(false),
                 path: path.to_owned(),
             }),
         })
@@ -155,7 +184,50 @@ impl RedbStore {
     }
 }
 
+/// The error for a file redb panicked on.
+fn damaged(op: StoreOp, path: &Path, panic: &(dyn std::any::Any + Send)) -> StoreError {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("redb failed on a damaged page");
+    StoreError::new(
+        BACKEND,
+        op,
+        ErrorKind::Corruption,
+        format!(
+            "{} is damaged ({detail}); stop every program using it and restore it from a backup",
+            path.display()
+        ),
+    )
+}
+
 impl Inner {
+    /// Runs one call into redb: a panic (redb's reaction to some damaged
+    /// pages) becomes a `Corruption` error, and the store refuses every
+    /// later call.
+    fn guarded<T>(&self, op: StoreOp, work: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
+        if self.damaged.load(Ordering::Acquire) {
+            return Err(StoreError::new(
+                BACKEND,
+                op,
+                ErrorKind::Corruption,
+                format!(
+                    "{} is damaged (an earlier call failed on it); restore it from a backup",
+                    self.path.display()
+                ),
+            ));
+        }
+        match catch_unwind(AssertUnwindSafe(work)) {
+            Ok(result) => result,
+            Err(panic) => {
+                self.damaged.store(true, Ordering::Release);
+                tracing::error!(path = %self.path.display(), "redb store: the file is damaged");
+                Err(damaged(op, &self.path, &*panic))
+            }
+        }
+    }
+
     fn sync(&self) -> StoreResult<()> {
         if !self.unsynced.swap(false, Ordering::SeqCst) {
             return Ok(());
@@ -168,6 +240,10 @@ impl Inner {
     }
 
     fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> StoreResult<()> {
+        self.guarded(StoreOp::Batch, || self.commit_unguarded(ops, durability))
+    }
+
+    fn commit_unguarded(&self, ops: Vec<BatchOp>, durability: Durability) -> StoreResult<()> {
         let op = StoreOp::Batch;
         let mut txn = self.db.begin_write().map_err(|e| map_err(op, None, e))?;
         txn.set_durability(match durability {
@@ -212,6 +288,9 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if self.damaged.load(Ordering::Acquire) {
+            return;
+        }
         // A clean close makes non-durable commits durable.
         if let Err(e) = self.sync() {
             tracing::error!(path = %self.path.display(), error = %e, "redb store: final sync on close failed");
@@ -236,24 +315,28 @@ impl KvStore for RedbStore {
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         let op = StoreOp::Get;
         validate_key(BACKEND, op, key)?;
-        let table = self.inner.read_table(op)?;
-        let value = table.get(key).map_err(|e| map_err(op, None, e))?;
-        Ok(value.map(|guard| guard.value().to_vec()))
+        self.inner.guarded(op, || {
+            let table = self.inner.read_table(op)?;
+            let value = table.get(key).map_err(|e| map_err(op, None, e))?;
+            Ok(value.map(|guard| guard.value().to_vec()))
+        })
     }
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         let op = StoreOp::GetMany;
         validate_keys(BACKEND, op, keys)?;
         // One read transaction: one snapshot for every key.
-        let table = self.inner.read_table(op)?;
-        keys.iter()
-            .map(|key| {
-                let value = table
-                    .get(key.as_slice())
-                    .map_err(|e| map_err(op, None, e))?;
-                Ok(value.map(|guard| guard.value().to_vec()))
-            })
-            .collect()
+        self.inner.guarded(op, || {
+            let table = self.inner.read_table(op)?;
+            keys.iter()
+                .map(|key| {
+                    let value = table
+                        .get(key.as_slice())
+                        .map_err(|e| map_err(op, None, e))?;
+                    Ok(value.map(|guard| guard.value().to_vec()))
+                })
+                .collect()
+        })
     }
 
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
@@ -274,23 +357,25 @@ impl KvStore for RedbStore {
         if range.is_empty() {
             return Ok(Vec::new());
         }
-        let table = self.inner.read_table(op)?;
-        let bounds = (to_slice(&range.start), to_slice(&range.end));
-        let iter = table
-            .range::<&[u8]>(bounds)
-            .map_err(|e| map_err(op, None, e))?;
-        let to_pair = |item: Result<
-            (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>),
-            redb::StorageError,
-        >| {
-            item.map(|(k, v)| KvPair::new(k.value(), v.value()))
-                .map_err(|e| map_err(op, None, e))
-        };
-        let limit = range.limit_or_max();
-        if range.reverse {
-            iter.rev().take(limit).map(to_pair).collect()
-        } else {
-            iter.take(limit).map(to_pair).collect()
-        }
+        self.inner.guarded(op, || {
+            let table = self.inner.read_table(op)?;
+            let bounds = (to_slice(&range.start), to_slice(&range.end));
+            let iter = table
+                .range::<&[u8]>(bounds)
+                .map_err(|e| map_err(op, None, e))?;
+            let to_pair = |item: Result<
+                (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>),
+                redb::StorageError,
+            >| {
+                item.map(|(k, v)| KvPair::new(k.value(), v.value()))
+                    .map_err(|e| map_err(op, None, e))
+            };
+            let limit = range.limit_or_max();
+            if range.reverse {
+                iter.rev().take(limit).map(to_pair).collect()
+            } else {
+                iter.take(limit).map(to_pair).collect()
+            }
+        })
     }
 }

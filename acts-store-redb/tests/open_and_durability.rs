@@ -202,3 +202,55 @@ fn a_database_held_by_another_process_is_a_conflict() {
     // Once the other process is gone, the database opens.
     RedbStore::open(&path, RedbOptions::default()).unwrap();
 }
+
+#[test]
+fn an_empty_file_is_an_error_and_is_not_made_into_a_new_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acts.db");
+    std::fs::write(&path, b"").unwrap();
+    let err = open_err(&path);
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("acts.db") && text.contains("empty"), "{text}");
+    assert!(text.contains("backup"), "says what to do: {text}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "left untouched");
+}
+
+#[test]
+fn damaged_pages_are_a_corruption_error_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("acts.db");
+    let rt = || {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    };
+    rt().block_on(async {
+        let store = RedbStore::open(&path, RedbOptions::default()).unwrap();
+        for i in 0..200u32 {
+            store
+                .put(format!("key-{i:05}").as_bytes(), &[7u8; 300])
+                .await
+                .unwrap();
+        }
+    });
+    // Overwrite every page after the header with garbage.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in bytes.iter_mut().skip(4096) {
+        *b = 0xDE;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let outcome = std::panic::catch_unwind(|| {
+        rt().block_on(async {
+            let store = RedbStore::open(&path, RedbOptions::default())?;
+            store.get(b"key-00001").await?;
+            store.scan(ScanRange::all()).await?;
+            store.put(b"new", b"x").await
+        })
+    });
+    let result = outcome.expect("no panic escapes the store");
+    let err = result.expect_err("a damaged file is an error");
+    assert_eq!(err.kind(), ErrorKind::Corruption, "{err}");
+    assert!(err.to_string().contains("acts.db"), "names the file: {err}");
+    assert!(err.to_string().contains("backup"), "says what to do: {err}");
+}

@@ -70,7 +70,7 @@ pub use acts_core::model::{Act, Branch, ModelError, Step, Trigger, Vars, Workflo
 pub use acts_core::package::{PackageDefinition, RunAs};
 pub use acts_core::scheduler::{Action, Message, TaskState};
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
-pub use acts_store::{KvStore, MemoryStore, StoreError};
+pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, StoreError};
 
 /// The README's code, compiled and run as a doc test.
 #[doc = include_str!("../../README.md")]

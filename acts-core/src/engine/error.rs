@@ -100,6 +100,23 @@ pub enum EngineError {
     Removed(String),
 }
 
+impl EngineError {
+    /// Whether the store's data is damaged (a corrupt file or row): no
+    /// retry helps; the data must be restored.
+    pub fn is_damaged_store(&self) -> bool {
+        use crate::store::CollectionError;
+        match self {
+            EngineError::Corrupt(_) => true,
+            EngineError::Store(c) => match &**c {
+                CollectionError::Store(e) => e.kind() == acts_store::ErrorKind::Corruption,
+                CollectionError::Corrupt { .. } => true,
+                CollectionError::BadQuery { .. } => false,
+            },
+            _ => false,
+        }
+    }
+}
+
 impl From<CollectionError> for EngineError {
     fn from(e: CollectionError) -> Self {
         EngineError::Store(Arc::new(e))
