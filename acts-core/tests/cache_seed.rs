@@ -67,6 +67,7 @@ async fn seed_row(kv: &Arc<dyn KvStore>, pid: &str, model: &str, state: TaskStat
         start_vars: pid_var(pid),
         err: None,
         nodes: Vec::new(),
+        pending: Vec::new(),
     };
     Collection::<ProcRow>::new(kv.clone())
         .upsert(&row)
@@ -692,6 +693,7 @@ async fn cache_resume_in_flight_proc_after_restart() {
         start_vars: Vars::new(),
         err: None,
         nodes: Vec::new(),
+        pending: Vec::new(),
     };
     Collection::<ProcRow>::new(kv.clone())
         .upsert(&row)

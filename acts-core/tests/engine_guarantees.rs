@@ -248,3 +248,163 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
     assert!(exec.process("p1").await.is_err(), "nothing of it is left");
     engine.close().await;
 }
+
+/// Waits (hang guard only) until the engine has nothing in progress.
+async fn settle(engine: &Engine) {
+    tokio::time::timeout(GUARD, async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the engine settles (hang guard)");
+}
+
+#[tokio::test]
+async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: spin\nver: '1'\nsteps:\n  - id: forever\n    name: Forever\n    while: '1 == 1'\n    uses: acts.transform.set\n    params: { x: 1 }\n",
+    )
+    .await
+    .unwrap();
+    let p = exec.start("spin", Vars::new()).await.unwrap();
+    settle(&engine).await;
+    let p = exec.process(&p.pid).await.unwrap();
+    assert_eq!(p.state, TaskState::Error);
+    let (_, message) = p.err.clone().expect("an error");
+    assert!(
+        message.contains("node 'forever' (Forever)") && message.contains("more than 1000 times"),
+        "{message}"
+    );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
+    let kv = store().await;
+    let engine = Engine::builder()
+        .store(kv)
+        .resume_on_start(false)
+        .config(acts_core::engine::EngineConfig {
+            run_limits: acts_core::scheduler::RunLimits {
+                max_node_runs: 50,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: back\nver: '1'\nsteps:\n  - id: a\n    uses: acts.transform.set\n    params: { v: 1 }\n  - id: b\n    uses: acts.transform.set\n    params: { w: 2 }\n    next: a\n",
+    )
+    .await
+    .unwrap();
+    let p = exec.start("back", Vars::new()).await.unwrap();
+    settle(&engine).await;
+    let p = exec.process(&p.pid).await.unwrap();
+    assert_eq!(p.state, TaskState::Error);
+    let (_, message) = p.err.clone().expect("an error");
+    assert!(message.contains("more than 50 times"), "{message}");
+    let runs = exec
+        .tasks(&p.pid)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|t| t.nid == "a")
+        .count();
+    assert_eq!(runs, 50, "exactly the limit ran");
+    engine.close().await;
+}
+
+/// A long linear model: 60 `set` steps, each adding to a sum.
+fn long_model() -> String {
+    let mut y = String::from("id: long\nver: '1'\nvars:\n  - { name: sum, value: 0 }\nsteps:\n");
+    for i in 0..60 {
+        y.push_str(&format!(
+            "  - id: s{i}\n    uses: acts.transform.code\n    params: 'return {{ sum: sum + {i} }}'\n"
+        ));
+    }
+    y
+}
+
+fn small_budget() -> acts_core::engine::EngineConfig {
+    acts_core::engine::EngineConfig {
+        run_limits: acts_core::scheduler::RunLimits {
+            jobs_per_run: 25,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn one_transition_does_bounded_work_and_the_process_continues_in_the_next() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .resume_on_start(false)
+        .config(small_budget())
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(&long_model()).await.unwrap();
+    let p = exec.start("long", Vars::new()).await.unwrap();
+    assert_eq!(
+        p.state,
+        TaskState::Running,
+        "the first transition handed back before the end"
+    );
+    settle(&engine).await;
+    let done = exec.process(&p.pid).await.unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    assert_eq!(done.outputs.get("sum"), Some(&json!((0..60).sum::<i32>())));
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
+    use acts_testkit::CrashStore;
+    let recorded = Arc::new(CrashStore::new());
+    let engine = Engine::builder()
+        .store(recorded.clone() as Arc<dyn KvStore>)
+        .resume_on_start(false)
+        .config(small_budget())
+        .start()
+        .await
+        .unwrap();
+    engine.executor().deploy_yaml(&long_model()).await.unwrap();
+    let p = engine
+        .executor()
+        .start("long", vars(json!({"pid": "p1"})))
+        .await
+        .unwrap();
+    settle(&engine).await;
+    let want = engine.executor().process(&p.pid).await.unwrap();
+    engine.close().await;
+    let batches = recorded.committed().await;
+    assert!(batches >= 4, "several slices were committed ({batches})");
+    for k in 1..=batches {
+        let cut = recorded.recover_prefix(k).await;
+        let engine = Engine::builder()
+            .store(Arc::new(cut) as Arc<dyn KvStore>)
+            .config(small_budget())
+            .start()
+            .await
+            .unwrap();
+        settle(&engine).await;
+        match engine.executor().process("p1").await {
+            Ok(got) => {
+                assert_eq!(got.state, TaskState::Completed, "cut {k}");
+                assert_eq!(got.outputs, want.outputs, "cut {k}");
+            }
+            // Cut before the start committed: nothing to resume.
+            Err(EngineError::ProcessNotFound(_)) => assert!(k <= 2, "cut {k}"),
+            Err(e) => panic!("cut {k}: {e}"),
+        }
+        engine.close().await;
+    }
+}

@@ -28,6 +28,7 @@ impl Fixture {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: None,
+            limits: Default::default(),
         }
     }
 

@@ -28,6 +28,7 @@ mod channel;
 mod delivery;
 mod error;
 mod executor;
+mod follow_up;
 mod info;
 mod package;
 mod persist;

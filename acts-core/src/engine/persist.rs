@@ -126,7 +126,13 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
         root.and_then(|r| r.err.as_ref()),
     );
     let old = &persisted.row;
-    let changed = state != old.state
+    let pending = if p.has_queued_work() {
+        p.queued_jobs()
+    } else {
+        Vec::new()
+    };
+    let changed = pending != old.pending
+        || state != old.state
         || end_time != old.end_time
         || start_time != old.start_time
         || p.tree.dynamic_len() != persisted.nodes_stored
@@ -146,6 +152,7 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
             mid: old.mid.clone(),
             model: old.model.clone(),
             timestamp: old.timestamp,
+            pending,
         };
         if row.state == old.state && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
@@ -256,6 +263,9 @@ pub(crate) fn rebuild(
     }
     let parked = row.state == TaskState::None && rebuilt.is_empty();
     let mut process = Process::restore(pid, tree, rebuilt, row.env.clone())
+        .map_err(|e| format!("process '{}': {e}", row.id))?;
+    process
+        .restore_jobs(&row.pending)
         .map_err(|e| format!("process '{}': {e}", row.id))?;
     if parked {
         // A parked process: its start options become the root's data.

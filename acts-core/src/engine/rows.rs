@@ -80,6 +80,10 @@ pub struct ProcRow {
     /// The dynamic nodes of its tree, in creation order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeData>,
+    /// The jobs queued when its last transition handed back with work left
+    /// (`e:<tid>`/`n:<tid>`; empty when it ran to a wait).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
 }
 
 impl ProcRow {

@@ -33,7 +33,7 @@ use tracing::{Instrument, info_span, warn};
 
 use crate::model::{Vars, Workflow};
 use crate::package::PackageRegistry;
-use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskState};
+use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services};
 use crate::script::ScriptEngine;
 use crate::store::{
     Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome, WriterConfig,
@@ -44,7 +44,8 @@ use crate::tree::ModelTree;
 use super::cache::{Cache, ProcHandle, Slot};
 use super::channel::Emitter;
 use super::error::EngineError;
-use super::package::{ActPackage, PackageContext};
+use super::follow_up::subflow_return;
+use super::package::ActPackage;
 use super::persist::{self};
 use super::rows::{ModelRow, OpRow, ProcRow};
 use super::snapshot::Snapshots;
@@ -91,6 +92,10 @@ pub struct EngineConfig {
     /// often than `tick`. Default: 10 minutes. [`Engine::housekeeping`]
     /// (crate::engine::Engine::housekeeping) always sweeps.
     pub sweep_interval: Duration,
+    /// The per-node run limit and the work one transition may do
+    /// ([`RunLimits`]; defaults: 1000 runs per node, 10,000 jobs per
+    /// transition).
+    pub run_limits: RunLimits,
 }
 
 impl Default for EngineConfig {
@@ -103,6 +108,7 @@ impl Default for EngineConfig {
             delivery_max_tries: 5,
             retention: Some(Duration::from_secs(7 * 86_400)),
             sweep_interval: Duration::from_secs(600),
+            run_limits: RunLimits::default(),
         }
     }
 }
@@ -180,6 +186,7 @@ impl Runtime {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: Some(&self.snapshots),
+            limits: self.config.run_limits,
         }
     }
 
@@ -383,6 +390,10 @@ impl Runtime {
         }
         let out = finish(out, process);
         let terminal = process.state().is_completed();
+        // The job budget ran out: commit what is done, continue in a new
+        // transition (the queue is stored with the row, so a restart
+        // continues from the same place).
+        let continues = !terminal && process.has_queued_work();
         if terminal && let Some(op) = subflow_return(process) {
             extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
         }
@@ -411,133 +422,10 @@ impl Runtime {
         self.arm_timer(&pid, slot, next_timer);
         drop(guard);
         self.after_commit(&pid, requests, terminal);
+        if continues && let Some(rt) = self.this() {
+            self.spawn(rt.continue_process(handle.clone()));
+        }
         Ok(out)
-    }
-
-    pub(super) fn child_row_ops(
-        &self,
-        model: &DeployedModel,
-        pid: &str,
-        mut vars: Vars,
-    ) -> Vec<BatchOp> {
-        vars.insert("pid".into(), Value::String(pid.to_owned()));
-        let row = ProcRow {
-            id: pid.to_owned(),
-            mid: model.row.id.clone(),
-            model: model.row.model.clone(),
-            state: TaskState::None,
-            timestamp: self.now(),
-            start_time: 0,
-            end_time: 0,
-            env: Vars::new(),
-            start_vars: vars,
-            err: None,
-            nodes: Vec::new(),
-        };
-        Collection::<ProcRow>::upsert_ops(None, &row)
-    }
-
-    pub(super) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
-        match (slot.timer, due) {
-            (Some((_, d)), Some(due)) if d == due => {}
-            (current, due) => {
-                if let Some((id, _)) = current {
-                    self.timers.cancel(id);
-                }
-                slot.timer = due.map(|d| {
-                    (
-                        self.timers.schedule(d, TimerKey::Process(pid.to_owned())),
-                        d,
-                    )
-                });
-            }
-        }
-    }
-
-    /// After a durable transition: start what it requested; on a terminal
-    /// state, evict the process and refill the freed slot.
-    pub(super) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
-        let Some(rt) = self.this() else {
-            return;
-        };
-        // Only a freed slot or a new parked child can let queued work start.
-        let mut refill = terminal;
-        for r in requests {
-            match r {
-                Request::StartSubflow { child_pid, .. } => {
-                    self.cache.note_parked([(self.now(), child_pid)]);
-                    refill = true;
-                }
-                Request::RunPackage {
-                    tid,
-                    uses,
-                    params,
-                    inputs,
-                } => {
-                    let rt = rt.clone();
-                    let pid = pid.to_owned();
-                    self.spawn(async move { rt.run_package(pid, tid, uses, params, inputs).await });
-                }
-            }
-        }
-        if terminal {
-            self.cache.evict(pid);
-            // The subflow return (if any) was written with the transition.
-            let rt2 = rt.clone();
-            let pid = pid.to_owned();
-            self.spawn(async move {
-                if let Err(e) = rt2.replay_op(&pid).await {
-                    warn!(pid = %pid, error = %e, "subflow return not applied yet");
-                }
-            });
-        }
-        if refill {
-            rt.refill();
-        }
-    }
-
-    pub(super) async fn run_package(
-        self: Arc<Self>,
-        pid: String,
-        tid: String,
-        uses: String,
-        params: Value,
-        inputs: Vars,
-    ) {
-        let Some(package) = self.app_packages.get(&uses).cloned() else {
-            let mut o = Vars::new();
-            o.insert("ecode".into(), Value::String("package".into()));
-            o.insert(
-                "message".into(),
-                Value::String(format!(
-                    "package '{uses}' is not registered with this engine"
-                )),
-            );
-            let _ = self.act(&pid, &tid, Action::Error, o).await;
-            return;
-        };
-        let ctx = PackageContext {
-            pid: pid.clone(),
-            tid: tid.clone(),
-            params,
-            inputs,
-        };
-        let result = package
-            .run(ctx)
-            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses))
-            .await;
-        let (action, options) = match result {
-            Ok(vars) => (Action::Complete, vars),
-            Err(f) => {
-                let mut o = Vars::new();
-                o.insert("ecode".into(), Value::String(f.ecode));
-                o.insert("message".into(), Value::String(f.message));
-                (Action::Error, o)
-            }
-        };
-        if let Err(e) = self.act(&pid, &tid, action, options).await {
-            warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
-        }
     }
 
     // ---- actions ------------------------------------------------------------
@@ -663,41 +551,4 @@ impl Runtime {
             .query_all(query)
             .await
     }
-}
-
-/// The outbox record a finished subflow child writes for its parent act.
-fn subflow_return(p: &Process) -> Option<OpRow> {
-    let root = p.tasks.get(p.root())?;
-    let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
-    let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();
-    let mut options = p.outputs();
-    // The child's own identity stays with the child.
-    options.retain(|k, _| k != "pid" && !k.starts_with("$parent_"));
-    let action = match root.state {
-        TaskState::Aborted => "abort",
-        TaskState::Skipped => "skip",
-        TaskState::Error => {
-            let (ecode, message) = root.err.clone().unwrap_or_default();
-            options.insert(
-                "ecode".into(),
-                Value::String(if ecode.is_empty() {
-                    "subflow".into()
-                } else {
-                    ecode
-                }),
-            );
-            options.insert("message".into(), Value::String(message));
-            "error"
-        }
-        _ => "next",
-    };
-    Some(OpRow {
-        id: p.pid.clone(),
-        from_pid: p.pid.clone(),
-        pid: parent_pid,
-        tid: parent_tid,
-        action: action.into(),
-        options,
-        created_at: root.end_time,
-    })
 }

@@ -165,6 +165,7 @@ impl Runtime {
             start_vars: Vars::new(),
             err: None,
             nodes: Vec::new(),
+            pending: Vec::new(),
         };
         let process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
         let born = self.writer.epoch();

@@ -114,9 +114,16 @@ pub struct TaskTable {
     dirty: Vec<Dirty>,
     /// The engine clock's time, stamped into `start_time`/`end_time`.
     now: i64,
+    /// How many tasks each node has (the per-node run limit reads it).
+    runs: HashMap<NodeIx, u32>,
 }
 
 impl TaskTable {
+    /// How many tasks node `node` has in this process (how often it ran).
+    pub fn runs_of(&self, node: NodeIx) -> u32 {
+        self.runs.get(&node).copied().unwrap_or(0)
+    }
+
     /// An empty table.
     pub fn new() -> Self {
         Self::default()
@@ -201,6 +208,7 @@ impl TaskTable {
             }
             table.children.push(Vec::new());
             table.dirty.push(Dirty::default());
+            *table.runs.entry(task.node).or_default() += 1;
             table.tasks.push(task);
         }
         Ok(table)
@@ -253,6 +261,7 @@ impl TaskTable {
             end_time: 0,
         });
         self.by_id.insert(id, ix);
+        *self.runs.entry(node).or_default() += 1;
         self.children.push(Vec::new());
         self.dirty.push(Dirty {
             lifecycle: true,

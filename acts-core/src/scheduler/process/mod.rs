@@ -40,8 +40,35 @@ pub struct Services<'a> {
     pub packages: &'a PackageRegistry,
     /// External data sealed into tasks (snapshots), if any.
     pub seals: Option<&'a dyn super::seal::Seals>,
+    /// Bounds on the work of a process.
+    pub limits: RunLimits,
 }
 
+/// Bounds on the work of a process, so a runaway loop neither runs forever
+/// nor holds a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    /// Most tasks one node may have in one process (the reference's
+    /// `max_node_run_times`; 0: no limit). One more fails the task that
+    /// would create it, naming the node. Default 1000.
+    pub max_node_runs: u32,
+    /// Most jobs (a task's execution or its next pass) one
+    /// [`Process::run`] does before it hands back with work left
+    /// ([`Process::has_queued_work`]); the engine commits and continues in
+    /// the next transition. Default 10,000.
+    pub jobs_per_run: usize,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        Self {
+            max_node_runs: 1000,
+            jobs_per_run: 10_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
 enum Job {
     Exec(TaskIx),
     Next(TaskIx),
@@ -61,6 +88,13 @@ pub struct Process {
     queue: VecDeque<Job>,
     messages: Vec<Message>,
     requests: Vec<Request>,
+    /// The limits of the current run (set from [`Services`] by each run).
+    limits: RunLimits,
+    /// Jobs a stored process had queued (its last transition handed back
+    /// with work left); [`resume`](Self::resume) queues exactly these.
+    restored_jobs: Option<Vec<Job>>,
+    /// Set when a job failed on the per-node run limit.
+    limit_hit: bool,
 }
 
 impl Process {
@@ -76,6 +110,9 @@ impl Process {
             queue: VecDeque::new(),
             messages: Vec::new(),
             requests: Vec::new(),
+            limits: RunLimits::default(),
+            restored_jobs: None,
+            limit_hit: false,
         };
         let root_node = p.tree.root();
         // The root id is reserved; a fresh table cannot hold it yet.
@@ -87,6 +124,19 @@ impl Process {
         p.root = Some(root);
         p.queue.push_back(Job::Exec(root));
         p
+    }
+
+    /// `t`, or its nearest ancestor that has not ended (the root when all
+    /// have).
+    fn nearest_open(&self, t: TaskIx) -> TaskIx {
+        let mut cur = t;
+        while self.state_of(cur).is_completed() {
+            match self.tasks.get(cur).and_then(|x| x.parent) {
+                Some(p) => cur = p,
+                None => break,
+            }
+        }
+        cur
     }
 
     /// The root task.
@@ -145,14 +195,30 @@ impl Process {
     }
 
     /// Works the job queue until nothing is left to do.
+    ///
+    /// At most [`RunLimits::jobs_per_run`] jobs run; with work left,
+    /// [`has_queued_work`](Self::has_queued_work) is true and the next
+    /// call continues.
     pub fn run(&mut self, svc: Services<'_>) {
-        while let Some(job) = self.queue.pop_front() {
+        self.limits = svc.limits;
+        let mut budget = svc.limits.jobs_per_run.max(1);
+        while budget > 0
+            && let Some(job) = self.queue.pop_front()
+        {
+            budget -= 1;
             let (task, result) = match job {
                 Job::Exec(t) => (t, self.exec(t, svc)),
                 Job::Next(t) => (t, self.next(t, svc)),
             };
             if let Err((ecode, message)) = result {
-                self.fail(task, &ecode, &message, svc);
+                // The run limit is hit when a finished task would be
+                // followed: the error belongs to the scope that loops.
+                let target = if std::mem::take(&mut self.limit_hit) {
+                    self.nearest_open(task)
+                } else {
+                    task
+                };
+                self.fail(target, &ecode, &message, svc);
             }
         }
     }
@@ -451,6 +517,21 @@ impl Process {
     }
 
     fn new_task(&mut self, node: NodeIx, prev: Option<TaskIx>) -> Result<TaskIx, (String, String)> {
+        let max = self.limits.max_node_runs;
+        if max > 0 && self.tasks.runs_of(node) >= max {
+            self.limit_hit = true;
+            let (id, name) = self.tree.node(node).map_or_else(
+                || (String::new(), String::new()),
+                |n| (n.id.clone(), n.content.name().to_owned()),
+            );
+            return Err((
+                String::new(),
+                format!(
+                    "node '{id}' ({name}) in process '{}' was executed more than {max} times, a loop in the workflow is likely (limit: max_node_runs)",
+                    self.pid
+                ),
+            ));
+        }
         loop {
             match self.tasks.create(&self.tree, short_id(), node, prev) {
                 Ok(t) => return Ok(t),

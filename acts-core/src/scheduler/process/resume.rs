@@ -43,6 +43,55 @@ pub enum Request {
 }
 
 impl Process {
+    /// Whether the last [`run`](Self::run) handed back with work left
+    /// (its job budget ran out): the engine runs it again in a new
+    /// transition.
+    pub fn has_queued_work(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// The queued jobs as stored in the process row (`e:<tid>` to run a
+    /// task, `n:<tid>` for its next pass), so a restart continues exactly
+    /// where a transition that handed back left off.
+    pub fn queued_jobs(&self) -> Vec<String> {
+        self.queue
+            .iter()
+            .filter_map(|j| {
+                let (kind, t) = match j {
+                    Job::Exec(t) => ("e", *t),
+                    Job::Next(t) => ("n", *t),
+                };
+                self.tasks.get(t).map(|x| format!("{kind}:{}", x.id))
+            })
+            .collect()
+    }
+
+    /// Gives a restored process the jobs it had queued when it was stored
+    /// ([`queued_jobs`](Self::queued_jobs)); [`resume`](Self::resume)
+    /// queues exactly these.
+    pub fn restore_jobs(&mut self, jobs: &[String]) -> Result<(), String> {
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            let (kind, tid) = j
+                .split_once(':')
+                .ok_or_else(|| format!("queued job '{j}' is malformed"))?;
+            let t = self
+                .tasks
+                .find_id(tid)
+                .ok_or_else(|| format!("queued job '{j}' names a missing task"))?;
+            out.push(match kind {
+                "e" => Job::Exec(t),
+                "n" => Job::Next(t),
+                _ => return Err(format!("queued job '{j}' is malformed")),
+            });
+        }
+        self.restored_jobs = Some(out);
+        Ok(())
+    }
+
     /// The requests made since the last call, in order.
     pub fn take_requests(&mut self) -> Vec<Request> {
         std::mem::take(&mut self.requests)
@@ -74,6 +123,9 @@ impl Process {
             queue: VecDeque::new(),
             messages: Vec::new(),
             requests: Vec::new(),
+            limits: super::RunLimits::default(),
+            restored_jobs: None,
+            limit_hit: false,
         };
         if p.root.is_none() {
             // A row written before its root task (not something this engine
@@ -91,13 +143,17 @@ impl Process {
     /// Queues what a restored process was doing when it was stored: tasks
     /// not yet run are executed, tasks whose children all finished take
     /// their `next` step, and external work its acts wait for is
-    /// requested again (at least once).
+    /// requested again (at least once). A process stored with jobs queued
+    /// ([`restore_jobs`](Self::restore_jobs)) continues with exactly those.
     pub fn resume(&mut self) {
         let mut jobs = Vec::new();
         let mut requests = Vec::new();
+        let restored = self.restored_jobs.take();
         for (ix, task) in self.tasks.all() {
             match task.state {
-                TaskState::None | TaskState::Ready => jobs.push(Job::Exec(ix)),
+                TaskState::None | TaskState::Ready if restored.is_none() => {
+                    jobs.push(Job::Exec(ix));
+                }
                 TaskState::Running => {
                     let children = self.tasks.children(ix);
                     let is_act = matches!(
@@ -114,7 +170,7 @@ impl Process {
                         let settled = children
                             .iter()
                             .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_completed()));
-                        if settled && !(is_act && children.is_empty()) {
+                        if settled && !(is_act && children.is_empty()) && restored.is_none() {
                             jobs.push(Job::Next(ix));
                         }
                     }
@@ -122,7 +178,7 @@ impl Process {
                 _ => {}
             }
         }
-        self.queue.extend(jobs);
+        self.queue.extend(restored.unwrap_or(jobs));
         self.requests.extend(requests);
     }
 

@@ -1,0 +1,205 @@
+//! What a committed transition sets off: the continuation of a process
+//! whose job budget ran out, subflow children's rows, the process's timer,
+//! application packages, the subflow return of a finished child, and
+//! refilling freed slots.
+
+use std::sync::Arc;
+
+use acts_store::BatchOp;
+use serde_json::Value;
+use tracing::{Instrument, info_span, warn};
+
+use crate::model::Vars;
+use crate::scheduler::{Action, Process, Request, TaskState};
+use crate::store::Collection;
+
+use super::cache::{ProcHandle, Slot};
+use super::package::PackageContext;
+use super::rows::{OpRow, ProcRow};
+use super::runtime::{DeployedModel, Runtime, TimerKey};
+
+impl Runtime {
+    /// The next transition of a process whose last one handed back with
+    /// work left (boxed: a transition spawns it, so its type cannot name
+    /// itself).
+    pub(super) fn continue_process(
+        self: Arc<Self>,
+        handle: Arc<ProcHandle>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let r = self
+                .transition(&handle, Vec::new(), |p, svc| {
+                    p.run(svc);
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = r {
+                warn!(pid = %handle.pid(), error = %e, "continuing the process failed");
+            }
+        })
+    }
+
+    pub(super) fn child_row_ops(
+        &self,
+        model: &DeployedModel,
+        pid: &str,
+        mut vars: Vars,
+    ) -> Vec<BatchOp> {
+        vars.insert("pid".into(), Value::String(pid.to_owned()));
+        let row = ProcRow {
+            id: pid.to_owned(),
+            mid: model.row.id.clone(),
+            model: model.row.model.clone(),
+            state: TaskState::None,
+            timestamp: self.now(),
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars: vars,
+            err: None,
+            nodes: Vec::new(),
+            pending: Vec::new(),
+        };
+        Collection::<ProcRow>::upsert_ops(None, &row)
+    }
+
+    pub(super) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
+        match (slot.timer, due) {
+            (Some((_, d)), Some(due)) if d == due => {}
+            (current, due) => {
+                if let Some((id, _)) = current {
+                    self.timers.cancel(id);
+                }
+                slot.timer = due.map(|d| {
+                    (
+                        self.timers.schedule(d, TimerKey::Process(pid.to_owned())),
+                        d,
+                    )
+                });
+            }
+        }
+    }
+
+    /// After a durable transition: start what it requested; on a terminal
+    /// state, evict the process and refill the freed slot.
+    pub(super) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
+        let Some(rt) = self.this() else {
+            return;
+        };
+        // Only a freed slot or a new parked child can let queued work start.
+        let mut refill = terminal;
+        for r in requests {
+            match r {
+                Request::StartSubflow { child_pid, .. } => {
+                    self.cache.note_parked([(self.now(), child_pid)]);
+                    refill = true;
+                }
+                Request::RunPackage {
+                    tid,
+                    uses,
+                    params,
+                    inputs,
+                } => {
+                    let rt = rt.clone();
+                    let pid = pid.to_owned();
+                    self.spawn(async move { rt.run_package(pid, tid, uses, params, inputs).await });
+                }
+            }
+        }
+        if terminal {
+            self.cache.evict(pid);
+            // The subflow return (if any) was written with the transition.
+            let rt2 = rt.clone();
+            let pid = pid.to_owned();
+            self.spawn(async move {
+                if let Err(e) = rt2.replay_op(&pid).await {
+                    warn!(pid = %pid, error = %e, "subflow return not applied yet");
+                }
+            });
+        }
+        if refill {
+            rt.refill();
+        }
+    }
+
+    pub(super) async fn run_package(
+        self: Arc<Self>,
+        pid: String,
+        tid: String,
+        uses: String,
+        params: Value,
+        inputs: Vars,
+    ) {
+        let Some(package) = self.app_packages.get(&uses).cloned() else {
+            let mut o = Vars::new();
+            o.insert("ecode".into(), Value::String("package".into()));
+            o.insert(
+                "message".into(),
+                Value::String(format!(
+                    "package '{uses}' is not registered with this engine"
+                )),
+            );
+            let _ = self.act(&pid, &tid, Action::Error, o).await;
+            return;
+        };
+        let ctx = PackageContext {
+            pid: pid.clone(),
+            tid: tid.clone(),
+            params,
+            inputs,
+        };
+        let result = package
+            .run(ctx)
+            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses))
+            .await;
+        let (action, options) = match result {
+            Ok(vars) => (Action::Complete, vars),
+            Err(f) => {
+                let mut o = Vars::new();
+                o.insert("ecode".into(), Value::String(f.ecode));
+                o.insert("message".into(), Value::String(f.message));
+                (Action::Error, o)
+            }
+        };
+        if let Err(e) = self.act(&pid, &tid, action, options).await {
+            warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
+        }
+    }
+}
+
+/// The outbox record a finished subflow child writes for its parent act.
+pub(super) fn subflow_return(p: &Process) -> Option<OpRow> {
+    let root = p.tasks.get(p.root())?;
+    let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
+    let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();
+    let mut options = p.outputs();
+    // The child's own identity stays with the child.
+    options.retain(|k, _| k != "pid" && !k.starts_with("$parent_"));
+    let action = match root.state {
+        TaskState::Aborted => "abort",
+        TaskState::Skipped => "skip",
+        TaskState::Error => {
+            let (ecode, message) = root.err.clone().unwrap_or_default();
+            options.insert(
+                "ecode".into(),
+                Value::String(if ecode.is_empty() {
+                    "subflow".into()
+                } else {
+                    ecode
+                }),
+            );
+            options.insert("message".into(), Value::String(message));
+            "error"
+        }
+        _ => "next",
+    };
+    Some(OpRow {
+        id: p.pid.clone(),
+        from_pid: p.pid.clone(),
+        pid: parent_pid,
+        tid: parent_tid,
+        action: action.into(),
+        options,
+        created_at: root.end_time,
+    })
+}
