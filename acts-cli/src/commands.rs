@@ -162,6 +162,7 @@ fn action_failure(e: EngineError) -> Failure {
         | EngineError::ModelNotFound(_)
         | EngineError::Inputs { .. }
         | EngineError::BadPid { .. }
+        | EngineError::TooLarge { .. }
         | EngineError::Duplicated(_) => Failure::input(e.to_string()),
         other => Failure::engine(other),
     }
@@ -173,7 +174,9 @@ pub(crate) async fn deploy_file(exec: &Executor, path: &Path) -> Result<acts::Mo
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::input(format!("cannot read model '{}': {e}", path.display())))?;
     exec.deploy_yaml(&text).await.map_err(|e| match e {
-        EngineError::Model(_) => Failure::input(format!("{}: {e}", path.display())),
+        EngineError::Model(_) | EngineError::TooLarge { .. } => {
+            Failure::input(format!("{}: {e}", path.display()))
+        }
         other => Failure::run(format!("{}: {other}", path.display())),
     })
 }

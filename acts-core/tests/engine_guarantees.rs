@@ -408,3 +408,144 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
         engine.close().await;
     }
 }
+
+fn limited(run: acts_core::scheduler::RunLimits) -> acts_core::engine::EngineConfig {
+    acts_core::engine::EngineConfig {
+        run_limits: run,
+        max_vars_bytes: 10_000,
+        model_limits: acts_core::model::ModelLimits {
+            max_bytes: 50_000,
+            max_depth: 64,
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn oversized_and_overnested_models_are_refused_before_parsing() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .config(limited(Default::default()))
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    let big = format!(
+        "id: big\nver: '1'\nsteps:\n  - id: s\n    uses: acts.transform.set\n    params: {{ x: '{}' }}\n",
+        "x".repeat(60_000)
+    );
+    let err = exec.deploy_yaml(&big).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("more than the limit of 50000 bytes"),
+        "{err}"
+    );
+    // 40,000 levels of `[`: refused by a linear pre-scan (the parser alone
+    // would take quadratic time before failing).
+    let deep = format!(
+        "id: deep\nver: '1'\nvars:\n  - name: x\n    value: {}\n",
+        "[".repeat(40_000)
+    );
+    let limits = acts_core::model::ModelLimits::default();
+    let err = acts_core::model::Workflow::load_yaml_within(&deep, &limits).unwrap_err();
+    assert!(
+        err.to_string().contains("nest deeper than 64 levels"),
+        "{err}"
+    );
+    assert_eq!(err.location().map(|l| l.line), Some(5));
+    // Alias expansion (a "billion laughs") is refused by the parser.
+    let mut bomb = String::from(
+        "id: bomb\nver: '1'\nvars:\n  - name: x\n    value:\n      a: &a [1,1,1,1,1,1,1,1,1]\n",
+    );
+    let mut prev = 'a';
+    for n in "bcdefghi".chars() {
+        bomb.push_str(&format!("      {n}: &{n} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
+        prev = n;
+    }
+    bomb.push_str("steps:\n  - id: s1\n");
+    let err = exec.deploy_yaml(&bomb).await.unwrap_err();
+    assert!(err.to_string().contains("repetition limit"), "{err}");
+    assert!(
+        exec.models().await.unwrap().is_empty(),
+        "nothing was deployed"
+    );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn oversized_start_vars_and_action_options_are_refused_and_change_nothing() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .config(limited(Default::default()))
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(WAITS).await.unwrap();
+    let big = vars(json!({"blob": "x".repeat(20_000)}));
+    let err = exec.start("m1", big.clone()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::TooLarge {
+                setting: "max_vars_bytes",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(exec.processes(None, None).await.unwrap().is_empty());
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let irq = recv_where(&mut rx, irq_created).await;
+    let err = exec.complete(&p.pid, &irq.tid, big).await.unwrap_err();
+    assert!(
+        err.to_string().contains("the action's options is 200"),
+        "{err}"
+    );
+    let task = exec.task(&p.pid, &irq.tid).await.unwrap();
+    assert_eq!(task.state, TaskState::Interrupt, "unchanged");
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
+    let run = acts_core::scheduler::RunLimits {
+        max_scope_bytes: 10_000,
+        ..Default::default()
+    };
+    let kv = store().await;
+    let engine = Engine::builder()
+        .store(kv.clone())
+        .config(limited(run))
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: grow\nver: '1'\nsteps:\n  - id: one\n    uses: acts.transform.code\n    params: \"return { huge: 'x'.repeat(20000) }\"\n",
+    )
+    .await
+    .unwrap();
+    exec.deploy_yaml(
+        "id: creep\nver: '1'\nsteps:\n  - id: many\n    uses: acts.transform.code\n    params: \"for (let i = 0; i < 50; i++) { $set('k' + i, 'y'.repeat(1000)) } return {}\"\n",
+    )
+    .await
+    .unwrap();
+    for (model, key) in [("grow", "huge"), ("creep", "k")] {
+        let p = exec.start(model, Vars::new()).await.unwrap();
+        settle(&engine).await;
+        let p = exec.process(&p.pid).await.unwrap();
+        assert_eq!(p.state, TaskState::Error, "{model}");
+        let (_, message) = p.err.clone().unwrap();
+        assert!(
+            message.contains(&format!("writing '{key}")) && message.contains("max_scope_bytes"),
+            "{model}: {message}"
+        );
+    }
+    // Nothing that large was stored.
+    let rows = kv.scan(acts_store::ScanRange::all()).await.unwrap();
+    let largest = rows.iter().map(|r| r.value.len()).max().unwrap_or(0);
+    assert!(largest < 20_000, "a row of {largest} bytes was stored");
+    engine.close().await;
+}

@@ -98,6 +98,18 @@ pub enum EngineError {
     /// the call was written.
     #[error("process '{0}' was removed; nothing was written")]
     Removed(String),
+    /// An input is larger than its configured limit; nothing was done.
+    #[error("{what} is {size} bytes, more than the limit of {limit} bytes ({setting})")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+        /// The setting that holds the limit.
+        setting: &'static str,
+    },
 }
 
 impl EngineError {

@@ -44,7 +44,7 @@ impl Executor {
     /// Parses, validates and deploys a YAML model; errors name the line and
     /// column.
     pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
-        let loaded = Workflow::load_yaml(text)?;
+        let loaded = Workflow::load_yaml_within(text, &self.rt.config.model_limits)?;
         self.rt.deploy(&loaded.workflow, &loaded.source).await
     }
 
@@ -266,6 +266,7 @@ impl Executor {
     /// Runs a new act under step task `tid`; `act` holds its definition
     /// (`uses` required; `params`, `id`, `name`, `key` ...).
     pub async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
+        self.rt.check_vars_size("the pushed act", &act)?;
         self.rt
             .on_process(pid, |p, svc| p.push(tid, act, svc))
             .await

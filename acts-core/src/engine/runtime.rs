@@ -31,7 +31,7 @@ use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
-use crate::model::{Vars, Workflow};
+use crate::model::{ModelLimits, Vars, Workflow};
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services};
 use crate::script::ScriptEngine;
@@ -96,6 +96,12 @@ pub struct EngineConfig {
     /// ([`RunLimits`]; defaults: 1000 runs per node, 10,000 jobs per
     /// transition).
     pub run_limits: RunLimits,
+    /// How large and deeply nested a model text may be (defaults: 1 MiB,
+    /// 64 levels of flow collections).
+    pub model_limits: ModelLimits,
+    /// Most bytes (as JSON) of the vars a start, a trigger's payload or a
+    /// client action carries. Default 1 MiB.
+    pub max_vars_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -109,6 +115,8 @@ impl Default for EngineConfig {
             retention: Some(Duration::from_secs(7 * 86_400)),
             sweep_interval: Duration::from_secs(600),
             run_limits: RunLimits::default(),
+            model_limits: ModelLimits::default(),
+            max_vars_bytes: 1024 * 1024,
         }
     }
 }
@@ -258,6 +266,20 @@ impl Runtime {
         // Everything acknowledged is already durable; this only waits for
         // the writes in flight, then lets go of the store.
         self.writer.close().await;
+    }
+
+    /// Refuses vars larger than [`EngineConfig::max_vars_bytes`].
+    pub(crate) fn check_vars_size(&self, what: &str, vars: &Vars) -> Result<(), EngineError> {
+        let size = serde_json::to_vec(vars).map_or(usize::MAX, |b| b.len());
+        if size > self.config.max_vars_bytes {
+            return Err(EngineError::TooLarge {
+                what: what.to_owned(),
+                size,
+                limit: self.config.max_vars_bytes,
+                setting: "max_vars_bytes",
+            });
+        }
+        Ok(())
     }
 
     pub(super) fn check_open(&self) -> Result<(), EngineError> {
@@ -453,6 +475,7 @@ impl Runtime {
         action: Action,
         options: Vars,
     ) -> Result<(), EngineError> {
+        self.check_vars_size("the action's options", &options)?;
         self.on_process(pid, |p, svc| p.act(tid, action, options, svc))
             .await
     }

@@ -29,6 +29,15 @@ impl Runtime {
         source: &SourceMap,
     ) -> Result<ModelInfo, EngineError> {
         self.check_open()?;
+        let json = workflow.to_json();
+        if json.len() > self.config.model_limits.max_bytes {
+            return Err(EngineError::TooLarge {
+                what: format!("model '{}'", workflow.id),
+                size: json.len(),
+                limit: self.config.model_limits.max_bytes,
+                setting: "model_limits.max_bytes",
+            });
+        }
         validate(workflow, source, &self.packages)?;
         let tree = Arc::new(ModelTree::build(workflow)?);
         let models = Collection::<ModelRow>::new(self.store.clone());
@@ -37,7 +46,7 @@ impl Runtime {
             id: workflow.id.clone(),
             name: workflow.name.clone(),
             ver: workflow.ver.clone(),
-            model: workflow.to_json(),
+            model: json,
             deployed_at: self.now(),
             revision: old.as_ref().map_or(1, |o| o.revision + 1),
         };
@@ -105,6 +114,7 @@ impl Runtime {
         mut vars: Vars,
     ) -> Result<ProcInfo, EngineError> {
         self.check_open()?;
+        self.check_vars_size("the start options", &vars)?;
         let model = self.model(model_id).await?;
         let external_pid = match vars.get("pid") {
             Some(Value::String(p)) => Some(check_pid(p)?.to_owned()),

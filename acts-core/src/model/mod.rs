@@ -9,6 +9,7 @@
 //! - Unknown keys are ignored at every level, as in the reference engine.
 
 mod error;
+mod limits;
 mod nodes;
 mod source;
 mod timeout;
@@ -17,6 +18,7 @@ mod variant;
 mod workflow;
 
 pub use error::{ModelError, NodeKind, NodeRef};
+pub use limits::ModelLimits;
 pub use nodes::{Act, Branch, Step, Trigger};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};

@@ -1,5 +1,6 @@
 //! [`Workflow`]: the root of a model, with loading from YAML and JSON.
 
+use super::limits::ModelLimits;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -84,8 +85,18 @@ impl Workflow {
     }
 
     /// Parses a YAML model and keeps its node positions for validation
-    /// (a second, cheap pass over the text).
+    /// (a second, cheap pass over the text). The text is checked against
+    /// the default [`ModelLimits`] first.
     pub fn load_yaml(text: &str) -> Result<LoadedWorkflow, ModelError> {
+        Self::load_yaml_within(text, &ModelLimits::default())
+    }
+
+    /// [`load_yaml`](Self::load_yaml) under `limits`.
+    pub fn load_yaml_within(
+        text: &str,
+        limits: &ModelLimits,
+    ) -> Result<LoadedWorkflow, ModelError> {
+        limits.check(text)?;
         Ok(LoadedWorkflow {
             workflow: Self::from_yaml(text)?,
             source: SourceMap::index(text),

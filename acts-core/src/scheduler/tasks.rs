@@ -116,9 +116,100 @@ pub struct TaskTable {
     now: i64,
     /// How many tasks each node has (the per-node run limit reads it).
     runs: HashMap<NodeIx, u32>,
+    /// Each task's data size (its JSON text, as stored), kept as it is
+    /// written.
+    sizes: Vec<usize>,
+    /// Most bytes one task's data may hold (0: no limit).
+    max_scope_bytes: usize,
+    /// The first write refused since [`take_refused`](Self::take_refused).
+    refused: Option<String>,
+}
+
+/// Counts the bytes of a value's JSON text without building it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The size one entry adds to a scope's stored JSON text.
+fn entry_size(key: &str, value: &Value) -> usize {
+    let mut n = ByteCount(key.len() + 4);
+    // Writing JSON into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut n, value);
+    n.0
 }
 
 impl TaskTable {
+    /// Sets the most bytes one task's data may hold (0: no limit); a write
+    /// that would pass it is refused ([`take_refused`](Self::take_refused)).
+    pub fn set_max_scope_bytes(&mut self, max: usize) {
+        self.max_scope_bytes = max;
+    }
+
+    /// Why a data write was refused since the last call (a scope would
+    /// have grown past its limit), if one was.
+    pub fn take_refused(&mut self) -> Option<String> {
+        self.refused.take()
+    }
+
+    /// The size of task `ix`'s data as stored (its JSON text, about).
+    pub fn data_size(&self, ix: TaskIx) -> usize {
+        self.sizes.get(ix.index()).copied().unwrap_or(0)
+    }
+
+    /// Why writing `vars` into task `ix`'s data would pass the scope limit,
+    /// if it would (checked before a client action changes anything).
+    pub fn would_refuse(&self, ix: TaskIx, vars: &Vars) -> Option<String> {
+        let task = self.tasks.get(ix.index())?;
+        let mut size = self.data_size(ix);
+        for (k, v) in vars {
+            size -= task
+                .data
+                .get(k)
+                .map_or(0, |old| entry_size(k, old))
+                .min(size);
+            size += entry_size(k, v);
+        }
+        (self.max_scope_bytes > 0 && size > self.max_scope_bytes).then(|| {
+            format!(
+                "the options would grow task '{}''s data to {size} bytes, more than the limit of {} bytes (max_scope_bytes)",
+                task.id, self.max_scope_bytes
+            )
+        })
+    }
+
+    /// Writes one entry into task `ix`'s data unless the scope would pass
+    /// its limit (then nothing is written and the refusal is recorded).
+    fn put(&mut self, ix: TaskIx, key: &str, value: &Value) -> bool {
+        let i = ix.index();
+        let old = self.tasks[i]
+            .data
+            .get(key)
+            .map_or(0, |v| entry_size(key, v));
+        let new = entry_size(key, value);
+        let size = self.sizes[i] - old.min(self.sizes[i]) + new;
+        if self.max_scope_bytes > 0 && size > self.max_scope_bytes && new > old {
+            if self.refused.is_none() {
+                self.refused = Some(format!(
+                    "task '{}': writing '{key}' ({new} bytes) would grow its data to {size} bytes, more than the limit of {} bytes (max_scope_bytes)",
+                    self.tasks[i].id, self.max_scope_bytes
+                ));
+            }
+            return false;
+        }
+        self.sizes[i] = size;
+        self.data_mut(ix).insert(key.to_owned(), value.clone());
+        true
+    }
+
     /// How many tasks node `node` has in this process (how often it ran).
     pub fn runs_of(&self, node: NodeIx) -> u32 {
         self.runs.get(&node).copied().unwrap_or(0)
@@ -209,6 +300,9 @@ impl TaskTable {
             table.children.push(Vec::new());
             table.dirty.push(Dirty::default());
             *table.runs.entry(task.node).or_default() += 1;
+            table
+                .sizes
+                .push(task.data.iter().map(|(k, v)| entry_size(k, v)).sum());
             table.tasks.push(task);
         }
         Ok(table)
@@ -262,6 +356,7 @@ impl TaskTable {
         });
         self.by_id.insert(id, ix);
         *self.runs.entry(node).or_default() += 1;
+        self.sizes.push(0);
         self.children.push(Vec::new());
         self.dirty.push(Dirty {
             lifecycle: true,
@@ -296,9 +391,8 @@ impl TaskTable {
     pub fn set_err(&mut self, ix: TaskIx, ecode: &str, message: &str) {
         self.set_state(ix, TaskState::Error);
         self.task_mut(ix).err = Some((ecode.to_owned(), message.to_owned()));
-        let data = self.data_mut(ix);
-        data.insert("ecode".into(), Value::String(ecode.to_owned()));
-        data.insert("message".into(), Value::String(message.to_owned()));
+        self.put(ix, "ecode", &Value::String(ecode.to_owned()));
+        self.put(ix, "message", &Value::String(message.to_owned()));
     }
 
     /// Sets flag bits on a task.
@@ -360,13 +454,12 @@ impl TaskTable {
                 .iter()
                 .find(|a| self.tasks[a.index()].data.contains_key(key))
             {
-                self.data_mut(holder).insert(key.clone(), value.clone());
+                self.put(holder, key, value);
             }
         }
-        let data = self.data_mut(ix);
         for (key, value) in vars {
             if !is_reserved(key) {
-                data.insert(key.clone(), value.clone());
+                self.put(ix, key, value);
             }
         }
     }
@@ -377,12 +470,11 @@ impl TaskTable {
         if vars.is_empty() {
             return;
         }
-        let data = self.data_mut(ix);
         for (key, value) in vars {
             if is_reserved(key) {
                 tracing::warn!(key = %key, "ignored a write of an engine-owned key");
             } else {
-                data.insert(key.clone(), value.clone());
+                self.put(ix, key, value);
             }
         }
     }
@@ -392,9 +484,8 @@ impl TaskTable {
         if vars.is_empty() {
             return;
         }
-        let data = self.data_mut(ix);
         for (key, value) in vars {
-            data.insert(key.clone(), value.clone());
+            self.put(ix, key, value);
         }
     }
 

@@ -159,6 +159,19 @@ impl Process {
             });
         }
         let options = self.exposed_options(t, action, options)?;
+        self.tasks.set_max_scope_bytes(svc.limits.max_scope_bytes);
+        let target = if action == Action::SetProcessVars {
+            self.root()
+        } else {
+            t
+        };
+        if let Some(message) = self.tasks.would_refuse(target, &options) {
+            return Err(ActionError::BadOptions {
+                pid: self.pid.clone(),
+                tid: tid_s,
+                message,
+            });
+        }
         self.apply_action(t, action, options, svc)?;
         self.run(svc);
         Ok(())

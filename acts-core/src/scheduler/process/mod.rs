@@ -57,6 +57,10 @@ pub struct RunLimits {
     /// ([`Process::has_queued_work`]); the engine commits and continues in
     /// the next transition. Default 10,000.
     pub jobs_per_run: usize,
+    /// Most bytes one task's data (a scope: its variables, as stored) may
+    /// hold (0: no limit). A write that would pass it is not made and
+    /// fails the task, naming the key and the sizes. Default 4 MiB.
+    pub max_scope_bytes: usize,
 }
 
 impl Default for RunLimits {
@@ -64,6 +68,7 @@ impl Default for RunLimits {
         Self {
             max_node_runs: 1000,
             jobs_per_run: 10_000,
+            max_scope_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -201,15 +206,21 @@ impl Process {
     /// call continues.
     pub fn run(&mut self, svc: Services<'_>) {
         self.limits = svc.limits;
+        self.tasks.set_max_scope_bytes(svc.limits.max_scope_bytes);
         let mut budget = svc.limits.jobs_per_run.max(1);
         while budget > 0
             && let Some(job) = self.queue.pop_front()
         {
             budget -= 1;
-            let (task, result) = match job {
+            let (task, mut result) = match job {
                 Job::Exec(t) => (t, self.exec(t, svc)),
                 Job::Next(t) => (t, self.next(t, svc)),
             };
+            if let Some(refused) = self.tasks.take_refused()
+                && result.is_ok()
+            {
+                result = Err((String::new(), refused));
+            }
             if let Err((ecode, message)) = result {
                 // The run limit is hit when a finished task would be
                 // followed: the error belongs to the scope that loops.
