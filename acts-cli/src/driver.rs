@@ -483,8 +483,5 @@ pub fn print_report(r: &Report, json: bool, ms: u128) {
 }
 
 fn stopped() -> Failure {
-    Failure {
-        code: 130,
-        message: "stopped; the store keeps every process: `acts resume` continues them".into(),
-    }
+    Failure::stopped()
 }

@@ -55,6 +55,14 @@ impl Failure {
         }
     }
 
+    /// Stopped by Ctrl-C (exit 130).
+    pub(crate) fn stopped() -> Self {
+        Self {
+            code: 130,
+            message: "stopped; the store keeps every process: `acts resume` continues them".into(),
+        }
+    }
+
     /// An engine error: a damaged store is bad input (exit 2: no retry
     /// helps), anything else a failure of the run.
     pub(crate) fn engine(e: acts::EngineError) -> Self {
@@ -112,7 +120,22 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(commands::dispatch(args)) {
+    // Ctrl-C stops every command: the command is dropped wherever it is
+    // (each transition is one atomic batch, so the store is at a
+    // transition boundary, as after a crash), and work still running on
+    // the runtime (a script up to its time limit, a read of the terminal)
+    // is not waited for beyond a moment.
+    // The command runs on a worker, so this thread hears Ctrl-C even while
+    // the command is busy (a long transition runs synchronously).
+    let command = runtime.spawn(commands::dispatch(args));
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            r = command => r.unwrap_or_else(|e| Err(Failure::run(format!("the command failed: {e}")))),
+            _ = tokio::signal::ctrl_c() => Err(Failure::stopped()),
+        }
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(300));
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             eprintln!("acts: {}", f.message);

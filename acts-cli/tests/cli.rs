@@ -348,3 +348,98 @@ fn a_damaged_or_empty_store_file_is_a_clear_error_never_a_panic() {
         "never overwritten"
     );
 }
+
+/// Sends SIGINT (what Ctrl-C sends) to `child` and waits for it (within a
+/// hang guard), returning its exit code.
+fn interrupt(child: &mut std::process::Child) -> Option<i32> {
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for _ in 0..200 {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("the command did not stop after Ctrl-C (hang guard)");
+}
+
+/// Reads `stream` until `needle` shows (or the stream ends: a failure).
+fn wait_for(stream: &mut impl std::io::Read, needle: &str) {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "ended before '{needle}': {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+        if String::from_utf8_lossy(&seen).contains(needle) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_at_the_prompt_exits_130_and_resume_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("acts.db").display());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--store", &store, "run"])
+        .arg(examples().join("approval.yml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    wait_for(&mut stderr, "interrupt:");
+    // stdin stays open: the prompt is still reading the terminal.
+    assert_eq!(interrupt(&mut child), Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rest.contains("acts resume"), "{rest}");
+    let out = acts(&store)
+        .args(["resume", "--auto", "--json"])
+        .assert()
+        .success();
+    assert_eq!(report(&out.get_output().stdout)["state"], "completed");
+}
+
+#[test]
+fn ctrl_c_stops_an_auto_run_busy_in_a_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("spin.yml");
+    std::fs::write(
+        &model,
+        "id: spin\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'console.log(\"spinning\"); while (true) {}'\n",
+    )
+    .unwrap();
+    let store = format!("redb:{}", dir.path().join("acts.db").display());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--store", &store, "run"])
+        .arg(&model)
+        .arg("--auto")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The db file exists once the store is open; the script may or may not
+    // have started: Ctrl-C must stop the run at any point.
+    for _ in 0..200 {
+        if dir.path().join("acts.db").exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(interrupt(&mut child), Some(130));
+    // The store is consistent: it opens, and every command works on it.
+    acts(&store).arg("ps").assert().success();
+}
