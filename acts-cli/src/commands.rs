@@ -135,9 +135,14 @@ pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result
         {
             Failure::input(format!("cannot open store '{url}': {e}"))
         }
+        OpenStoreError::Store(ref s) if s.kind() == ErrorKind::Conflict => Failure::run(format!(
+            "cannot open store '{url}': it is in use: {}",
+            crate::owner::describe_holder(url)
+        )),
         OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{url}': {e}")),
         other => Failure::input(other.to_string()),
     })?;
+    crate::owner::hold(url);
     let mut builder = Engine::builder().store(store).resume_on_start(false);
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));

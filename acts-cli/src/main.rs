@@ -20,6 +20,7 @@ mod answers;
 mod cli;
 mod commands;
 mod driver;
+mod owner;
 mod testcmd;
 
 use std::process::ExitCode;
@@ -135,6 +136,7 @@ fn main() -> ExitCode {
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(300));
+    owner::release();
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(f) => {

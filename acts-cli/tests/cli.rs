@@ -443,3 +443,40 @@ fn ctrl_c_stops_an_auto_run_busy_in_a_script() {
     // The store is consistent: it opens, and every command works on it.
     acts(&store).arg("ps").assert().success();
 }
+
+#[test]
+fn a_store_held_by_another_run_names_the_holder_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("acts.db");
+    let store = format!("redb:{}", db.display());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--store", &store, "run"])
+        .arg(examples().join("approval.yml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    wait_for(&mut stderr, "interrupt:");
+    for cmd in [&["ps"][..], &["models"][..], &["show", "x"][..]] {
+        let out = acts(&store).args(cmd).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("in use"), "{err}");
+        assert!(
+            err.contains(&format!("process {}", child.id())) && err.contains("approval.yml"),
+            "names the holder: {err}"
+        );
+        assert!(
+            err.contains(&format!("kill -INT {}", child.id())),
+            "says what to do: {err}"
+        );
+    }
+    assert_eq!(interrupt(&mut child), Some(130));
+    assert!(
+        !dir.path().join("acts.db.owner").exists(),
+        "the holder's record is gone with it"
+    );
+    acts(&store).arg("ps").assert().success();
+}

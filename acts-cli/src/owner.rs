@@ -1,0 +1,88 @@
+//! Who holds a store file: an `acts` command that opens a file store
+//! (`redb:PATH`, `rocksdb:PATH`) writes `PATH.owner` (its process id, its
+//! command line and when it started) and removes it when it ends, so a
+//! second command that finds the store in use can say by whom and what to
+//! do, instead of only "already open".
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+/// The owner file of a store URL, for file stores.
+fn owner_file(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("redb:")
+        .or_else(|| url.strip_prefix("rocksdb:"))?;
+    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
+    Some(PathBuf::from(format!("{path}.owner")))
+}
+
+/// The record of the store this process holds (removed by [`release`]).
+static HELD: std::sync::Mutex<Option<OwnerGuard>> = std::sync::Mutex::new(None);
+
+/// Records this process as the holder of the store at `url` until
+/// [`release`].
+pub(crate) fn hold(url: &str) {
+    if let Some(guard) = claim(url)
+        && let Ok(mut held) = HELD.lock()
+    {
+        *held = Some(guard);
+    }
+}
+
+/// Removes the record written by [`hold`] (at the end of the command).
+pub(crate) fn release() {
+    if let Ok(mut held) = HELD.lock() {
+        held.take();
+    }
+}
+
+/// Records this process as the holder of the store at `url`; the returned
+/// guard removes the record when dropped.
+fn claim(url: &str) -> Option<OwnerGuard> {
+    let file = owner_file(url)?;
+    let record = json!({
+        "pid": std::process::id(),
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "started": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    });
+    std::fs::write(&file, record.to_string()).ok()?;
+    Some(OwnerGuard(file))
+}
+
+/// Removes the owner record when the command ends.
+pub(crate) struct OwnerGuard(PathBuf);
+
+impl Drop for OwnerGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// What to tell a user whose command found the store at `url` in use.
+pub(crate) fn describe_holder(url: &str) -> String {
+    let how = "wait for it to end, answer its prompt there, or stop it (Ctrl-C in its terminal, \
+               or `kill -INT PID`); what it leaves is continued by `acts resume`";
+    let record = owner_file(url)
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let Some(record) = record else {
+        return format!("another program holds it; {how}");
+    };
+    let pid = record["pid"].as_u64().unwrap_or(0);
+    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if !alive {
+        return format!("another program holds it; {how}");
+    }
+    let command = record["command"].as_str().unwrap_or("acts");
+    let age = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        .saturating_sub(record["started"].as_u64().unwrap_or(0));
+    format!(
+        "it is held by `{command}` (process {pid}, running for {age} s); {}",
+        how.replace("PID", &pid.to_string())
+    )
+}
