@@ -549,3 +549,156 @@ async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
     assert!(largest < 20_000, "a row of {largest} bytes was stored");
     engine.close().await;
 }
+
+/// Three processes waiting at an interrupt (`w1`, `w2`, `w3`, oldest
+/// first) written by an engine that is then closed.
+async fn three_waiting(kv: Arc<dyn KvStore>) {
+    let engine = engine_on(kv).await;
+    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    for pid in ["w1", "w2", "w3"] {
+        engine
+            .executor()
+            .start("m1", vars(json!({ "pid": pid })))
+            .await
+            .unwrap();
+    }
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twice() {
+    use acts_testkit::{FailPlan, FailingStore, OpSet};
+    let failing = Arc::new(FailingStore::new(store().await));
+    let gated = Arc::new(GatedStore::new(failing.clone() as Arc<dyn KvStore>));
+    three_waiting(gated.clone()).await;
+    let engine = engine_on(gated.clone()).await;
+    // The first caller's load parks on its first read ...
+    gated.arm(GateKind::Read);
+    let first = {
+        let e = engine.clone();
+        tokio::spawn(async move { e.process_handle("w1").await.map(|h| h.is_some()) })
+    };
+    gated.wait_parked(GateKind::Read, 1).await;
+    // ... a second caller joins that load ...
+    let second = engine.process_handle("w1");
+    tokio::pin!(second);
+    tokio::select! {
+        biased;
+        _ = &mut second => panic!("the second caller must wait for the load"),
+        () = std::future::ready(()) => {}
+    }
+    // ... and the load fails.
+    failing.set_plan(FailPlan::always(
+        OpSet::READS,
+        acts_store::ErrorKind::Unavailable,
+    ));
+    gated.disarm(GateKind::Read);
+    assert!(first.await.unwrap().is_err());
+    assert!(
+        second.await.is_err(),
+        "the joined caller gets the same failure"
+    );
+    assert_eq!(
+        gated.entered(GateKind::Read),
+        1,
+        "the failed load was not run again by the joined caller"
+    );
+    failing.heal();
+    let a = engine.process_handle("w1").await.unwrap().unwrap();
+    let b = engine.process_handle("w1").await.unwrap().unwrap();
+    assert!(Arc::ptr_eq(&a, &b), "one instance");
+    assert_eq!(engine.cache().resident(), vec!["w1".to_owned()]);
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_cap_holds_for_reads_and_actions_on_processes_that_are_not_resident() {
+    let kv = store().await;
+    three_waiting(kv.clone()).await;
+    let engine = Engine::builder()
+        .store(kv)
+        .cache_cap(2)
+        .start()
+        .await
+        .unwrap();
+    settle(&engine).await;
+    let cache = engine.cache();
+    assert_eq!(cache.count(), 2, "the two oldest are resumed");
+    assert_eq!(cache.pending_resume(), vec!["w3".to_owned()]);
+    let exec = engine.executor();
+    // Reading the third does not make it resident.
+    let w3 = exec.process("w3").await.unwrap();
+    assert_eq!(w3.state, TaskState::Running);
+    let irq3 = exec
+        .tasks("w3")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .unwrap();
+    assert_eq!(cache.count(), 2);
+    assert!(!cache.contains("w3"));
+    // Answering it waits for a slot, first in line.
+    let answer = exec.complete("w3", &irq3.tid, Vars::new());
+    tokio::pin!(answer);
+    tokio::select! {
+        biased;
+        _ = &mut answer => panic!("no slot is free: the answer must wait"),
+        () = std::future::ready(()) => {}
+    }
+    assert_eq!(cache.count(), 2, "the cap holds");
+    // w1 ends: its slot goes to w3, and the answer goes through.
+    let irq1 = exec
+        .tasks("w1")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .unwrap();
+    exec.complete("w1", &irq1.tid, Vars::new()).await.unwrap();
+    tokio::time::timeout(GUARD, &mut answer)
+        .await
+        .expect("the answer gets its slot (hang guard)")
+        .unwrap();
+    settle(&engine).await;
+    assert_eq!(
+        exec.process("w3").await.unwrap().state,
+        TaskState::Completed
+    );
+    assert!(cache.count() <= 2);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
+    let kv = store().await;
+    three_waiting(kv.clone()).await;
+    let engine = Engine::builder()
+        .store(kv)
+        .cache_cap(2)
+        .config(acts_core::engine::EngineConfig {
+            cache_cap: 2,
+            admission_wait: std::time::Duration::from_millis(1),
+            ..Default::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    settle(&engine).await;
+    let exec = engine.executor();
+    let irq3 = exec
+        .tasks("w3")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .unwrap();
+    let err = exec
+        .complete("w3", &irq3.tid, Vars::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Busy { cap: 2, .. }), "{err}");
+    assert_eq!(exec.process("w3").await.unwrap().state, TaskState::Running);
+    assert_eq!(engine.cache().count(), 2);
+    engine.close().await;
+}

@@ -79,11 +79,40 @@ pub(crate) struct Slot {
 
 /// A load in flight: every caller that misses the pid meanwhile joins it.
 pub(crate) struct Loading {
-    /// The loaded handle (`None`: no such process), set once.
-    pub cell: OnceCell<Option<Arc<ProcHandle>>>,
+    /// The outcome of the one load: the handle (`None`: no such process)
+    /// or the error every joined caller gets. Set once; a failed load is
+    /// never retried on the same cell (a later miss starts a new load), so
+    /// two loads of one pid can never both install an instance.
+    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, super::error::EngineError>>,
     /// Whether the load starts the process (a refill) rather than only
     /// fetching it (a demand load).
     pub start: bool,
+    /// Set when a slot was claimed for the load (a caller that waits for a
+    /// slot loads only then).
+    claimed: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Loading {
+    /// Resolves once a slot is claimed for this load.
+    pub(crate) async fn wait_claimed(&self) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.claimed.load(Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn mark_claimed(&self) {
+        self.claimed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.notify.notify_waiters();
+    }
 }
 
 pub(crate) type LoadCell = Arc<Loading>;
@@ -92,6 +121,18 @@ fn loading(start: bool) -> LoadCell {
     Arc::new(Loading {
         cell: OnceCell::new(),
         start,
+        claimed: std::sync::atomic::AtomicBool::new(true),
+        notify: tokio::sync::Notify::new(),
+    })
+}
+
+/// A load that waits for a slot before it runs.
+fn waiting_load() -> LoadCell {
+    Arc::new(Loading {
+        cell: OnceCell::new(),
+        start: true,
+        claimed: std::sync::atomic::AtomicBool::new(false),
+        notify: tokio::sync::Notify::new(),
     })
 }
 
@@ -120,8 +161,12 @@ struct State {
     /// The pids of `parked`, and of processes being parked (their rows
     /// not written yet: not startable).
     parked_ids: HashSet<String>,
-    /// In-flight processes found at boot that did not fit, oldest first.
+    /// In-flight processes found at boot that did not fit, oldest first
+    /// (ones a caller waits for at the front).
     resume_queue: VecDeque<String>,
+    /// The loads callers wait on for queued in-flight pids (run when a
+    /// slot is claimed for them).
+    waiting: HashMap<String, LoadCell>,
     /// Whether a store scan for parked rows is in progress.
     scanning: bool,
     /// Whether the store may hold parked rows not in `parked` (true until
@@ -133,6 +178,22 @@ impl State {
     fn count(&self) -> usize {
         self.entries.len()
     }
+}
+
+/// Enters a demand load of `pid` into a free slot: the load a caller waits
+/// for, when there is one (claimed now), else a new one.
+fn enter_load(s: &mut State, pid: &str) -> LoadCell {
+    let cell = match s.waiting.remove(pid) {
+        Some(cell) => {
+            s.resume_queue.retain(|p| p != pid);
+            cell.mark_claimed();
+            cell
+        }
+        None => loading(false),
+    };
+    s.entries
+        .insert(pid.to_owned(), Entry::Loading(cell.clone()));
+    cell
 }
 
 /// The resident set (see the module docs).
@@ -156,6 +217,8 @@ pub(crate) enum Lookup {
     Resident(Arc<ProcHandle>),
     /// A load to join (or to run, for the first caller).
     Load(LoadCell),
+    /// The set is full and the pid is not in it: no load was started.
+    Full,
 }
 
 impl Cache {
@@ -275,28 +338,57 @@ impl Cache {
         match s.entries.get(pid) {
             Some(Entry::Resident(h)) => Lookup::Resident(h.clone()),
             Some(Entry::Loading(cell)) => Lookup::Load(cell.clone()),
-            None => {
-                let cell = loading(false);
-                s.entries
-                    .insert(pid.to_owned(), Entry::Loading(cell.clone()));
-                Lookup::Load(cell)
-            }
+            None if s.count() < self.cap => Lookup::Load(enter_load(&mut s, pid)),
+            None => Lookup::Full,
         }
+    }
+
+    /// For a caller that needs in-flight process `pid` resident while the
+    /// set is full: the resident handle or a load to join when one
+    /// appeared meanwhile; else a load that runs once a slot is claimed
+    /// for it (`pid` goes to the front of the queue, so it is the next to
+    /// get a slot).
+    pub(crate) fn wait_slot(&self, pid: &str) -> Lookup {
+        let mut s = self.state.lock();
+        match s.entries.get(pid) {
+            Some(Entry::Resident(h)) => return Lookup::Resident(h.clone()),
+            Some(Entry::Loading(cell)) => return Lookup::Load(cell.clone()),
+            None => {}
+        }
+        if s.count() < self.cap {
+            return Lookup::Load(enter_load(&mut s, pid));
+        }
+        if let Some(cell) = s.waiting.get(pid) {
+            return Lookup::Load(cell.clone());
+        }
+        let cell = waiting_load();
+        s.waiting.insert(pid.to_owned(), cell.clone());
+        s.resume_queue.retain(|p| p != pid);
+        s.resume_queue.push_front(pid.to_owned());
+        Lookup::Load(cell)
     }
 
     /// Ends a load of `pid`: the loaded handle becomes resident (`keep`),
     /// or the entry is dropped (no process, a parked or finished one that
     /// is only read).
-    pub(crate) fn finish_load(&self, pid: &str, handle: Option<&Arc<ProcHandle>>, keep: bool) {
+    pub(crate) fn finish_load(
+        &self,
+        pid: &str,
+        cell: &LoadCell,
+        handle: Option<&Arc<ProcHandle>>,
+        keep: bool,
+    ) {
         let mut s = self.state.lock();
+        // Only this load's own entry is replaced or dropped.
+        if !matches!(s.entries.get(pid), Some(Entry::Loading(c)) if Arc::ptr_eq(c, cell)) {
+            return;
+        }
         match (handle, keep) {
             (Some(h), true) => {
                 s.entries.insert(pid.to_owned(), Entry::Resident(h.clone()));
             }
             _ => {
-                if matches!(s.entries.get(pid), Some(Entry::Loading(_))) {
-                    s.entries.remove(pid);
-                }
+                s.entries.remove(pid);
             }
         }
     }
@@ -343,11 +435,13 @@ impl Cache {
             } else {
                 break;
             };
+            let waited = s.waiting.remove(&pid);
             if s.entries.contains_key(&pid) {
                 continue;
             }
-            let cell = loading(true);
+            let cell = waited.unwrap_or_else(|| loading(true));
             s.entries.insert(pid.clone(), Entry::Loading(cell.clone()));
+            cell.mark_claimed();
             out.push((pid, cell, parked));
         }
         out

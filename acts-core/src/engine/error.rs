@@ -2,6 +2,7 @@
 //! say what to do.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::model::ModelError;
 use crate::package::PackageError;
@@ -98,6 +99,19 @@ pub enum EngineError {
     /// the call was written.
     #[error("process '{0}' was removed; nothing was written")]
     Removed(String),
+    /// The resident set stayed full while the call waited for a slot for
+    /// an in-flight process; nothing was done.
+    #[error(
+        "process '{pid}' is not resident and the engine is at its cache cap ({cap} processes): no slot freed within {waited:?}; try again, or raise the cache cap"
+    )]
+    Busy {
+        /// The process.
+        pid: String,
+        /// The cap.
+        cap: usize,
+        /// How long the call waited.
+        waited: Duration,
+    },
     /// An input is larger than its configured limit; nothing was done.
     #[error("{what} is {size} bytes, more than the limit of {limit} bytes ({setting})")]
     TooLarge {

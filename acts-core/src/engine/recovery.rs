@@ -20,11 +20,63 @@ impl Runtime {
     /// The process `pid`: resident, or loaded from the store (concurrent
     /// misses share one load). An in-flight process becomes resident and
     /// continues; a parked or finished one is returned for reading only.
+    ///
+    /// The cap holds for this way in too: when the set is full, a process
+    /// that has ended or is parked is read without becoming resident, and
+    /// an in-flight one waits (first in line) for a slot, at most
+    /// [`EngineConfig::admission_wait`](super::EngineConfig::admission_wait).
     pub(crate) async fn handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
         match self.cache.lookup(pid) {
             Lookup::Resident(h) => Ok(Some(h)),
             Lookup::Load(cell) => Box::pin(self.join_load(pid, &cell)).await,
+            Lookup::Full => Box::pin(self.handle_when_full(pid, false)).await,
         }
+    }
+
+    /// [`handle`](Self::handle) for reading only: when the set is full, any
+    /// process is read from the store without becoming resident (never
+    /// changed, dropped after the read).
+    pub(crate) async fn handle_to_read(
+        &self,
+        pid: &str,
+    ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        match self.cache.lookup(pid) {
+            Lookup::Resident(h) => Ok(Some(h)),
+            Lookup::Load(cell) => Box::pin(self.join_load(pid, &cell)).await,
+            Lookup::Full => Box::pin(self.handle_when_full(pid, true)).await,
+        }
+    }
+
+    async fn handle_when_full(
+        &self,
+        pid: &str,
+        read_only: bool,
+    ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        let Some((handle, state)) = self.load(pid).await? else {
+            return Ok(None);
+        };
+        let in_flight = !state.is_completed() && state != TaskState::None;
+        if read_only || !in_flight {
+            return Ok(Some(handle));
+        }
+        drop(handle);
+        let cell = match self.cache.wait_slot(pid) {
+            Lookup::Resident(h) => return Ok(Some(h)),
+            Lookup::Load(cell) => cell,
+            Lookup::Full => unreachable!("wait_slot never answers Full"),
+        };
+        let wait = self.config.admission_wait;
+        if tokio::time::timeout(wait, cell.wait_claimed())
+            .await
+            .is_err()
+        {
+            return Err(EngineError::Busy {
+                pid: pid.to_owned(),
+                cap: self.cache.cap(),
+                waited: wait,
+            });
+        }
+        self.join_load(pid, &cell).await
     }
 
     pub(super) async fn join_load(
@@ -35,22 +87,24 @@ impl Runtime {
         let start = cell.start;
         let res = cell
             .cell
-            .get_or_try_init(|| async {
+            .get_or_init(|| async {
                 let loaded = self.load(pid).await;
                 let loaded = match loaded {
                     Ok(l) => l,
                     Err(e) => {
-                        self.cache.finish_load(pid, None, false);
+                        // Every caller joined to this load gets the error;
+                        // the next miss starts a new load.
+                        self.cache.finish_load(pid, cell, None, false);
                         return Err(e);
                     }
                 };
                 let Some((handle, state)) = loaded else {
-                    self.cache.finish_load(pid, None, false);
+                    self.cache.finish_load(pid, cell, None, false);
                     return Ok(None);
                 };
                 let in_flight = !state.is_completed() && state != TaskState::None;
                 let keep = start || in_flight;
-                self.cache.finish_load(pid, Some(&handle), keep);
+                self.cache.finish_load(pid, cell, Some(&handle), keep);
                 if keep && let Some(rt) = self.this() {
                     let h = handle.clone();
                     self.spawn(async move {
@@ -68,8 +122,8 @@ impl Runtime {
                 }
                 Ok(Some(handle))
             })
-            .await?;
-        Ok(res.clone())
+            .await;
+        res.clone()
     }
 
     pub(super) async fn load(

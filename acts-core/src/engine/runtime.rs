@@ -102,6 +102,10 @@ pub struct EngineConfig {
     /// Most bytes (as JSON) of the vars a start, a trigger's payload or a
     /// client action carries. Default 1 MiB.
     pub max_vars_bytes: usize,
+    /// How long a call on an in-flight process that is not resident waits
+    /// for a slot when the resident set is full (it is first in line);
+    /// then it fails with [`EngineError::Busy`]. Default 30 s.
+    pub admission_wait: Duration,
 }
 
 impl Default for EngineConfig {
@@ -117,6 +121,7 @@ impl Default for EngineConfig {
             run_limits: RunLimits::default(),
             model_limits: ModelLimits::default(),
             max_vars_bytes: 1024 * 1024,
+            admission_wait: Duration::from_secs(30),
         }
     }
 }
@@ -511,7 +516,7 @@ impl Runtime {
         pid: &str,
         f: impl FnOnce(&Process) -> T,
     ) -> Result<Option<T>, EngineError> {
-        let Some(handle) = self.handle(pid).await? else {
+        let Some(handle) = self.handle_to_read(pid).await? else {
             return Ok(None);
         };
         let slot = handle.lane.lock().await;
