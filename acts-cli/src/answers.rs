@@ -12,7 +12,7 @@ use acts::{Action, Vars};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// What an answer does.
 #[derive(Debug, Clone, PartialEq)]

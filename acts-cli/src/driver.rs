@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use tokio::io::{BufReader, Lines, Stdin};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::Failure;
 use crate::answers::{Answer, AnswerFile, Verb, parse_typed};
+use crate::failure::Failure;
 
 /// How interrupt requests are answered.
 pub enum Mode {

@@ -20,60 +20,21 @@ mod answers;
 mod cli;
 mod commands;
 mod driver;
+mod failure;
 mod owner;
+mod session;
 mod testcmd;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::failure::Failure;
+
 /// A fast general-purpose allocator: the engine allocates many small
 /// rows and messages per transition.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// A failure with the exit code it maps to.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    code: u8,
-    message: String,
-}
-
-impl Failure {
-    /// Bad input (exit 2).
-    pub(crate) fn input(message: impl Into<String>) -> Self {
-        Self {
-            code: 2,
-            message: message.into(),
-        }
-    }
-
-    /// A failure of the run (exit 1).
-    pub(crate) fn run(message: impl Into<String>) -> Self {
-        Self {
-            code: 1,
-            message: message.into(),
-        }
-    }
-
-    /// Stopped by Ctrl-C (exit 130).
-    pub(crate) fn stopped() -> Self {
-        Self {
-            code: 130,
-            message: "stopped; the store keeps every process: `acts resume` continues them".into(),
-        }
-    }
-
-    /// An engine error: a damaged store is bad input (exit 2: no retry
-    /// helps), anything else a failure of the run.
-    pub(crate) fn engine(e: acts::EngineError) -> Self {
-        if e.is_damaged_store() {
-            Self::input(e.to_string())
-        } else {
-            Self::run(e.to_string())
-        }
-    }
-}
 
 /// Output piped into a reader that stops early (`acts ps | head`) ends the
 /// program quietly, as other command-line tools do, instead of with a

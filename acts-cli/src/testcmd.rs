@@ -27,10 +27,10 @@ use acts::{Clock, ManualClock, SystemClock, Vars};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Failure;
 use crate::answers::AnswerFile;
-use crate::commands::{RunSpec, open_engine, run_model};
 use crate::driver::{Mode, Report};
+use crate::failure::Failure;
+use crate::session::{RunSpec, open_engine, run_model};
 
 /// A test file.
 #[derive(Debug, Default, Deserialize)]

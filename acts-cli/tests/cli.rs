@@ -214,31 +214,10 @@ fn a_killed_run_is_finished_by_resume_on_the_same_store() {
     let store = format!("redb:{}", db.display());
     // Interactive run: it waits at the irq for a line on stdin that never
     // comes; then it is killed.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args(["--store", &store, "run"])
-        .arg(examples().join("approval.yml"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = interactive_approval(&store);
     // Wait until the interrupt is asked for (the prompt on stderr).
     let mut stderr = child.stderr.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    loop {
-        use std::io::Read;
-        let n = stderr.read(&mut buf).unwrap();
-        assert!(
-            n > 0,
-            "the run ended before asking: {}",
-            String::from_utf8_lossy(&seen)
-        );
-        seen.extend_from_slice(&buf[..n]);
-        if String::from_utf8_lossy(&seen).contains("interrupt:") {
-            break;
-        }
-    }
+    wait_for(&mut stderr, "interrupt:");
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -349,6 +328,19 @@ fn a_damaged_or_empty_store_file_is_a_clear_error_never_a_panic() {
     );
 }
 
+/// An interactive `acts run` of the approval example on `store` (stdin
+/// piped and kept open: its prompt waits for a line).
+fn interactive_approval(store: &str) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--store", store, "run"])
+        .arg(examples().join("approval.yml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Sends SIGINT (what Ctrl-C sends) to `child` and waits for it (within a
 /// hang guard), returning its exit code.
 fn interrupt(child: &mut std::process::Child) -> Option<i32> {
@@ -389,14 +381,7 @@ fn wait_for(stream: &mut impl std::io::Read, needle: &str) {
 fn ctrl_c_at_the_prompt_exits_130_and_resume_continues() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("redb:{}", dir.path().join("acts.db").display());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args(["--store", &store, "run"])
-        .arg(examples().join("approval.yml"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = interactive_approval(&store);
     let mut stderr = child.stderr.take().unwrap();
     wait_for(&mut stderr, "interrupt:");
     // stdin stays open: the prompt is still reading the terminal.
@@ -449,14 +434,7 @@ fn a_store_held_by_another_run_names_the_holder_and_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("acts.db");
     let store = format!("redb:{}", db.display());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args(["--store", &store, "run"])
-        .arg(examples().join("approval.yml"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = interactive_approval(&store);
     let mut stderr = child.stderr.take().unwrap();
     wait_for(&mut stderr, "interrupt:");
     for cmd in [&["ps"][..], &["models"][..], &["show", "x"][..]] {

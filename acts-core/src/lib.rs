@@ -28,11 +28,11 @@
 //! `time/mod.rs`; `scheduler/process/mod.rs` for how a workflow runs;
 //! `engine/mod.rs` and `engine/runtime.rs` for how it runs durably.
 
+pub mod durable;
 pub mod engine;
 pub mod model;
 pub mod package;
 pub mod scheduler;
 pub mod script;
-pub mod store;
 pub mod time;
 pub mod tree;

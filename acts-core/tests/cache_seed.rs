@@ -12,12 +12,12 @@ use common::*;
 use std::sync::Arc;
 use std::time::Duration;
 
+use acts_core::durable::{Collection, Filter, Query};
 use acts_core::engine::{
     ChannelOptions, Engine, EngineError, ProcRow, TaskRow, VarsRow, task_row_id,
 };
 use acts_core::model::{Vars, Workflow};
 use acts_core::scheduler::{Message, TaskState};
-use acts_core::store::{Collection, Filter, Query};
 use acts_core::time::ManualClock;
 use acts_store::{ErrorKind, KvStore, MemoryStore, ScanRange};
 use acts_testkit::{FailPlan, FailingStore, GateKind, GatedStore, OpSet};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use acts_core::store::{Collection, CollectionError, Filter, IndexValue, Query, Row};
+use acts_core::durable::{Collection, CollectionError, Filter, IndexValue, Query, Row};
 use acts_store::{ErrorKind, KvStore, MemoryStore};
 use acts_testkit::{CrashStore, FailPlan, FailingStore, OpSet};
 use serde::{Deserialize, Serialize};

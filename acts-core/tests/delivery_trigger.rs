@@ -11,12 +11,12 @@ use common::*;
 use std::sync::Arc;
 use std::time::Duration;
 
+use acts_core::durable::Collection;
 use acts_core::engine::{
     ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, ProcRow, SnapshotOptions,
 };
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
-use acts_core::store::Collection;
 use acts_core::time::{Clock, ManualClock};
 use acts_store::KvStore;
 use serde_json::{Value, json};
@@ -199,8 +199,18 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     );
 }
 
-#[tokio::test]
-async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
+/// A process that finished with its end message delivered to durable
+/// channel `c` (not acked), on an engine keeping finished processes 60 s.
+struct Finished {
+    kv: Arc<dyn KvStore>,
+    clock: ManualClock,
+    e: Engine,
+    ch: acts_core::engine::Channel,
+    pid: String,
+    end: acts_core::scheduler::Message,
+}
+
+async fn finished_with_an_unacked_end() -> Finished {
     let kv: Arc<dyn KvStore> = store().await;
     let clock = ManualClock::new(T0);
     let cfg = EngineConfig {
@@ -227,18 +237,38 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
         .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .unwrap();
-    let m = recv(&mut ends).await;
+    let end = recv(&mut ends).await;
+    Finished {
+        kv,
+        clock,
+        e,
+        ch,
+        pid: p.pid,
+        end,
+    }
+}
+
+#[tokio::test]
+async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
+    let Finished {
+        kv,
+        clock,
+        e,
+        ch,
+        pid,
+        end: m,
+    } = finished_with_an_unacked_end().await;
     clock.advance(Duration::from_secs(120));
     e.housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
     assert!(
-        procs.get(&p.pid).await.unwrap().is_some(),
+        procs.get(&pid).await.unwrap().is_some(),
         "an unacked delivery keeps it"
     );
     ch.ack(&m.id).await.unwrap();
     e.housekeeping().await;
     assert!(
-        procs.get(&p.pid).await.unwrap().is_none(),
+        procs.get(&pid).await.unwrap().is_none(),
         "settled and old: swept"
     );
     assert!(
@@ -478,32 +508,14 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
 
 #[tokio::test]
 async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() {
-    let kv: Arc<dyn KvStore> = store().await;
-    let clock = ManualClock::new(T0);
-    let cfg = EngineConfig {
-        retention: Some(Duration::from_secs(60)),
-        ..config()
-    };
-    let e = engine(kv.clone(), &clock, cfg).await;
-    e.executor().deploy_yaml(WAITS).await.unwrap();
-    let ch = e
-        .durable_channel(
-            "c",
-            ChannelOptions::default()
-                .with_type("workflow")
-                .with_state("completed"),
-        )
-        .await
-        .unwrap();
-    let mut ends = ch.subscribe();
-    let mut acts = e.channel(acts_only()).subscribe();
-    let p = e.executor().start("m1", Vars::new()).await.unwrap();
-    let irq = recv(&mut acts).await;
-    e.executor()
-        .complete(&p.pid, &irq.tid, Vars::new())
-        .await
-        .unwrap();
-    let end = recv(&mut ends).await;
+    let Finished {
+        kv,
+        clock,
+        e,
+        ch,
+        pid,
+        end,
+    } = finished_with_an_unacked_end().await;
     // Never acked: re-sent until out of tries, then dead-lettered.
     for _ in 0..4 {
         clock.advance(Duration::from_secs(31));
@@ -519,7 +531,7 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     e.housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
     assert!(
-        procs.get(&p.pid).await.unwrap().is_some(),
+        procs.get(&pid).await.unwrap().is_some(),
         "a dead letter nobody settled keeps its process"
     );
     assert_eq!(
@@ -534,7 +546,7 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     // Settling the dead letter (ack) lets the sweeper have it.
     ch.ack(&end.id).await.unwrap();
     e.housekeeping().await;
-    assert!(procs.get(&p.pid).await.unwrap().is_none(), "settled: swept");
+    assert!(procs.get(&pid).await.unwrap().is_none(), "settled: swept");
 }
 
 #[tokio::test]

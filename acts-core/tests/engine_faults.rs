@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use acts_core::durable::Collection;
 use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcRow};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
-use acts_core::store::Collection;
 use acts_store::{ErrorKind, KvStore, MemoryStore};
 use acts_testkit::{FailPlan, FailingStore, OpSet};
 use serde_json::json;

@@ -260,6 +260,18 @@ async fn settle(engine: &Engine) {
     .expect("the engine settles (hang guard)");
 }
 
+/// Starts `model`, lets it run to its end, checks that it ended in error
+/// and returns its pid and error message.
+async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {
+    let exec = engine.executor();
+    let p = exec.start(model, Vars::new()).await.unwrap();
+    settle(engine).await;
+    let p = exec.process(&p.pid).await.unwrap();
+    assert_eq!(p.state, TaskState::Error, "{model}");
+    let (_, message) = p.err.clone().expect("an error");
+    (p.pid, message)
+}
+
 #[tokio::test]
 async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
     let engine = engine_on(store().await).await;
@@ -269,11 +281,7 @@ async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
     )
     .await
     .unwrap();
-    let p = exec.start("spin", Vars::new()).await.unwrap();
-    settle(&engine).await;
-    let p = exec.process(&p.pid).await.unwrap();
-    assert_eq!(p.state, TaskState::Error);
-    let (_, message) = p.err.clone().expect("an error");
+    let (_, message) = ends_in_error(&engine, "spin").await;
     assert!(
         message.contains("node 'forever' (Forever)") && message.contains("more than 1000 times"),
         "{message}"
@@ -303,14 +311,10 @@ async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     )
     .await
     .unwrap();
-    let p = exec.start("back", Vars::new()).await.unwrap();
-    settle(&engine).await;
-    let p = exec.process(&p.pid).await.unwrap();
-    assert_eq!(p.state, TaskState::Error);
-    let (_, message) = p.err.clone().expect("an error");
+    let (pid, message) = ends_in_error(&engine, "back").await;
     assert!(message.contains("more than 50 times"), "{message}");
     let runs = exec
-        .tasks(&p.pid)
+        .tasks(&pid)
         .await
         .unwrap()
         .iter()
@@ -533,11 +537,7 @@ async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
     .await
     .unwrap();
     for (model, key) in [("grow", "huge"), ("creep", "k")] {
-        let p = exec.start(model, Vars::new()).await.unwrap();
-        settle(&engine).await;
-        let p = exec.process(&p.pid).await.unwrap();
-        assert_eq!(p.state, TaskState::Error, "{model}");
-        let (_, message) = p.err.clone().unwrap();
+        let (_, message) = ends_in_error(&engine, model).await;
         assert!(
             message.contains(&format!("writing '{key}")) && message.contains("max_scope_bytes"),
             "{model}: {message}"
@@ -700,5 +700,65 @@ async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
     assert!(matches!(err, EngineError::Busy { cap: 2, .. }), "{err}");
     assert_eq!(exec.process("w3").await.unwrap().state, TaskState::Running);
     assert_eq!(engine.cache().count(), 2);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .script_limits(acts_core::script::ScriptLimits {
+            time: std::time::Duration::from_millis(200),
+            ..Default::default()
+        })
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    let cases = [
+        (
+            "rejected",
+            "return Promise.reject(new Error('declined'))",
+            "rejected: declined",
+        ),
+        (
+            "asyncthrow",
+            "return (async () => { throw new Error('late boom') })()",
+            "rejected: late boom",
+        ),
+        ("unsettled", "return new Promise(() => {})", "never settled"),
+    ];
+    for (id, code, want) in cases {
+        exec.deploy_yaml(&format!(
+            "id: {id}\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"{code}\"\n"
+        ))
+        .await
+        .unwrap();
+        let p = exec.start(id, Vars::new()).await.unwrap();
+        assert_eq!(p.state, TaskState::Error, "{id}");
+        let (_, message) = p.err.clone().unwrap();
+        assert!(message.contains(want), "{id}: {message}");
+    }
+    // A limit hit inside `${{ }}` fails the act, naming the limit ...
+    exec.deploy_yaml(
+        "id: subst\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { x: '${{ (() => { while (true) {} })() }}' }\n",
+    )
+    .await
+    .unwrap();
+    let p = exec.start("subst", Vars::new()).await.unwrap();
+    assert_eq!(p.state, TaskState::Error);
+    assert!(
+        p.err.clone().unwrap().1.contains("ran too long"),
+        "{:?}",
+        p.err
+    );
+    // ... while reading an undefined name still gives null (compatible).
+    exec.deploy_yaml(
+        "id: undef\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { x: '${{ nope.deeper }}' }\n",
+    )
+    .await
+    .unwrap();
+    let p = exec.start("undef", Vars::new()).await.unwrap();
+    assert_eq!(p.state, TaskState::Completed);
     engine.close().await;
 }

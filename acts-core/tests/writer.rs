@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acts_core::store::{GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig};
+use acts_core::durable::{GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig};
 use acts_store::{BatchOp, ErrorKind, KvStore};
 use acts_testkit::{CrashStore, FailPlan, FailingStore, GateKind, GatedStore, OpSet};
 

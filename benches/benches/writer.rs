@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use acts_core::store::{GroupCommitWriter, WriteBatch, WriterConfig};
+use acts_core::durable::{GroupCommitWriter, WriteBatch, WriterConfig};
 use acts_store::{BatchOp, KvStore};
 use acts_store_redb::{Durability, RedbOptions, RedbStore};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

@@ -7,19 +7,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskState};
-use crate::store::{Collection, Filter, Query};
 
-use super::error::EngineError;
-use super::info::{ModelInfo, ProcInfo, TaskInfo};
-use super::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow, PackageRow};
-use super::runtime::Runtime;
+use crate::engine::api::error::EngineError;
+use crate::engine::api::info::{ModelInfo, ProcInfo, TaskInfo};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow, PackageRow};
 
 /// The client API of an engine (cheap to clone).
 #[derive(Clone)]
 pub struct Executor {
-    rt: Arc<Runtime>,
+    rt: Arc<Kernel>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -29,7 +29,7 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    pub(crate) fn new(rt: Arc<Runtime>) -> Self {
+    pub(crate) fn new(rt: Arc<Kernel>) -> Self {
         Self { rt }
     }
 

@@ -9,20 +9,20 @@ use acts_store::BatchOp;
 use serde_json::Value;
 use tracing::{Instrument, info_span, warn};
 
+use crate::durable::Collection;
 use crate::model::Vars;
 use crate::scheduler::{Action, Process, Request, TaskState};
-use crate::store::Collection;
 
-use super::cache::{ProcHandle, Slot};
-use super::package::PackageContext;
-use super::rows::{OpRow, ProcRow};
-use super::runtime::{DeployedModel, Runtime, TimerKey};
+use crate::engine::api::package::PackageContext;
+use crate::engine::kernel::cache::{ProcHandle, Slot};
+use crate::engine::kernel::shared::{DeployedModel, Kernel, TimerKey};
+use crate::engine::persist::rows::{OpRow, ProcRow};
 
-impl Runtime {
+impl Kernel {
     /// The next transition of a process whose last one handed back with
     /// work left (boxed: a transition spawns it, so its type cannot name
     /// itself).
-    pub(super) fn continue_process(
+    pub(crate) fn continue_process(
         self: Arc<Self>,
         handle: Arc<ProcHandle>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
@@ -39,7 +39,7 @@ impl Runtime {
         })
     }
 
-    pub(super) fn child_row_ops(
+    pub(crate) fn child_row_ops(
         &self,
         model: &DeployedModel,
         pid: &str,
@@ -63,7 +63,7 @@ impl Runtime {
         Collection::<ProcRow>::upsert_ops(None, &row)
     }
 
-    pub(super) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
+    pub(crate) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
         match (slot.timer, due) {
             (Some((_, d)), Some(due)) if d == due => {}
             (current, due) => {
@@ -82,7 +82,7 @@ impl Runtime {
 
     /// After a durable transition: start what it requested; on a terminal
     /// state, evict the process and refill the freed slot.
-    pub(super) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
+    pub(crate) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
         let Some(rt) = self.this() else {
             return;
         };
@@ -122,7 +122,7 @@ impl Runtime {
         }
     }
 
-    pub(super) async fn run_package(
+    pub(crate) async fn run_package(
         self: Arc<Self>,
         pid: String,
         tid: String,
@@ -168,7 +168,7 @@ impl Runtime {
 }
 
 /// The outbox record a finished subflow child writes for its parent act.
-pub(super) fn subflow_return(p: &Process) -> Option<OpRow> {
+pub(crate) fn subflow_return(p: &Process) -> Option<OpRow> {
     let root = p.tasks.get(p.root())?;
     let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
     let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();

@@ -7,7 +7,7 @@ use crate::model::Vars;
 use crate::scheduler::{Process, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
-use super::rows::{ModelRow, ProcRow};
+use crate::engine::persist::rows::{ModelRow, ProcRow};
 
 /// A deployed model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::durable::{CollectionError, WriteError};
 use crate::model::ModelError;
 use crate::package::PackageError;
 use crate::scheduler::ActionError;
-use crate::store::{CollectionError, WriteError};
 
 /// Why an engine call failed. Nothing was changed unless the variant says
 /// otherwise.
@@ -130,7 +130,7 @@ impl EngineError {
     /// Whether the store's data is damaged (a corrupt file or row): no
     /// retry helps; the data must be restored.
     pub fn is_damaged_store(&self) -> bool {
-        use crate::store::CollectionError;
+        use crate::durable::CollectionError;
         match self {
             EngineError::Corrupt(_) => true,
             EngineError::Store(c) => match &**c {

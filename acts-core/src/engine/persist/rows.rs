@@ -14,9 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::durable::{IndexValue, Row};
 use crate::model::Vars;
 use crate::scheduler::TaskState;
-use crate::store::{IndexValue, Row};
 use crate::tree::NodeData;
 
 /// A deployed model.
@@ -338,7 +338,7 @@ pub struct ChannelRow {
     /// The channel id.
     pub id: String,
     /// Its filters.
-    pub options: super::channel::ChannelOptions,
+    pub options: crate::engine::api::channel::ChannelOptions,
 }
 
 impl Row for ChannelRow {

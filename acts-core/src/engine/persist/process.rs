@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
 
+use crate::durable::{Collection, CollectionError};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Process, Task, TaskState, TaskTable};
-use crate::store::{Collection, CollectionError};
 use crate::tree::ModelTree;
 
-use super::rows::{ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id};
+use crate::engine::persist::rows::{ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id};
 
 /// What was last written for a resident process.
 #[derive(Debug, Clone)]

@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
+use crate::durable::{Collection, Filter, Query};
 use crate::scheduler::{Action, TaskState};
-use crate::store::{Collection, Filter, Query};
 
-use super::cache::{LoadCell, Lookup, ProcHandle};
-use super::error::EngineError;
-use super::persist;
-use super::rows::{OpRow, ProcRow};
-use super::runtime::Runtime;
+use crate::engine::api::error::EngineError;
+use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist;
+use crate::engine::persist::rows::{OpRow, ProcRow};
 
-impl Runtime {
+impl Kernel {
     // ---- loading and refilling ----------------------------------------------
 
     /// The process `pid`: resident, or loaded from the store (concurrent
@@ -79,7 +79,7 @@ impl Runtime {
         self.join_load(pid, &cell).await
     }
 
-    pub(super) async fn join_load(
+    pub(crate) async fn join_load(
         &self,
         pid: &str,
         cell: &LoadCell,
@@ -126,7 +126,7 @@ impl Runtime {
         res.clone()
     }
 
-    pub(super) async fn load(
+    pub(crate) async fn load(
         &self,
         pid: &str,
     ) -> Result<Option<(Arc<ProcHandle>, TaskState)>, EngineError> {
@@ -239,7 +239,7 @@ impl Runtime {
         Ok(())
     }
 
-    pub(super) async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
+    pub(crate) async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
         match Collection::<OpRow>::new(self.store.clone()).get(id).await? {
             Some(op) => self.apply_op(op).await,
             None => Ok(()),
@@ -248,7 +248,7 @@ impl Runtime {
 
     /// Applies an outbox record to its process; the record is deleted in
     /// the same batch (or alone, when the act was already settled).
-    pub(super) async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
+    pub(crate) async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
         let delete = Collection::<OpRow>::delete_ops(&op);
         let Some(action) = Action::from_name(&op.action) else {
             return self.write(None, delete).await;

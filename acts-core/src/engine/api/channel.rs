@@ -17,8 +17,8 @@ use wildmatch::WildMatch;
 
 use crate::scheduler::Message;
 
-use super::error::EngineError;
-use super::runtime::Runtime;
+use crate::engine::api::error::EngineError;
+use crate::engine::kernel::shared::Kernel;
 
 type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
 
@@ -257,7 +257,7 @@ pub struct Channel {
     emitter: Arc<Emitter>,
     /// The stable id of a durable channel.
     durable_id: Option<String>,
-    rt: Weak<Runtime>,
+    rt: Weak<Kernel>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -273,7 +273,7 @@ impl Channel {
         emitter: &Arc<Emitter>,
         options: &ChannelOptions,
         durable_id: Option<String>,
-        rt: Weak<Runtime>,
+        rt: Weak<Kernel>,
     ) -> Self {
         let inner = Arc::new(ChannelInner {
             id: emitter.next_id.fetch_add(1, Ordering::Relaxed),
@@ -297,7 +297,7 @@ impl Channel {
         self.durable_id.as_deref()
     }
 
-    fn durable(&self) -> Result<(&str, Arc<Runtime>), EngineError> {
+    fn durable(&self) -> Result<(&str, Arc<Kernel>), EngineError> {
         let id = self.durable_id.as_deref().ok_or_else(|| {
             EngineError::Channel(
                 "only a durable channel (Engine::durable_channel) has deliveries to ack".into(),

@@ -6,19 +6,19 @@ use std::sync::Arc;
 use serde_json::Value;
 use tracing::{Instrument, debug, info_span};
 
+use crate::durable::Collection;
 use crate::model::{SourceMap, Vars, Workflow, validate};
 use crate::scheduler::{Process, TaskState};
-use crate::store::Collection;
 use crate::tree::{ModelTree, long_id};
 
-use super::cache::{Admission, ProcHandle};
-use super::error::EngineError;
-use super::info::{ModelInfo, ProcInfo};
-use super::persist::Persisted;
-use super::rows::{ModelRow, ProcRow};
-use super::runtime::{DeployedModel, Runtime};
+use crate::engine::api::error::EngineError;
+use crate::engine::api::info::{ModelInfo, ProcInfo};
+use crate::engine::kernel::cache::{Admission, ProcHandle};
+use crate::engine::kernel::shared::{DeployedModel, Kernel};
+use crate::engine::persist::Persisted;
+use crate::engine::persist::rows::{ModelRow, ProcRow};
 
-impl Runtime {
+impl Kernel {
     // ---- models -------------------------------------------------------
 
     /// Validates and stores a model; a later deploy of the same id
@@ -232,7 +232,7 @@ impl Runtime {
         }
     }
 
-    pub(super) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
+    pub(crate) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
         Ok(Collection::<ProcRow>::new(self.store.clone())
             .get(pid)
             .await?)

@@ -26,7 +26,7 @@ use tokio::sync::OnceCell;
 use crate::scheduler::Process;
 use crate::time::TimerId;
 
-use super::persist::Persisted;
+use crate::engine::persist::Persisted;
 
 /// A resident process and its lane: the async mutex every transition of
 /// the process holds from running the core until its batch is durable, so
@@ -83,7 +83,7 @@ pub(crate) struct Loading {
     /// or the error every joined caller gets. Set once; a failed load is
     /// never retried on the same cell (a later miss starts a new load), so
     /// two loads of one pid can never both install an instance.
-    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, super::error::EngineError>>,
+    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, crate::engine::api::error::EngineError>>,
     /// Whether the load starts the process (a refill) rather than only
     /// fetching it (a demand load).
     pub start: bool,

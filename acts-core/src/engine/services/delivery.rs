@@ -20,16 +20,18 @@
 use acts_store::BatchOp;
 use tracing::{error, warn};
 
+use crate::durable::{Collection, Filter, Query};
 use crate::scheduler::{Message, TaskState};
-use crate::store::{Collection, Filter, Query};
 
-use super::channel::ChannelOptions;
-use super::error::EngineError;
-use super::persist;
-use super::rows::{ChannelRow, DeliveryRow, DeliveryState, MessageRow, ProcRow, delivery_row_id};
-use super::runtime::Runtime;
+use crate::engine::api::channel::ChannelOptions;
+use crate::engine::api::error::EngineError;
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist;
+use crate::engine::persist::rows::{
+    ChannelRow, DeliveryRow, DeliveryState, MessageRow, ProcRow, delivery_row_id,
+};
 
-impl Runtime {
+impl Kernel {
     /// Stores the registration of durable channel `id`.
     pub(crate) async fn register_channel(
         &self,

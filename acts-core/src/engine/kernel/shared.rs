@@ -1,4 +1,4 @@
-//! [`Runtime`]: the engine's shared state and the one transition protocol.
+//! [`Kernel`]: the engine's shared state and the one transition protocol.
 //!
 //! ## One transition, one batch
 //!
@@ -31,24 +31,24 @@ use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
+use crate::durable::{
+    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome, WriterConfig,
+};
 use crate::model::{ModelLimits, Vars, Workflow};
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services};
 use crate::script::ScriptEngine;
-use crate::store::{
-    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome, WriterConfig,
-};
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
 
-use super::cache::{Cache, ProcHandle, Slot};
-use super::channel::Emitter;
-use super::error::EngineError;
-use super::follow_up::subflow_return;
-use super::package::ActPackage;
-use super::persist::{self};
-use super::rows::{ModelRow, OpRow, ProcRow};
-use super::snapshot::Snapshots;
+use crate::engine::api::channel::Emitter;
+use crate::engine::api::error::EngineError;
+use crate::engine::api::package::ActPackage;
+use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
+use crate::engine::kernel::follow_up::subflow_return;
+use crate::engine::persist;
+use crate::engine::persist::rows::{ModelRow, OpRow, ProcRow};
+use crate::engine::services::sealed::Snapshots;
 
 /// A deployed model, ready to start processes from.
 pub(crate) struct DeployedModel {
@@ -127,7 +127,7 @@ impl Default for EngineConfig {
 }
 
 /// The engine's shared state (see the module docs).
-pub(crate) struct Runtime {
+pub(crate) struct Kernel {
     pub store: Arc<dyn KvStore>,
     pub writer: GroupCommitWriter,
     pub cache: Cache,
@@ -139,22 +139,22 @@ pub(crate) struct Runtime {
     pub emitter: Arc<Emitter>,
     pub config: EngineConfig,
     pub snapshots: Snapshots,
-    pub(super) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
+    pub(crate) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
     /// When (engine clock, ms) the housekeeping timer last swept.
-    pub(super) last_sweep: std::sync::atomic::AtomicI64,
-    pub(super) delivery_seq: std::sync::atomic::AtomicU64,
+    pub(crate) last_sweep: std::sync::atomic::AtomicI64,
+    pub(crate) delivery_seq: std::sync::atomic::AtomicU64,
     /// Background tasks started by the engine and not finished.
     inflight: Arc<std::sync::atomic::AtomicUsize>,
-    pub(super) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
+    pub(crate) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
-    pub(super) me: Weak<Runtime>,
+    pub(crate) me: Weak<Kernel>,
 }
 
 /// What a transition closure may return.
 type Outcome<T> = Result<T, ActionError>;
 
-impl Runtime {
+impl Kernel {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         store: Arc<dyn KvStore>,
@@ -190,11 +190,11 @@ impl Runtime {
         })
     }
 
-    pub(super) fn this(&self) -> Option<Arc<Runtime>> {
+    pub(crate) fn this(&self) -> Option<Arc<Kernel>> {
         self.me.upgrade()
     }
 
-    pub(super) fn services(&self) -> Services<'_> {
+    pub(crate) fn services(&self) -> Services<'_> {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
@@ -212,7 +212,7 @@ impl Runtime {
     }
 
     /// Spawns engine work, counted until it ends (see [`is_idle`](Self::is_idle)).
-    pub(super) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+    pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
         struct Done(Arc<std::sync::atomic::AtomicUsize>);
         impl Drop for Done {
             fn drop(&mut self) {
@@ -287,7 +287,7 @@ impl Runtime {
         Ok(())
     }
 
-    pub(super) fn check_open(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_open(&self) -> Result<(), EngineError> {
         if self.is_closed() {
             Err(EngineError::Closed)
         } else {
@@ -308,10 +308,12 @@ impl Runtime {
             .into_iter()
             .filter_map(|id| self.packages.get(id))
             .map(|def| {
-                Collection::<super::rows::PackageRow>::put_row_op(&super::rows::PackageRow {
-                    builtin: builtin.contains(&def.id),
-                    package: def.clone(),
-                })
+                Collection::<crate::engine::persist::rows::PackageRow>::put_row_op(
+                    &crate::engine::persist::rows::PackageRow {
+                        builtin: builtin.contains(&def.id),
+                        package: def.clone(),
+                    },
+                )
             })
             .collect();
         self.write(None, ops).await
@@ -319,7 +321,7 @@ impl Runtime {
 
     /// Writes `ops` as one batch of process `owner` (skipped if it was
     /// removed), durable when this returns.
-    pub(super) async fn write(
+    pub(crate) async fn write(
         &self,
         owner: Option<(&str, u64)>,
         ops: Vec<BatchOp>,
@@ -364,7 +366,7 @@ impl Runtime {
 
     /// [`transition`](Self::transition) on a lane already held; `finish`
     /// maps `f`'s result with the process as it will be committed.
-    pub(super) async fn transition_locked<T, U>(
+    pub(crate) async fn transition_locked<T, U>(
         &self,
         handle: &Arc<ProcHandle>,
         mut guard: OwnedMutexGuard<Slot>,

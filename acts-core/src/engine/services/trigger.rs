@@ -17,13 +17,13 @@ use acts_store::BatchOp;
 use serde_json::Value;
 use tracing::warn;
 
+use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
-use crate::store::{Collection, Filter, Query};
 
-use super::error::EngineError;
-use super::info::ProcInfo;
-use super::rows::EventRow;
-use super::runtime::{Runtime, TimerKey};
+use crate::engine::api::error::EngineError;
+use crate::engine::api::info::ProcInfo;
+use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::persist::rows::EventRow;
 
 /// The next fire time of `cron` strictly after `after_ms` (0: never).
 pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
@@ -37,7 +37,7 @@ pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
         .map_or(0, |t| t.timestamp_millis()))
 }
 
-impl Runtime {
+impl Kernel {
     /// The event rows of `workflow`'s triggers (keeping the schedule state
     /// of unchanged crons), and deletes of triggers no longer declared.
     pub(crate) async fn trigger_ops(

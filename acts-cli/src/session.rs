@@ -1,0 +1,109 @@
+//! Opening a store and an engine for one command, deploying model files,
+//! and running one model to its end (shared by `acts run` and `acts test`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use acts::{
+    ChannelOptions, Engine, EngineError, Executor, ManualClock, OpenStoreError,
+    StoreErrorKind as ErrorKind,
+};
+
+use crate::driver::{Driver, Mode, Report};
+use crate::failure::Failure;
+
+pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
+    let store = acts::open_store(url).await.map_err(|e| match e {
+        OpenStoreError::Store(ref s)
+            if matches!(s.kind(), ErrorKind::Corruption | ErrorKind::InvalidInput) =>
+        {
+            Failure::input(format!("cannot open store '{url}': {e}"))
+        }
+        OpenStoreError::Store(ref s) if s.kind() == ErrorKind::Conflict => Failure::run(format!(
+            "cannot open store '{url}': it is in use: {}",
+            crate::owner::describe_holder(url)
+        )),
+        OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{url}': {e}")),
+        other => Failure::input(other.to_string()),
+    })?;
+    crate::owner::hold(url);
+    let mut builder = Engine::builder().store(store).resume_on_start(false);
+    if let Some(c) = clock {
+        builder = builder.clock(Arc::new(c));
+    }
+    builder.start().await.map_err(|e| {
+        let damaged = e.is_damaged_store();
+        let f = format!("cannot start the engine: {e}");
+        if damaged {
+            Failure::input(f)
+        } else {
+            Failure::run(f)
+        }
+    })
+}
+
+/// Deploys a model file; a model that does not parse or validate is bad
+/// input naming the file.
+pub(crate) async fn deploy_file(exec: &Executor, path: &Path) -> Result<acts::ModelInfo, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read model '{}': {e}", path.display())))?;
+    exec.deploy_yaml(&text).await.map_err(|e| match e {
+        EngineError::Model(_) | EngineError::TooLarge { .. } => {
+            Failure::input(format!("{}: {e}", path.display()))
+        }
+        other => Failure::run(format!("{}: {other}", path.display())),
+    })
+}
+
+/// What one run deploys and starts.
+pub(crate) struct RunSpec<'a> {
+    /// The model to start.
+    pub model: &'a Path,
+    /// Models to deploy first.
+    pub deploy: &'a [PathBuf],
+    /// Start vars.
+    pub vars: acts::Vars,
+    /// Whether progress is silenced.
+    pub json: bool,
+}
+
+/// Deploys, starts and drives one model. A model that does not deploy is
+/// reported `invalid`, a refused start `rejected` (both exit 2); errors of
+/// the tool itself are `Err`.
+pub(crate) async fn run_model(
+    engine: &Engine,
+    run: &RunSpec<'_>,
+    mode: Mode,
+    clock: Option<ManualClock>,
+) -> Result<Report, Failure> {
+    let exec = engine.executor();
+    let model_name = run.model.display().to_string();
+    for d in run.deploy {
+        if let Err(f) = deploy_file(&exec, d).await {
+            return refused_or(f, "invalid", &model_name);
+        }
+    }
+    let info = match deploy_file(&exec, run.model).await {
+        Ok(i) => i,
+        Err(f) => return refused_or(f, "invalid", &model_name),
+    };
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let started = match exec.start(&info.id, run.vars.clone()).await {
+        Ok(p) => p,
+        Err(e) => return refused_or(Failure::action(e), "rejected", &info.id),
+    };
+    let mut driver = Driver::new(engine, mode, run.json, clock);
+    let mut reports = driver.drive(engine, &mut rx, vec![started.pid]).await?;
+    reports
+        .pop()
+        .ok_or_else(|| Failure::run("the run produced no report"))
+}
+
+/// Bad input becomes a refused report; other failures stay errors.
+fn refused_or(f: Failure, state: &str, model: &str) -> Result<Report, Failure> {
+    if f.code == 2 {
+        Ok(Report::refused(state, model, f.message))
+    } else {
+        Err(f)
+    }
+}

@@ -1,0 +1,316 @@
+//! [`Engine`] and [`EngineBuilder`]: building an engine over a store, and
+//! what the running engine offers (executor, channels, housekeeping,
+//! close).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use acts_store::{KvStore, MemoryStore};
+
+use crate::durable::WriterConfig;
+use crate::engine::api::channel::{Channel, ChannelOptions};
+use crate::engine::api::error::EngineError;
+use crate::engine::api::executor::Executor;
+use crate::engine::api::package::ActPackage;
+use crate::engine::kernel::cache::{Cache, ProcHandle};
+use crate::engine::kernel::shared::{self, EngineConfig, Kernel};
+use crate::engine::services::sealed::{SnapshotOptions, Snapshots};
+use crate::package::{PackageRegistry, RunAs};
+use crate::script::{ScriptEngine, ScriptLimits};
+use crate::time::{Clock, SystemClock, TimerService};
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    store: Option<Arc<dyn KvStore>>,
+    config: EngineConfig,
+    clock: Arc<dyn Clock>,
+    limits: ScriptLimits,
+    packages: Vec<Arc<dyn ActPackage>>,
+    snapshots: Vec<(String, SnapshotOptions)>,
+    resume: bool,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("config", &self.config)
+            .field("packages", &self.packages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// The store (default: a new in-memory store).
+    pub fn store(mut self, store: Arc<dyn KvStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Most processes resident at once (default 4096); starts beyond it
+    /// are parked until a slot frees.
+    pub fn cache_cap(mut self, cap: usize) -> Self {
+        self.config.cache_cap = cap;
+        self
+    }
+
+    /// The store writer's settings (group size, commit delay, queue).
+    pub fn writer(mut self, config: WriterConfig) -> Self {
+        self.config.writer = config;
+        self
+    }
+
+    /// The clock (default: the system clock). Tests pass a
+    /// [`ManualClock`](crate::time::ManualClock) to drive timeouts.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// All settings at once (cache cap, writer, timers, retention).
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long finished processes are kept once their deliveries settled
+    /// (default: until removed).
+    pub fn retention(mut self, retention: std::time::Duration) -> Self {
+        self.config.retention = Some(retention);
+        self
+    }
+
+    /// Registers a snapshot target before start.
+    pub fn snapshot(mut self, name: &str, options: SnapshotOptions) -> Self {
+        self.snapshots.push((name.to_owned(), options));
+        self
+    }
+
+    /// Script time, memory and stack limits.
+    pub fn script_limits(mut self, limits: ScriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Registers an application package.
+    pub fn package(mut self, package: impl ActPackage) -> Self {
+        self.packages.push(Arc::new(package));
+        self
+    }
+
+    /// Whether `start` resumes the processes found in the store (default
+    /// true). Off, nothing runs until [`Engine::resume`] is called.
+    pub fn resume_on_start(mut self, resume: bool) -> Self {
+        self.resume = resume;
+        self
+    }
+
+    /// Starts the engine on the current tokio runtime: the writer, the
+    /// timer service, and (unless turned off) the resumption of every
+    /// in-flight and parked process in the store.
+    pub async fn start(self) -> Result<Engine, EngineError> {
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn KvStore>);
+        let mut registry = PackageRegistry::with_builtins();
+        let mut app = HashMap::new();
+        for p in self.packages {
+            let mut def = p.definition();
+            def.run_as = RunAs::Func;
+            registry.register(def.clone())?;
+            app.insert(def.id.clone(), p);
+        }
+        let (timers, mut fired) = TimerService::start(self.clock.clone());
+        let scripts = ScriptEngine::new(self.limits);
+        // One runtime per core up front: a burst of first processes does
+        // not wait for runtimes to be built.
+        scripts.warm(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let rt = Kernel::new(
+            store,
+            &self.config,
+            scripts,
+            registry,
+            app,
+            self.clock,
+            timers,
+        );
+        let weak = Arc::downgrade(&rt);
+        tokio::spawn(async move {
+            while let Some(f) = fired.recv().await {
+                let Some(rt) = weak.upgrade() else {
+                    return;
+                };
+                let rt2 = rt.clone();
+                rt.spawn(async move {
+                    rt2.on_timer(f.payload).await;
+                    rt2.timers.handled();
+                });
+            }
+        });
+        for (name, options) in self.snapshots {
+            rt.snapshots.register(&name, options)?;
+        }
+        let engine = Engine { rt };
+        engine.rt.publish_packages().await?;
+        engine.rt.load_channels().await?;
+        if self.resume {
+            engine.resume().await?;
+        }
+        engine.rt.arm_schedules().await?;
+        engine.rt.arm_housekeeping();
+        Ok(engine)
+    }
+}
+
+/// A running engine. Cheap to clone; [`close`](Self::close) stops it.
+#[derive(Clone)]
+pub struct Engine {
+    rt: Arc<Kernel>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("cache", &self.rt.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// A builder with the defaults: in-memory store, system clock.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder {
+            store: None,
+            config: EngineConfig::default(),
+            clock: Arc::new(SystemClock),
+            limits: ScriptLimits::default(),
+            packages: Vec::new(),
+            snapshots: Vec::new(),
+            resume: true,
+        }
+    }
+
+    /// The client API.
+    pub fn executor(&self) -> Executor {
+        Executor::new(self.rt.clone())
+    }
+
+    /// A new channel with `options`' filters.
+    pub fn channel(&self, options: ChannelOptions) -> Channel {
+        Channel::open(&self.rt.emitter, &options, None, Arc::downgrade(&self.rt))
+    }
+
+    /// A durable channel with the stable id `id`: every message that
+    /// passes its filters is recorded as a delivery (in the batch of the
+    /// transition that produced it) until the client acks it
+    /// ([`Channel::ack`]); unacked deliveries are re-sent on the retry
+    /// timer, up to the configured tries, then marked failed (see
+    /// [`Executor::deliveries`]). The registration survives restarts:
+    /// deliveries keep being recorded while the client is away, and
+    /// [`Channel::resend_pending`] hands them over when it is back.
+    pub async fn durable_channel(
+        &self,
+        id: &str,
+        options: ChannelOptions,
+    ) -> Result<Channel, EngineError> {
+        self.rt.register_channel(id, &options).await?;
+        Ok(Channel::open(
+            &self.rt.emitter,
+            &options,
+            Some(id.to_owned()),
+            Arc::downgrade(&self.rt),
+        ))
+    }
+
+    /// Forgets durable channel `id` and its deliveries.
+    pub async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
+        self.rt.remove_channel(id).await
+    }
+
+    /// The snapshot registry (external data sealed into tasks).
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.rt.snapshots
+    }
+
+    /// Runs the housekeeping pass now (re-send due deliveries, drop
+    /// expired snapshot entries, sweep settled processes), as the timer
+    /// does every `tick`.
+    pub async fn housekeeping(&self) {
+        self.rt.housekeeping(true).await;
+    }
+
+    /// The resident set.
+    pub fn cache(&self) -> &Cache {
+        &self.rt.cache
+    }
+
+    /// The one instance of process `pid`: resident, or loaded from the
+    /// store (concurrent callers share one load). `None` when no such
+    /// process exists. For introspection and tests; clients use the
+    /// [`Executor`].
+    pub async fn process_handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
+        self.rt.handle(pid).await
+    }
+
+    /// The store.
+    pub fn store(&self) -> Arc<dyn KvStore> {
+        self.rt.store.clone()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.rt.clock.clone()
+    }
+
+    /// Resumes what the store holds: in-flight processes oldest first up to
+    /// the cap (the rest queued for free slots), then parked ones, then
+    /// outbox records. Called by `start` unless turned off.
+    pub async fn resume(&self) -> Result<(), EngineError> {
+        self.rt.resume_all().await
+    }
+
+    /// Starts parked processes into free slots, oldest first (reads the
+    /// store for parked rows; a pass already running or a full set makes
+    /// this return at once).
+    pub async fn start_parked(&self) -> Result<(), EngineError> {
+        self.rt.start_parked().await
+    }
+
+    /// Whether the engine has nothing in progress: no background work
+    /// (loads, application packages, subflow returns, timer handlers), no
+    /// write queued, and no timer due now. Tools that drive processes step
+    /// by step (the CLI's scripted runs) wait for this between steps.
+    pub fn is_idle(&self) -> bool {
+        self.rt.is_idle()
+    }
+
+    /// How many write batches wait in the writer's queue (not yet taken
+    /// into a commit). For tests that order a write behind a held commit.
+    #[doc(hidden)]
+    pub fn queued_writes(&self) -> usize {
+        self.rt.writer.queued()
+    }
+
+    /// When the earliest timer of process `pid` is due (a step timeout).
+    pub fn next_timer_of(&self, pid: &str) -> Option<i64> {
+        self.rt
+            .timers
+            .next_due_matching(|k| matches!(k, shared::TimerKey::Process(p) if p == pid))
+    }
+
+    /// Resolves once every write queued so far is durable.
+    pub async fn flush(&self) -> Result<(), EngineError> {
+        self.rt
+            .writer
+            .flush()
+            .await
+            .map_err(|source| EngineError::Commit {
+                pid: String::new(),
+                source,
+            })
+    }
+
+    /// Stops timers and new work, and waits for the writes in flight.
+    pub async fn close(&self) {
+        self.rt.close().await;
+    }
+}

@@ -1,0 +1,25 @@
+//! The engine's public face: what an embedding application uses.
+//!
+//! [`Engine`] (built by [`EngineBuilder`]) owns a running engine; its
+//! [`Executor`] deploys models, starts processes and applies client
+//! actions; [`Channel`]s carry messages filtered by [`ChannelOptions`];
+//! [`ActPackage`] is how an application adds its own packages. Calls return
+//! the `Info` types ([`ProcInfo`], [`TaskInfo`], [`ModelInfo`]) and fail
+//! with [`EngineError`].
+//!
+//! May use: every room of the engine (it is the top).
+
+pub(crate) mod channel;
+mod engine;
+pub(crate) mod error;
+pub(crate) mod executor;
+pub(crate) mod info;
+pub(crate) mod package;
+
+pub use crate::engine::kernel::cache::{Cache, ProcHandle};
+pub use channel::{Channel, ChannelOptions};
+pub use engine::{Engine, EngineBuilder};
+pub use error::EngineError;
+pub use executor::Executor;
+pub use info::{ModelInfo, ProcInfo, TaskInfo};
+pub use package::{ActPackage, PackageContext, PackageFailure};

@@ -1,0 +1,16 @@
+//! The runtime core: the engine's shared state ([`Kernel`]), one
+//! transition and its one batch, the resident cache, loading and
+//! recovery, deploying and starting, and what a committed transition sets
+//! off (continuations, subflow children, timers, packages, refill).
+//!
+//! May use: `persist` (rows), the services' hooks, and the API's error,
+//! info and package types; never the executor, the builder or channels
+//! beyond the emitter.
+
+pub(crate) mod cache;
+pub(crate) mod follow_up;
+pub(crate) mod loading;
+pub(crate) mod shared;
+pub(crate) mod start;
+
+pub use shared::EngineConfig;

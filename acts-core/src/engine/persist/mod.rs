@@ -1,0 +1,14 @@
+//! Persistence: the engine's rows and the one place that turns a process
+//! into rows (what a transition writes) and rows back into a process.
+//!
+//! May use: the scheduler, the model, the tree and `durable`
+//! (collections); nothing else of the engine.
+
+pub(crate) mod process;
+pub(crate) mod rows;
+
+pub(crate) use process::*;
+pub use rows::{
+    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, PackageRow,
+    ProcRow, TaskRow, VarsRow, delivery_row_id, task_row_id,
+};
