@@ -37,6 +37,7 @@
 //!   (snapshots) — built on the kernel.
 
 pub mod api;
+pub(crate) mod filter;
 pub(crate) mod kernel;
 pub(crate) mod persist;
 pub(crate) mod services;

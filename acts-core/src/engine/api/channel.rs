@@ -7,247 +7,18 @@
 //! is after that transition and must not block (spawn work instead, or use
 //! [`Channel::subscribe`] to receive messages on a queue).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 use tokio::sync::mpsc;
-use wildmatch::WildMatch;
 
 use crate::scheduler::Message;
 
 use crate::engine::api::error::EngineError;
+use crate::engine::filter::{ChannelOptions, Filters};
+use crate::engine::kernel::emitter::{ChannelInner, Emitter};
 use crate::engine::kernel::shared::Kernel;
-
-type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
-
-/// Glob filters of a channel (`*` any run of characters, `?` one
-/// character). A message passes when every filter matches; a message
-/// without a key or package is matched as the empty string.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct ChannelOptions {
-    /// Message type: `workflow`, `step`, `branch`, `act`.
-    pub r#type: String,
-    /// Message state: `created`, `completed`, `error`, ...
-    pub state: String,
-    /// The act's `params.key`.
-    pub key: String,
-    /// The package id.
-    pub uses: String,
-    /// The model id.
-    pub model: String,
-}
-
-impl Default for ChannelOptions {
-    fn default() -> Self {
-        Self {
-            r#type: "*".into(),
-            state: "*".into(),
-            key: "*".into(),
-            uses: "*".into(),
-            model: "*".into(),
-        }
-    }
-}
-
-impl ChannelOptions {
-    /// Only messages of `type`.
-    pub fn with_type(mut self, pattern: impl Into<String>) -> Self {
-        self.r#type = pattern.into();
-        self
-    }
-
-    /// Only messages in `state`.
-    pub fn with_state(mut self, pattern: impl Into<String>) -> Self {
-        self.state = pattern.into();
-        self
-    }
-
-    /// Only acts whose key matches.
-    pub fn with_key(mut self, pattern: impl Into<String>) -> Self {
-        self.key = pattern.into();
-        self
-    }
-
-    /// Only acts of packages that match.
-    pub fn with_uses(mut self, pattern: impl Into<String>) -> Self {
-        self.uses = pattern.into();
-        self
-    }
-
-    /// Only processes of models that match.
-    pub fn with_model(mut self, pattern: impl Into<String>) -> Self {
-        self.model = pattern.into();
-        self
-    }
-}
-
-struct Filters {
-    r#type: WildMatch,
-    state: WildMatch,
-    key: WildMatch,
-    uses: WildMatch,
-    model: WildMatch,
-}
-
-impl Filters {
-    fn new(o: &ChannelOptions) -> Self {
-        Self {
-            r#type: WildMatch::new(&o.r#type),
-            state: WildMatch::new(&o.state),
-            key: WildMatch::new(&o.key),
-            uses: WildMatch::new(&o.uses),
-            model: WildMatch::new(&o.model),
-        }
-    }
-
-    fn matches(&self, m: &Message) -> bool {
-        self.r#type.matches(&m.r#type)
-            && self.state.matches(&m.state)
-            && self.key.matches(m.key.as_deref().unwrap_or(""))
-            && self.uses.matches(m.uses.as_deref().unwrap_or(""))
-            && self.model.matches(&m.model_id)
-    }
-}
-
-#[derive(Default)]
-struct Handlers {
-    message: Vec<Handler>,
-    start: Vec<Handler>,
-    complete: Vec<Handler>,
-    error: Vec<Handler>,
-}
-
-pub(crate) struct ChannelInner {
-    id: u64,
-    filters: Filters,
-    handlers: RwLock<Handlers>,
-}
-
-/// A durable channel's registration.
-struct Durable {
-    filters: Filters,
-    /// The connected channel, if its client is here.
-    live: Option<Arc<ChannelInner>>,
-}
-
-/// The engine's fan-out of messages to channels.
-#[derive(Default)]
-pub(crate) struct Emitter {
-    channels: RwLock<Vec<Arc<ChannelInner>>>,
-    durable: RwLock<HashMap<String, Durable>>,
-    next_id: AtomicU64,
-}
-
-impl Emitter {
-    /// Hands `messages` (of one committed transition, in order) to every
-    /// channel whose filters they pass.
-    pub fn deliver(&self, messages: &[Message]) {
-        if messages.is_empty() {
-            return;
-        }
-        let channels = self.channels.read().clone();
-        for m in messages {
-            for c in &channels {
-                if !c.filters.matches(m) {
-                    continue;
-                }
-                let h = c.handlers.read();
-                for f in &h.message {
-                    f(m);
-                }
-                if m.r#type == "workflow" {
-                    let list = match m.state.as_str() {
-                        "created" => &h.start,
-                        "error" => &h.error,
-                        _ => &h.complete,
-                    };
-                    for f in list {
-                        f(m);
-                    }
-                }
-            }
-        }
-    }
-
-    fn remove(&self, id: u64) {
-        self.channels.write().retain(|c| c.id != id);
-        for d in self.durable.write().values_mut() {
-            if d.live.as_ref().is_some_and(|l| l.id == id) {
-                d.live = None;
-            }
-        }
-    }
-
-    /// Whether any durable channel is registered (if none, messages need
-    /// no rows).
-    pub fn has_durable(&self) -> bool {
-        !self.durable.read().is_empty()
-    }
-
-    /// The durable channels that must receive `m`, and whether each is
-    /// connected now.
-    pub fn durable_targets(&self, m: &Message) -> Vec<(String, bool)> {
-        self.durable
-            .read()
-            .iter()
-            .filter(|(_, d)| d.filters.matches(m))
-            .map(|(id, d)| (id.clone(), d.live.is_some()))
-            .collect()
-    }
-
-    /// Registers (or re-registers) durable channel `id`; `live` when its
-    /// client is connected.
-    pub fn register_durable(
-        &self,
-        id: &str,
-        options: &ChannelOptions,
-        live: Option<Arc<ChannelInner>>,
-    ) {
-        let mut d = self.durable.write();
-        let live = live.or_else(|| d.get(id).and_then(|x| x.live.clone()));
-        d.insert(
-            id.to_owned(),
-            Durable {
-                filters: Filters::new(options),
-                live,
-            },
-        );
-    }
-
-    /// Forgets durable channel `id`.
-    pub fn unregister_durable(&self, id: &str) {
-        if let Some(d) = self.durable.write().remove(id)
-            && let Some(live) = d.live
-        {
-            self.channels.write().retain(|c| c.id != live.id);
-        }
-    }
-
-    /// Hands `m` again to the connected client of durable channel `id`;
-    /// false when it is not connected.
-    pub fn resend(&self, id: &str, m: &Message) -> bool {
-        let live = self.durable.read().get(id).and_then(|d| d.live.clone());
-        match live {
-            Some(c) => {
-                c.call(m);
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl ChannelInner {
-    fn call(&self, m: &Message) {
-        let h = self.handlers.read();
-        for f in &h.message {
-            f(m);
-        }
-    }
-}
 
 /// A subscription to the engine's messages (see the module docs). Dropping
 /// the value does not unsubscribe; call [`close`](Self::close).
@@ -369,6 +140,7 @@ impl Channel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU64;
 
     fn msg(t: &str, state: &str, key: Option<&str>) -> Message {
         Message {
@@ -378,19 +150,6 @@ mod tests {
             model_id: "m1".into(),
             ..Message::default()
         }
-    }
-
-    #[test]
-    fn filters_are_globs_on_every_field() {
-        let f = Filters::new(&ChannelOptions::default().with_type("act").with_key("app*"));
-        assert!(f.matches(&msg("act", "created", Some("approve"))));
-        assert!(!f.matches(&msg("act", "created", Some("review"))));
-        assert!(!f.matches(&msg("step", "created", Some("approve"))));
-        assert!(!f.matches(&msg("act", "created", None)), "no key is ''");
-        let any = Filters::new(&ChannelOptions::default());
-        assert!(any.matches(&msg("workflow", "completed", None)));
-        let other_model = Filters::new(&ChannelOptions::default().with_model("m?x"));
-        assert!(!other_model.matches(&msg("act", "created", None)));
     }
 
     #[test]

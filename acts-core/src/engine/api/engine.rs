@@ -8,10 +8,11 @@ use std::sync::Arc;
 use acts_store::{KvStore, MemoryStore};
 
 use crate::durable::WriterConfig;
-use crate::engine::api::channel::{Channel, ChannelOptions};
+use crate::engine::api::channel::Channel;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
 use crate::engine::api::package::ActPackage;
+use crate::engine::filter::ChannelOptions;
 use crate::engine::kernel::cache::{Cache, ProcHandle};
 use crate::engine::kernel::shared::{self, EngineConfig, Kernel};
 use crate::engine::services::sealed::{SnapshotOptions, Snapshots};

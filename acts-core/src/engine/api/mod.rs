@@ -16,8 +16,9 @@ pub(crate) mod executor;
 pub(crate) mod info;
 pub(crate) mod package;
 
+pub use crate::engine::filter::ChannelOptions;
 pub use crate::engine::kernel::cache::{Cache, ProcHandle};
-pub use channel::{Channel, ChannelOptions};
+pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder};
 pub use error::EngineError;
 pub use executor::Executor;

@@ -11,12 +11,12 @@ use tracing::{Instrument, info_span, warn};
 
 use crate::durable::Collection;
 use crate::model::Vars;
-use crate::scheduler::{Action, Process, Request, TaskState};
+use crate::scheduler::{Action, Request, TaskState};
 
 use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::{ProcHandle, Slot};
 use crate::engine::kernel::shared::{DeployedModel, Kernel, TimerKey};
-use crate::engine::persist::rows::{OpRow, ProcRow};
+use crate::engine::persist::rows::ProcRow;
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with
@@ -165,41 +165,4 @@ impl Kernel {
             warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
         }
     }
-}
-
-/// The outbox record a finished subflow child writes for its parent act.
-pub(crate) fn subflow_return(p: &Process) -> Option<OpRow> {
-    let root = p.tasks.get(p.root())?;
-    let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
-    let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();
-    let mut options = p.outputs();
-    // The child's own identity stays with the child.
-    options.retain(|k, _| k != "pid" && !k.starts_with("$parent_"));
-    let action = match root.state {
-        TaskState::Aborted => "abort",
-        TaskState::Skipped => "skip",
-        TaskState::Error => {
-            let (ecode, message) = root.err.clone().unwrap_or_default();
-            options.insert(
-                "ecode".into(),
-                Value::String(if ecode.is_empty() {
-                    "subflow".into()
-                } else {
-                    ecode
-                }),
-            );
-            options.insert("message".into(), Value::String(message));
-            "error"
-        }
-        _ => "next",
-    };
-    Some(OpRow {
-        id: p.pid.clone(),
-        from_pid: p.pid.clone(),
-        pid: parent_pid,
-        tid: parent_tid,
-        action: action.into(),
-        options,
-        created_at: root.end_time,
-    })
 }

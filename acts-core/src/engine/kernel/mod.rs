@@ -8,6 +8,7 @@
 //! beyond the emitter.
 
 pub(crate) mod cache;
+pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod loading;
 pub(crate) mod shared;

@@ -41,11 +41,10 @@ use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
 
-use crate::engine::api::channel::Emitter;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::package::ActPackage;
 use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
-use crate::engine::kernel::follow_up::subflow_return;
+use crate::engine::kernel::emitter::Emitter;
 use crate::engine::persist;
 use crate::engine::persist::rows::{ModelRow, OpRow, ProcRow};
 use crate::engine::services::sealed::Snapshots;
@@ -423,7 +422,7 @@ impl Kernel {
         // transition (the queue is stored with the row, so a restart
         // continues from the same place).
         let continues = !terminal && process.has_queued_work();
-        if terminal && let Some(op) = subflow_return(process) {
+        if terminal && let Some(op) = persist::subflow_return(process) {
             extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
         }
         let mut ops = persist::transition_ops(process, &mut slot.persisted);

@@ -10,13 +10,16 @@
 use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
+use serde_json::Value;
 
 use crate::durable::{Collection, CollectionError};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Process, Task, TaskState, TaskTable};
 use crate::tree::ModelTree;
 
-use crate::engine::persist::rows::{ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id};
+use crate::engine::persist::rows::{
+    OpRow, ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id,
+};
 
 /// What was last written for a resident process.
 #[derive(Debug, Clone)]
@@ -281,6 +284,43 @@ pub(crate) fn rebuild(
         row_stored: true,
     };
     Ok((process, persisted))
+}
+
+/// The outbox record a finished subflow child writes for its parent act.
+pub(crate) fn subflow_return(p: &Process) -> Option<OpRow> {
+    let root = p.tasks.get(p.root())?;
+    let parent_pid = root.data.get("$parent_pid")?.as_str()?.to_owned();
+    let parent_tid = root.data.get("$parent_tid")?.as_str()?.to_owned();
+    let mut options = p.outputs();
+    // The child's own identity stays with the child.
+    options.retain(|k, _| k != "pid" && !k.starts_with("$parent_"));
+    let action = match root.state {
+        TaskState::Aborted => "abort",
+        TaskState::Skipped => "skip",
+        TaskState::Error => {
+            let (ecode, message) = root.err.clone().unwrap_or_default();
+            options.insert(
+                "ecode".into(),
+                Value::String(if ecode.is_empty() {
+                    "subflow".into()
+                } else {
+                    ecode
+                }),
+            );
+            options.insert("message".into(), Value::String(message));
+            "error"
+        }
+        _ => "next",
+    };
+    Some(OpRow {
+        id: p.pid.clone(),
+        from_pid: p.pid.clone(),
+        pid: parent_pid,
+        tid: parent_tid,
+        action: action.into(),
+        options,
+        created_at: root.end_time,
+    })
 }
 
 #[cfg(test)]

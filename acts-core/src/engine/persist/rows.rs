@@ -338,7 +338,7 @@ pub struct ChannelRow {
     /// The channel id.
     pub id: String,
     /// Its filters.
-    pub options: crate::engine::api::channel::ChannelOptions,
+    pub options: crate::engine::filter::ChannelOptions,
 }
 
 impl Row for ChannelRow {

@@ -23,8 +23,8 @@ use tracing::{error, warn};
 use crate::durable::{Collection, Filter, Query};
 use crate::scheduler::{Message, TaskState};
 
-use crate::engine::api::channel::ChannelOptions;
 use crate::engine::api::error::EngineError;
+use crate::engine::filter::ChannelOptions;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
 use crate::engine::persist::rows::{

@@ -1,0 +1,153 @@
+//! [`Emitter`]: the engine's fan-out of committed messages to the channels
+//! subscribed here, and the registrations of durable channels.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::RwLock;
+
+use crate::engine::filter::{ChannelOptions, Filters};
+use crate::scheduler::Message;
+
+/// A message handler of a channel.
+pub(crate) type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
+
+/// The handlers a channel runs for its messages.
+#[derive(Default)]
+pub(crate) struct Handlers {
+    pub(crate) message: Vec<Handler>,
+    pub(crate) start: Vec<Handler>,
+    pub(crate) complete: Vec<Handler>,
+    pub(crate) error: Vec<Handler>,
+}
+
+/// One subscribed channel: its filters and handlers.
+pub(crate) struct ChannelInner {
+    pub(crate) id: u64,
+    pub(crate) filters: Filters,
+    pub(crate) handlers: RwLock<Handlers>,
+}
+
+/// A durable channel's registration.
+struct Durable {
+    filters: Filters,
+    /// The connected channel, if its client is here.
+    live: Option<Arc<ChannelInner>>,
+}
+
+/// The engine's fan-out of messages to channels.
+#[derive(Default)]
+pub(crate) struct Emitter {
+    pub(crate) channels: RwLock<Vec<Arc<ChannelInner>>>,
+    durable: RwLock<HashMap<String, Durable>>,
+    pub(crate) next_id: AtomicU64,
+}
+
+impl Emitter {
+    /// Hands `messages` (of one committed transition, in order) to every
+    /// channel whose filters they pass.
+    pub fn deliver(&self, messages: &[Message]) {
+        if messages.is_empty() {
+            return;
+        }
+        let channels = self.channels.read().clone();
+        for m in messages {
+            for c in &channels {
+                if !c.filters.matches(m) {
+                    continue;
+                }
+                let h = c.handlers.read();
+                for f in &h.message {
+                    f(m);
+                }
+                if m.r#type == "workflow" {
+                    let list = match m.state.as_str() {
+                        "created" => &h.start,
+                        "error" => &h.error,
+                        _ => &h.complete,
+                    };
+                    for f in list {
+                        f(m);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn remove(&self, id: u64) {
+        self.channels.write().retain(|c| c.id != id);
+        for d in self.durable.write().values_mut() {
+            if d.live.as_ref().is_some_and(|l| l.id == id) {
+                d.live = None;
+            }
+        }
+    }
+
+    /// Whether any durable channel is registered (if none, messages need
+    /// no rows).
+    pub fn has_durable(&self) -> bool {
+        !self.durable.read().is_empty()
+    }
+
+    /// The durable channels that must receive `m`, and whether each is
+    /// connected now.
+    pub fn durable_targets(&self, m: &Message) -> Vec<(String, bool)> {
+        self.durable
+            .read()
+            .iter()
+            .filter(|(_, d)| d.filters.matches(m))
+            .map(|(id, d)| (id.clone(), d.live.is_some()))
+            .collect()
+    }
+
+    /// Registers (or re-registers) durable channel `id`; `live` when its
+    /// client is connected.
+    pub fn register_durable(
+        &self,
+        id: &str,
+        options: &ChannelOptions,
+        live: Option<Arc<ChannelInner>>,
+    ) {
+        let mut d = self.durable.write();
+        let live = live.or_else(|| d.get(id).and_then(|x| x.live.clone()));
+        d.insert(
+            id.to_owned(),
+            Durable {
+                filters: Filters::new(options),
+                live,
+            },
+        );
+    }
+
+    /// Forgets durable channel `id`.
+    pub fn unregister_durable(&self, id: &str) {
+        if let Some(d) = self.durable.write().remove(id)
+            && let Some(live) = d.live
+        {
+            self.channels.write().retain(|c| c.id != live.id);
+        }
+    }
+
+    /// Hands `m` again to the connected client of durable channel `id`;
+    /// false when it is not connected.
+    pub fn resend(&self, id: &str, m: &Message) -> bool {
+        let live = self.durable.read().get(id).and_then(|d| d.live.clone());
+        match live {
+            Some(c) => {
+                c.call(m);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl ChannelInner {
+    pub(crate) fn call(&self, m: &Message) {
+        let h = self.handlers.read();
+        for f in &h.message {
+            f(m);
+        }
+    }
+}
