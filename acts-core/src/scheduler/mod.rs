@@ -21,6 +21,7 @@
 
 mod message;
 mod process;
+mod scope_size;
 pub mod seal;
 mod state;
 mod tasks;

@@ -14,6 +14,7 @@ use crate::model::{Variant, Vars};
 use crate::script::{ScriptScope, is_private};
 use crate::tree::{NodeIx, ProcessTree};
 
+use super::scope_size::entry_size;
 use super::state::TaskState;
 
 /// Whether `key` is engine-owned in a process's data: `pid` (the process's
@@ -30,7 +31,7 @@ pub fn is_reserved(key: &str) -> bool {
 pub struct TaskIx(u32);
 
 impl TaskIx {
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         self.0 as usize
     }
 }
@@ -105,7 +106,7 @@ impl Sign {
 /// The tasks of one process.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskTable {
-    tasks: Vec<Task>,
+    pub(super) tasks: Vec<Task>,
     by_id: HashMap<String, TaskIx>,
     /// Each task's children, in creation order (kept as tasks are created,
     /// so finding them never scans the table).
@@ -118,98 +119,14 @@ pub struct TaskTable {
     runs: HashMap<NodeIx, u32>,
     /// Each task's data size (its JSON text, as stored), kept as it is
     /// written.
-    sizes: Vec<usize>,
+    pub(super) sizes: Vec<usize>,
     /// Most bytes one task's data may hold (0: no limit).
-    max_scope_bytes: usize,
+    pub(super) max_scope_bytes: usize,
     /// The first write refused since [`take_refused`](Self::take_refused).
-    refused: Option<String>,
-}
-
-/// Counts the bytes of a value's JSON text without building it.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The size one entry adds to a scope's stored JSON text.
-fn entry_size(key: &str, value: &Value) -> usize {
-    let mut n = ByteCount(key.len() + 4);
-    // Writing JSON into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut n, value);
-    n.0
+    pub(super) refused: Option<String>,
 }
 
 impl TaskTable {
-    /// Sets the most bytes one task's data may hold (0: no limit); a write
-    /// that would pass it is refused ([`take_refused`](Self::take_refused)).
-    pub fn set_max_scope_bytes(&mut self, max: usize) {
-        self.max_scope_bytes = max;
-    }
-
-    /// Why a data write was refused since the last call (a scope would
-    /// have grown past its limit), if one was.
-    pub fn take_refused(&mut self) -> Option<String> {
-        self.refused.take()
-    }
-
-    /// The size of task `ix`'s data as stored (its JSON text, about).
-    pub fn data_size(&self, ix: TaskIx) -> usize {
-        self.sizes.get(ix.index()).copied().unwrap_or(0)
-    }
-
-    /// Why writing `vars` into task `ix`'s data would pass the scope limit,
-    /// if it would (checked before a client action changes anything).
-    pub fn would_refuse(&self, ix: TaskIx, vars: &Vars) -> Option<String> {
-        let task = self.tasks.get(ix.index())?;
-        let mut size = self.data_size(ix);
-        for (k, v) in vars {
-            size -= task
-                .data
-                .get(k)
-                .map_or(0, |old| entry_size(k, old))
-                .min(size);
-            size += entry_size(k, v);
-        }
-        (self.max_scope_bytes > 0 && size > self.max_scope_bytes).then(|| {
-            format!(
-                "the options would grow task '{}''s data to {size} bytes, more than the limit of {} bytes (max_scope_bytes)",
-                task.id, self.max_scope_bytes
-            )
-        })
-    }
-
-    /// Writes one entry into task `ix`'s data unless the scope would pass
-    /// its limit (then nothing is written and the refusal is recorded).
-    fn put(&mut self, ix: TaskIx, key: &str, value: &Value) -> bool {
-        let i = ix.index();
-        let old = self.tasks[i]
-            .data
-            .get(key)
-            .map_or(0, |v| entry_size(key, v));
-        let new = entry_size(key, value);
-        let size = self.sizes[i] - old.min(self.sizes[i]) + new;
-        if self.max_scope_bytes > 0 && size > self.max_scope_bytes && new > old {
-            if self.refused.is_none() {
-                self.refused = Some(format!(
-                    "task '{}': writing '{key}' ({new} bytes) would grow its data to {size} bytes, more than the limit of {} bytes (max_scope_bytes)",
-                    self.tasks[i].id, self.max_scope_bytes
-                ));
-            }
-            return false;
-        }
-        self.sizes[i] = size;
-        self.data_mut(ix).insert(key.to_owned(), value.clone());
-        true
-    }
-
     /// How many tasks node `node` has in this process (how often it ran).
     pub fn runs_of(&self, node: NodeIx) -> u32 {
         self.runs.get(&node).copied().unwrap_or(0)
@@ -247,7 +164,7 @@ impl TaskTable {
     }
 
     /// The task at `ix` for a change of its data (marks its scope dirty).
-    fn data_mut(&mut self, ix: TaskIx) -> &mut Vars {
+    pub(super) fn data_mut(&mut self, ix: TaskIx) -> &mut Vars {
         self.dirty[ix.index()].vars = true;
         &mut self.tasks[ix.index()].data
     }

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::model::NodeKind;
+use crate::model::{Act, NodeKind};
 use crate::scheduler::{Sign, TaskIx, TaskState};
-use crate::tree::{ChildKind, NodeContent, NodeIx};
+use crate::tree::{ChildKind, NodeContent, NodeIx, short_id};
 
 use super::{Job, Process, Services};
 
@@ -244,5 +244,59 @@ impl Process {
             }
             NodeContent::Workflow(_) | NodeContent::Branch(_) => Ok(true),
         }
+    }
+
+    /// Runs `act` under task `owner` (a step's `uses`, a pushed act): a new
+    /// dynamic node, a task following the owner, queued to run.
+    pub(super) fn dispatch_act(
+        &mut self,
+        owner: TaskIx,
+        act: Act,
+    ) -> Result<TaskIx, (String, String)> {
+        let act_node = self.tree.dispatch_act(self.node_of(owner), act);
+        let child = self.new_task(act_node, Some(owner))?;
+        self.queue.push_back(Job::Exec(child));
+        Ok(child)
+    }
+
+    pub(super) fn new_task(
+        &mut self,
+        node: NodeIx,
+        prev: Option<TaskIx>,
+    ) -> Result<TaskIx, (String, String)> {
+        let max = self.limits.max_node_runs;
+        if max > 0 && self.tasks.runs_of(node) >= max {
+            self.limit_hit = true;
+            let (id, name) = self.tree.node(node).map_or_else(
+                || (String::new(), String::new()),
+                |n| (n.id.clone(), n.content.name().to_owned()),
+            );
+            return Err((
+                String::new(),
+                format!(
+                    "node '{id}' ({name}) in process '{}' was executed more than {max} times, a loop in the workflow is likely (limit: max_node_runs)",
+                    self.pid
+                ),
+            ));
+        }
+        loop {
+            match self.tasks.create(&self.tree, short_id(), node, prev) {
+                Ok(t) => return Ok(t),
+                Err(_) => continue, // an id collision: draw another id
+            }
+        }
+    }
+
+    /// `t`, or its nearest ancestor that has not ended (the root when all
+    /// have).
+    pub(super) fn nearest_open(&self, t: TaskIx) -> TaskIx {
+        let mut cur = t;
+        while self.state_of(cur).is_completed() {
+            match self.tasks.get(cur).and_then(|x| x.parent) {
+                Some(p) => cur = p,
+                None => break,
+            }
+        }
+        cur
     }
 }

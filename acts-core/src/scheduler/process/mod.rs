@@ -25,7 +25,7 @@ pub use resume::Request;
 use crate::model::{Act, Variant, Vars};
 use crate::package::PackageRegistry;
 use crate::script::{ScriptEngine, ScriptKind, substitute};
-use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree, short_id};
+use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree};
 
 use super::message::{Message, message_state};
 use super::state::TaskState;
@@ -129,19 +129,6 @@ impl Process {
         p.root = Some(root);
         p.queue.push_back(Job::Exec(root));
         p
-    }
-
-    /// `t`, or its nearest ancestor that has not ended (the root when all
-    /// have).
-    fn nearest_open(&self, t: TaskIx) -> TaskIx {
-        let mut cur = t;
-        while self.state_of(cur).is_completed() {
-            match self.tasks.get(cur).and_then(|x| x.parent) {
-                Some(p) => cur = p,
-                None => break,
-            }
-        }
-        cur
     }
 
     /// The root task.
@@ -516,39 +503,6 @@ impl Process {
         self.tasks
             .get(t)
             .map_or_else(|| self.tree.root(), |x| x.node)
-    }
-
-    /// Runs `act` under task `owner` (a step's `uses`, a pushed act): a new
-    /// dynamic node, a task following the owner, queued to run.
-    fn dispatch_act(&mut self, owner: TaskIx, act: Act) -> Result<TaskIx, (String, String)> {
-        let act_node = self.tree.dispatch_act(self.node_of(owner), act);
-        let child = self.new_task(act_node, Some(owner))?;
-        self.queue.push_back(Job::Exec(child));
-        Ok(child)
-    }
-
-    fn new_task(&mut self, node: NodeIx, prev: Option<TaskIx>) -> Result<TaskIx, (String, String)> {
-        let max = self.limits.max_node_runs;
-        if max > 0 && self.tasks.runs_of(node) >= max {
-            self.limit_hit = true;
-            let (id, name) = self.tree.node(node).map_or_else(
-                || (String::new(), String::new()),
-                |n| (n.id.clone(), n.content.name().to_owned()),
-            );
-            return Err((
-                String::new(),
-                format!(
-                    "node '{id}' ({name}) in process '{}' was executed more than {max} times, a loop in the workflow is likely (limit: max_node_runs)",
-                    self.pid
-                ),
-            ));
-        }
-        loop {
-            match self.tasks.create(&self.tree, short_id(), node, prev) {
-                Ok(t) => return Ok(t),
-                Err(_) => continue, // an id collision: draw another id
-            }
-        }
     }
 
     fn emit(&mut self, t: TaskIx) {
