@@ -64,10 +64,10 @@ impl Answer {
         match self.action.as_str() {
             "push" => Ok(Verb::Push),
             "ignore" => Ok(Verb::Ignore),
-            "set_vars" => Ok(Verb::Act(Action::SetProcessVars)),
-            name => Action::from_name(name)
+            name => name
+                .parse::<Action>()
                 .map(Verb::Act)
-                .ok_or_else(|| format!("unknown action '{}' (use {ACTIONS})", self.action)),
+                .map_err(|_| format!("unknown action '{}' (use {ACTIONS})", self.action)),
         }
     }
 }

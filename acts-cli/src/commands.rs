@@ -84,16 +84,9 @@ async fn other_command(engine: &Engine, command: Command) -> Result<u8, Failure>
             tid,
             vars,
         } => {
-            let name = if action == "set_vars" {
-                "set_process_vars"
-            } else {
-                action.as_str()
-            };
-            let a = Action::from_name(name).ok_or_else(|| {
-                Failure::input(format!(
-                    "unknown action '{action}' (use complete, submit, back, cancel, abort, skip, error, remove or set_vars)"
-                ))
-            })?;
+            let a = action
+                .parse::<Action>()
+                .map_err(|e| Failure::input(e.to_string()))?;
             let vars = parse_vars(&vars)?;
             engine
                 .executor()

@@ -426,7 +426,7 @@ impl Driver {
             } else {
                 info.state.as_str().to_owned()
             };
-            let answer_failed = failed.clone().filter(|_| !info.state.is_completed());
+            let answer_failed = failed.clone().filter(|_| !info.state.is_terminal());
             let (ecode, error) = match info.err {
                 Some((ecode, message)) => {
                     let text = if ecode.is_empty() {

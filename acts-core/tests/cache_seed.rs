@@ -383,7 +383,7 @@ async fn cache_finished_proc_frees_slot_for_restore() {
     let mut pids: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
     pids.extend([a.unwrap().pid, b.unwrap().pid]);
     for pid in &pids {
-        wait_state(&kv, pid, TaskState::is_completed).await;
+        wait_state(&kv, pid, TaskState::is_terminal).await;
     }
     // Eviction follows the terminal commit.
     tokio::time::timeout(GUARD, async {

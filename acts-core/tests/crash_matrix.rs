@@ -147,7 +147,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
     }
     loop {
         let info = exec.process(PID).await.expect("process readable");
-        if info.state.is_completed() {
+        if info.state.is_terminal() {
             return info;
         }
         let tasks = exec.tasks(PID).await.expect("tasks");

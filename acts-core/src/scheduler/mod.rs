@@ -27,6 +27,6 @@ mod state;
 mod tasks;
 
 pub use message::{Message, message_state};
-pub use process::{Action, ActionError, Process, Request, RunLimits, Services};
+pub use process::{Action, ActionError, Process, Request, RunLimits, Services, UnknownAction};
 pub use state::TaskState;
 pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};

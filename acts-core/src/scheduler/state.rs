@@ -86,7 +86,7 @@ impl TaskState {
     }
 
     /// Whether the state is final: a task in it never changes again.
-    pub fn is_completed(self) -> bool {
+    pub fn is_terminal(self) -> bool {
         matches!(
             self,
             TaskState::Completed
@@ -159,13 +159,13 @@ mod tests {
     fn groupings_match_the_reference_table() {
         let terminal: Vec<_> = TaskState::ALL
             .into_iter()
-            .filter(|s| s.is_completed())
+            .filter(|s| s.is_terminal())
             .collect();
         assert_eq!(terminal.len(), 8);
         assert!(
             TaskState::ALL
                 .into_iter()
-                .all(|s| !s.is_success() || s.is_completed())
+                .all(|s| !s.is_success() || s.is_terminal())
         );
         assert!(
             !TaskState::Error.is_success()

@@ -294,11 +294,11 @@ impl TaskTable {
         if state != TaskState::None && task.start_time == 0 {
             task.start_time = now;
         }
-        task.end_time = if state.is_completed() { now } else { 0 };
+        task.end_time = if state.is_terminal() { now } else { 0 };
         if state != TaskState::Error {
             task.err = None;
         }
-        if !state.is_completed() {
+        if !state.is_terminal() {
             task.sign.0 &= !Sign::NEXT_COMPLETE;
         }
     }

@@ -55,7 +55,7 @@ impl Kernel {
         let Some((handle, state)) = self.load(pid).await? else {
             return Ok(None);
         };
-        let in_flight = !state.is_completed() && state != TaskState::None;
+        let in_flight = !state.is_terminal() && state != TaskState::None;
         if read_only || !in_flight {
             return Ok(Some(handle));
         }
@@ -102,7 +102,7 @@ impl Kernel {
                     self.cache.finish_load(pid, cell, None, false);
                     return Ok(None);
                 };
-                let in_flight = !state.is_completed() && state != TaskState::None;
+                let in_flight = !state.is_terminal() && state != TaskState::None;
                 let keep = start || in_flight;
                 self.cache.finish_load(pid, cell, Some(&handle), keep);
                 if keep && let Some(rt) = self.this() {
@@ -250,7 +250,7 @@ impl Kernel {
     /// the same batch (or alone, when the act was already settled).
     pub(crate) async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
         let delete = Collection::<OpRow>::delete_ops(&op);
-        let Some(action) = Action::from_name(&op.action) else {
+        let Ok(action) = op.action.parse::<Action>() else {
             return self.write(None, delete).await;
         };
         let Some(handle) = self.handle(&op.pid).await? else {

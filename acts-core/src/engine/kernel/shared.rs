@@ -417,7 +417,7 @@ impl Kernel {
             }
         }
         let out = finish(out, process);
-        let terminal = process.state().is_completed();
+        let terminal = process.state().is_terminal();
         // The job budget ran out: commit what is done, continue in a new
         // transition (the queue is stored with the row, so a restart
         // continues from the same place).

@@ -280,7 +280,7 @@ impl Kernel {
         let deliveries = Collection::<DeliveryRow>::new(self.store.clone());
         let messages = Collection::<MessageRow>::new(self.store.clone());
         let mut swept = 0;
-        for state in TaskState::ALL.into_iter().filter(|s| s.is_completed()) {
+        for state in TaskState::ALL.into_iter().filter(|s| s.is_terminal()) {
             let rows = procs
                 .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
                 .await?;

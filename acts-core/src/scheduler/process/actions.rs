@@ -34,9 +34,49 @@ pub enum Action {
 }
 
 impl Action {
-    /// The action with wire name `name` (`next` and `complete` are the same).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
+    /// Every action, in the order they are listed to users.
+    pub const ALL: [Action; 9] = [
+        Action::Complete,
+        Action::Submit,
+        Action::Back,
+        Action::Cancel,
+        Action::Abort,
+        Action::Skip,
+        Action::Error,
+        Action::Remove,
+        Action::SetProcessVars,
+    ];
+
+    /// The wire name (what YAML `acts.core.action` and clients send).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Complete => "next",
+            Action::Submit => "submit",
+            Action::Skip => "skip",
+            Action::Abort => "abort",
+            Action::Error => "error",
+            Action::Remove => "remove",
+            Action::SetProcessVars => "set_process_vars",
+            Action::Back => "back",
+            Action::Cancel => "cancel",
+        }
+    }
+}
+
+/// An action name that is not one of [`Action::ALL`] (or an alias).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown action '{0}' (use one of: next or complete, submit, back, cancel, abort, skip, error, remove, set_process_vars or set_vars)"
+)]
+pub struct UnknownAction(pub String);
+
+impl std::str::FromStr for Action {
+    type Err = UnknownAction;
+
+    /// The action with wire name `name`; `complete` is an alias of `next`,
+    /// `set_vars` of `set_process_vars`.
+    fn from_str(name: &str) -> Result<Self, UnknownAction> {
+        Ok(match name {
             "next" | "complete" => Action::Complete,
             "submit" => Action::Submit,
             "skip" => Action::Skip,
@@ -46,7 +86,7 @@ impl Action {
             "set_process_vars" | "set_vars" => Action::SetProcessVars,
             "back" => Action::Back,
             "cancel" => Action::Cancel,
-            _ => return None,
+            _ => return Err(UnknownAction(name.to_owned())),
         })
     }
 }
@@ -142,7 +182,7 @@ impl Process {
         }
         let state = self.state_of(t);
         let guarded = !matches!(action, Action::Submit | Action::Remove | Action::Cancel);
-        if guarded && state.is_completed() {
+        if guarded && state.is_terminal() {
             return Err(ActionError::AlreadyCompleted {
                 pid,
                 tid: tid_s,
@@ -343,7 +383,7 @@ impl Process {
             return Err(ActionError::NotAStep { pid, tid });
         }
         let state = self.state_of(t);
-        if state == TaskState::None || state.is_completed() {
+        if state == TaskState::None || state.is_terminal() {
             return Err(ActionError::AlreadyCompleted { pid, tid, state });
         }
         if options
@@ -379,7 +419,7 @@ impl Process {
             return;
         };
         for s in self.tasks.children(parent) {
-            if s != t && !self.state_of(s).is_completed() {
+            if s != t && !self.state_of(s).is_terminal() {
                 self.tasks.set_state(s, TaskState::Skipped);
                 self.emit(s);
             }

@@ -10,7 +10,7 @@ use super::{Job, Process, Services};
 impl Process {
     /// Fails `t` and propagates the error up to the root.
     pub(super) fn fail(&mut self, t: TaskIx, ecode: &str, message: &str, svc: Services<'_>) {
-        if self.state_of(t).is_completed() {
+        if self.state_of(t).is_terminal() {
             return; // overridden by an action while its job ran
         }
         self.tasks.set_err(t, ecode, message);
@@ -24,7 +24,7 @@ impl Process {
             let Some(parent) = self.tasks.get(cur).and_then(|x| x.parent) else {
                 return;
             };
-            if self.state_of(parent).is_completed() {
+            if self.state_of(parent).is_terminal() {
                 return;
             }
             let (ecode, message) = self

@@ -33,7 +33,7 @@ impl Process {
                 .collect();
             let settled = |c: &TaskIx| {
                 self.tasks.get(*c).is_some_and(|x| {
-                    x.state.is_completed()
+                    x.state.is_terminal()
                         && (x.sign.has(Sign::NEXT_COMPLETE) || x.state == TaskState::Error)
                 })
             };
@@ -75,11 +75,11 @@ impl Process {
             return Ok(()); // the error was restored and propagated
         }
         let state = self.state_of(t);
-        if !(state.is_completed() || state == TaskState::Interrupt) {
+        if !(state.is_terminal() || state == TaskState::Interrupt) {
             return Ok(());
         }
         let go_parent = self.kind_next(t, state)?;
-        if state.is_completed() {
+        if state.is_terminal() {
             self.tasks.sign(t, Sign::NEXT_COMPLETE);
         }
         if go_parent && let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
@@ -117,7 +117,7 @@ impl Process {
                 self.exec(c, svc)?;
             }
         }
-        let all_done = children.iter().all(|c| self.state_of(*c).is_completed());
+        let all_done = children.iter().all(|c| self.state_of(*c).is_terminal());
         let auto = !self
             .tasks
             .get(t)
@@ -168,7 +168,7 @@ impl Process {
         if !b.needs.is_empty() {
             return others
                 .iter()
-                .any(|s| b.needs.contains(&self.node_id(*s)) && self.state_of(*s).is_completed());
+                .any(|s| b.needs.contains(&self.node_id(*s)) && self.state_of(*s).is_terminal());
         }
         if b.r#else {
             if others
@@ -179,7 +179,7 @@ impl Process {
             }
             if others.iter().any(|s| {
                 let st = self.state_of(*s);
-                st.is_completed() && st != TaskState::Skipped
+                st.is_terminal() && st != TaskState::Skipped
             }) {
                 self.tasks.set_state(c, TaskState::Skipped);
             }
@@ -291,7 +291,7 @@ impl Process {
     /// have).
     pub(super) fn nearest_open(&self, t: TaskIx) -> TaskIx {
         let mut cur = t;
-        while self.state_of(cur).is_completed() {
+        while self.state_of(cur).is_terminal() {
             match self.tasks.get(cur).and_then(|x| x.parent) {
                 Some(p) => cur = p,
                 None => break,

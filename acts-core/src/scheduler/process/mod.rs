@@ -19,7 +19,7 @@ mod resume;
 mod timeouts;
 mod undo;
 
-pub use actions::{Action, ActionError};
+pub use actions::{Action, ActionError, UnknownAction};
 pub use resume::Request;
 
 use crate::model::{Act, Variant, Vars};
@@ -225,7 +225,7 @@ impl Process {
 
     fn exec(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
         let state = self.state_of(t);
-        if state.is_completed() {
+        if state.is_terminal() {
             return Ok(());
         }
         if state == TaskState::None {
@@ -511,7 +511,7 @@ impl Process {
         };
         let state = task.state;
         let visible =
-            state.is_completed() || matches!(state, TaskState::Ready | TaskState::Interrupt);
+            state.is_terminal() || matches!(state, TaskState::Ready | TaskState::Interrupt);
         if task.sign.has(Sign::NO_EMIT) || !visible {
             return;
         }
@@ -524,7 +524,7 @@ impl Process {
             _ => (None, Value::Null),
         };
         let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
-        let (outputs, inputs) = if state.is_completed() {
+        let (outputs, inputs) = if state.is_terminal() {
             (self.tasks.outputs(t, &self.exposes_of(t)), Vars::new())
         } else {
             (

@@ -95,7 +95,7 @@ impl Process {
                         .get("action")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    let Some(action) = Action::from_name(name) else {
+                    let Ok(action) = name.parse::<Action>() else {
                         return Err((
                             String::new(),
                             format!(

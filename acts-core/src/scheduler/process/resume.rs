@@ -169,7 +169,7 @@ impl Process {
                         // all finished, or none were ever scheduled.
                         let settled = children
                             .iter()
-                            .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_completed()));
+                            .all(|c| self.tasks.get(*c).is_some_and(|c| c.state.is_terminal()));
                         if settled && !(is_act && children.is_empty()) && restored.is_none() {
                             jobs.push(Job::Next(ix));
                         }

@@ -119,7 +119,7 @@ impl Process {
                 let running = self.tasks.children(owner).into_iter().any(|c| {
                     self.tasks
                         .get(c)
-                        .is_some_and(|c| c.node == rule && !c.state.is_completed())
+                        .is_some_and(|c| c.node == rule && !c.state.is_terminal())
                 });
                 if running {
                     break;

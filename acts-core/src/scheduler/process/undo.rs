@@ -99,7 +99,7 @@ impl Process {
         if targets.is_empty() {
             return Err("cannot find cancelled tasks".into());
         }
-        if let Some(done) = targets.iter().find(|x| self.state_of(**x).is_completed()) {
+        if let Some(done) = targets.iter().find(|x| self.state_of(**x).is_terminal()) {
             let id = self
                 .tasks
                 .get(*done)
@@ -114,7 +114,7 @@ impl Process {
         for target in targets {
             let mut queue: VecDeque<TaskIx> = self.tasks.children(target).into();
             while let Some(d) = queue.pop_front() {
-                if !self.state_of(d).is_completed() {
+                if !self.state_of(d).is_terminal() {
                     self.tasks.set_state(d, TaskState::Cancelled);
                     self.emit(d);
                 }
@@ -143,7 +143,7 @@ impl Process {
     pub fn abort_process(&mut self) -> Result<(), super::ActionError> {
         let root = self.root();
         let state = self.state_of(root);
-        if state.is_completed() {
+        if state.is_terminal() {
             return Err(super::ActionError::AlreadyCompleted {
                 pid: self.pid.clone(),
                 tid: "$".into(),
@@ -153,7 +153,7 @@ impl Process {
         let open: Vec<TaskIx> = self
             .tasks
             .all()
-            .filter(|(_, t)| !t.state.is_completed())
+            .filter(|(_, t)| !t.state.is_terminal())
             .map(|(ix, _)| ix)
             .collect();
         for t in open.into_iter().rev() {
