@@ -1,9 +1,10 @@
 //! # acts-core: the workflow engine
 //!
-//! The pure scheduling core of acts: the workflow model (`Workflow`, `Step`,
-//! `Branch`, `Act`), the node tree, processes and tasks with their state
-//! machine, packages, scripts, the typed collections over the store, the
-//! resident cache and the group-commit writer.
+//! The engine of acts: the workflow model (`Workflow`, `Step`, `Branch`,
+//! `Act`), the node tree, the pure synchronous scheduling core (processes
+//! and tasks with their state machine), packages, scripts, the typed
+//! collections and group-commit writer over the store, and the async,
+//! durable engine around the core.
 //!
 //! **Layering rule:** this crate depends on `acts-store` (the `KvStore`
 //! contract) and on no backend; applications choose the store.
@@ -11,10 +12,10 @@
 //! Modules: [`model`] (the workflow model, YAML and JSON loading, the
 //! builder API, validation with source positions), [`tree`] (the static
 //! node tree shared per model, dynamic acts per process), [`script`]
-//! (QuickJS with a runtime pool, compiled-script cache and limits),
+//! (QuickJS with a runtime pool, a fresh context per evaluation and limits),
 //! [`package`] (definitions and the registry), [`scheduler`] (task states,
 //! the task table and `Process`: the pure, synchronous exec/next core),
-//! [`store`] (the group-commit writer and typed collections), [`time`]
+//! [`durable`] (the group-commit writer and typed collections), [`time`]
 //! (the injectable clock and timers), and [`engine`]: the async, durable
 //! engine around the core — builder, executor, channels (plain and
 //! durable, with ack, retry and dead-letter), the resident cache, one
@@ -24,9 +25,10 @@
 //! ## Where to start reading
 //!
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
-//! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `store/mod.rs`;
+//! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `durable/mod.rs`;
 //! `time/mod.rs`; `scheduler/process/mod.rs` for how a workflow runs;
-//! `engine/mod.rs` and `engine/runtime.rs` for how it runs durably.
+//! `engine/mod.rs` (the rooms), then `engine/kernel/shared.rs` for how it
+//! runs durably.
 
 pub mod durable;
 pub mod engine;

@@ -1,6 +1,6 @@
 //! # acts-store-redb: the embedded, durable default backend
 //!
-//! A [`KvStore`](acts_store::KvStore) in one [redb](https://docs.rs/redb) file:
+//! A [`KvStore`] in one [redb](https://docs.rs/redb) file:
 //! ACID, crash-safe, no server. This is what `acts` uses unless told
 //! otherwise.
 //!

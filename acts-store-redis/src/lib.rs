@@ -1,6 +1,6 @@
 //! # acts-store-redis: Redis backend, for stores shared by several services
 //!
-//! A [`KvStore`](acts_store::KvStore) on a Redis server. Every key lives under
+//! A [`KvStore`] on a Redis server. Every key lives under
 //! a *namespace*, so several engines (or test runs) share one server without
 //! seeing each other's data.
 //!
@@ -41,7 +41,7 @@
 //! - **Faults.** A dropped connection is re-established by the client's
 //!   connection manager. While the server is unreachable every call fails
 //!   within [`RedisOptions::op_timeout`] with a retryable
-//!   [`StoreError`](acts_store::StoreError) (`Unavailable` or `Timeout`);
+//!   [`StoreError`] (`Unavailable` or `Timeout`);
 //!   once the server is back, calls succeed again.
 //!
 //! ## Where to start reading

@@ -1,6 +1,6 @@
 //! # acts-store-rocksdb: RocksDB backend for large, write-heavy stores
 //!
-//! A [`KvStore`](acts_store::KvStore) over one RocksDB database (a directory).
+//! A [`KvStore`] over one RocksDB database (a directory).
 //! Pick it over redb when the store grows large or takes many concurrent
 //! writes: RocksDB's LSM tree turns random writes into sequential ones.
 //!
@@ -22,7 +22,7 @@
 //!     loss can lose the most recent writes. The database stays consistent.
 //! - Threads: writes (which may sync the WAL) run on tokio's blocking pool;
 //!   reads and scans run on the calling task (block cache hits are short).
-//! - Opening fails with a clear [`StoreError`]: `Conflict` when another
+//! - Opening fails with a clear [`StoreError`](acts_store::StoreError): `Conflict` when another
 //!   handle or process holds the database's lock, `Corruption` for damaged
 //!   files, `InvalidInput` for a path that cannot hold a database.
 //!

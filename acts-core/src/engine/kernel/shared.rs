@@ -88,8 +88,9 @@ pub struct EngineConfig {
     pub retention: Option<Duration>,
     /// How often (engine clock) the housekeeping timer sweeps finished
     /// processes; a sweep reads every finished process row, so it runs less
-    /// often than `tick`. Default: 10 minutes. [`Engine::housekeeping`]
-    /// (crate::engine::Engine::housekeeping) always sweeps.
+    /// often than `tick`. Default: 10 minutes.
+    /// [`Engine::housekeeping`](crate::engine::Engine::housekeeping) always
+    /// sweeps.
     pub sweep_interval: Duration,
     /// The per-node run limit and the work one transition may do
     /// ([`RunLimits`]; defaults: 1000 runs per node, 10,000 jobs per
