@@ -338,7 +338,7 @@ fn interactive_approval(store: &str) -> std::process::Child {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap()
+        .expect("acts starts")
 }
 
 /// Sends SIGINT (what Ctrl-C sends) to `child` and waits for it (within a
@@ -347,10 +347,10 @@ fn interrupt(child: &mut std::process::Child) -> Option<i32> {
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
-        .unwrap();
+        .expect("kill runs");
     assert!(status.success());
     for _ in 0..200 {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.try_wait().expect("the child can be waited for") {
             return s.code();
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -364,7 +364,7 @@ fn wait_for(stream: &mut impl std::io::Read, needle: &str) {
     let mut seen = Vec::new();
     let mut buf = [0u8; 256];
     loop {
-        let n = stream.read(&mut buf).unwrap();
+        let n = stream.read(&mut buf).expect("the stream reads");
         assert!(
             n > 0,
             "ended before '{needle}': {}",

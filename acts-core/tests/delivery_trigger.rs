@@ -218,7 +218,7 @@ async fn finished_with_an_unacked_end() -> Finished {
         ..config()
     };
     let e = engine(kv.clone(), &clock, cfg).await;
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+    e.executor().deploy_yaml(WAITS).await.expect("test setup");
     // The client hears every end of a process and acks it later.
     let ch = e
         .durable_channel(
@@ -228,15 +228,19 @@ async fn finished_with_an_unacked_end() -> Finished {
                 .with_state("completed"),
         )
         .await
-        .unwrap();
+        .expect("test setup");
     let mut ends = ch.subscribe();
     let mut acts = e.channel(acts_only()).subscribe();
-    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let p = e
+        .executor()
+        .start("m1", Vars::new())
+        .await
+        .expect("test setup");
     let irq = recv(&mut acts).await;
     e.executor()
         .complete(&p.pid, &irq.tid, Vars::new())
         .await
-        .unwrap();
+        .expect("test setup");
     let end = recv(&mut ends).await;
     Finished {
         kv,

@@ -264,9 +264,9 @@ async fn settle(engine: &Engine) {
 /// and returns its pid and error message.
 async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {
     let exec = engine.executor();
-    let p = exec.start(model, Vars::new()).await.unwrap();
+    let p = exec.start(model, Vars::new()).await.expect("test setup");
     settle(engine).await;
-    let p = exec.process(&p.pid).await.unwrap();
+    let p = exec.process(&p.pid).await.expect("test setup");
     assert_eq!(p.state, TaskState::Error, "{model}");
     let (_, message) = p.err.clone().expect("an error");
     (p.pid, message)
@@ -554,13 +554,17 @@ async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
 /// first) written by an engine that is then closed.
 async fn three_waiting(kv: Arc<dyn KvStore>) {
     let engine = engine_on(kv).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine
+        .executor()
+        .deploy_yaml(WAITS)
+        .await
+        .expect("test setup");
     for pid in ["w1", "w2", "w3"] {
         engine
             .executor()
             .start("m1", vars(json!({ "pid": pid })))
             .await
-            .unwrap();
+            .expect("test setup");
     }
     engine.close().await;
 }
