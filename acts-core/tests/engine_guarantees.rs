@@ -57,6 +57,17 @@ steps:
     params: "return { saw: typeof seen === 'undefined' ? null : seen, leak: typeof leaked }"
 "#;
 
+/// An engine on `kv` with `config` that does not resume on start.
+async fn engine_with(kv: Arc<dyn KvStore>, config: acts_core::engine::EngineConfig) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .resume_on_start(false)
+        .config(config)
+        .start()
+        .await
+        .expect("engine starts")
+}
+
 async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
     Engine::builder()
         .store(kv)
@@ -292,19 +303,17 @@ async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
 #[tokio::test]
 async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     let kv = store().await;
-    let engine = Engine::builder()
-        .store(kv)
-        .resume_on_start(false)
-        .config(acts_core::engine::EngineConfig {
+    let engine = engine_with(
+        kv,
+        acts_core::engine::EngineConfig {
             run_limits: acts_core::scheduler::RunLimits {
                 max_node_runs: 50,
                 ..Default::default()
             },
             ..Default::default()
-        })
-        .start()
-        .await
-        .unwrap();
+        },
+    )
+    .await;
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: back\nver: '1'\nsteps:\n  - id: a\n    uses: acts.transform.set\n    params: { v: 1 }\n  - id: b\n    uses: acts.transform.set\n    params: { w: 2 }\n    next: a\n",
@@ -347,13 +356,7 @@ fn small_budget() -> acts_core::engine::EngineConfig {
 
 #[tokio::test]
 async fn one_transition_does_bounded_work_and_the_process_continues_in_the_next() {
-    let engine = Engine::builder()
-        .store(store().await)
-        .resume_on_start(false)
-        .config(small_budget())
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(store().await, small_budget()).await;
     let exec = engine.executor();
     exec.deploy_yaml(&long_model()).await.unwrap();
     let p = exec.start("long", Vars::new()).await.unwrap();
@@ -373,13 +376,7 @@ async fn one_transition_does_bounded_work_and_the_process_continues_in_the_next(
 async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
     use acts_testkit::CrashStore;
     let recorded = Arc::new(CrashStore::new());
-    let engine = Engine::builder()
-        .store(recorded.clone() as Arc<dyn KvStore>)
-        .resume_on_start(false)
-        .config(small_budget())
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(recorded.clone() as Arc<dyn KvStore>, small_budget()).await;
     engine.executor().deploy_yaml(&long_model()).await.unwrap();
     let p = engine
         .executor()
@@ -393,12 +390,13 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
     assert!(batches >= 4, "several slices were committed ({batches})");
     for k in 1..=batches {
         let cut = recorded.recover_prefix(k).await;
+        // This engine resumes what the cut store holds.
         let engine = Engine::builder()
             .store(Arc::new(cut) as Arc<dyn KvStore>)
             .config(small_budget())
             .start()
             .await
-            .unwrap();
+            .expect("engine starts");
         settle(&engine).await;
         match engine.executor().process("p1").await {
             Ok(got) => {
@@ -427,12 +425,7 @@ fn limited(run: acts_core::scheduler::RunLimits) -> acts_core::engine::EngineCon
 
 #[tokio::test]
 async fn oversized_and_overnested_models_are_refused_before_parsing() {
-    let engine = Engine::builder()
-        .store(store().await)
-        .config(limited(Default::default()))
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(store().await, limited(Default::default())).await;
     let exec = engine.executor();
     let big = format!(
         "id: big\nver: '1'\nsteps:\n  - id: s\n    uses: acts.transform.set\n    params: {{ x: '{}' }}\n",
@@ -478,12 +471,7 @@ async fn oversized_and_overnested_models_are_refused_before_parsing() {
 
 #[tokio::test]
 async fn oversized_start_vars_and_action_options_are_refused_and_change_nothing() {
-    let engine = Engine::builder()
-        .store(store().await)
-        .config(limited(Default::default()))
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(store().await, limited(Default::default())).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
     let big = vars(json!({"blob": "x".repeat(20_000)}));
@@ -519,12 +507,7 @@ async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
         ..Default::default()
     };
     let kv = store().await;
-    let engine = Engine::builder()
-        .store(kv.clone())
-        .config(limited(run))
-        .start()
-        .await
-        .unwrap();
+    let engine = engine_with(kv.clone(), limited(run)).await;
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: grow\nver: '1'\nsteps:\n  - id: one\n    uses: acts.transform.code\n    params: \"return { huge: 'x'.repeat(20000) }\"\n",

@@ -97,10 +97,11 @@ impl Filters {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn msg(t: &str, state: &str, key: Option<&str>) -> Message {
+    /// A message of model `m1` with the given type, state and key.
+    pub(crate) fn msg(t: &str, state: &str, key: Option<&str>) -> Message {
         Message {
             r#type: t.into(),
             state: state.into(),

@@ -140,17 +140,8 @@ impl Channel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::filter::tests::msg;
     use std::sync::atomic::AtomicU64;
-
-    fn msg(t: &str, state: &str, key: Option<&str>) -> Message {
-        Message {
-            r#type: t.into(),
-            state: state.into(),
-            key: key.map(str::to_owned),
-            model_id: "m1".into(),
-            ..Message::default()
-        }
-    }
 
     #[test]
     fn handlers_get_messages_in_order_and_close_stops_them() {
