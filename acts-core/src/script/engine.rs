@@ -215,7 +215,7 @@ impl Worker {
         let deadline = &self.deadline;
         let result = ctx.with(|ctx| -> Result<Value, ScriptError> {
             let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
-            let freeze = helpers::install(&ctx, &state, options())
+            let freeze = helpers::install(&ctx, &state, options(), source)
                 .catch(&ctx)
                 .map_err(fail)?;
             let g = ctx.globals();

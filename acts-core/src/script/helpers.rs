@@ -40,20 +40,33 @@ pub const HELPER_NAMES: [&str; 9] = [
     "env",
 ];
 
-/// Builds the helpers over the natives `__acts_*`, removes the natives from
-/// the global object, and evaluates to the deep-freeze function the engine
-/// uses for sealed data (kept out of the global object too).
-const PRELUDE: &str = r#"
+/// The start of the prelude: captures the natives `__acts_*` in a closure
+/// and deletes them from the global object.
+const PRELUDE_HEAD: &str = r#"
 (() => {
   const g = globalThis;
   const n = {};
-  for (const k of Object.getOwnPropertyNames(g)) {
-    if (k.startsWith('__acts_')) { n[k.slice(7)] = g[k]; delete g[k]; }
+  for (const k of ['log', 'get', 'set', 'set_process_var', 'inputs', 'data', 'ecode', 'cost', 'cost_in', 'env_get', 'env_set']) {
+    n[k] = g['__acts_' + k]; delete g['__acts_' + k];
   }
   const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
   const text = (v) => JSON.stringify(v === undefined ? null : v);
+"#;
+
+/// The helpers, each installed only into evaluations whose source names
+/// it (a fresh context pays for what its script uses): the names that
+/// trigger a part, and the part.
+const PRELUDE_PARTS: &[(&[&str], &str)] = &[
+    (
+        &["console"],
+        r#"
   const log = (level) => (...args) => n.log(level, args.map((a) => String(a)).join(' '));
   g.console = { log: log('log'), info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') };
+"#,
+    ),
+    (
+        &["$get", "$set", "$inputs", "$data", "$ecode", "$cost"],
+        r#"
   g.$get = (name) => parse(n.get(String(name)));
   g.$set = (name, value) => { n.set(String(name), text(value)); };
   g.$set_process_var = (name, value) => { n.set_process_var(String(name), text(value)); };
@@ -62,19 +75,50 @@ const PRELUDE: &str = r#"
   g.$ecode = () => parse(n.ecode());
   g.$cost = () => n.cost();
   g.$cost_in = (min, max) => (max === undefined ? n.cost_in(String(min)) : n.cost_in(String(min), String(max)));
+"#,
+    ),
+    (
+        &["$env"],
+        r#"
   g.$env = new Proxy({}, {
     get: (_, key) => (typeof key === 'string' ? parse(n.env_get(key)) : undefined),
     set: (_, key, value) => { if (typeof key === 'string') n.env_set(key, text(value)); return true; },
   });
+"#,
+    ),
+    (
+        &["intersection", "union", "difference"],
+        r#"
   const uniq = (a) => Array.from(new Set(a.map(String))).sort();
   Object.defineProperty(Array.prototype, 'intersection', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => s.has(String(x)))); } });
   Object.defineProperty(Array.prototype, 'union', { value: function (b) { return uniq(this.concat(b)); } });
   Object.defineProperty(Array.prototype, 'difference', { value: function (b) { const s = new Set(b.map(String)); return uniq(this.filter((x) => !s.has(String(x)))); } });
+"#,
+    ),
+];
+
+/// The end of the prelude: hides `eval` and evaluates to the deep-freeze
+/// function the engine uses for sealed data (kept out of the global
+/// object).
+const PRELUDE_TAIL: &str = r#"
   delete g.eval;
   const freeze = (o) => { if (o && typeof o === 'object' && !Object.isFrozen(o)) { Object.freeze(o); Object.values(o).forEach(freeze); } return o; };
   return freeze;
 })()
 "#;
+
+/// The prelude for `source`: the helpers it names (a helper reached only
+/// by a computed name, `globalThis['$e' + 'nv']`, is not installed).
+fn prelude_for(source: &str) -> String {
+    let mut text = String::from(PRELUDE_HEAD);
+    for (names, part) in PRELUDE_PARTS {
+        if names.iter().any(|n| source.contains(n)) {
+            text.push_str(part);
+        }
+    }
+    text.push_str(PRELUDE_TAIL);
+    text
+}
 
 fn json_text(v: &Value) -> String {
     v.to_string()
@@ -85,12 +129,13 @@ pub(super) fn parse_json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-/// Installs the natives and runs the prelude in a fresh context; returns the
-/// deep-freeze function for sealed data.
+/// Installs the natives and runs the prelude for `source` in a fresh
+/// context; returns the deep-freeze function for sealed data.
 pub(super) fn install<'js>(
     ctx: &Ctx<'js>,
     state: &Arc<Mutex<EvalState>>,
     options: rquickjs::context::EvalOptions,
+    source: &str,
 ) -> rquickjs::Result<Function<'js>> {
     let g = ctx.globals();
     g.set(
@@ -199,5 +244,5 @@ pub(super) fn install<'js>(
         })?,
     )?;
     g.set("os", std::env::consts::OS)?;
-    ctx.eval_with_options::<Function, _>(PRELUDE, options)
+    ctx.eval_with_options::<Function, _>(prelude_for(source), options)
 }
