@@ -91,4 +91,13 @@ impl TaskTable {
         self.data_mut(ix).insert(key.to_owned(), value.clone());
         true
     }
+
+    /// Counts every task's data size from its data (after a restore).
+    pub(super) fn recount_sizes(&mut self) {
+        self.sizes = self
+            .tasks
+            .iter()
+            .map(|t| t.data.iter().map(|(k, v)| entry_size(k, v)).sum())
+            .collect();
+    }
 }

@@ -14,7 +14,6 @@ use crate::model::{Variant, Vars};
 use crate::script::{ScriptScope, is_private};
 use crate::tree::{NodeIx, ProcessTree};
 
-use super::scope_size::entry_size;
 use super::state::TaskState;
 
 /// Whether `key` is engine-owned in a process's data: `pid` (the process's
@@ -217,11 +216,10 @@ impl TaskTable {
             table.children.push(Vec::new());
             table.dirty.push(Dirty::default());
             *table.runs.entry(task.node).or_default() += 1;
-            table
-                .sizes
-                .push(task.data.iter().map(|(k, v)| entry_size(k, v)).sum());
+            table.sizes.push(0);
             table.tasks.push(task);
         }
+        table.recount_sizes();
         Ok(table)
     }
 
