@@ -22,6 +22,7 @@
 mod message;
 mod process;
 mod scope_size;
+pub use scope_size::json_len;
 pub mod seal;
 mod state;
 mod tasks;

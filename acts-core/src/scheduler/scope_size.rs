@@ -21,12 +21,18 @@ impl std::io::Write for ByteCount {
     }
 }
 
-/// The size one entry adds to a scope's stored JSON text.
-pub(super) fn entry_size(key: &str, value: &Value) -> usize {
-    let mut n = ByteCount(key.len() + 4);
-    // Writing JSON into a counter cannot fail.
+/// The length of `value`'s JSON text, counted without building it.
+pub fn json_len(value: &impl serde::Serialize) -> usize {
+    let mut n = ByteCount(0);
+    // Writing JSON into a counter cannot fail for map/value data; a value
+    // that cannot be written counts what was written before the failure.
     let _ = serde_json::to_writer(&mut n, value);
     n.0
+}
+
+/// The size one entry adds to a scope's stored JSON text.
+pub(super) fn entry_size(key: &str, value: &Value) -> usize {
+    key.len() + 4 + json_len(value)
 }
 
 impl TaskTable {

@@ -52,14 +52,17 @@ impl Kernel {
         pid: &str,
         read_only: bool,
     ) -> Result<Option<Arc<ProcHandle>>, EngineError> {
-        let Some((handle, state)) = self.load(pid).await? else {
+        if read_only {
+            return Ok(self.load(pid).await?.map(|(handle, _)| handle));
+        }
+        // Only an in-flight process needs a slot: its row says so without
+        // loading its tasks (they load once, when the slot is claimed).
+        let Some(row) = self.proc_row(pid).await? else {
             return Ok(None);
         };
-        let in_flight = !state.is_terminal() && state != TaskState::None;
-        if read_only || !in_flight {
-            return Ok(Some(handle));
+        if row.state.is_terminal() || row.state == TaskState::None {
+            return Ok(self.load(pid).await?.map(|(handle, _)| handle));
         }
-        drop(handle);
         let cell = match self.cache.wait_slot(pid) {
             Lookup::Resident(h) => return Ok(Some(h)),
             Lookup::Load(cell) => cell,

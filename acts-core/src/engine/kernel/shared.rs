@@ -275,7 +275,7 @@ impl Kernel {
 
     /// Refuses vars larger than [`EngineConfig::max_vars_bytes`].
     pub(crate) fn check_vars_size(&self, what: &str, vars: &Vars) -> Result<(), EngineError> {
-        let size = serde_json::to_vec(vars).map_or(usize::MAX, |b| b.len());
+        let size = crate::scheduler::json_len(vars);
         if size > self.config.max_vars_bytes {
             return Err(EngineError::TooLarge {
                 what: what.to_owned(),
