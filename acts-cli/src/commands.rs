@@ -189,10 +189,9 @@ async fn ps(exec: &Executor, state: Option<String>, model: Option<String>) -> Re
         .map_err(Failure::engine)?;
     println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
     for p in list {
-        let ms = if p.end_time > 0 {
-            (p.end_time - p.start_time).to_string()
-        } else {
-            "-".into()
+        let ms = match (p.start_time, p.end_time) {
+            (Some(s), Some(e)) => (e - s).to_string(),
+            _ => "-".into(),
         };
         println!(
             "{:<24} {:<16} {:<12} {:>10}",
@@ -221,15 +220,15 @@ async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
         info.model_id,
         info.state.as_str()
     );
-    if let Some((ecode, message)) = &info.err {
-        println!("error: {ecode} {message}");
+    if let Some(e) = &info.err {
+        println!("error: {} {}", e.ecode, e.message);
     }
     fn print(tasks: &[TaskInfo], parent: Option<&str>, depth: usize) {
         for t in tasks.iter().filter(|t| t.parent.as_deref() == parent) {
             let time = match (t.start_time, t.end_time) {
-                (0, _) => String::new(),
-                (s, 0) => format!(" since {}", when(s)),
-                (s, e) => format!(" {} – {} ({} ms)", when(s), when(e), e - s),
+                (None, _) => String::new(),
+                (Some(s), None) => format!(" since {}", when(s)),
+                (Some(s), Some(e)) => format!(" {} – {} ({} ms)", when(s), when(e), e - s),
             };
             let data: serde_json::Map<String, Value> = t
                 .data

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use acts::{Engine, Executor, ManualClock, Message, TaskState, Vars};
+use acts::{Engine, Executor, ManualClock, Message, TaskError, TaskState, Vars};
 use serde_json::{Value, json};
 use tokio::io::{BufReader, Lines, Stdin};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -428,7 +428,7 @@ impl Driver {
             };
             let answer_failed = failed.clone().filter(|_| !info.state.is_terminal());
             let (ecode, error) = match info.err {
-                Some((ecode, message)) => {
+                Some(TaskError { ecode, message, .. }) => {
                     let text = if ecode.is_empty() {
                         message
                     } else {

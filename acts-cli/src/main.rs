@@ -89,11 +89,22 @@ fn main() -> ExitCode {
     // is not waited for beyond a moment.
     // The command runs on a worker, so this thread hears Ctrl-C even while
     // the command is busy (a long transition runs synchronously).
-    let command = runtime.spawn(commands::dispatch(args));
     let outcome = runtime.block_on(async {
+        // Listen before the command starts, so that a Ctrl-C at any point
+        // after (even while the store is being opened) is heard: the
+        // handler is installed on the first poll.
+        let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+        let early = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(ctrl_c.as_mut().poll(cx).is_ready())
+        })
+        .await;
+        if early {
+            return Err(Failure::stopped());
+        }
+        let command = tokio::spawn(commands::dispatch(args));
         tokio::select! {
             r = command => r.unwrap_or_else(|e| Err(Failure::run(format!("the command failed: {e}")))),
-            _ = tokio::signal::ctrl_c() => Err(Failure::stopped()),
+            _ = ctrl_c => Err(Failure::stopped()),
         }
     });
     runtime.shutdown_timeout(std::time::Duration::from_millis(300));

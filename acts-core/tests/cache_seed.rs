@@ -13,9 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acts_core::durable::{Collection, Filter, Query};
-use acts_core::engine::{
-    ChannelOptions, Engine, EngineError, ProcRow, TaskRow, VarsRow, task_row_id,
-};
+use acts_core::engine::testing::{ProcRow, TaskRow, VarsRow, task_row_id};
+use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::{Vars, Workflow};
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;

@@ -215,7 +215,7 @@ fn shape(messages: &[Message]) -> Vec<Shape> {
             } else {
                 m.nid.clone()
             };
-            (m.r#type.clone(), node, m.state.clone())
+            (m.r#type.to_string(), node, m.state.to_string())
         })
         .collect();
     v.sort();

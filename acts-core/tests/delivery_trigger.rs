@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acts_core::durable::Collection;
+use acts_core::engine::testing::ProcRow;
 use acts_core::engine::{
-    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, ProcRow, SnapshotOptions,
+    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, SnapshotOptions,
 };
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
@@ -303,13 +304,16 @@ async fn manual_and_hook_triggers_start_the_model() {
     let e = engine(store().await, &clock, config()).await;
     let exec = e.executor();
     exec.deploy_yaml(TRIGGERED).await.unwrap();
-    let p = exec.fire("trig:go", Value::Null).await.unwrap();
+    let p = exec.start_trigger("trig:go", Value::Null).await.unwrap();
     assert_eq!(
         p.outputs.get("seen"),
         Some(&json!(1)),
         "the trigger's default params"
     );
-    let p = exec.fire("trig:go", json!({"x": 2})).await.unwrap();
+    let p = exec
+        .start_trigger("trig:go", json!({"x": 2}))
+        .await
+        .unwrap();
     assert_eq!(p.outputs.get("seen"), Some(&json!(2)), "the payload wins");
     let started = exec.hook("paid", json!({"x": 5})).await.unwrap();
     assert_eq!(started.len(), 1);
@@ -321,14 +325,14 @@ async fn manual_and_hook_triggers_start_the_model() {
             .is_empty()
     );
     assert!(matches!(
-        exec.fire("trig:every_minute", Value::Null).await,
+        exec.start_trigger("trig:every_minute", Value::Null).await,
         Err(EngineError::Trigger { .. })
     ));
     assert!(matches!(
-        exec.fire("trig:go", json!([1])).await,
+        exec.start_trigger("trig:go", json!([1])).await,
         Err(EngineError::Trigger { .. })
     ));
-    assert!(exec.fire("trig:nope", Value::Null).await.is_err());
+    assert!(exec.start_trigger("trig:nope", Value::Null).await.is_err());
 }
 
 async fn wait_processes(e: &Engine, n: usize) {
@@ -365,20 +369,22 @@ async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
         }
     };
     let first = row(&e).await;
-    assert!(first.next_run > T0 && first.next_run <= T0 + 60_000);
+    let next = first.next_run.expect("a schedule has a next run");
+    assert!(next > T0 && next <= T0 + 60_000);
+    assert_eq!(first.last_run, None);
     assert!(e.executor().processes(None, None).await.unwrap().is_empty());
-    clock.set(first.next_run);
+    clock.set(next);
     wait_processes(&e, 1).await;
     tokio::time::timeout(Duration::from_secs(10), async {
-        while row(&e).await.last_run == 0 {
+        while row(&e).await.last_run.is_none() {
             tokio::task::yield_now().await;
         }
     })
     .await
     .expect("the row rolled forward");
     let after = row(&e).await;
-    assert_eq!(after.next_run, first.next_run + 60_000);
-    assert_eq!(after.last_run, first.next_run);
+    assert_eq!(after.next_run, Some(next + 60_000));
+    assert_eq!(after.last_run, Some(next));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,7 +409,7 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
             .expect("the schedule row")
     };
     tokio::time::timeout(Duration::from_secs(10), async {
-        while row().await.last_run == 0 {
+        while row().await.last_run.is_none() {
             tokio::task::yield_now().await;
         }
     })
@@ -411,7 +417,7 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
     .expect("the row rolled forward");
     let t = row().await;
     assert!(
-        t.next_run > clock.now_millis(),
+        t.next_run.is_some_and(|n| n > clock.now_millis()),
         "rolled past now, not tick by tick"
     );
     // Nothing else is due: still one process after the timer settled.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acts_core::durable::Collection;
-use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcRow};
+use acts_core::engine::testing::ProcRow;
+use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
 use acts_store::{ErrorKind, KvStore, MemoryStore};

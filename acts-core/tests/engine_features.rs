@@ -65,7 +65,7 @@ async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
     .unwrap();
     let info = exec.start("lonely", Vars::new()).await.unwrap();
     assert_eq!(info.state, TaskState::Error);
-    let (_, message) = info.err.unwrap();
+    let message = info.err.unwrap().message;
     assert!(message.contains("nowhere"), "{message}");
 }
 

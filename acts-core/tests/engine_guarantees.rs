@@ -279,7 +279,7 @@ async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {
     settle(engine).await;
     let p = exec.process(&p.pid).await.expect("test setup");
     assert_eq!(p.state, TaskState::Error, "{model}");
-    let (_, message) = p.err.clone().expect("an error");
+    let message = p.err.clone().expect("an error").message;
     (p.pid, message)
 }
 
@@ -723,7 +723,7 @@ async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause
         .unwrap();
         let p = exec.start(id, Vars::new()).await.unwrap();
         assert_eq!(p.state, TaskState::Error, "{id}");
-        let (_, message) = p.err.clone().unwrap();
+        let message = p.err.clone().unwrap().message;
         assert!(message.contains(want), "{id}: {message}");
     }
     // A limit hit inside `${{ }}` fails the act, naming the limit ...
@@ -735,7 +735,7 @@ async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause
     let p = exec.start("subst", Vars::new()).await.unwrap();
     assert_eq!(p.state, TaskState::Error);
     assert!(
-        p.err.clone().unwrap().1.contains("ran too long"),
+        p.err.clone().unwrap().message.contains("ran too long"),
         "{:?}",
         p.err
     );

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use acts_core::model::{Vars, Workflow};
 use acts_core::package::PackageRegistry;
-use acts_core::scheduler::{Action, ActionError, Process, Services, TaskState};
+use acts_core::scheduler::{Action, ActionError, Process, Services, TaskError, TaskState};
 use acts_core::script::ScriptEngine;
 use acts_core::tree::ModelTree;
 use serde_json::{Value, json};
@@ -28,6 +28,7 @@ impl Fixture {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: None,
+            models: None,
             limits: Default::default(),
         }
     }
@@ -257,7 +258,9 @@ fn a_failing_script_fails_the_act_step_and_process() {
     );
     let root = p.tasks.get(p.root()).unwrap();
     assert!(
-        root.err.as_ref().is_some_and(|(_, m)| m.contains("boom")),
+        root.err
+            .as_ref()
+            .is_some_and(|e| e.message.contains("boom")),
         "{:?}",
         root.err
     );
@@ -302,7 +305,7 @@ fn the_error_action_needs_an_ecode_and_fails_the_flow() {
     );
     assert_eq!(
         p.tasks.get(p.root()).unwrap().err,
-        Some(("E42".into(), "rejected".into()))
+        Some(TaskError::new("E42", "rejected"))
     );
 }
 
@@ -423,7 +426,7 @@ fn when_no_catch_matches_the_original_error_stands() {
     assert_eq!(p.state(), TaskState::Error);
     assert_eq!(
         p.tasks.get(p.root()).unwrap().err,
-        Some(("E2".into(), "other".into()))
+        Some(TaskError::new("E2", "other"))
     );
     assert_eq!(
         shorts(&mut p),

@@ -93,13 +93,26 @@ impl KeyBuilder {
 
     /// Appends a byte-string component (escaped and terminated).
     pub fn bytes(mut self, b: &[u8]) -> Self {
+        self.push_escaped(b);
+        self.buf.extend_from_slice(&[0, 1]);
+        self
+    }
+
+    fn push_escaped(&mut self, b: &[u8]) {
         for &byte in b {
             self.buf.push(byte);
             if byte == 0 {
                 self.buf.push(0xFF);
             }
         }
-        self.buf.extend_from_slice(&[0, 1]);
+    }
+
+    /// Appends the *start* of a string component: `s` escaped like
+    /// [`str`](Self::str) but not terminated. The key so far is then a byte
+    /// prefix of every key whose next component begins with `s` — a scan
+    /// prefix ("every id starting with `pid/`").
+    pub fn str_prefix(mut self, s: &str) -> Self {
+        self.push_escaped(s.as_bytes());
         self
     }
 
@@ -231,7 +244,25 @@ mod tests {
         )
     }
 
+    fn str_strategy() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![Just('\0'), Just('a'), Just('/'), any::<char>()],
+            0..5,
+        )
+        .prop_map(|c| c.into_iter().collect())
+    }
+
     proptest! {
+        #[test]
+        fn str_prefix_is_a_key_prefix_exactly_when_the_string_starts_with_it(
+            prefix in str_strategy(),
+            s in str_strategy(),
+        ) {
+            let key = KeyBuilder::new().str("c").str(&s).u64(1).finish();
+            let scan = KeyBuilder::new().str("c").str_prefix(&prefix).finish();
+            prop_assert_eq!(key.starts_with(&scan), s.starts_with(&prefix));
+        }
+
         #[test]
         fn u64_order_is_numeric_order(a: u64, b: u64) {
             prop_assert_eq!(a.cmp(&b), encode_u64(a).cmp(&encode_u64(b)));

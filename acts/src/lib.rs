@@ -63,13 +63,15 @@ use std::sync::Arc;
 pub use acts_core;
 pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryRow, DeliveryState, Engine, EngineBuilder,
-    EngineConfig, EngineError, EventRow, Executor, ModelInfo, PackageContext, PackageFailure,
-    PackageRow, ProcInfo, SnapshotEntry, SnapshotOptions, Snapshots, TaskInfo,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
+    EngineConfig, EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
+    ProcInfo, SnapshotEntry, SnapshotOptions, Snapshots, TaskInfo, TriggerInfo,
 };
 pub use acts_core::model::{Act, Branch, ModelError, ModelLimits, Step, Trigger, Vars, Workflow};
 pub use acts_core::package::{PackageDefinition, RunAs};
-pub use acts_core::scheduler::{Action, Message, RunLimits, TaskState, UnknownAction};
+pub use acts_core::scheduler::{
+    Action, Message, MessageState, MessageType, RunLimits, TaskError, TaskState, UnknownAction,
+};
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, StoreError};

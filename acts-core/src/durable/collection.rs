@@ -207,6 +207,13 @@ pub struct Page<T> {
     pub next: Option<Vec<u8>>,
 }
 
+/// How a row is stored: its schema version and its data.
+#[derive(Serialize)]
+struct Envelope<'a, V> {
+    v: u32,
+    d: &'a V,
+}
+
 /// How many keys a query reads from the store per round trip.
 const SCAN_CHUNK: usize = 256;
 
@@ -284,11 +291,6 @@ impl<T: Row> Collection<T> {
     /// The op that stores `row` alone, for a row whose indexed fields did
     /// not change since it was last stored with [`upsert_ops`](Self::upsert_ops).
     pub fn put_row_op(row: &T) -> BatchOp {
-        #[derive(Serialize)]
-        struct Envelope<'a, T> {
-            v: u32,
-            d: &'a T,
-        }
         let envelope = Envelope {
             v: T::VERSION,
             d: row,
@@ -304,11 +306,6 @@ impl<T: Row> Collection<T> {
     /// types without indexes.
     pub fn put_view_op(id: &str, view: &impl Serialize) -> BatchOp {
         debug_assert!(T::INDEXED.is_empty(), "{} has indexes", T::COLLECTION);
-        #[derive(Serialize)]
-        struct Envelope<'a, V> {
-            v: u32,
-            d: &'a V,
-        }
         let envelope = Envelope {
             v: T::VERSION,
             d: view,
@@ -485,15 +482,7 @@ impl<T: Row> Collection<T> {
     /// always reads by an id prefix (a process's tasks: `pid/tid`) need no
     /// secondary index.
     pub async fn get_by_id_prefix(&self, prefix: &str) -> Result<Vec<T>, CollectionError> {
-        let mut key_prefix = Self::row_prefix().finish();
-        // A string component is its bytes (a 0 byte escaped), then a
-        // terminator: the bytes of an id prefix with no 0 byte are a byte
-        // prefix of every such id's key.
-        key_prefix.extend(prefix.bytes().flat_map(
-            |b| {
-                if b == 0 { vec![0, 0xFF] } else { vec![b] }
-            },
-        ));
+        let key_prefix = Self::row_prefix().str_prefix(prefix).finish();
         let mut range = ScanRange::prefix(&key_prefix);
         let mut rows = Vec::new();
         loop {

@@ -5,11 +5,45 @@
 //!   on read), secondary indexes written in the same batch as the row, and
 //!   queries with filters, ordering by indexed fields and exhaustive paging.
 //!
-//! The engine's row types (models, procs, tasks, vars, ops) live in
-//! `crate::engine` (`rows.rs`).
+//! The engine's row types (models, procs, tasks, vars, ops, ...) live in
+//! `crate::engine::persist` and implement [`Row`] through [`impl_row!`],
+//! which keeps each indexed field's name next to the value it indexes.
 
 mod collection;
 mod writer;
 
 pub use collection::{Collection, CollectionError, Filter, IndexValue, Page, Query, Row};
 pub use writer::{GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig};
+
+/// Implements [`Row`] for a row type: its collection, schema version, id,
+/// and each indexed field's name paired with the value indexed under it —
+/// written once, so `INDEXED` and `index_values` cannot drift apart.
+///
+/// ```ignore
+/// impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
+///     "deployed_at" => IndexValue::Int(r.deployed_at),
+/// });
+/// ```
+macro_rules! impl_row {
+    ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
+        $($field:literal => $value:expr),* $(,)?
+    }) => {
+        impl $crate::durable::Row for $ty {
+            const COLLECTION: &'static str = $collection;
+            const VERSION: u32 = $version;
+            const INDEXED: &'static [&'static str] = &[$($field),*];
+
+            fn id(&self) -> String {
+                let $r = self;
+                $id
+            }
+
+            #[allow(unused_variables)]
+            fn index_values(&self) -> Vec<$crate::durable::IndexValue> {
+                let $r = self;
+                vec![$($value),*]
+            }
+        }
+    };
+}
+pub(crate) use impl_row;

@@ -88,8 +88,8 @@ impl Filters {
     }
 
     pub(crate) fn matches(&self, m: &Message) -> bool {
-        self.r#type.matches(&m.r#type)
-            && self.state.matches(&m.state)
+        self.r#type.matches(m.r#type.as_str())
+            && self.state.matches(m.state.as_str())
             && self.key.matches(m.key.as_deref().unwrap_or(""))
             && self.uses.matches(m.uses.as_deref().unwrap_or(""))
             && self.model.matches(&m.model_id)
@@ -103,8 +103,8 @@ pub(crate) mod tests {
     /// A message of model `m1` with the given type, state and key.
     pub(crate) fn msg(t: &str, state: &str, key: Option<&str>) -> Message {
         Message {
-            r#type: t.into(),
-            state: state.into(),
+            r#type: t.parse().expect("a test names a known type"),
+            state: state.parse().expect("a test names a known state"),
             key: key.map(str::to_owned),
             model_id: "m1".into(),
             ..Message::default()

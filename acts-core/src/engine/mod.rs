@@ -43,12 +43,21 @@ pub(crate) mod persist;
 pub(crate) mod services;
 
 pub use api::{
-    ActPackage, Cache, Channel, ChannelOptions, Engine, EngineBuilder, EngineError, Executor,
-    ModelInfo, PackageContext, PackageFailure, ProcHandle, ProcInfo, TaskInfo,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
+    EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo, ProcInfo,
+    TaskInfo, TriggerInfo,
 };
 pub use kernel::EngineConfig;
-pub use persist::{
-    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, PackageRow,
-    ProcRow, TaskRow, VarsRow, delivery_row_id, task_row_id,
-};
 pub use services::{MAX_TTL_SECS, SnapshotEntry, SnapshotOptions, Snapshots};
+
+/// Test hooks (feature `testing`): the row types, so tests can read and
+/// plant what the engine stores. Not API — the storage schema changes
+/// without notice.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use super::api::ProcHandle;
+    pub use super::persist::rows::{
+        ChannelRow, DeliveryRow, MessageRow, ModelRow, OpRow, PackageRow, ProcRow, TaskRow,
+        TriggerRow, VarsRow, delivery_row_id, task_row_id,
+    };
+}

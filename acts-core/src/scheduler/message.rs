@@ -5,14 +5,139 @@ use serde::{Deserialize, Serialize};
 use crate::model::{NodeKind, Vars};
 
 use super::state::TaskState;
+use super::task_error::TaskError;
 
-/// The state a message reports: waiting states are all `created`.
-pub fn message_state(state: TaskState) -> &'static str {
-    match state {
-        TaskState::Ready | TaskState::Pending | TaskState::Running | TaskState::Interrupt => {
-            "created"
+/// Declares a message enum: its variants with their wire names, `as_str`,
+/// `Display`, `FromStr`, and comparison with the wire name (`m.state ==
+/// "created"`).
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $wire:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        #[non_exhaustive]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),*
         }
-        other => other.as_str(),
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $wire),*
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = Self::ALL.iter().map(|v| v.as_str()).collect();
+                        format!("unknown {} '{s}' (known: {})", stringify!($name), known.join(", "))
+                    })
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+    };
+}
+
+wire_enum! {
+    /// What kind of node a message (or a task) is about.
+    MessageType {
+        /// The process itself (the model's root).
+        #[default]
+        Workflow => "workflow",
+        /// A step.
+        Step => "step",
+        /// A branch of a step.
+        Branch => "branch",
+        /// An act (also a trigger's task).
+        Act => "act",
+    }
+}
+
+impl From<NodeKind> for MessageType {
+    fn from(kind: NodeKind) -> Self {
+        match kind {
+            NodeKind::Workflow => MessageType::Workflow,
+            NodeKind::Step => MessageType::Step,
+            NodeKind::Branch => MessageType::Branch,
+            NodeKind::Act | NodeKind::Trigger => MessageType::Act,
+        }
+    }
+}
+
+wire_enum! {
+    /// The state a message reports: every waiting state is `created`.
+    MessageState {
+        /// Created, waiting or running (ready, pending, running,
+        /// interrupted).
+        #[default]
+        Created => "created",
+        /// Completed.
+        Completed => "completed",
+        /// Submitted.
+        Submitted => "submitted",
+        /// Went back to an earlier step.
+        Backed => "backed",
+        /// Withdrawn.
+        Cancelled => "cancelled",
+        /// Failed (see the message's `err`).
+        Error => "error",
+        /// Aborted.
+        Aborted => "aborted",
+        /// Skipped.
+        Skipped => "skipped",
+        /// Removed.
+        Removed => "removed",
+    }
+}
+
+impl From<TaskState> for MessageState {
+    fn from(state: TaskState) -> Self {
+        match state {
+            // A task is announced once it exists; `none` is a parked
+            // process's root, which has not started yet.
+            TaskState::None
+            | TaskState::Ready
+            | TaskState::Pending
+            | TaskState::Running
+            | TaskState::Interrupt => MessageState::Created,
+            TaskState::Completed => MessageState::Completed,
+            TaskState::Submitted => MessageState::Submitted,
+            TaskState::Backed => MessageState::Backed,
+            TaskState::Cancelled => MessageState::Cancelled,
+            TaskState::Error => MessageState::Error,
+            TaskState::Aborted => MessageState::Aborted,
+            TaskState::Skipped => MessageState::Skipped,
+            TaskState::Removed => MessageState::Removed,
+        }
     }
 }
 
@@ -26,9 +151,9 @@ pub struct Message {
     #[serde(default)]
     pub model_id: String,
     /// `workflow`, `step`, `branch` or `act`.
-    pub r#type: String,
-    /// `created`, `completed`, `error`, ... (see [`message_state`]).
-    pub state: String,
+    pub r#type: MessageType,
+    /// `created`, `completed`, `error`, ...
+    pub state: MessageState,
     /// Process id.
     pub pid: String,
     /// Task id.
@@ -49,27 +174,45 @@ pub struct Message {
     /// (what an irq's client needs to decide).
     #[serde(default)]
     pub inputs: Vars,
-    /// The error of a failed task: `ecode` and `message`.
+    /// The error of a failed task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub err: Option<(String, String)>,
+    pub err: Option<TaskError>,
     /// When it happened (ms on the engine clock).
     #[serde(default)]
     pub time: i64,
 }
 
 impl Message {
-    /// The node kind as a message type.
-    pub fn type_of(kind: NodeKind) -> &'static str {
-        match kind {
-            NodeKind::Workflow => "workflow",
-            NodeKind::Step => "step",
-            NodeKind::Branch => "branch",
-            NodeKind::Act | NodeKind::Trigger => "act",
-        }
-    }
-
     /// `"<type>/<state>"`, the short form tests compare sequences with.
+    #[cfg(any(test, feature = "testing"))]
     pub fn short(&self) -> String {
         format!("{}/{}", self.r#type, self.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_round_trip_and_serialize_as_lowercase_strings() {
+        for t in MessageType::ALL {
+            assert_eq!(t.as_str().parse::<MessageType>(), Ok(*t));
+            assert_eq!(
+                serde_json::to_value(t).ok(),
+                Some(serde_json::json!(t.as_str()))
+            );
+        }
+        for s in MessageState::ALL {
+            assert_eq!(s.as_str().parse::<MessageState>(), Ok(*s));
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.as_str()))
+            );
+        }
+        assert!("interrupted".parse::<MessageState>().is_err());
+        assert_eq!(MessageState::from(TaskState::Interrupt), "created");
+        assert_eq!(MessageState::from(TaskState::Error), MessageState::Error);
+        assert_eq!(MessageType::from(NodeKind::Trigger), "act");
     }
 }

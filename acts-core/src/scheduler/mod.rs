@@ -25,9 +25,13 @@ mod scope_size;
 pub use scope_size::json_len;
 pub mod seal;
 mod state;
+mod task_error;
 mod tasks;
 
-pub use message::{Message, message_state};
-pub use process::{Action, ActionError, Process, Request, RunLimits, Services, UnknownAction};
+pub use message::{Message, MessageState, MessageType};
+pub use process::{
+    Action, ActionError, ModelCatalog, Process, Request, RunLimits, Services, UnknownAction,
+};
 pub use state::TaskState;
+pub use task_error::TaskError;
 pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};

@@ -15,6 +15,7 @@ use crate::script::{ScriptScope, is_private};
 use crate::tree::{NodeIx, ProcessTree};
 
 use super::state::TaskState;
+use super::task_error::TaskError;
 
 /// Whether `key` is engine-owned in a process's data: `pid` (the process's
 /// id) and the `$parent_*` keys of a subflow child. User data — act
@@ -53,7 +54,7 @@ pub struct Task {
     /// Scheduling flags ([`Sign`]).
     pub sign: Sign,
     /// The error the task failed with: `(ecode, message)`.
-    pub err: Option<(String, String)>,
+    pub err: Option<TaskError>,
     /// When the task left `None` (ms since the epoch on the engine's clock).
     pub start_time: i64,
     /// When the task reached a terminal state (0 while it has not).
@@ -303,11 +304,12 @@ impl TaskTable {
 
     /// Fails the task: records the error in its data (`ecode`, `message`)
     /// and sets it to `Error`.
-    pub fn set_err(&mut self, ix: TaskIx, ecode: &str, message: &str) {
+    pub fn set_err(&mut self, ix: TaskIx, err: TaskError) {
         self.set_state(ix, TaskState::Error);
-        self.task_mut(ix).err = Some((ecode.to_owned(), message.to_owned()));
-        self.put(ix, "ecode", &Value::String(ecode.to_owned()));
-        self.put(ix, "message", &Value::String(message.to_owned()));
+        for (k, v) in err.to_vars() {
+            self.put(ix, &k, &v);
+        }
+        self.task_mut(ix).err = Some(err);
     }
 
     /// Sets flag bits on a task.

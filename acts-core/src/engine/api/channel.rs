@@ -141,6 +141,7 @@ impl Channel {
 mod tests {
     use super::*;
     use crate::engine::filter::tests::msg;
+    use crate::scheduler::MessageType;
     use std::sync::atomic::AtomicU64;
 
     #[test]
@@ -159,9 +160,9 @@ mod tests {
         ]);
         assert_eq!(
             rx.try_recv().map(|m| m.r#type).ok(),
-            Some("workflow".into())
+            Some(MessageType::Workflow)
         );
-        assert_eq!(rx.try_recv().map(|m| m.r#type).ok(), Some("act".into()));
+        assert_eq!(rx.try_recv().map(|m| m.r#type).ok(), Some(MessageType::Act));
         assert_eq!(starts.load(Ordering::SeqCst), 1);
         ch.close();
         emitter.deliver(&[msg("act", "created", None)]);

@@ -13,7 +13,9 @@ use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
 use crate::engine::api::package::ActPackage;
 use crate::engine::filter::ChannelOptions;
-use crate::engine::kernel::cache::{Cache, ProcHandle};
+use crate::engine::kernel::cache::Cache;
+#[cfg(feature = "testing")]
+use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::shared::{self, EngineConfig, Kernel};
 use crate::engine::services::sealed::{SnapshotOptions, Snapshots};
 use crate::package::{PackageRegistry, RunAs};
@@ -152,6 +154,7 @@ impl EngineBuilder {
         }
         let engine = Engine { rt };
         engine.rt.publish_packages().await?;
+        engine.rt.load_models().await?;
         engine.rt.load_channels().await?;
         if self.resume {
             engine.resume().await?;
@@ -246,8 +249,9 @@ impl Engine {
 
     /// The one instance of process `pid`: resident, or loaded from the
     /// store (concurrent callers share one load). `None` when no such
-    /// process exists. For introspection and tests; clients use the
+    /// process exists. A test hook (feature `testing`); clients use the
     /// [`Executor`].
+    #[cfg(feature = "testing")]
     pub async fn process_handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
         self.rt.handle(pid).await
     }
@@ -285,8 +289,9 @@ impl Engine {
     }
 
     /// How many write batches wait in the writer's queue (not yet taken
-    /// into a commit). For tests that order a write behind a held commit.
-    #[doc(hidden)]
+    /// into a commit). A test hook (feature `testing`) for tests that order
+    /// a write behind a held commit.
+    #[cfg(feature = "testing")]
     pub fn queued_writes(&self) -> usize {
         self.rt.writer.queued()
     }

@@ -9,12 +9,14 @@ use serde_json::Value;
 
 use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
-use crate::scheduler::{Action, TaskState};
+use crate::scheduler::{Action, TaskError, TaskState};
 
 use crate::engine::api::error::EngineError;
-use crate::engine::api::info::{ModelInfo, ProcInfo, TaskInfo};
+use crate::engine::api::info::{
+    DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
+};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{DeliveryRow, DeliveryState, EventRow, ModelRow, PackageRow};
+use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerRow};
 
 /// The client API of an engine (cheap to clone).
 #[derive(Clone)]
@@ -118,20 +120,25 @@ impl Executor {
     }
 
     /// Every package the engine knows, by id.
-    pub async fn packages(&self) -> Result<Vec<PackageRow>, EngineError> {
+    pub async fn packages(&self) -> Result<Vec<PackageInfo>, EngineError> {
         let mut rows = Collection::<PackageRow>::new(self.rt.store.clone())
             .query_all(&Query::new())
             .await?;
         rows.sort_by(|a, b| a.package.id.cmp(&b.package.id));
-        Ok(rows)
+        Ok(rows.iter().map(PackageInfo::from).collect())
     }
 
     // ---- triggers and deliveries ----------------------------------------------
 
-    /// Fires trigger `event_id` (`<model id>:<trigger id>`) of kind `manual`
-    /// or `hook` with `payload` (null: the trigger's default params).
-    pub async fn fire(&self, event_id: &str, payload: Value) -> Result<ProcInfo, EngineError> {
-        self.rt.fire(event_id, payload).await
+    /// Starts the model of trigger `trigger_id` (`<model id>:<trigger
+    /// id>`, of kind `manual` or `hook`) with `payload` (null: the
+    /// trigger's default params).
+    pub async fn start_trigger(
+        &self,
+        trigger_id: &str,
+        payload: Value,
+    ) -> Result<ProcInfo, EngineError> {
+        self.rt.start_trigger(trigger_id, payload).await
     }
 
     /// Sends hook event `name`: every model with a hook trigger of that id
@@ -142,10 +149,11 @@ impl Executor {
 
     /// The triggers of every deployed model (with the schedules' next and
     /// last runs).
-    pub async fn triggers(&self) -> Result<Vec<EventRow>, EngineError> {
-        Ok(Collection::<EventRow>::new(self.rt.store.clone())
+    pub async fn triggers(&self) -> Result<Vec<TriggerInfo>, EngineError> {
+        let rows = Collection::<TriggerRow>::new(self.rt.store.clone())
             .query_all(&Query::new())
-            .await?)
+            .await?;
+        Ok(rows.iter().map(TriggerInfo::from).collect())
     }
 
     /// Deliveries of durable channel `channel` (all if `None`) in `state`
@@ -155,8 +163,9 @@ impl Executor {
         &self,
         channel: Option<&str>,
         state: Option<DeliveryState>,
-    ) -> Result<Vec<DeliveryRow>, EngineError> {
-        self.rt.deliveries(channel, state).await
+    ) -> Result<Vec<DeliveryInfo>, EngineError> {
+        let rows = self.rt.deliveries(channel, state).await?;
+        Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
     // ---- tasks --------------------------------------------------------------
@@ -229,10 +238,8 @@ impl Executor {
         ecode: &str,
         message: &str,
     ) -> Result<(), EngineError> {
-        let mut o = Vars::new();
-        o.insert("ecode".into(), Value::String(ecode.into()));
-        o.insert("message".into(), Value::String(message.into()));
-        self.act(pid, tid, Action::Error, o).await
+        let options = TaskError::new(ecode, message).to_vars();
+        self.act(pid, tid, Action::Error, options).await
     }
 
     /// Goes back from an act to the earlier step `to`, which runs again.

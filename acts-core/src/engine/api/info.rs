@@ -1,16 +1,29 @@
 //! What the executor returns: plain, serializable views of models,
-//! processes and tasks.
+//! processes, tasks, deliveries, triggers and packages — never the rows
+//! they are stored as, so the storage schema can change without changing
+//! the API. Each is `#[non_exhaustive]`: fields will be added.
+//!
+//! Times are milliseconds on the engine clock; `None` means "not yet".
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::Vars;
-use crate::scheduler::{Process, TaskIx, TaskState};
+use crate::scheduler::{MessageType, Process, TaskError, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
-use crate::engine::persist::rows::{ModelRow, ProcRow};
+use crate::engine::persist::rows::{
+    DeliveryRow, DeliveryState, ModelRow, PackageRow, ProcRow, TriggerRow,
+};
+use crate::package::PackageDefinition;
+
+/// A stored time: 0 means "not set".
+fn set(ms: i64) -> Option<i64> {
+    (ms != 0).then_some(ms)
+}
 
 /// A deployed model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// Model id.
     pub id: String,
@@ -38,6 +51,7 @@ impl From<&ModelRow> for ModelInfo {
 
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProcInfo {
     /// Process id.
     pub pid: String,
@@ -45,15 +59,15 @@ pub struct ProcInfo {
     pub model_id: String,
     /// State (`none` while parked).
     pub state: TaskState,
-    /// Start time (ms; 0 while parked).
-    pub start_time: i64,
-    /// End time (ms; 0 while running).
-    pub end_time: i64,
+    /// When it started (`None` while parked).
+    pub start_time: Option<i64>,
+    /// When it ended (`None` while running).
+    pub end_time: Option<i64>,
     /// The process outputs (the workflow's `exposes`, else its root data);
     /// empty in listings.
     pub outputs: Vars,
-    /// The error it ended with: `(ecode, message)`.
-    pub err: Option<(String, String)>,
+    /// The error it ended with.
+    pub err: Option<TaskError>,
 }
 
 impl ProcInfo {
@@ -63,8 +77,8 @@ impl ProcInfo {
             pid: p.pid.clone(),
             model_id: p.model_id(),
             state: p.state(),
-            start_time: root.map_or(0, |r| r.start_time),
-            end_time: root.map_or(0, |r| r.end_time),
+            start_time: set(root.map_or(0, |r| r.start_time)),
+            end_time: set(root.map_or(0, |r| r.end_time)),
             outputs: p.outputs(),
             err: root.and_then(|r| r.err.clone()),
         }
@@ -75,8 +89,8 @@ impl ProcInfo {
             pid: r.id.clone(),
             model_id: r.mid.clone(),
             state: r.state,
-            start_time: r.start_time,
-            end_time: r.end_time,
+            start_time: set(r.start_time),
+            end_time: set(r.end_time),
             outputs: Vars::new(),
             err: r.err.clone(),
         }
@@ -85,6 +99,7 @@ impl ProcInfo {
 
 /// A task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskInfo {
     /// Process id.
     pub pid: String,
@@ -92,8 +107,8 @@ pub struct TaskInfo {
     pub tid: String,
     /// Node id.
     pub nid: String,
-    /// `workflow`, `step`, `branch` or `act`.
-    pub kind: String,
+    /// `workflow`, `step`, `branch` or `act` (as messages name it).
+    pub kind: MessageType,
     /// Node name.
     pub name: String,
     /// Package, for acts.
@@ -108,14 +123,14 @@ pub struct TaskInfo {
     pub prev: Option<String>,
     /// State.
     pub state: TaskState,
-    /// Start time (ms).
-    pub start_time: i64,
-    /// End time (ms).
-    pub end_time: i64,
+    /// When it started (`None` before).
+    pub start_time: Option<i64>,
+    /// When it ended (`None` while not terminal).
+    pub end_time: Option<i64>,
     /// Its data scope.
     pub data: Vars,
     /// Its error.
-    pub err: Option<(String, String)>,
+    pub err: Option<TaskError>,
 }
 
 impl TaskInfo {
@@ -135,7 +150,7 @@ impl TaskInfo {
             pid: p.pid.clone(),
             tid: t.id.clone(),
             nid: node.id.clone(),
-            kind: crate::scheduler::Message::type_of(node.content.kind()).to_owned(),
+            kind: node.content.kind().into(),
             name: node.content.name().to_owned(),
             uses: match &*node.content {
                 NodeContent::Act(a) => Some(a.uses.clone()),
@@ -147,10 +162,105 @@ impl TaskInfo {
             parent: id_of(t.parent),
             prev: id_of(t.prev),
             state: t.state,
-            start_time: t.start_time,
-            end_time: t.end_time,
+            start_time: set(t.start_time),
+            end_time: set(t.end_time),
             data: t.data.clone(),
             err: t.err.clone(),
         })
+    }
+}
+
+/// One message owed to one durable channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeliveryInfo {
+    /// The durable channel's id.
+    pub channel: String,
+    /// The message id (what the channel acks).
+    pub msg_id: String,
+    /// The message's process.
+    pub pid: String,
+    /// The message's task.
+    pub tid: String,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// How many times it was sent.
+    pub tries: u32,
+    /// When it is re-sent next (`None` unless pending).
+    pub next_at: Option<i64>,
+    /// When it was created.
+    pub created_at: i64,
+}
+
+impl From<&DeliveryRow> for DeliveryInfo {
+    fn from(r: &DeliveryRow) -> Self {
+        Self {
+            channel: r.channel.clone(),
+            msg_id: r.msg_id.clone(),
+            pid: r.pid.clone(),
+            tid: r.tid.clone(),
+            state: r.state,
+            tries: r.tries,
+            next_at: (r.state == DeliveryState::Pending).then_some(r.next_at),
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// A model's trigger (`on:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TriggerInfo {
+    /// `<model id>:<trigger id>` (what
+    /// [`Executor::start_trigger`](crate::engine::Executor::start_trigger)
+    /// takes).
+    pub id: String,
+    /// The model it starts.
+    pub model_id: String,
+    /// The trigger's id in the model.
+    pub trigger: String,
+    /// `manual`, `hook` or `schedule`.
+    pub kind: String,
+    /// The default start params.
+    pub params: serde_json::Value,
+    /// The cron expression of a schedule.
+    pub schedule: Option<String>,
+    /// When a schedule fires next.
+    pub next_run: Option<i64>,
+    /// When it last fired.
+    pub last_run: Option<i64>,
+}
+
+impl From<&TriggerRow> for TriggerInfo {
+    fn from(r: &TriggerRow) -> Self {
+        Self {
+            id: r.id.clone(),
+            model_id: r.mid.clone(),
+            trigger: r.trigger.clone(),
+            kind: r.kind.clone(),
+            params: r.params.clone(),
+            schedule: r.schedule.clone(),
+            next_run: set(r.next_run),
+            last_run: set(r.last_run),
+        }
+    }
+}
+
+/// A package the engine knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PackageInfo {
+    /// Its definition (id, description, how it runs, its parameters).
+    pub definition: PackageDefinition,
+    /// Whether it is built in (else the application registered it).
+    pub builtin: bool,
+}
+
+impl From<&PackageRow> for PackageInfo {
+    fn from(r: &PackageRow) -> Self {
+        Self {
+            definition: r.package.clone(),
+            builtin: r.builtin,
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! [`Executor`] deploys models, starts processes and applies client
 //! actions; [`Channel`]s carry messages filtered by [`ChannelOptions`];
 //! [`ActPackage`] is how an application adds its own packages. Calls return
-//! the `Info` types ([`ProcInfo`], [`TaskInfo`], [`ModelInfo`]) and fail
+//! the `Info` types ([`ProcInfo`], [`TaskInfo`], [`ModelInfo`],
+//! [`DeliveryInfo`], [`TriggerInfo`], [`PackageInfo`]) — never rows — and fail
 //! with [`EngineError`].
 //!
 //! May use: every room of the engine (it is the top).
@@ -17,10 +18,13 @@ pub(crate) mod info;
 pub(crate) mod package;
 
 pub use crate::engine::filter::ChannelOptions;
-pub use crate::engine::kernel::cache::{Cache, ProcHandle};
+pub use crate::engine::kernel::cache::Cache;
+#[cfg(feature = "testing")]
+pub use crate::engine::kernel::cache::ProcHandle;
+pub use crate::engine::persist::rows::DeliveryState;
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder};
 pub use error::EngineError;
 pub use executor::Executor;
-pub use info::{ModelInfo, ProcInfo, TaskInfo};
+pub use info::{DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo};
 pub use package::{ActPackage, PackageContext, PackageFailure};

@@ -11,11 +11,12 @@ use tracing::{Instrument, info_span, warn};
 
 use crate::durable::Collection;
 use crate::model::Vars;
-use crate::scheduler::{Action, Request, TaskState};
+use crate::scheduler::{Action, Request, TaskError, TaskState};
 
 use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::{ProcHandle, Slot};
-use crate::engine::kernel::shared::{DeployedModel, Kernel, TimerKey};
+use crate::engine::kernel::shared::DeployedModel;
+use crate::engine::kernel::shared::{Kernel, TimerKey};
 use crate::engine::persist::rows::ProcRow;
 
 impl Kernel {
@@ -131,15 +132,11 @@ impl Kernel {
         inputs: Vars,
     ) {
         let Some(package) = self.app_packages.get(&uses).cloned() else {
-            let mut o = Vars::new();
-            o.insert("ecode".into(), Value::String("package".into()));
-            o.insert(
-                "message".into(),
-                Value::String(format!(
-                    "package '{uses}' is not registered with this engine"
-                )),
+            let err = TaskError::new(
+                "package",
+                format!("package '{uses}' is not registered with this engine"),
             );
-            let _ = self.act(&pid, &tid, Action::Error, o).await;
+            let _ = self.act(&pid, &tid, Action::Error, err.to_vars()).await;
             return;
         };
         let ctx = PackageContext {
@@ -154,12 +151,7 @@ impl Kernel {
             .await;
         let (action, options) = match result {
             Ok(vars) => (Action::Complete, vars),
-            Err(f) => {
-                let mut o = Vars::new();
-                o.insert("ecode".into(), Value::String(f.ecode));
-                o.insert("message".into(), Value::String(f.message));
-                (Action::Error, o)
-            }
+            Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),
         };
         if let Err(e) = self.act(&pid, &tid, action, options).await {
             warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");

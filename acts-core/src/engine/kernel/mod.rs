@@ -1,6 +1,6 @@
 //! The runtime core: the engine's shared state ([`Kernel`]), one
 //! transition and its one batch, the resident cache, loading and
-//! recovery, deploying and starting, and what a committed transition sets
+//! recovery, the model catalog, starting, and what a committed transition sets
 //! off (continuations, subflow children, timers, packages, refill).
 //!
 //! May use: `persist` (rows), the services' hooks, and the API's error,
@@ -11,6 +11,7 @@ pub(crate) mod cache;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod loading;
+pub(crate) mod models;
 pub(crate) mod shared;
 pub(crate) mod start;
 

@@ -27,7 +27,6 @@ use std::time::Duration;
 
 use acts_store::{BatchOp, KvStore};
 use parking_lot::RwLock;
-use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
@@ -36,7 +35,7 @@ use crate::durable::{
 };
 use crate::model::{ModelLimits, Vars, Workflow};
 use crate::package::PackageRegistry;
-use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services};
+use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services, TaskError};
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
@@ -199,6 +198,7 @@ impl Kernel {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: Some(&self.snapshots),
+            models: Some(self),
             limits: self.config.run_limits,
         }
     }
@@ -398,15 +398,16 @@ impl Kernel {
                         child_pid,
                         to,
                         options,
-                    } => match self.model(to).await {
-                        Ok(m) => {
+                    } => match self.deployed(to) {
+                        Some(m) => {
                             extra.extend(self.child_row_ops(&m, child_pid, options.clone()));
                             requests.push(r);
                         }
-                        Err(e) => {
-                            let mut o = Vars::new();
-                            o.insert("ecode".into(), Value::String("subflow".into()));
-                            o.insert("message".into(), Value::String(e.to_string()));
+                        None => {
+                            // Removed since the core checked (a race with
+                            // `remove_model`): fail the act as the core does.
+                            let e = EngineError::ModelNotFound(to.clone());
+                            let o = TaskError::new("subflow", e.to_string()).to_vars();
                             if let Err(e) = process.act(tid, Action::Error, o, svc) {
                                 warn!(pid = %pid, error = %e, "cannot fail a subflow act");
                             }

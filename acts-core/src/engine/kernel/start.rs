@@ -1,108 +1,23 @@
-//! Deploying models and starting processes: validation and the model
-//! cache, admission (resident or parked), and the first transition.
-
-use std::sync::Arc;
+//! Starting processes: admission (resident or parked) and the first
+//! transition.
 
 use serde_json::Value;
 use tracing::{Instrument, debug, info_span};
 
 use crate::durable::Collection;
-use crate::model::{SourceMap, Vars, Workflow, validate};
+use crate::model::Vars;
 use crate::scheduler::{Process, TaskState};
-use crate::tree::{ModelTree, long_id};
+use crate::tree::long_id;
 
 use crate::engine::api::error::EngineError;
-use crate::engine::api::info::{ModelInfo, ProcInfo};
+use crate::engine::api::info::ProcInfo;
 use crate::engine::kernel::cache::{Admission, ProcHandle};
-use crate::engine::kernel::shared::{DeployedModel, Kernel};
+use crate::engine::kernel::shared::DeployedModel;
+use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
-use crate::engine::persist::rows::{ModelRow, ProcRow};
+use crate::engine::persist::rows::ProcRow;
 
 impl Kernel {
-    // ---- models -------------------------------------------------------
-
-    /// Validates and stores a model; a later deploy of the same id
-    /// replaces it for new processes.
-    pub(crate) async fn deploy(
-        &self,
-        workflow: &Workflow,
-        source: &SourceMap,
-    ) -> Result<ModelInfo, EngineError> {
-        self.check_open()?;
-        let json = workflow.to_json();
-        if json.len() > self.config.model_limits.max_bytes {
-            return Err(EngineError::TooLarge {
-                what: format!("model '{}'", workflow.id),
-                size: json.len(),
-                limit: self.config.model_limits.max_bytes,
-                setting: "model_limits.max_bytes",
-            });
-        }
-        validate(workflow, source, &self.packages)?;
-        let tree = Arc::new(ModelTree::build(workflow)?);
-        let models = Collection::<ModelRow>::new(self.store.clone());
-        let old = models.get(&workflow.id).await?;
-        let row = ModelRow {
-            id: workflow.id.clone(),
-            name: workflow.name.clone(),
-            ver: workflow.ver.clone(),
-            model: json,
-            deployed_at: self.now(),
-            revision: old.as_ref().map_or(1, |o| o.revision + 1),
-        };
-        let mut ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
-        // The model's triggers go in the same batch.
-        ops.extend(self.trigger_ops(workflow).await?);
-        self.write(None, ops).await?;
-        if workflow.on.iter().any(|t| t.kind == "schedule") {
-            self.arm_schedules().await?;
-        }
-        let info = ModelInfo::from(&row);
-        self.models.write().insert(
-            row.id.clone(),
-            Arc::new(DeployedModel {
-                row,
-                workflow: workflow.clone(),
-                tree,
-            }),
-        );
-        Ok(info)
-    }
-
-    pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
-        if let Some(m) = self.models.read().get(id) {
-            return Ok(m.clone());
-        }
-        let row = Collection::<ModelRow>::new(self.store.clone())
-            .get(id)
-            .await?
-            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
-        let workflow = Workflow::from_json(&row.model).map_err(|e| {
-            EngineError::Corrupt(format!("model '{id}': the stored model is unreadable: {e}"))
-        })?;
-        let tree = Arc::new(ModelTree::build(&workflow)?);
-        let m = Arc::new(DeployedModel {
-            row,
-            workflow,
-            tree,
-        });
-        self.models.write().insert(id.to_owned(), m.clone());
-        Ok(m)
-    }
-
-    pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
-        self.check_open()?;
-        let models = Collection::<ModelRow>::new(self.store.clone());
-        let Some(row) = models.get(id).await? else {
-            return Ok(false);
-        };
-        let mut ops = Collection::<ModelRow>::delete_ops(&row);
-        ops.extend(self.trigger_delete_ops(id).await?);
-        self.write(None, ops).await?;
-        self.models.write().remove(id);
-        Ok(true)
-    }
-
     // ---- starting processes ---------------------------------------------
 
     /// Starts a process of model `model_id` with start options `vars` (a

@@ -8,7 +8,3 @@ pub(crate) mod process;
 pub(crate) mod rows;
 
 pub(crate) use process::*;
-pub use rows::{
-    ChannelRow, DeliveryRow, DeliveryState, EventRow, MessageRow, ModelRow, OpRow, PackageRow,
-    ProcRow, TaskRow, VarsRow, delivery_row_id, task_row_id,
-};

@@ -10,11 +10,10 @@
 use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
-use serde_json::Value;
 
 use crate::durable::{Collection, CollectionError};
 use crate::model::{Vars, Workflow};
-use crate::scheduler::{Process, Task, TaskState, TaskTable};
+use crate::scheduler::{Process, Task, TaskError, TaskState, TaskTable};
 use crate::tree::ModelTree;
 
 use crate::engine::persist::rows::{
@@ -60,7 +59,7 @@ struct TaskView<'a> {
     state: crate::scheduler::TaskState,
     sign: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    err: &'a Option<(String, String)>,
+    err: &'a Option<TaskError>,
     start_time: i64,
     end_time: i64,
 }
@@ -298,16 +297,11 @@ pub(crate) fn subflow_return(p: &Process) -> Option<OpRow> {
         TaskState::Aborted => "abort",
         TaskState::Skipped => "skip",
         TaskState::Error => {
-            let (ecode, message) = root.err.clone().unwrap_or_default();
-            options.insert(
-                "ecode".into(),
-                Value::String(if ecode.is_empty() {
-                    "subflow".into()
-                } else {
-                    ecode
-                }),
-            );
-            options.insert("message".into(), Value::String(message));
+            let mut err = root.err.clone().unwrap_or_default();
+            if err.ecode.is_empty() {
+                err.ecode = "subflow".into();
+            }
+            options.extend(err.to_vars());
             "error"
         }
         _ => "next",
@@ -335,7 +329,7 @@ mod tests {
         let w = Workflow::new().with_id("m").with_step(|s| s.with_id("s1"));
         let mut p = Process::new("p1", Arc::new(ModelTree::build(&w).unwrap()), Vars::new());
         let root = p.root();
-        p.tasks.set_err(root, "E1", "failed");
+        p.tasks.set_err(root, TaskError::new("E1", "failed"));
         let task = p.tasks.get(root).unwrap().clone();
         let view = serde_json::to_value(task_view(&p, root, &task)).unwrap();
         let row = TaskRow {
@@ -347,7 +341,7 @@ mod tests {
             prev: None,
             state: TaskState::Error,
             sign: task.sign.0,
-            err: Some(("E1".into(), "failed".into())),
+            err: Some(TaskError::new("E1", "failed")),
             start_time: task.start_time,
             end_time: task.end_time,
         };

@@ -14,9 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::durable::{IndexValue, Row};
+use crate::durable::{IndexValue, impl_row};
 use crate::model::Vars;
-use crate::scheduler::TaskState;
+use crate::scheduler::{TaskError, TaskState};
 use crate::tree::NodeData;
 
 /// A deployed model.
@@ -36,19 +36,9 @@ pub struct ModelRow {
     pub revision: u32,
 }
 
-impl Row for ModelRow {
-    const COLLECTION: &'static str = "models";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["deployed_at"];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![IndexValue::Int(self.deployed_at)]
-    }
-}
+impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
+    "deployed_at" => IndexValue::Int(r.deployed_at),
+});
 
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,7 +66,7 @@ pub struct ProcRow {
     pub start_vars: Vars,
     /// The error the process ended with: `(ecode, message)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub err: Option<(String, String)>,
+    pub err: Option<TaskError>,
     /// The dynamic nodes of its tree, in creation order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeData>,
@@ -86,30 +76,11 @@ pub struct ProcRow {
     pub pending: Vec<String>,
 }
 
-impl ProcRow {
-    /// The state as stored in the index.
-    pub fn state_key(state: TaskState) -> &'static str {
-        state.as_str()
-    }
-}
-
-impl Row for ProcRow {
-    const COLLECTION: &'static str = "procs";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["state", "mid", "timestamp"];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![
-            IndexValue::Str(Self::state_key(self.state).to_owned()),
-            IndexValue::Str(self.mid.clone()),
-            IndexValue::Int(self.timestamp),
-        ]
-    }
-}
+impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
+    "state" => IndexValue::Str(r.state.as_str().to_owned()),
+    "mid" => IndexValue::Str(r.mid.clone()),
+    "timestamp" => IndexValue::Int(r.timestamp),
+});
 
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,7 +105,7 @@ pub struct TaskRow {
     pub sign: u32,
     /// Error `(ecode, message)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub err: Option<(String, String)>,
+    pub err: Option<TaskError>,
     /// Start time (ms).
     pub start_time: i64,
     /// End time (ms, 0 while not terminal).
@@ -151,21 +122,15 @@ pub fn task_row_id(pid: &str, tid: &str) -> String {
     format!("{pid}/{tid}")
 }
 
-/// Task and scope rows are read per process by their id prefix `<pid>/`
-/// (pids contain no `/`), so they need no secondary index.
-impl Row for TaskRow {
-    const COLLECTION: &'static str = "tasks";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &[];
-
-    fn id(&self) -> String {
-        task_row_id(&self.pid, &self.tid)
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        Vec::new()
-    }
-}
+// Task and scope rows are read per process by their id prefix `<pid>/`
+// (pids contain no `/`), so they need no secondary index.
+impl_row!(
+    TaskRow,
+    "tasks",
+    version = 1,
+    |r| task_row_id(&r.pid, &r.tid),
+    {}
+);
 
 /// One task's data scope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,19 +143,13 @@ pub struct VarsRow {
     pub data: Vars,
 }
 
-impl Row for VarsRow {
-    const COLLECTION: &'static str = "vars";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &[];
-
-    fn id(&self) -> String {
-        task_row_id(&self.pid, &self.tid)
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        Vec::new()
-    }
-}
+impl_row!(
+    VarsRow,
+    "vars",
+    version = 1,
+    |r| task_row_id(&r.pid, &r.tid),
+    {}
+);
 
 /// An outbox record: an action to apply to another process's act.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,22 +170,10 @@ pub struct OpRow {
     pub created_at: i64,
 }
 
-impl Row for OpRow {
-    const COLLECTION: &'static str = "ops";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["created_at", "pid"];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![
-            IndexValue::Int(self.created_at),
-            IndexValue::Str(self.pid.clone()),
-        ]
-    }
-}
+impl_row!(OpRow, "ops", version = 1, |r| r.id.clone(), {
+    "created_at" => IndexValue::Int(r.created_at),
+    "pid" => IndexValue::Str(r.pid.clone()),
+});
 
 /// A message a process emitted, kept while durable channels have not
 /// settled its deliveries.
@@ -240,19 +187,9 @@ pub struct MessageRow {
     pub message: crate::scheduler::Message,
 }
 
-impl Row for MessageRow {
-    const COLLECTION: &'static str = "messages";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["pid"];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![IndexValue::Str(self.pid.clone())]
-    }
-}
+impl_row!(MessageRow, "messages", version = 1, |r| r.id.clone(), {
+    "pid" => IndexValue::Str(r.pid.clone()),
+});
 
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -313,23 +250,11 @@ pub fn delivery_row_id(channel: &str, msg_id: &str) -> String {
     format!("{channel}/{msg_id}")
 }
 
-impl Row for DeliveryRow {
-    const COLLECTION: &'static str = "deliveries";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["channel", "pid", "state"];
-
-    fn id(&self) -> String {
-        delivery_row_id(&self.channel, &self.msg_id)
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![
-            IndexValue::Str(self.channel.clone()),
-            IndexValue::Str(self.pid.clone()),
-            IndexValue::Str(self.state.as_str().to_owned()),
-        ]
-    }
-}
+impl_row!(DeliveryRow, "deliveries", version = 1, |r| delivery_row_id(&r.channel, &r.msg_id), {
+    "channel" => IndexValue::Str(r.channel.clone()),
+    "pid" => IndexValue::Str(r.pid.clone()),
+    "state" => IndexValue::Str(r.state.as_str().to_owned()),
+});
 
 /// A durable channel's registration: its filters keep recording
 /// deliveries while its client is away (e.g. across an engine restart).
@@ -341,23 +266,11 @@ pub struct ChannelRow {
     pub options: crate::engine::filter::ChannelOptions,
 }
 
-impl Row for ChannelRow {
-    const COLLECTION: &'static str = "channels";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &[];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        Vec::new()
-    }
-}
+impl_row!(ChannelRow, "channels", version = 1, |r| r.id.clone(), {});
 
 /// A model's trigger (`on:`), with the schedule state of cron triggers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventRow {
+pub struct TriggerRow {
     /// `<model id>:<trigger id>`.
     pub id: String,
     /// The model.
@@ -377,22 +290,12 @@ pub struct EventRow {
     pub last_run: i64,
 }
 
-impl Row for EventRow {
-    const COLLECTION: &'static str = "events";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &["kind", "mid"];
-
-    fn id(&self) -> String {
-        self.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        vec![
-            IndexValue::Str(self.kind.clone()),
-            IndexValue::Str(self.mid.clone()),
-        ]
-    }
-}
+// Stored under the collection's first name, `events`, so stores written
+// before the rename keep their triggers and schedules.
+impl_row!(TriggerRow, "events", version = 1, |r| r.id.clone(), {
+    "kind" => IndexValue::Str(r.kind.clone()),
+    "mid" => IndexValue::Str(r.mid.clone()),
+});
 
 /// A package the engine knows (built-in or registered by the
 /// application), published at start so tools can list them.
@@ -404,16 +307,10 @@ pub struct PackageRow {
     pub builtin: bool,
 }
 
-impl Row for PackageRow {
-    const COLLECTION: &'static str = "packages";
-    const VERSION: u32 = 1;
-    const INDEXED: &'static [&'static str] = &[];
-
-    fn id(&self) -> String {
-        self.package.id.clone()
-    }
-
-    fn index_values(&self) -> Vec<IndexValue> {
-        Vec::new()
-    }
-}
+impl_row!(
+    PackageRow,
+    "packages",
+    version = 1,
+    |r| r.package.id.clone(),
+    {}
+);

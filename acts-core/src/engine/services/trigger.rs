@@ -1,7 +1,7 @@
 //! Triggers (`on:` in a model): manual and hook triggers fired through the
 //! executor, and cron schedules fired by the engine's timer.
 //!
-//! Deploy writes one event row per trigger (`<model>:<trigger>`) in the
+//! Deploy writes one trigger row per trigger (`<model>:<trigger>`) in the
 //! same batch as the model. A schedule's `next_run` is the next fire time
 //! after the deploy (cron with six fields, evaluated in UTC); a re-deploy
 //! keeps it unless the cron text changed. The schedule timer fires every
@@ -23,7 +23,7 @@ use crate::model::{Vars, Workflow};
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::ProcInfo;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
-use crate::engine::persist::rows::EventRow;
+use crate::engine::persist::rows::TriggerRow;
 
 /// The next fire time of `cron` strictly after `after_ms` (0: never).
 pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
@@ -38,14 +38,14 @@ pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
 }
 
 impl Kernel {
-    /// The event rows of `workflow`'s triggers (keeping the schedule state
+    /// The trigger rows of `workflow`'s triggers (keeping the schedule state
     /// of unchanged crons), and deletes of triggers no longer declared.
     pub(crate) async fn trigger_ops(
         &self,
         workflow: &Workflow,
     ) -> Result<Vec<BatchOp>, EngineError> {
-        let events = Collection::<EventRow>::new(self.store.clone());
-        let old = events
+        let triggers = Collection::<TriggerRow>::new(self.store.clone());
+        let old = triggers
             .query_all(&Query::new().filter(Filter::eq("mid", workflow.id.as_str())))
             .await?;
         let now = self.now();
@@ -69,7 +69,7 @@ impl Kernel {
                 },
                 _ => (0, 0),
             };
-            let row = EventRow {
+            let row = TriggerRow {
                 id: id.clone(),
                 mid: workflow.id.clone(),
                 trigger: t.id.clone(),
@@ -79,52 +79,52 @@ impl Kernel {
                 next_run,
                 last_run,
             };
-            ops.extend(Collection::<EventRow>::upsert_ops(previous, &row));
+            ops.extend(Collection::<TriggerRow>::upsert_ops(previous, &row));
             keep.push(id);
         }
         for o in old.iter().filter(|o| !keep.contains(&o.id)) {
-            ops.extend(Collection::<EventRow>::delete_ops(o));
+            ops.extend(Collection::<TriggerRow>::delete_ops(o));
         }
         Ok(ops)
     }
 
     /// The deletes of every trigger of model `mid`.
     pub(crate) async fn trigger_delete_ops(&self, mid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        let rows = Collection::<EventRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store.clone())
             .query_all(&Query::new().filter(Filter::eq("mid", mid)))
             .await?;
         Ok(rows
             .iter()
-            .flat_map(Collection::<EventRow>::delete_ops)
+            .flat_map(Collection::<TriggerRow>::delete_ops)
             .collect())
     }
 
-    /// Fires trigger `event_id` (`<model>:<trigger>`) with `payload` (null:
+    /// Starts the model of trigger `trigger_id` (`<model>:<trigger>`) with `payload` (null:
     /// the trigger's default params): manual and hook triggers start the
     /// model; a schedule cannot be fired by hand.
-    pub(crate) async fn fire(
+    pub(crate) async fn start_trigger(
         &self,
-        event_id: &str,
+        trigger_id: &str,
         payload: Value,
     ) -> Result<ProcInfo, EngineError> {
-        let row = Collection::<EventRow>::new(self.store.clone())
-            .get(event_id)
+        let row = Collection::<TriggerRow>::new(self.store.clone())
+            .get(trigger_id)
             .await?
             .ok_or_else(|| EngineError::Trigger {
-                id: event_id.to_owned(),
+                id: trigger_id.to_owned(),
                 message: "no such trigger (ids are <model id>:<trigger id>)".into(),
             })?;
         match row.kind.as_str() {
             "manual" | "hook" => {}
             "schedule" => {
                 return Err(EngineError::Trigger {
-                    id: event_id.to_owned(),
+                    id: trigger_id.to_owned(),
                     message: "cannot start the schedule trigger manually".into(),
                 });
             }
             other => {
                 return Err(EngineError::Trigger {
-                    id: event_id.to_owned(),
+                    id: trigger_id.to_owned(),
                     message: format!("trigger kind '{other}' has no starter in this engine"),
                 });
             }
@@ -139,7 +139,7 @@ impl Kernel {
             Value::Object(m) => m,
             other => {
                 return Err(EngineError::Trigger {
-                    id: event_id.to_owned(),
+                    id: trigger_id.to_owned(),
                     message: format!("invalid trigger payload: expected an object, got {other}"),
                 });
             }
@@ -154,12 +154,12 @@ impl Kernel {
         name: &str,
         payload: Value,
     ) -> Result<Vec<ProcInfo>, EngineError> {
-        let rows = Collection::<EventRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store.clone())
             .query_all(&Query::new().filter(Filter::eq("kind", "hook")))
             .await?;
         let mut started = Vec::new();
         for r in rows.into_iter().filter(|r| r.trigger == name) {
-            started.push(self.fire(&r.id, payload.clone()).await?);
+            started.push(self.start_trigger(&r.id, payload.clone()).await?);
         }
         Ok(started)
     }
@@ -177,9 +177,9 @@ impl Kernel {
     }
 
     async fn fire_due_schedules(&self) -> Result<(), EngineError> {
-        let events = Collection::<EventRow>::new(self.store.clone());
+        let triggers = Collection::<TriggerRow>::new(self.store.clone());
         let now = self.now();
-        let due: Vec<EventRow> = events
+        let due: Vec<TriggerRow> = triggers
             .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
             .await?
             .into_iter()
@@ -192,12 +192,12 @@ impl Kernel {
             }
             let cron = row.schedule.clone().unwrap_or_default();
             let next_run = next_fire(&cron, now).unwrap_or(0);
-            let new = EventRow {
+            let new = TriggerRow {
                 last_run: now,
                 next_run,
                 ..row.clone()
             };
-            self.write(None, vec![Collection::<EventRow>::put_row_op(&new)])
+            self.write(None, vec![Collection::<TriggerRow>::put_row_op(&new)])
                 .await?;
         }
         Ok(())
@@ -205,7 +205,7 @@ impl Kernel {
 
     /// Arms the schedule timer for the earliest `next_run`.
     pub(crate) async fn arm_schedules(&self) -> Result<(), EngineError> {
-        let rows = Collection::<EventRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store.clone())
             .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
             .await?;
         let due = rows.iter().map(|r| r.next_run).filter(|n| *n > 0).min();

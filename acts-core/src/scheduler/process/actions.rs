@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::model::NodeKind;
 use crate::model::{Act, Vars};
-use crate::scheduler::{TaskIx, TaskState, is_reserved};
+use crate::scheduler::{TaskError, TaskIx, TaskState, is_reserved};
 
 use super::{Job, Process, Services};
 
@@ -327,7 +327,7 @@ impl Process {
                     .unwrap_or_default()
                     .to_owned();
                 self.tasks.set_data(t, &options);
-                self.fail(t, &ecode, &message, svc);
+                self.fail(t, TaskError::new(ecode, message), svc);
             }
             Action::SetProcessVars => {
                 let root = self.root();
@@ -405,10 +405,10 @@ impl Process {
             }
         })?;
         self.dispatch_act(t, act)
-            .map_err(|(_, m)| ActionError::BadOptions {
+            .map_err(|e| ActionError::BadOptions {
                 pid,
                 tid,
-                message: m,
+                message: e.message,
             })?;
         self.run(svc);
         Ok(())

@@ -2,18 +2,18 @@
 //! and handing it to a step's catches.
 
 use crate::model::NodeKind;
-use crate::scheduler::{Sign, TaskIx, TaskState};
+use crate::scheduler::{Sign, TaskError, TaskIx, TaskState};
 use crate::tree::ChildKind;
 
 use super::{Job, Process, Services};
 
 impl Process {
     /// Fails `t` and propagates the error up to the root.
-    pub(super) fn fail(&mut self, t: TaskIx, ecode: &str, message: &str, svc: Services<'_>) {
+    pub(super) fn fail(&mut self, t: TaskIx, err: TaskError, svc: Services<'_>) {
         if self.state_of(t).is_terminal() {
             return; // overridden by an action while its job ran
         }
-        self.tasks.set_err(t, ecode, message);
+        self.tasks.set_err(t, err);
         self.propagate_error(t, svc);
     }
 
@@ -27,7 +27,7 @@ impl Process {
             if self.state_of(parent).is_terminal() {
                 return;
             }
-            let (ecode, message) = self
+            let err = self
                 .tasks
                 .get(cur)
                 .and_then(|x| x.err.clone())
@@ -36,7 +36,7 @@ impl Process {
                 let outputs = self.tasks.outputs(cur, &self.exposes_of(cur));
                 self.tasks.update_data(parent, &outputs);
             }
-            self.tasks.set_err(parent, &ecode, &message);
+            self.tasks.set_err(parent, err);
             if self.start_catching(parent) {
                 return;
             }

@@ -5,13 +5,13 @@
 use serde_json::Value;
 
 use crate::model::{Act, NodeKind};
-use crate::scheduler::{Sign, TaskIx, TaskState};
+use crate::scheduler::{Sign, TaskError, TaskIx, TaskState};
 use crate::tree::{ChildKind, NodeContent, NodeIx, short_id};
 
 use super::{Job, Process, Services};
 
 impl Process {
-    pub(super) fn next(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    pub(super) fn next(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let Some(task) = self.tasks.get(t) else {
             return Ok(());
         };
@@ -90,11 +90,7 @@ impl Process {
         Ok(())
     }
 
-    pub(super) fn auto_complete(
-        &mut self,
-        t: TaskIx,
-        svc: Services<'_>,
-    ) -> Result<(), (String, String)> {
+    pub(super) fn auto_complete(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         if self.state_of(t) != TaskState::Running {
             return Ok(());
         }
@@ -140,13 +136,7 @@ impl Process {
                     .get(t)
                     .map(|x| x.data.clone())
                     .unwrap_or_default();
-                let text = |k: &str| {
-                    data.get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                self.tasks.set_err(t, &text("ecode"), &text("message"));
+                self.tasks.set_err(t, TaskError::from_vars(&data));
                 self.tasks.sign(t, Sign::NEXT_COMPLETE);
                 self.propagate_error(t, svc);
                 return Ok(());
@@ -190,11 +180,7 @@ impl Process {
 
     /// The kind's decision after a task finished: `true` to hand over to
     /// the parent, `false` when the flow continues elsewhere.
-    pub(super) fn kind_next(
-        &mut self,
-        t: TaskIx,
-        state: TaskState,
-    ) -> Result<bool, (String, String)> {
+    pub(super) fn kind_next(&mut self, t: TaskIx, state: TaskState) -> Result<bool, TaskError> {
         let node = self.node_of(t);
         let Some(n) = self.tree.node(node).cloned() else {
             return Ok(true);
@@ -248,11 +234,7 @@ impl Process {
 
     /// Runs `act` under task `owner` (a step's `uses`, a pushed act): a new
     /// dynamic node, a task following the owner, queued to run.
-    pub(super) fn dispatch_act(
-        &mut self,
-        owner: TaskIx,
-        act: Act,
-    ) -> Result<TaskIx, (String, String)> {
+    pub(super) fn dispatch_act(&mut self, owner: TaskIx, act: Act) -> Result<TaskIx, TaskError> {
         let act_node = self.tree.dispatch_act(self.node_of(owner), act);
         let child = self.new_task(act_node, Some(owner))?;
         self.queue.push_back(Job::Exec(child));
@@ -263,7 +245,7 @@ impl Process {
         &mut self,
         node: NodeIx,
         prev: Option<TaskIx>,
-    ) -> Result<TaskIx, (String, String)> {
+    ) -> Result<TaskIx, TaskError> {
         let max = self.limits.max_node_runs;
         if max > 0 && self.tasks.runs_of(node) >= max {
             self.limit_hit = true;
@@ -271,8 +253,8 @@ impl Process {
                 || (String::new(), String::new()),
                 |n| (n.id.clone(), n.content.name().to_owned()),
             );
-            return Err((
-                String::new(),
+            return Err(TaskError::new(
+                "",
                 format!(
                     "node '{id}' ({name}) in process '{}' was executed more than {max} times, a loop in the workflow is likely (limit: max_node_runs)",
                     self.pid

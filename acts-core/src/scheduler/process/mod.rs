@@ -27,8 +27,9 @@ use crate::package::PackageRegistry;
 use crate::script::{ScriptEngine, ScriptKind, substitute};
 use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree};
 
-use super::message::{Message, message_state};
+use super::message::Message;
 use super::state::TaskState;
+use super::task_error::TaskError;
 use super::tasks::{Sign, TaskIx, TaskTable};
 
 /// What a process needs from the engine to run.
@@ -40,8 +41,17 @@ pub struct Services<'a> {
     pub packages: &'a PackageRegistry,
     /// External data sealed into tasks (snapshots), if any.
     pub seals: Option<&'a dyn super::seal::Seals>,
+    /// Which models are deployed (what a subflow may start); `None`: any
+    /// id is taken as deployed.
+    pub models: Option<&'a dyn ModelCatalog>,
     /// Bounds on the work of a process.
     pub limits: RunLimits,
+}
+
+/// The deployed models, as the core asks about them.
+pub trait ModelCatalog: Sync {
+    /// Whether model `id` is deployed.
+    fn has_model(&self, id: &str) -> bool;
 }
 
 /// Bounds on the work of a process, so a runaway loop neither runs forever
@@ -206,9 +216,9 @@ impl Process {
             if let Some(refused) = self.tasks.take_refused()
                 && result.is_ok()
             {
-                result = Err((String::new(), refused));
+                result = Err(TaskError::new("", refused));
             }
-            if let Err((ecode, message)) = result {
+            if let Err(err) = result {
                 // The run limit is hit when a finished task would be
                 // followed: the error belongs to the scope that loops.
                 let target = if std::mem::take(&mut self.limit_hit) {
@@ -216,14 +226,14 @@ impl Process {
                 } else {
                     task
                 };
-                self.fail(target, &ecode, &message, svc);
+                self.fail(target, err, svc);
             }
         }
     }
 
     // ---- exec ---------------------------------------------------------
 
-    fn exec(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    fn exec(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let state = self.state_of(t);
         if state.is_terminal() {
             return Ok(());
@@ -271,7 +281,7 @@ impl Process {
     }
 
     /// inputs = prev's outputs overlaid with the node's vars (evaluated).
-    fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
             Some(prev) => self.tasks.outputs(prev, &self.exposes_of(prev)),
             None => Vars::new(),
@@ -287,7 +297,7 @@ impl Process {
         let scope = self.tasks.script_scope(t);
         for v in vars {
             let value = substitute::vars(svc.scripts, &v.value, &scope)
-                .map_err(|e| (String::new(), e.to_string()))?;
+                .map_err(|e| TaskError::new("", e.to_string()))?;
             inputs.insert(v.name.clone(), value);
         }
         if t == self.root() {
@@ -305,7 +315,7 @@ impl Process {
 
     /// Seals the registered snapshot targets into task `t` (see
     /// [`super::seal`]).
-    fn seal(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    fn seal(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         use super::seal::{OnMissing, SEALED, SealPolicy, scope_key};
         let Some(seals) = svc.seals else {
             return Ok(());
@@ -333,10 +343,10 @@ impl Process {
             {
                 continue; // inherited from the lineage
             }
-            let missing = |message: String| -> Result<(), (String, String)> {
+            let missing = |message: String| -> Result<(), TaskError> {
                 match target.on_missing {
                     OnMissing::Skip => Ok(()),
-                    OnMissing::Error => Err((String::new(), message)),
+                    OnMissing::Error => Err(TaskError::new("", message)),
                 }
             };
             let scope = match scope_key(&target, |v| self.tasks.find(t, v).cloned()) {
@@ -379,18 +389,13 @@ impl Process {
         }
     }
 
-    fn condition(
-        &self,
-        t: TaskIx,
-        expr: &str,
-        svc: Services<'_>,
-    ) -> Result<bool, (String, String)> {
+    fn condition(&self, t: TaskIx, expr: &str, svc: Services<'_>) -> Result<bool, TaskError> {
         svc.scripts
             .eval_bool(expr, self.tasks.script_scope(t))
-            .map_err(|e| (String::new(), e.to_string()))
+            .map_err(|e| TaskError::new("", e.to_string()))
     }
 
-    fn init(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    fn init(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         match self.content(t).as_deref() {
             Some(NodeContent::Workflow(w)) => {
                 for v in &w.env {
@@ -428,7 +433,10 @@ impl Process {
                 }
                 if a.uses.trim().is_empty() {
                     let nid = self.node_id(t);
-                    return Err((String::new(), format!("cannot find 'uses' in act '{nid}'")));
+                    return Err(TaskError::new(
+                        "",
+                        format!("cannot find 'uses' in act '{nid}'"),
+                    ));
                 }
                 self.tasks.sign(t, Sign::NO_EMIT);
             }
@@ -469,13 +477,13 @@ impl Process {
             .count()
     }
 
-    fn run_kind(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), (String, String)> {
+    fn run_kind(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
                     let scope = self.tasks.script_scope(t);
                     let params = substitute::params(svc.scripts, &s.params, &scope)
-                        .map_err(|e| (String::new(), e.to_string()))?;
+                        .map_err(|e| TaskError::new("", e.to_string()))?;
                     let mut act = Act::new(uses.clone(), params);
                     act.name = s.name.clone();
                     act.options = s.options.clone();
@@ -486,7 +494,7 @@ impl Process {
                 if let Some(script) = &b.run {
                     svc.scripts
                         .eval(ScriptKind::Expression, script, self.tasks.script_scope(t))
-                        .map_err(|e| (String::new(), e.to_string()))?;
+                        .map_err(|e| TaskError::new("", e.to_string()))?;
                 }
             }
             Some(NodeContent::Act(a)) => {
@@ -545,8 +553,8 @@ impl Process {
             inputs,
             err,
             time,
-            r#type: Message::type_of(node.content.kind()).to_owned(),
-            state: message_state(state).to_owned(),
+            r#type: node.content.kind().into(),
+            state: state.into(),
             pid: self.pid.clone(),
             tid: task.id.clone(),
             nid: node.id.clone(),

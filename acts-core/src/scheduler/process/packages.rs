@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::model::{Act, Vars};
 use crate::package::RunAs;
-use crate::scheduler::{Sign, TaskIx, TaskState};
+use crate::scheduler::{Sign, TaskError, TaskIx, TaskState};
 use crate::script::{ScriptEffect, ScriptKind, substitute};
 
 use super::{Action, Process, Request, Services};
@@ -16,17 +16,20 @@ impl Process {
         t: TaskIx,
         act: &Act,
         svc: Services<'_>,
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), TaskError> {
         let Some(def) = svc.packages.get(&act.uses) else {
-            return Err((String::new(), format!("unknown package '{}'", act.uses)));
+            return Err(TaskError::new(
+                "",
+                format!("unknown package '{}'", act.uses),
+            ));
         };
         let run_as = def.run_as;
         let scope = self.tasks.script_scope(t);
         let params = substitute::params(svc.scripts, &act.params, &scope)
-            .map_err(|e| (String::new(), e.to_string()))?;
+            .map_err(|e| TaskError::new("", e.to_string()))?;
         svc.packages
             .check_params(&act.uses, &params)
-            .map_err(|e| (String::new(), e.to_string()))?;
+            .map_err(|e| TaskError::new("", e.to_string()))?;
         let mut data = Vars::new();
         data.insert(
             "__run_as".into(),
@@ -47,7 +50,7 @@ impl Process {
                     let out = svc
                         .scripts
                         .eval(ScriptKind::Code, code, self.tasks.script_scope(t))
-                        .map_err(|e| (String::new(), e.to_string()))?;
+                        .map_err(|e| TaskError::new("", e.to_string()))?;
                     self.apply_effects(t, out.effects);
                     if let Value::Object(vars) = out.value {
                         self.tasks.update_data(t, &vars);
@@ -96,8 +99,8 @@ impl Process {
                         .and_then(Value::as_str)
                         .unwrap_or_default();
                     let Ok(action) = name.parse::<Action>() else {
-                        return Err((
-                            String::new(),
+                        return Err(TaskError::new(
+                            "",
                             format!(
                                 "acts.core.action: action '{name}' cannot be applied by a package"
                             ),
@@ -109,7 +112,7 @@ impl Process {
                         .cloned()
                         .unwrap_or_default();
                     self.apply_action(t, action, options, svc)
-                        .map_err(|e| (String::new(), e.to_string()))?;
+                        .map_err(|e| TaskError::new("", e.to_string()))?;
                 }
                 "acts.core.subflow" => {
                     let to = params
@@ -117,6 +120,14 @@ impl Process {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned();
+                    if svc.models.is_some_and(|m| !m.has_model(&to)) {
+                        return Err(TaskError::new(
+                            "subflow",
+                            format!(
+                                "model '{to}' is not deployed (deploy it first, or check the id)"
+                            ),
+                        ));
+                    }
                     let mut options = params
                         .get("options")
                         .and_then(Value::as_object)
@@ -159,17 +170,13 @@ impl Process {
 
     /// The `acts` list of a block's params, each act given the block's
     /// options (the reference moved them into the first act only).
-    pub(super) fn acts_param(
-        &self,
-        params: &Value,
-        options: &Vars,
-    ) -> Result<Vec<Act>, (String, String)> {
+    pub(super) fn acts_param(&self, params: &Value, options: &Vars) -> Result<Vec<Act>, TaskError> {
         let list = params
             .get("acts")
             .cloned()
             .unwrap_or(Value::Array(Vec::new()));
         let mut acts: Vec<Act> = serde_json::from_value(list)
-            .map_err(|e| (String::new(), format!("`acts` is not a list of acts: {e}")))?;
+            .map_err(|e| TaskError::new("", format!("`acts` is not a list of acts: {e}")))?;
         for a in &mut acts {
             for (k, v) in options {
                 a.options.entry(k.clone()).or_insert_with(|| v.clone());

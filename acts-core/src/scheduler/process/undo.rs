@@ -21,7 +21,7 @@ impl Process {
             .get(target)
             .map(|x| (x.node, x.prev))
             .ok_or("the step to run again is gone")?;
-        let task = self.new_task(node, prev).map_err(|(_, m)| m)?;
+        let task = self.new_task(node, prev).map_err(|e| e.message)?;
         self.queue.push_back(Job::Exec(task));
         Ok(())
     }
