@@ -12,7 +12,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use acts::{Engine, Executor, ManualClock, Message, TaskError, TaskState, Vars};
+use acts::{
+    Engine, Executor, ManualClock, Message, MessageState, MessageType, TaskError, TaskState, Vars,
+};
 use serde_json::{Value, json};
 use tokio::io::{BufReader, Lines, Stdin};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -176,14 +178,17 @@ impl Driver {
                 "state": m.state,
                 "pid": m.pid,
             }));
-        if m.r#type == "act" {
+        if m.r#type == MessageType::Act {
             let at = (m.pid.clone(), m.tid.clone());
             if let Some(k) = &m.key {
                 self.seen.insert(k.clone(), at.clone());
             }
             self.seen.insert(m.nid.clone(), at);
         }
-        if m.r#type == "act" && m.state == "created" && m.uses.as_deref() == Some("acts.core.irq") {
+        if m.r#type == MessageType::Act
+            && m.state == MessageState::Created
+            && m.uses.as_deref() == Some("acts.core.irq")
+        {
             self.waiting.push(Interrupt {
                 pid: m.pid.clone(),
                 tid: m.tid.clone(),
@@ -351,7 +356,10 @@ impl Driver {
                     continue;
                 };
                 self.on_message(&root, &m);
-                if m.r#type == "workflow" && m.state != "created" && m.pid == root {
+                if m.r#type == MessageType::Workflow
+                    && m.state != MessageState::Created
+                    && m.pid == root
+                {
                     open.retain(|p| *p != root);
                 }
             }

@@ -20,7 +20,7 @@
 //! engine around the core — builder, executor, channels (plain and
 //! durable, with ack, retry and dead-letter), the resident cache, one
 //! transition per atomic batch, recovery, triggers (manual, hook, cron),
-//! snapshots, and the sweeper.
+//! sealed data, and the sweeper.
 //!
 //! ## Where to start reading
 //!

@@ -14,7 +14,7 @@ use std::time::Duration;
 use acts_core::durable::Collection;
 use acts_core::engine::testing::ProcRow;
 use acts_core::engine::{
-    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, SnapshotOptions,
+    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, SealOptions,
 };
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
@@ -432,11 +432,9 @@ async fn snapshots_are_sealed_read_only_and_expire() {
         .store(store().await)
         .clock(Arc::new(clock.clone()))
         .config(config())
-        .snapshot(
+        .sealed_data(
             "rates",
-            SnapshotOptions::per_proc()
-                .with_scope(&["region"])
-                .with_ttl(60),
+            SealOptions::per_proc().with_scope(&["region"]).with_ttl(60),
         )
         .start()
         .await
@@ -447,7 +445,7 @@ async fn snapshots_are_sealed_read_only_and_expire() {
     )
     .await
     .unwrap();
-    e.snapshots()
+    e.sealed_data()
         .upsert(
             "rates",
             "eu",
@@ -476,9 +474,9 @@ async fn snapshots_are_sealed_read_only_and_expire() {
     );
     // After the TTL the entry is gone.
     clock.advance(Duration::from_secs(61));
-    assert!(e.snapshots().read("rates", "eu").is_none());
+    assert!(e.sealed_data().read("rates", "eu").is_none());
     e.housekeeping().await;
-    assert!(e.snapshots().list("rates").is_empty());
+    assert!(e.sealed_data().list("rates").is_empty());
 }
 
 #[tokio::test]

@@ -65,7 +65,7 @@ pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
     EngineConfig, EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
-    ProcInfo, SnapshotEntry, SnapshotOptions, Snapshots, TaskInfo, TriggerInfo,
+    ProcInfo, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo,
 };
 pub use acts_core::model::{Act, Branch, ModelError, ModelLimits, Step, Trigger, Vars, Workflow};
 pub use acts_core::package::{PackageDefinition, RunAs};

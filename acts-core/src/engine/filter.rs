@@ -11,6 +11,7 @@ use crate::scheduler::Message;
 /// without a key or package is matched as the empty string.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct ChannelOptions {
     /// Message type: `workflow`, `step`, `branch`, `act`.
     pub r#type: String,

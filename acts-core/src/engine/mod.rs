@@ -34,7 +34,7 @@
 //! - `persist`: the rows and the one place that turns a process into rows
 //!   and back; it uses only the scheduler, the model and `durable`.
 //! - `services`: deliveries, triggers, housekeeping and sealed data
-//!   (snapshots) — built on the kernel.
+//!   (the reference's snapshots) — built on the kernel.
 
 pub mod api;
 pub(crate) mod filter;
@@ -48,7 +48,7 @@ pub use api::{
     TaskInfo, TriggerInfo,
 };
 pub use kernel::EngineConfig;
-pub use services::{MAX_TTL_SECS, SnapshotEntry, SnapshotOptions, Snapshots};
+pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 
 /// Test hooks (feature `testing`): the row types, so tests can read and
 /// plant what the engine stores. Not API — the storage schema changes

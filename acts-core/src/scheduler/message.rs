@@ -143,6 +143,7 @@ impl From<TaskState> for MessageState {
 
 /// One client-visible state change of a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Message {
     /// Stable message id (clients de-duplicate re-sent messages by it).
     #[serde(default)]

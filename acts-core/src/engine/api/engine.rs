@@ -17,7 +17,7 @@ use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::shared::{self, EngineConfig, Kernel};
-use crate::engine::services::sealed::{SnapshotOptions, Snapshots};
+use crate::engine::services::sealed::{SealOptions, SealedData};
 use crate::package::{PackageRegistry, RunAs};
 use crate::script::{ScriptEngine, ScriptLimits};
 use crate::time::{Clock, SystemClock, TimerService};
@@ -29,7 +29,7 @@ pub struct EngineBuilder {
     clock: Arc<dyn Clock>,
     limits: ScriptLimits,
     packages: Vec<Arc<dyn ActPackage>>,
-    snapshots: Vec<(String, SnapshotOptions)>,
+    sealed: Vec<(String, SealOptions)>,
     resume: bool,
 }
 
@@ -82,9 +82,9 @@ impl EngineBuilder {
         self
     }
 
-    /// Registers a snapshot target before start.
-    pub fn snapshot(mut self, name: &str, options: SnapshotOptions) -> Self {
-        self.snapshots.push((name.to_owned(), options));
+    /// Registers a sealed-data target before start.
+    pub fn sealed_data(mut self, name: &str, options: SealOptions) -> Self {
+        self.sealed.push((name.to_owned(), options));
         self
     }
 
@@ -149,8 +149,8 @@ impl EngineBuilder {
                 });
             }
         });
-        for (name, options) in self.snapshots {
-            rt.snapshots.register(&name, options)?;
+        for (name, options) in self.sealed {
+            rt.sealed.register(&name, options)?;
         }
         let engine = Engine { rt };
         engine.rt.publish_packages().await?;
@@ -188,7 +188,7 @@ impl Engine {
             clock: Arc::new(SystemClock),
             limits: ScriptLimits::default(),
             packages: Vec::new(),
-            snapshots: Vec::new(),
+            sealed: Vec::new(),
             resume: true,
         }
     }
@@ -230,13 +230,13 @@ impl Engine {
         self.rt.remove_channel(id).await
     }
 
-    /// The snapshot registry (external data sealed into tasks).
-    pub fn snapshots(&self) -> &Snapshots {
-        &self.rt.snapshots
+    /// The sealed-data registry (external data sealed into tasks).
+    pub fn sealed_data(&self) -> &SealedData {
+        &self.rt.sealed
     }
 
     /// Runs the housekeeping pass now (re-send due deliveries, drop
-    /// expired snapshot entries, sweep settled processes), as the timer
+    /// expired sealed-data entries, sweep settled processes), as the timer
     /// does every `tick`.
     pub async fn housekeeping(&self) {
         self.rt.housekeeping(true).await;

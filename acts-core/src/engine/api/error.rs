@@ -12,6 +12,7 @@ use crate::scheduler::ActionError;
 /// Why an engine call failed. Nothing was changed unless the variant says
 /// otherwise.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The model does not parse or does not validate.
     #[error(transparent)]
@@ -91,7 +92,7 @@ pub enum EngineError {
     },
     /// A snapshot operation that cannot be done.
     #[error("{0}")]
-    Snapshot(String),
+    Seal(String),
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,

@@ -17,6 +17,7 @@ use crate::package::PackageDefinition;
 
 /// What a package run sees.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct PackageContext {
     /// Process id.
     pub pid: String,

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use parking_lot::RwLock;
 
 use crate::engine::filter::{ChannelOptions, Filters};
-use crate::scheduler::Message;
+use crate::scheduler::{Message, MessageState, MessageType};
 
 /// A message handler of a channel.
 pub(crate) type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
@@ -61,10 +61,10 @@ impl Emitter {
                 for f in &h.message {
                     f(m);
                 }
-                if m.r#type == "workflow" {
-                    let list = match m.state.as_str() {
-                        "created" => &h.start,
-                        "error" => &h.error,
+                if m.r#type == MessageType::Workflow {
+                    let list = match m.state {
+                        MessageState::Created => &h.start,
+                        MessageState::Error => &h.error,
                         _ => &h.complete,
                     };
                     for f in list {

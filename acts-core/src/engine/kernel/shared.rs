@@ -46,7 +46,7 @@ use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
 use crate::engine::kernel::emitter::Emitter;
 use crate::engine::persist;
 use crate::engine::persist::rows::{ModelRow, OpRow, ProcRow};
-use crate::engine::services::sealed::Snapshots;
+use crate::engine::services::sealed::SealedData;
 
 /// A deployed model, ready to start processes from.
 pub(crate) struct DeployedModel {
@@ -62,7 +62,7 @@ pub(crate) enum TimerKey {
     Process(String),
     /// The next due cron schedule.
     Schedules,
-    /// Dropping expired snapshot entries and sweeping settled processes.
+    /// Dropping expired sealed-data entries and sweeping settled processes.
     Housekeeping,
 }
 
@@ -74,7 +74,7 @@ pub struct EngineConfig {
     /// The store writer's settings.
     pub writer: WriterConfig,
     /// How often the housekeeping timer runs (re-sending due deliveries,
-    /// dropping expired snapshot entries, sweeping settled processes).
+    /// dropping expired sealed-data entries, sweeping settled processes).
     pub tick: Duration,
     /// How long an unacknowledged delivery waits before it is re-sent.
     pub delivery_retry: Duration,
@@ -137,7 +137,7 @@ pub(crate) struct Kernel {
     pub timers: TimerService<TimerKey>,
     pub emitter: Arc<Emitter>,
     pub config: EngineConfig,
-    pub snapshots: Snapshots,
+    pub sealed: SealedData,
     pub(crate) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
     /// When (engine clock, ms) the housekeeping timer last swept.
@@ -165,7 +165,7 @@ impl Kernel {
         timers: TimerService<TimerKey>,
     ) -> Arc<Self> {
         let writer = GroupCommitWriter::start(store.clone(), config.writer);
-        let clock_for_snapshots = clock.clone();
+        let clock_for_sealed = clock.clone();
         Arc::new_cyclic(|me| Self {
             store,
             writer,
@@ -177,7 +177,7 @@ impl Kernel {
             timers,
             emitter: Arc::new(Emitter::default()),
             config: config.clone(),
-            snapshots: Snapshots::new(clock_for_snapshots),
+            sealed: SealedData::new(clock_for_sealed),
             schedule_timer: parking_lot::Mutex::new(None),
             housekeeping_timer: parking_lot::Mutex::new(None),
             last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
@@ -197,7 +197,7 @@ impl Kernel {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
-            seals: Some(&self.snapshots),
+            seals: Some(&self.sealed),
             models: Some(self),
             limits: self.config.run_limits,
         }

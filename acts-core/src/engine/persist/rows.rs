@@ -194,6 +194,7 @@ impl_row!(MessageRow, "messages", version = 1, |r| r.id.clone(), {
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum DeliveryState {
     /// Not acknowledged yet: re-sent on the retry timer.
     Pending,

@@ -21,7 +21,7 @@ use acts_store::BatchOp;
 use tracing::{error, warn};
 
 use crate::durable::{Collection, Filter, Query};
-use crate::scheduler::{Message, TaskState};
+use crate::scheduler::{Message, MessageState, TaskState};
 
 use crate::engine::api::error::EngineError;
 use crate::engine::filter::ChannelOptions;
@@ -98,7 +98,7 @@ impl Kernel {
         // Tasks that end in this transition: (pid, tid).
         let ended: std::collections::HashSet<(&str, &str)> = messages
             .iter()
-            .filter(|m| !matches!(m.state.as_str(), "created"))
+            .filter(|m| m.state != MessageState::Created)
             .map(|m| (m.pid.as_str(), m.tid.as_str()))
             .collect();
         let pids: std::collections::BTreeSet<&str> = ended.iter().map(|(p, _)| *p).collect();
@@ -136,8 +136,8 @@ impl Kernel {
             for (channel, live) in targets {
                 // A task that ends in this same transition leaves nothing
                 // of its earlier messages to re-send.
-                let closed =
-                    m.state == "created" && ended.contains(&(m.pid.as_str(), m.tid.as_str()));
+                let closed = m.state == MessageState::Created
+                    && ended.contains(&(m.pid.as_str(), m.tid.as_str()));
                 let row = DeliveryRow {
                     channel,
                     msg_id: m.id.clone(),
@@ -317,7 +317,7 @@ impl Kernel {
         if let Err(e) = self.resend_due().await {
             warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
         }
-        self.snapshots.sweep(self.now());
+        self.sealed.sweep(self.now());
         if let Err(e) = self.retry_outbox().await {
             warn!(error = %e, "reading the outbox failed; retried on the next tick");
         }

@@ -1,6 +1,6 @@
 //! The services built on the kernel: durable deliveries (ack, retry,
 //! dead letters) and housekeeping (the sweeper, outbox retries), triggers
-//! (manual, hook, cron), and sealed data (snapshots).
+//! (manual, hook, cron), and sealed data (the reference's snapshots).
 //!
 //! May use: the kernel, `persist`, and the API's error and info types.
 
@@ -8,4 +8,4 @@ pub(crate) mod delivery;
 pub(crate) mod sealed;
 pub(crate) mod trigger;
 
-pub use sealed::{MAX_TTL_SECS, SnapshotEntry, SnapshotOptions, Snapshots};
+pub use sealed::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

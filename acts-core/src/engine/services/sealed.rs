@@ -1,9 +1,9 @@
-//! [`Snapshots`]: the registry of externally fed, versioned data that
+//! [`SealedData`]: the registry of externally fed, versioned data that
 //! tasks seal at prepare (the reference's §7.3).
 //!
-//! An application registers named targets ([`SnapshotOptions`]: policy,
+//! An application registers named targets ([`SealOptions`]: policy,
 //! scope variables, what to do when something is missing, TTL) and pushes
-//! data per scope with a revision ([`Snapshots::upsert`]). When a task is
+//! data per scope with a revision ([`SealedData::upsert`]). When a task is
 //! prepared, each target's current value for the task's scope is sealed
 //! into the task (`$<name>` in its scripts, read-only) and persisted with
 //! the task's scope, so a resumed process sees what it sealed. Entries
@@ -27,7 +27,7 @@ pub const MAX_TTL_SECS: u64 = (i64::MAX / 1000) as u64;
 
 /// How a target is sealed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SnapshotOptions {
+pub struct SealOptions {
     /// Once per task lineage (default) or for every task.
     pub policy: SealPolicy,
     /// Task variables whose values, joined by `/`, form the scope key
@@ -40,7 +40,7 @@ pub struct SnapshotOptions {
     pub ttl_secs: Option<u64>,
 }
 
-impl SnapshotOptions {
+impl SealOptions {
     /// Sealed once per lineage.
     pub fn per_proc() -> Self {
         Self::default()
@@ -77,7 +77,7 @@ impl SnapshotOptions {
         if let Some(ttl) = self.ttl_secs
             && ttl > MAX_TTL_SECS
         {
-            return Err(EngineError::Snapshot(format!(
+            return Err(EngineError::Seal(format!(
                 "snapshot ttl {ttl}s exceeds the maximum of {MAX_TTL_SECS}s"
             )));
         }
@@ -87,7 +87,7 @@ impl SnapshotOptions {
 
 /// One scope's data.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SnapshotEntry {
+pub struct SealedEntry {
     /// Revision: a newer one replaces the data.
     pub rev: u64,
     /// The data.
@@ -97,12 +97,12 @@ pub struct SnapshotEntry {
 }
 
 struct Target {
-    options: SnapshotOptions,
-    entries: HashMap<String, SnapshotEntry>,
+    options: SealOptions,
+    entries: HashMap<String, SealedEntry>,
 }
 
 impl Target {
-    fn expired(&self, e: &SnapshotEntry, now: i64) -> bool {
+    fn expired(&self, e: &SealedEntry, now: i64) -> bool {
         self.options
             .ttl_secs
             .is_some_and(|ttl| now.saturating_sub(e.timestamp) >= (ttl as i64).saturating_mul(1000))
@@ -110,15 +110,15 @@ impl Target {
 }
 
 /// The registry (see the module docs).
-pub struct Snapshots {
+pub struct SealedData {
     targets: RwLock<HashMap<String, Target>>,
     clock: Arc<dyn Clock>,
 }
 
-impl std::fmt::Debug for Snapshots {
+impl std::fmt::Debug for SealedData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<String> = self.targets.read().keys().cloned().collect();
-        f.debug_struct("Snapshots")
+        f.debug_struct("SealedData")
             .field("targets", &names)
             .finish()
     }
@@ -131,19 +131,19 @@ fn check_name(name: &str) -> Result<(), EngineError> {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
-        return Err(EngineError::Snapshot(format!(
+        return Err(EngineError::Seal(format!(
             "snapshot name '{name}' must be an identifier (letters, digits, '_'): scripts read it as ${name}"
         )));
     }
     if crate::script::HELPER_NAMES.contains(&name) {
-        return Err(EngineError::Snapshot(format!(
+        return Err(EngineError::Seal(format!(
             "snapshot name '{name}' is taken by the script helper ${name}"
         )));
     }
     Ok(())
 }
 
-impl Snapshots {
+impl SealedData {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             targets: RwLock::new(HashMap::new()),
@@ -153,7 +153,7 @@ impl Snapshots {
 
     /// Registers target `name` (re-registering replaces it and drops its
     /// data).
-    pub fn register(&self, name: &str, options: SnapshotOptions) -> Result<(), EngineError> {
+    pub fn register(&self, name: &str, options: SealOptions) -> Result<(), EngineError> {
         check_name(name)?;
         options.validate()?;
         self.targets.write().insert(
@@ -174,7 +174,7 @@ impl Snapshots {
         let now = self.clock.now_millis();
         let mut targets = self.targets.write();
         let target = targets.entry(name.to_owned()).or_insert_with(|| Target {
-            options: SnapshotOptions::default(),
+            options: SealOptions::default(),
             entries: HashMap::new(),
         });
         match target.entries.get_mut(scope) {
@@ -183,7 +183,7 @@ impl Snapshots {
             _ => {
                 target.entries.insert(
                     scope.to_owned(),
-                    SnapshotEntry {
+                    SealedEntry {
                         rev,
                         data,
                         timestamp: now,
@@ -199,14 +199,14 @@ impl Snapshots {
         let mut targets = self.targets.write();
         let target = targets
             .get_mut(name)
-            .ok_or_else(|| EngineError::Snapshot(format!("snapshot '{name}' is not registered")))?;
+            .ok_or_else(|| EngineError::Seal(format!("sealed data '{name}' is not registered")))?;
         target.entries.remove(scope);
         Ok(())
     }
 
     /// The live entry of `scope` (an expired one is dropped and reads as
     /// absent).
-    pub fn read(&self, name: &str, scope: &str) -> Option<SnapshotEntry> {
+    pub fn read(&self, name: &str, scope: &str) -> Option<SealedEntry> {
         let now = self.clock.now_millis();
         {
             let targets = self.targets.read();
@@ -231,13 +231,13 @@ impl Snapshots {
     }
 
     /// Every live entry of target `name`, by scope.
-    pub fn list(&self, name: &str) -> Vec<(String, SnapshotEntry)> {
+    pub fn list(&self, name: &str) -> Vec<(String, SealedEntry)> {
         let now = self.clock.now_millis();
         let targets = self.targets.read();
         let Some(target) = targets.get(name) else {
             return Vec::new();
         };
-        let mut out: Vec<(String, SnapshotEntry)> = target
+        let mut out: Vec<(String, SealedEntry)> = target
             .entries
             .iter()
             .filter(|(_, e)| !target.expired(e, now))
@@ -267,7 +267,7 @@ impl Snapshots {
     }
 }
 
-impl Seals for Snapshots {
+impl Seals for SealedData {
     fn targets(&self) -> Vec<SealTarget> {
         let mut out: Vec<SealTarget> = self
             .targets
@@ -285,7 +285,7 @@ impl Seals for Snapshots {
     }
 
     fn read(&self, name: &str, scope: &str) -> Option<Vars> {
-        Snapshots::read(self, name, scope).map(|e| e.data)
+        SealedData::read(self, name, scope).map(|e| e.data)
     }
 }
 
@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn revisions_replace_refresh_or_are_ignored() {
         let clock = ManualClock::new(1_000);
-        let s = Snapshots::new(Arc::new(clock.clone()));
+        let s = SealedData::new(Arc::new(clock.clone()));
         s.upsert("prices", "eu", 2, data(json!({"a": 2}))).unwrap();
         s.upsert("prices", "eu", 1, data(json!({"a": 1}))).unwrap();
         assert_eq!(
@@ -329,8 +329,8 @@ mod tests {
     #[test]
     fn ttl_expires_on_read_and_on_sweep() {
         let clock = ManualClock::new(0);
-        let s = Snapshots::new(Arc::new(clock.clone()));
-        s.register("fx", SnapshotOptions::per_task().with_ttl(60))
+        let s = SealedData::new(Arc::new(clock.clone()));
+        s.register("fx", SealOptions::per_task().with_ttl(60))
             .unwrap();
         s.upsert("fx", "a", 1, data(json!({"r": 1}))).unwrap();
         s.upsert("fx", "b", 1, data(json!({"r": 2}))).unwrap();
@@ -341,15 +341,15 @@ mod tests {
         assert_eq!(s.list("fx").len(), 0);
         assert_eq!(s.sweep(clock.now_millis()), 1, "b dropped by the sweep");
         assert!(
-            s.register("fx", SnapshotOptions::default().with_ttl(u64::MAX))
+            s.register("fx", SealOptions::default().with_ttl(u64::MAX))
                 .is_err()
         );
         assert!(
-            s.register("get", SnapshotOptions::default()).is_err(),
+            s.register("get", SealOptions::default()).is_err(),
             "reserved"
         );
         assert!(
-            s.register("a-b", SnapshotOptions::default()).is_err(),
+            s.register("a-b", SealOptions::default()).is_err(),
             "not an identifier"
         );
     }

@@ -10,6 +10,7 @@ use super::{Job, Process, Services};
 
 /// A client action on an act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Action {
     /// Complete the act (wire name `next`), folding the options into it.
     Complete,
@@ -93,6 +94,7 @@ impl std::str::FromStr for Action {
 
 /// Why an action was refused; nothing was changed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ActionError {
     /// No task with that id.
     #[error("process '{pid}': cannot find task '{tid}'")]

@@ -313,7 +313,7 @@ impl Process {
         Ok(())
     }
 
-    /// Seals the registered snapshot targets into task `t` (see
+    /// Seals the registered sealed-data targets into task `t` (see
     /// [`super::seal`]).
     fn seal(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         use super::seal::{OnMissing, SEALED, SealPolicy, scope_key};
@@ -353,7 +353,7 @@ impl Process {
                 Ok(s) => s,
                 Err(vars) => {
                     missing(format!(
-                        "snapshot '{}' missing required params: [{}]",
+                        "sealed data '{}' missing required params: [{}]",
                         target.name,
                         vars.join(", ")
                     ))?;
@@ -365,7 +365,7 @@ impl Process {
                     sealed.insert(target.name.clone(), Value::Object(data));
                 }
                 None => missing(format!(
-                    "snapshot '{}' has no data for scope '{scope}'",
+                    "sealed data '{}' has no data for scope '{scope}'",
                     target.name
                 ))?,
             }
