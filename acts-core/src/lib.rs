@@ -12,7 +12,7 @@
 //! Modules: [`model`] (the workflow model, YAML and JSON loading, the
 //! builder API, validation with source positions), [`tree`] (the static
 //! node tree shared per model, dynamic acts per process), [`script`]
-//! (QuickJS with a runtime pool, a fresh context per evaluation and limits),
+//! (QuickJS with a runtime pool, a locked-down realm per runtime and limits),
 //! [`package`] (definitions and the registry), [`scheduler`] (task states,
 //! the task table and `Process`: the pure, synchronous exec/next core),
 //! [`durable`] (the group-commit writer and typed collections), [`time`]

@@ -98,14 +98,20 @@ fn the_engine_plumbing_is_out_of_reach_and_replaced_helpers_do_not_survive() {
             "undefined"
         ]))
     );
-    // A spy replaces the helpers and wraps them to record what others read.
+    // A spy tries to replace the helpers to record what others read: the
+    // helpers are read-only, in its own evaluation too.
     let spy = r#"
       const real = $get;
       globalThis.$get = (n) => { globalThis.seen = n; return 'forged'; };
       globalThis.$set = () => {};
-      return $get('a');
+      let redefined = true;
+      try { Object.defineProperty(globalThis, '$get', { value: () => 'forged' }); } catch (_) { redefined = false; }
+      return [$get('a'), $get === real, redefined];
     "#;
-    assert_eq!(code(&e, spy, ScriptScope::default()), Ok(json!("forged")));
+    assert_eq!(
+        code(&e, spy, scope(json!({"a": 7}))),
+        Ok(json!([7, true, false]))
+    );
     let out = e
         .eval(
             ScriptKind::Code,
@@ -217,4 +223,103 @@ fn a_limit_hit_inside_substitution_is_an_error_but_an_undefined_name_is_null() {
     assert!(matches!(r, Err(ScriptError::Rejected { .. })), "{r:?}");
     let r = substitute::params(&e, &json!({"z": "${{ nope.x }}"}), &ScriptScope::default());
     assert_eq!(r, Ok(json!({"z": null})));
+}
+
+#[test]
+fn intrinsics_without_a_global_name_are_frozen_too() {
+    let e = one_runtime();
+    // A spy tries to plant a value on every intrinsic it can reach without
+    // a global name, and to wrap the functions scripts use.
+    let spy = r#"
+      const targets = [
+        Object.getPrototypeOf(function* () {}),
+        Object.getPrototypeOf(async function () {}),
+        Object.getPrototypeOf(async function* () {}),
+        // (a generator object's own prototype is its function's, made
+        // fresh with it; the one above that is shared)
+        Object.getPrototypeOf(Object.getPrototypeOf((function* () {})())),
+        Object.getPrototypeOf(Object.getPrototypeOf((async function* () {})())),
+        Object.getPrototypeOf([][Symbol.iterator]()),
+        Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]())),
+        Object.getPrototypeOf(new Map()[Symbol.iterator]()),
+        Object.getPrototypeOf(new Set()[Symbol.iterator]()),
+        Object.getPrototypeOf(''[Symbol.iterator]()),
+        Object.getPrototypeOf(/a/[Symbol.matchAll]('a')),
+        Object.getPrototypeOf(Int8Array),
+        Function.prototype, Error.prototype, Promise.prototype, console, JSON, Math,
+      ];
+      for (const t of targets) { try { t.planted = 'x'; } catch (_) {} }
+      try { Promise.prototype.then = () => 'hijacked'; } catch (_) {}
+      return targets.every((t) => Object.isFrozen(t));
+    "#;
+    assert_eq!(code(&e, spy, ScriptScope::default()), Ok(json!(true)));
+    let victim = r#"
+      const gen = Object.getPrototypeOf(function* () {});
+      return [gen.planted, Function.prototype.planted, Math.planted, typeof Promise.prototype.then];
+    "#;
+    assert_eq!(
+        code(&e, victim, ScriptScope::default()),
+        Ok(json!([null, null, null, "function"]))
+    );
+}
+
+#[test]
+fn what_a_script_does_to_the_global_object_ends_with_it() {
+    let e = one_runtime();
+    let spies = [
+        "Object.setPrototypeOf(globalThis, { leak: 1 }); return 1",
+        "Object.preventExtensions(globalThis); return 1",
+        "globalThis[Symbol.for('leak')] = 1; globalThis.leak = 1; return 1",
+        "Object.defineProperty(globalThis, 'leak', { value: 1, enumerable: false, configurable: false }); return 1",
+        "(function () {}).constructor('leak = 1')(); return 1",
+        "arguments.callee.leak = 1; return 1",
+    ];
+    for spy in spies {
+        assert_eq!(code(&e, spy, ScriptScope::default()), Ok(json!(1)), "{spy}");
+        // The next evaluation, on the same runtime, sees none of it, and
+        // can still make its own (sloppy-mode) globals.
+        assert_eq!(
+            code(
+                &e,
+                "own = 2; return [typeof leak, globalThis[Symbol.for('leak')] === undefined, own, arguments.callee.leak === undefined]",
+                ScriptScope::default()
+            ),
+            Ok(json!(["undefined", true, 2, true])),
+            "after {spy}"
+        );
+    }
+}
+
+#[test]
+fn variables_shadow_globals_and_statement_lists_still_run() {
+    let e = one_runtime();
+    // A variable named like a global is the variable, for that script only.
+    assert_eq!(
+        expr(&e, "Math + os", scope(json!({"Math": 1, "os": 2}))),
+        Ok(json!(3))
+    );
+    assert_eq!(
+        expr(&e, "typeof Math.max", ScriptScope::default()),
+        Ok(json!("function"))
+    );
+    // Writing a variable changes only this evaluation's copy.
+    assert_eq!(
+        code(&e, "a = a + 1; return a", scope(json!({"a": 1}))),
+        Ok(json!(2))
+    );
+    // A statement list's completion value, with declarations kept local.
+    assert_eq!(
+        expr(
+            &e,
+            "var v = 2; let w = 3; v * w * a",
+            scope(json!({"a": 2}))
+        ),
+        Ok(json!(12))
+    );
+    assert_eq!(
+        expr(&e, "typeof v", ScriptScope::default()),
+        Ok(json!("undefined"))
+    );
+    // An undefined name is still an error, as in the reference.
+    assert!(expr(&e, "aproved == true", scope(json!({"approved": true}))).is_err());
 }

@@ -6,7 +6,7 @@
 //!   queries with filters, ordering by indexed fields and exhaustive paging.
 //!
 //! The engine's row types (models, procs, tasks, vars, ops, ...) live in
-//! `crate::engine::persist` and implement [`Row`] through [`impl_row!`],
+//! `crate::engine::persist` and implement [`Row`] through `impl_row!`,
 //! which keeps each indexed field's name next to the value it indexes.
 
 mod collection;

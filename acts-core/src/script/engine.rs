@@ -1,5 +1,6 @@
-//! [`ScriptEngine`]: JavaScript (QuickJS) evaluation in a fresh context per
-//! evaluation, over a pool of runtimes, with time and memory limits.
+//! [`ScriptEngine`]: JavaScript (QuickJS) evaluation over a pool of
+//! runtimes, each with a locked-down realm for expressions and code (a
+//! fresh context for statement lists), with time and memory limits.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +13,8 @@ use serde_json::Value;
 
 use super::error::ScriptError;
 use super::helpers::{self, EvalState, parse_json};
+use super::kind::ScriptKind;
+use super::realm::{Realm, RealmRun};
 use super::scope::{ScriptEffect, ScriptScope};
 
 /// Limits every evaluation runs under.
@@ -36,17 +39,6 @@ impl Default for ScriptLimits {
     }
 }
 
-/// How a source text is evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ScriptKind {
-    /// An expression or statements whose completion value is the result
-    /// (`if`, `while`, `run`, `${{ }}`): `a > 1`, `let x = 2; x * a`.
-    Expression,
-    /// A function body whose `return` value is the result
-    /// (`acts.transform.code`): `return { b: a + 10 }`.
-    Code,
-}
-
 /// The outcome of one evaluation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptOutput {
@@ -56,24 +48,24 @@ pub struct ScriptOutput {
     pub effects: Vec<ScriptEffect>,
 }
 
-/// One QuickJS runtime with its limits set. It holds no context between
-/// evaluations: each evaluation builds a fresh context (pristine globals and
-/// intrinsics), installs the helpers, runs, and drops it, so nothing one
-/// process's script does to its global environment (a setter on
-/// `globalThis`, a changed `Object.prototype`, a sloppy-mode global) can be
-/// seen by the next evaluation. (A compiled QuickJS function belongs to
-/// the realm that compiled it, so compiled scripts are not reused across
-/// contexts; `benches/README.md` records what that costs.)
+/// One QuickJS runtime with its limits set, its realm (built on first
+/// use, dropped when an evaluation spoiled it) and the state its helpers
+/// read. Expressions and code run in the realm; statement lists (and
+/// scripts that do not compile) in a fresh context each.
 struct Worker {
+    // Dropped before the runtime it lives in.
+    realm: Option<Realm>,
     rt: Runtime,
+    state: Arc<Mutex<EvalState>>,
     deadline: Arc<Mutex<Option<Instant>>>,
 }
 
 /// Evaluates workflow JavaScript. Cheap to share (`Arc`), safe to call from
 /// many threads: each call borrows a runtime from a pool, so evaluations run
 /// in parallel and a runtime is reused.
-/// Every evaluation runs in a fresh context of that runtime: no global state
-/// survives from one evaluation to the next.
+/// Nothing one evaluation does to its JavaScript environment survives it:
+/// expressions and code run in a locked-down realm (see `realm.rs`),
+/// statement lists in a fresh context.
 ///
 /// A script that runs past [`ScriptLimits::time`] or allocates past
 /// [`ScriptLimits::memory_bytes`] fails with [`ScriptError::Timeout`] or
@@ -184,7 +176,12 @@ impl ScriptEngine {
         rt.set_interrupt_handler(Some(Box::new(move || {
             watched.lock().is_some_and(|d| Instant::now() >= d)
         })));
-        Ok(Worker { rt, deadline })
+        Ok(Worker {
+            realm: None,
+            rt,
+            state: Arc::default(),
+            deadline,
+        })
     }
 }
 
@@ -205,45 +202,105 @@ impl Worker {
         time: Duration,
     ) -> Result<ScriptOutput, ScriptError> {
         let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
-        let globals = scope.globals();
-        let state = Arc::new(Mutex::new(EvalState {
+        if self.realm.is_none() {
+            self.realm = Some(Realm::new(&self.rt, &self.state).map_err(setup)?);
+        }
+        let vars = Value::Object(scope.globals()).to_string();
+        *self.state.lock() = EvalState {
             scope,
             effects: Vec::new(),
-        }));
+        };
         *self.deadline.lock() = Some(Instant::now() + time);
+        let deadline = &self.deadline;
+        let ran = match self.realm.as_mut() {
+            Some(realm) => realm
+                .run(kind, source, &vars, |ctx, value| {
+                    finish(ctx, value, source, time, deadline)
+                })
+                .map_err(setup),
+            None => Ok(RealmRun::Fresh),
+        };
+        let result = match ran {
+            Ok(RealmRun::Ran { result, clean }) => {
+                if !clean {
+                    // The script left something behind that cannot be
+                    // undone: the next evaluation gets a new realm.
+                    self.realm = None;
+                }
+                result
+            }
+            Ok(RealmRun::Fresh) => self.eval_fresh(kind, source, &vars, time),
+            Err(e) => {
+                self.realm = None;
+                Err(e)
+            }
+        };
+        *self.deadline.lock() = None;
+        let effects = std::mem::take(&mut *self.state.lock()).effects;
+        result.map(|value| ScriptOutput { value, effects })
+    }
+
+    /// Runs `source` in a context of its own (pristine globals and
+    /// intrinsics, the helpers it names), dropped after.
+    fn eval_fresh(
+        &self,
+        kind: ScriptKind,
+        source: &str,
+        vars: &str,
+        time: Duration,
+    ) -> Result<Value, ScriptError> {
+        let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
         let ctx = Context::full(&self.rt).map_err(setup)?;
         let deadline = &self.deadline;
-        let result = ctx.with(|ctx| -> Result<Value, ScriptError> {
+        ctx.with(|ctx| -> Result<Value, ScriptError> {
             let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
-            let freeze = helpers::install(&ctx, &state, options(), source)
-                .catch(&ctx)
-                .map_err(fail)?;
+            let freeze =
+                helpers::install(&ctx, &self.state, options(), helpers::prelude_for(source))
+                    .catch(&ctx)
+                    .map_err(fail)?;
             let g = ctx.globals();
-            for (k, v) in &globals {
-                let mut js = ctx.json_parse(v.to_string()).catch(&ctx).map_err(fail)?;
+            let vars: rquickjs::Object = ctx
+                .json_parse(vars)
+                .catch(&ctx)
+                .map_err(fail)?
+                .into_object()
+                .ok_or_else(|| ScriptError::Setup("the variables are not an object".into()))?;
+            for k in vars.keys::<String>() {
+                let k = k.catch(&ctx).map_err(fail)?;
+                let mut js: rquickjs::Value = vars.get(k.as_str()).catch(&ctx).map_err(fail)?;
                 if k.starts_with('$') {
-                    // Sealed snapshot data: read-only for scripts.
+                    // Sealed data: read-only for scripts.
                     js = freeze.call((js,)).catch(&ctx).map_err(fail)?;
                 }
                 g.set(k.as_str(), js).catch(&ctx).map_err(fail)?;
             }
-            let value = run(&ctx, kind, source).map_err(fail)?;
-            let value = settle(&ctx, value, deadline)
-                .map_err(|e| promise_error(e, source, time, deadline))?;
-            let text = ctx.json_stringify(value).catch(&ctx).map_err(fail)?;
-            Ok(match text {
-                Some(t) => parse_json(
-                    &t.to_string()
-                        .map_err(|e| ScriptError::Setup(e.to_string()))?,
-                ),
-                None => Value::Null,
-            })
-        });
-        drop(ctx);
-        *self.deadline.lock() = None;
-        let effects = std::mem::take(&mut state.lock().effects);
-        result.map(|value| ScriptOutput { value, effects })
+            let value = run(&ctx, kind, source);
+            finish(&ctx, value, source, time, deadline)
+        })
     }
+}
+
+/// A script's result as JSON: a promise is settled first; failures become
+/// [`ScriptError`]s.
+fn finish<'js>(
+    ctx: &Ctx<'js>,
+    value: Result<rquickjs::Value<'js>, CaughtError<'js>>,
+    source: &str,
+    time: Duration,
+    deadline: &Mutex<Option<Instant>>,
+) -> Result<Value, ScriptError> {
+    let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
+    let value = value.map_err(fail)?;
+    let value =
+        settle(ctx, value, deadline).map_err(|e| promise_error(e, source, time, deadline))?;
+    let text = ctx.json_stringify(value).catch(ctx).map_err(fail)?;
+    Ok(match text {
+        Some(t) => parse_json(
+            &t.to_string()
+                .map_err(|e| ScriptError::Setup(e.to_string()))?,
+        ),
+        None => Value::Null,
+    })
 }
 
 /// Runs `source` in `ctx`: code and pure expressions as a function whose

@@ -1,5 +1,5 @@
 //! The script helpers (`$get`, `$set`, `$env`, `console`, …) installed into
-//! every evaluation's fresh context.
+//! every context (a realm's, or a statement script's fresh one).
 //!
 //! The helpers are JavaScript closures over a few native functions that
 //! exchange JSON text with the evaluation's own [`EvalState`]. The prelude
@@ -17,9 +17,10 @@ use serde_json::Value;
 use super::scope::{ScriptEffect, ScriptScope};
 use crate::model::TimeoutLimit;
 
-/// The state one evaluation's native helpers read and write. Each
-/// evaluation gets its own, so a helper that outlives its evaluation (kept
-/// alive by a pending job, say) can never see another evaluation's data.
+/// The state one evaluation's native helpers read and write. A fresh
+/// context gets its own; a realm's natives share one, filled for each
+/// evaluation and emptied after it (no script runs between evaluations: a
+/// runtime left with pending jobs is discarded).
 #[derive(Default)]
 pub(super) struct EvalState {
     pub(super) scope: ScriptScope,
@@ -108,11 +109,21 @@ const PRELUDE_TAIL: &str = r#"
 "#;
 
 /// The prelude for `source`: the helpers it names (a helper reached only
-/// by a computed name, `globalThis['$e' + 'nv']`, is not installed).
-fn prelude_for(source: &str) -> String {
+/// by a computed name, `globalThis['$e' + 'nv']`, is not installed) — for
+/// a fresh context, which pays for what its script uses.
+pub(super) fn prelude_for(source: &str) -> String {
+    prelude_with(|names| names.iter().any(|n| source.contains(n)))
+}
+
+/// The prelude with every helper, for a long-lived realm.
+pub(super) fn prelude_all() -> String {
+    prelude_with(|_| true)
+}
+
+fn prelude_with(wanted: impl Fn(&[&str]) -> bool) -> String {
     let mut text = String::from(PRELUDE_HEAD);
     for (names, part) in PRELUDE_PARTS {
-        if names.iter().any(|n| source.contains(n)) {
+        if wanted(names) {
             text.push_str(part);
         }
     }
@@ -129,13 +140,14 @@ pub(super) fn parse_json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-/// Installs the natives and runs the prelude for `source` in a fresh
-/// context; returns the deep-freeze function for sealed data.
+/// Installs the natives and runs `prelude` (from [`prelude_for`] or
+/// [`prelude_all`]) in a new context; returns the deep-freeze function for
+/// sealed data.
 pub(super) fn install<'js>(
     ctx: &Ctx<'js>,
     state: &Arc<Mutex<EvalState>>,
     options: rquickjs::context::EvalOptions,
-    source: &str,
+    prelude: String,
 ) -> rquickjs::Result<Function<'js>> {
     let g = ctx.globals();
     g.set(
@@ -244,5 +256,5 @@ pub(super) fn install<'js>(
         })?,
     )?;
     g.set("os", std::env::consts::OS)?;
-    ctx.eval_with_options::<Function, _>(prelude_for(source), options)
+    ctx.eval_with_options::<Function, _>(prelude, options)
 }

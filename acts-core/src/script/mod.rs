@@ -1,9 +1,10 @@
 //! JavaScript for workflows: `if`/`while`/`run` conditions, `${{ }}`
 //! substitution and `acts.transform.code`, on QuickJS (`rquickjs`).
 //!
-//! - [`ScriptEngine`] evaluates with a pool of runtimes, a fresh context
-//!   per evaluation (one process's script can never see or change what
-//!   another's sees), and time and memory limits ([`ScriptLimits`]).
+//! - [`ScriptEngine`] evaluates with a pool of runtimes, each with a
+//!   locked-down realm in which one evaluation can never see or change
+//!   what another sees (statement lists get a fresh context), and time and
+//!   memory limits ([`ScriptLimits`]).
 //! - A script sees a [`ScriptScope`] (the task's data, ancestors, inputs,
 //!   env) and its writes come back as [`ScriptEffect`]s, which the scheduler
 //!   applies in the same transition. Helpers: `$get`, `$set`, `$inputs`,
@@ -18,10 +19,13 @@
 mod engine;
 mod error;
 mod helpers;
+mod kind;
+mod realm;
 mod scope;
 pub mod substitute;
 
-pub use engine::{ScriptEngine, ScriptKind, ScriptLimits, ScriptOutput};
+pub use engine::{ScriptEngine, ScriptLimits, ScriptOutput};
+pub use kind::ScriptKind;
 pub use error::ScriptError;
 pub use helpers::HELPER_NAMES;
 pub use scope::{ScriptEffect, ScriptScope, is_private};

@@ -1,0 +1,292 @@
+//! [`Realm`]: one long-lived, locked-down JavaScript context of a runtime,
+//! in which expressions and `acts.transform.code` scripts run one after
+//! another without seeing each other.
+//!
+//! Building a context costs ~110 µs; running a small script in a context
+//! that exists costs a few. A realm is built once per runtime and locked
+//! down so that nothing an evaluation does survives it:
+//!
+//! - Every object reachable from the global object — the intrinsics
+//!   (`Object.prototype`, `Array.prototype`, `JSON`, …), the intrinsics
+//!   with no global name (generator, async and iterator prototypes), the
+//!   helpers — is frozen, and every global property is made non-writable
+//!   and non-configurable. A script cannot change what the next one sees
+//!   (assignments to them are ignored, as sloppy-mode JavaScript does;
+//!   `Object.defineProperty` throws).
+//! - `eval`, `WeakRef` and `FinalizationRegistry` are removed: `eval` could
+//!   declare global lexical bindings (which outlive the evaluation and
+//!   cannot be deleted); a finalizer could run during a later evaluation.
+//! - The script's variables live in a fresh object per evaluation (the
+//!   script runs inside `with` over it), never on the global object. What a
+//!   script adds to the global object (a sloppy-mode global, a property of
+//!   `globalThis`) is deleted when the evaluation ends; a property that
+//!   cannot be deleted, a changed prototype or a non-extensible global
+//!   object spoils the realm, which is then dropped and built anew.
+//! - Each evaluation compiles its script anew, as a function of the
+//!   variables object: nothing compiled is shared between evaluations.
+//!
+//! The realm keeps no JavaScript handle between evaluations (they cannot
+//! leave the thread that holds the runtime); what it needs of the
+//! intrinsics it reads by name from the frozen global object.
+//!
+//! Statement lists whose completion value is the result (`let x = 2; x * a`)
+//! cannot run as a function; they run in a fresh context of their own (see
+//! `engine.rs`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rquickjs::context::EvalOptions;
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
+
+use super::kind::ScriptKind;
+use super::helpers::{self, EvalState};
+
+/// Locks the realm down (see the module doc).
+const LOCKDOWN: &str = r#"
+(() => {
+  const g = globalThis;
+  delete g.WeakRef;
+  delete g.FinalizationRegistry;
+  const seen = new Set([g]);
+  const freeze = (o) => {
+    if (o === null || (typeof o !== 'object' && typeof o !== 'function') || seen.has(o)) return;
+    seen.add(o);
+    Object.freeze(o);
+    freeze(Object.getPrototypeOf(o));
+    for (const k of Reflect.ownKeys(o)) {
+      const d = Reflect.getOwnPropertyDescriptor(o, k);
+      if (d === undefined) continue;
+      if ('value' in d) { freeze(d.value); } else { freeze(d.get); freeze(d.set); }
+    }
+  };
+  // Intrinsics that no global property names.
+  [
+    function* () {}, async function () {}, async function* () {}, async () => {},
+    (function* () {})(), (async function* () {})(),
+    [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+    ''[Symbol.iterator](), /a/[Symbol.matchAll]('a'), Promise.resolve(),
+    (function () { return arguments; })(),
+  ].forEach(freeze);
+  for (const k of Reflect.ownKeys(g)) {
+    const d = Reflect.getOwnPropertyDescriptor(g, k);
+    if ('value' in d) {
+      Object.defineProperty(g, k, { writable: false, configurable: false });
+      freeze(d.value);
+    } else {
+      Object.defineProperty(g, k, { configurable: false });
+      freeze(d.get);
+      freeze(d.set);
+    }
+  }
+  freeze(Object.getPrototypeOf(g));
+})()
+"#;
+
+/// A long-lived, locked-down context of one runtime (see the module doc).
+pub(super) struct Realm {
+    ctx: Context,
+    /// The global object's own string keys after the lockdown.
+    baseline: HashSet<String>,
+    /// How many symbol keys it had then.
+    baseline_symbols: usize,
+}
+
+/// What running a script in a realm gave.
+pub(super) enum RealmRun<T> {
+    /// It ran (successfully or not); `clean` tells whether the realm is
+    /// still fit for the next evaluation.
+    Ran {
+        /// What `finish` made of the result.
+        result: T,
+        /// Whether the realm is as the lockdown left it.
+        clean: bool,
+    },
+    /// The source does not compile as a function here (a statement list,
+    /// or a syntax error to report): run it in a fresh context.
+    Fresh,
+}
+
+fn options() -> EvalOptions {
+    let mut o = EvalOptions::default();
+    o.global = true;
+    o.strict = false;
+    o.promise = false;
+    o
+}
+
+/// The frozen intrinsics a realm uses, read by name for one evaluation.
+struct Intrinsics<'js> {
+    object: Object<'js>,
+    reflect: Object<'js>,
+}
+
+impl<'js> Intrinsics<'js> {
+    fn of(ctx: &Ctx<'js>) -> rquickjs::Result<Self> {
+        let g = ctx.globals();
+        Ok(Self {
+            object: g.get("Object")?,
+            reflect: g.get("Reflect")?,
+        })
+    }
+
+    fn object_fn(&self, name: &str) -> rquickjs::Result<Function<'js>> {
+        self.object.get(name)
+    }
+
+    /// `Reflect.ownKeys(o)`.
+    fn own_keys(&self, o: &Object<'js>) -> rquickjs::Result<Vec<Value<'js>>> {
+        let f: Function = self.reflect.get("ownKeys")?;
+        let keys: rquickjs::Array = f.call((o.clone(),))?;
+        keys.iter::<Value>().collect()
+    }
+
+    /// Freezes `v` and everything it holds (sealed data).
+    fn deep_freeze(&self, v: &Value<'js>, depth: usize) -> rquickjs::Result<()> {
+        let Some(o) = v.as_object() else {
+            return Ok(());
+        };
+        if depth > 64 {
+            return Ok(()); // JSON data is no deeper than the model limits
+        }
+        self.object_fn("freeze")?.call::<_, ()>((o.clone(),))?;
+        for k in o.keys::<String>() {
+            let child: Value = o.get(k?)?;
+            self.deep_freeze(&child, depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl Realm {
+    /// Builds and locks down a realm on `rt` whose helpers use `state`.
+    pub(super) fn new(rt: &Runtime, state: &Arc<Mutex<EvalState>>) -> rquickjs::Result<Self> {
+        let ctx = Context::full(rt)?;
+        let (baseline, baseline_symbols) = ctx.with(|ctx| -> rquickjs::Result<_> {
+            helpers::install(&ctx, state, options(), helpers::prelude_all())?;
+            ctx.eval_with_options::<(), _>(LOCKDOWN, options())?;
+            let intrinsics = Intrinsics::of(&ctx)?;
+            let mut strings = HashSet::new();
+            let mut symbols = 0;
+            for k in intrinsics.own_keys(&ctx.globals())? {
+                match k.as_string() {
+                    Some(s) => {
+                        strings.insert(s.to_string()?);
+                    }
+                    None => symbols += 1,
+                }
+            }
+            Ok((strings, symbols))
+        })?;
+        Ok(Self {
+            ctx,
+            baseline,
+            baseline_symbols,
+        })
+    }
+
+    /// Runs `source` as `kind` over the variables in `vars_json` (a JSON
+    /// object text), handing the result to `finish` inside the context.
+    pub(super) fn run<T>(
+        &mut self,
+        kind: ScriptKind,
+        source: &str,
+        vars_json: &str,
+        finish: impl for<'js> FnOnce(&Ctx<'js>, Result<Value<'js>, CaughtError<'js>>) -> T,
+    ) -> rquickjs::Result<RealmRun<T>> {
+        self.ctx.with(|ctx| -> rquickjs::Result<_> {
+            let Some(f) = compile(&ctx, kind, source) else {
+                return Ok(RealmRun::Fresh);
+            };
+            let intrinsics = Intrinsics::of(&ctx)?;
+            let vars = enter(&ctx, &intrinsics, vars_json)?;
+            let value = f.call::<_, Value>((vars,)).catch(&ctx);
+            let result = finish(&ctx, value);
+            let clean = self.clean(&ctx, &intrinsics).unwrap_or(false);
+            Ok(RealmRun::Ran { result, clean })
+        })
+    }
+
+    /// Deletes what the evaluation added to the global object; whether the
+    /// realm is as the lockdown left it.
+    fn clean<'js>(&self, ctx: &Ctx<'js>, i: &Intrinsics<'js>) -> rquickjs::Result<bool> {
+        let g = ctx.globals();
+        let proto: Value = i.object_fn("getPrototypeOf")?.call((g.clone(),))?;
+        let object_proto: Value = i.object.get("prototype")?;
+        let extensible: bool = i.object_fn("isExtensible")?.call((g.clone(),))?;
+        let mut ok = extensible && proto == object_proto;
+        let keys = i.own_keys(&g)?;
+        // Baseline keys cannot be deleted (the lockdown made them
+        // non-configurable): the same count means nothing was added.
+        if keys.len() == self.baseline.len() + self.baseline_symbols {
+            return Ok(ok);
+        }
+        let delete: Function = i.reflect.get("deleteProperty")?;
+        let mut symbols = 0;
+        for k in keys {
+            match k.as_string() {
+                Some(s) if self.baseline.contains(&s.to_string()?) => continue,
+                Some(_) => {}
+                None => {
+                    symbols += 1;
+                    if symbols <= self.baseline_symbols {
+                        continue;
+                    }
+                }
+            }
+            let deleted: bool = delete.call((g.clone(), k))?;
+            ok &= deleted;
+        }
+        Ok(ok && symbols <= self.baseline_symbols)
+    }
+}
+
+/// The variables object of one evaluation: the variables, with no
+/// prototype; sealed data (`$name`) frozen and read-only.
+fn enter<'js>(
+    ctx: &Ctx<'js>,
+    i: &Intrinsics<'js>,
+    vars_json: &str,
+) -> rquickjs::Result<Object<'js>> {
+    let vars = ctx
+        .json_parse(vars_json)?
+        .into_object()
+        .ok_or_else(|| rquickjs::Error::new_from_js("value", "object"))?;
+    i.object_fn("setPrototypeOf")?
+        .call::<_, ()>((vars.clone(), Value::new_null(ctx.clone())))?;
+    let sealed: Vec<String> = vars
+        .keys::<String>()
+        .filter_map(|k| k.ok())
+        .filter(|k| k.starts_with('$'))
+        .collect();
+    if !sealed.is_empty() {
+        let define = i.object_fn("defineProperty")?;
+        for k in sealed {
+            let v: Value = vars.get(k.as_str())?;
+            i.deep_freeze(&v, 0)?;
+            let read_only = Object::new(ctx.clone())?;
+            read_only.set("writable", false)?;
+            read_only.set("configurable", false)?;
+            define.call::<_, ()>((vars.clone(), k, read_only))?;
+        }
+    }
+    Ok(vars)
+}
+
+/// Compiles `source` as a function of the variables object; `None` when it
+/// must run in a fresh context (a statement list, or a syntax error, which
+/// the fresh context reports).
+fn compile<'js>(ctx: &Ctx<'js>, kind: ScriptKind, source: &str) -> Option<Function<'js>> {
+    let text = match kind {
+        ScriptKind::Code => format!(
+            "(function (__acts_vars) {{ with (__acts_vars) {{ return (function () {{\n{source}\n}})(); }} }})"
+        ),
+        ScriptKind::Expression => format!(
+            "(function (__acts_vars) {{ with (__acts_vars) {{ return (\n{source}\n); }} }})"
+        ),
+    };
+    ctx.eval_with_options::<Function, _>(text, options())
+        .catch(ctx)
+        .ok()
+}
