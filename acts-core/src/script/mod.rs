@@ -25,7 +25,7 @@ mod scope;
 pub mod substitute;
 
 pub use engine::{ScriptEngine, ScriptLimits, ScriptOutput};
-pub use kind::ScriptKind;
 pub use error::ScriptError;
 pub use helpers::HELPER_NAMES;
+pub use kind::ScriptKind;
 pub use scope::{ScriptEffect, ScriptScope, is_private};

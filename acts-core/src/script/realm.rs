@@ -40,8 +40,8 @@ use parking_lot::Mutex;
 use rquickjs::context::EvalOptions;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
 
-use super::kind::ScriptKind;
 use super::helpers::{self, EvalState};
+use super::kind::ScriptKind;
 
 /// Locks the realm down (see the module doc).
 const LOCKDOWN: &str = r#"

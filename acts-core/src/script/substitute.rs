@@ -20,8 +20,8 @@
 use serde_json::Value;
 
 use super::engine::ScriptEngine;
-use super::kind::ScriptKind;
 use super::error::ScriptError;
+use super::kind::ScriptKind;
 use super::scope::ScriptScope;
 pub use crate::model::whole_expression;
 

@@ -110,7 +110,7 @@ impl Executor {
     /// Aborts a running process: running tasks are aborted, waiting ones
     /// skipped, and the process ends `aborted`.
     pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
-        self.rt.on_process(pid, |p, _| p.abort_process()).await
+        self.rt.on_process(pid, |p, svc| p.abort_process(svc)).await
     }
 
     /// Removes a process and all its rows (a running one stops). Returns

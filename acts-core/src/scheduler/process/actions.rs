@@ -279,20 +279,20 @@ impl Process {
                     _ => TaskState::Removed,
                 };
                 self.tasks.set_state(t, to);
-                self.emit(t);
+                self.emit(t, svc);
                 self.queue.push_back(Job::Next(t));
             }
             Action::Skip => {
-                self.skip_waiting_siblings(t);
+                self.skip_waiting_siblings(t, svc);
                 self.tasks.set_state(t, TaskState::Skipped);
-                self.emit(t);
+                self.emit(t, svc);
                 self.queue.push_back(Job::Next(t));
             }
             Action::Abort => {
-                self.skip_waiting_siblings(t);
+                self.skip_waiting_siblings(t, svc);
                 self.tasks.set_data(t, &options);
                 self.tasks.set_state(t, TaskState::Aborted);
-                self.emit(t);
+                self.emit(t, svc);
                 let mut cur = t;
                 while let Some(parent) = self.tasks.get(cur).and_then(|x| x.parent) {
                     for c in self.tasks.children(parent) {
@@ -307,7 +307,7 @@ impl Process {
                         }
                     }
                     self.tasks.set_state(parent, TaskState::Aborted);
-                    self.emit(parent);
+                    self.emit(parent, svc);
                     cur = parent;
                 }
             }
@@ -334,7 +334,7 @@ impl Process {
             Action::SetProcessVars => {
                 let root = self.root();
                 self.tasks.set_user_data(root, &options);
-                self.emit(t);
+                self.emit(t, svc);
             }
             Action::Back => {
                 let to = options
@@ -347,7 +347,7 @@ impl Process {
                         option: "to",
                     })?
                     .to_owned();
-                self.back(t, &to)
+                self.back(t, &to, svc)
                     .map_err(|message| ActionError::NotAllowed {
                         pid,
                         tid: tid_s,
@@ -355,11 +355,12 @@ impl Process {
                     })?;
             }
             Action::Cancel => {
-                self.cancel(t).map_err(|message| ActionError::NotAllowed {
-                    pid,
-                    tid: tid_s,
-                    message,
-                })?;
+                self.cancel(t, svc)
+                    .map_err(|message| ActionError::NotAllowed {
+                        pid,
+                        tid: tid_s,
+                        message,
+                    })?;
             }
         }
         Ok(())
@@ -416,14 +417,14 @@ impl Process {
         Ok(())
     }
 
-    pub(super) fn skip_waiting_siblings(&mut self, t: TaskIx) {
+    pub(super) fn skip_waiting_siblings(&mut self, t: TaskIx, svc: Services<'_>) {
         let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) else {
             return;
         };
         for s in self.tasks.children(parent) {
             if s != t && !self.state_of(s).is_terminal() {
                 self.tasks.set_state(s, TaskState::Skipped);
-                self.emit(s);
+                self.emit(s, svc);
             }
         }
     }

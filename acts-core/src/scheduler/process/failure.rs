@@ -17,10 +17,10 @@ impl Process {
         self.propagate_error(t, svc);
     }
 
-    pub(super) fn propagate_error(&mut self, t: TaskIx, _svc: Services<'_>) {
+    pub(super) fn propagate_error(&mut self, t: TaskIx, svc: Services<'_>) {
         let mut cur = t;
         loop {
-            self.emit(cur);
+            self.emit(cur, svc);
             let Some(parent) = self.tasks.get(cur).and_then(|x| x.parent) else {
                 return;
             };
@@ -33,7 +33,7 @@ impl Process {
                 .and_then(|x| x.err.clone())
                 .unwrap_or_default();
             if self.is_kind(cur, NodeKind::Act) {
-                let outputs = self.tasks.outputs(cur, &self.exposes_of(cur));
+                let outputs = self.outputs_of(cur, svc);
                 self.tasks.update_data(parent, &outputs);
             }
             self.tasks.set_err(parent, err);

@@ -83,7 +83,7 @@ impl Process {
             self.tasks.sign(t, Sign::NEXT_COMPLETE);
         }
         if go_parent && let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
-            let outputs = self.tasks.outputs(t, &self.exposes_of(t));
+            let outputs = self.outputs_of(t, svc);
             self.tasks.update_data(parent, &outputs);
             return self.next(parent, svc);
         }
@@ -103,7 +103,7 @@ impl Process {
                 == Some("msg")
         {
             self.tasks.set_state(t, TaskState::Completed);
-            self.emit(t);
+            self.emit(t, svc);
             return Ok(());
         }
         let children = self.tasks.children(t);
@@ -141,8 +141,15 @@ impl Process {
                 self.propagate_error(t, svc);
                 return Ok(());
             }
+            if t == self.root()
+                && let Some(err) = self.outputs_mismatch(t, svc)
+            {
+                // The process ends in error, never `completed` first.
+                self.fail(t, err, svc);
+                return Ok(());
+            }
             self.tasks.set_state(t, TaskState::Completed);
-            self.emit(t);
+            self.emit(t, svc);
         }
         Ok(())
     }

@@ -14,6 +14,8 @@ use serde_json::Value;
 mod actions;
 mod failure;
 mod flow;
+mod outputs;
+use outputs::OUTPUTS_KEY;
 mod packages;
 mod resume;
 mod timeouts;
@@ -157,6 +159,13 @@ impl Process {
 
     /// The process outputs: the root's outputs (the workflow's `exposes`).
     pub fn outputs(&self) -> Vars {
+        if let Some(Value::Object(kept)) = self
+            .tasks
+            .get(self.root())
+            .and_then(|x| x.data.get(OUTPUTS_KEY))
+        {
+            return kept.clone();
+        }
         let exposes = match self.tree.node(self.tree.root()).map(|n| &*n.content) {
             Some(NodeContent::Workflow(w)) => w.exposes.clone(),
             _ => Vec::new(),
@@ -243,7 +252,7 @@ impl Process {
             self.seal(t, svc)?;
             self.tasks.set_state(t, TaskState::Ready);
             self.init(t, svc)?;
-            self.emit(t);
+            self.emit(t, svc);
             if self.state_of(t) != TaskState::Ready {
                 self.queue.push_back(Job::Next(t));
                 return Ok(());
@@ -255,7 +264,7 @@ impl Process {
             // Running is silent; an interrupt tells clients. A terminal state
             // reached while running (an action package) was already told.
             if self.state_of(t) == TaskState::Interrupt {
-                self.emit(t);
+                self.emit(t, svc);
             }
         }
         self.queue.push_back(Job::Next(t));
@@ -283,7 +292,7 @@ impl Process {
     /// inputs = prev's outputs overlaid with the node's vars (evaluated).
     fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
-            Some(prev) => self.tasks.outputs(prev, &self.exposes_of(prev)),
+            Some(prev) => self.outputs_of(prev, svc),
             None => Vars::new(),
         };
         let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
@@ -376,17 +385,6 @@ impl Process {
             self.tasks.set_data(t, &v);
         }
         Ok(())
-    }
-
-    fn exposes_of(&self, t: TaskIx) -> Vec<Variant> {
-        let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
-        match node.map(|n| &*n.content) {
-            Some(NodeContent::Step(s)) => s.exposes.clone(),
-            Some(NodeContent::Branch(b)) => b.exposes.clone(),
-            Some(NodeContent::Act(a)) => a.exposes.clone(),
-            Some(NodeContent::Workflow(w)) => w.exposes.clone(),
-            None => Vec::new(),
-        }
     }
 
     fn condition(&self, t: TaskIx, expr: &str, svc: Services<'_>) -> Result<bool, TaskError> {
@@ -511,58 +509,5 @@ impl Process {
         self.tasks
             .get(t)
             .map_or_else(|| self.tree.root(), |x| x.node)
-    }
-
-    fn emit(&mut self, t: TaskIx) {
-        let Some(task) = self.tasks.get(t) else {
-            return;
-        };
-        let state = task.state;
-        let visible =
-            state.is_terminal() || matches!(state, TaskState::Ready | TaskState::Interrupt);
-        if task.sign.has(Sign::NO_EMIT) || !visible {
-            return;
-        }
-        let Some(node) = self.tree.node(task.node) else {
-            return;
-        };
-        let (uses, params) = match &*node.content {
-            NodeContent::Act(a) => (Some(a.uses.clone()), a.params.clone()),
-            NodeContent::Step(s) => (s.uses.clone(), Value::Null),
-            _ => (None, Value::Null),
-        };
-        let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
-        let (outputs, inputs) = if state.is_terminal() {
-            (self.tasks.outputs(t, &self.exposes_of(t)), Vars::new())
-        } else {
-            (
-                Vars::new(),
-                task.data
-                    .iter()
-                    .filter(|(k, _)| !crate::script::is_private(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )
-        };
-        let err = task.err.clone();
-        let time = self.tasks.now();
-        let model_id = self.model_id();
-        self.messages.push(Message {
-            id: crate::tree::long_id(),
-            model_id,
-            inputs,
-            err,
-            time,
-            r#type: node.content.kind().into(),
-            state: state.into(),
-            pid: self.pid.clone(),
-            tid: task.id.clone(),
-            nid: node.id.clone(),
-            name: node.content.name().to_owned(),
-            uses,
-            key,
-            params,
-            outputs,
-        });
     }
 }

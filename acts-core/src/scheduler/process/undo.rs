@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use crate::model::NodeKind;
 use crate::scheduler::{TaskIx, TaskState};
 
-use super::{Job, Process};
+use super::{Job, Process, Services};
 
 impl Process {
     fn is_step(&self, t: TaskIx) -> bool {
@@ -28,7 +28,7 @@ impl Process {
 
     /// Settles a task passed over by back/cancel: running → completed,
     /// pending → skipped.
-    fn settle_path(&mut self, path: &[TaskIx]) {
+    fn settle_path(&mut self, path: &[TaskIx], svc: Services<'_>) {
         for &p in path {
             let to = match self.state_of(p) {
                 TaskState::Running | TaskState::Interrupt => TaskState::Completed,
@@ -36,13 +36,13 @@ impl Process {
                 _ => continue,
             };
             self.tasks.set_state(p, to);
-            self.emit(p);
+            self.emit(p, svc);
         }
     }
 
     /// `back`: walks act `t`'s `prev` chain to the step task of node `to`,
     /// runs that step again, and marks `t` backed.
-    pub(super) fn back(&mut self, t: TaskIx, to: &str) -> Result<(), String> {
+    pub(super) fn back(&mut self, t: TaskIx, to: &str, svc: Services<'_>) -> Result<(), String> {
         let mut path = Vec::new();
         let mut cur = self.tasks.get(t).and_then(|x| x.prev);
         let target = loop {
@@ -58,16 +58,16 @@ impl Process {
             cur = self.tasks.get(c).and_then(|x| x.prev);
         };
         self.redo(target)?;
-        self.skip_waiting_siblings(t);
+        self.skip_waiting_siblings(t, svc);
         self.tasks.set_state(t, TaskState::Backed);
-        self.emit(t);
-        self.settle_path(&path);
+        self.emit(t, svc);
+        self.settle_path(&path, svc);
         Ok(())
     }
 
     /// `cancel`: the step that owns act `t` (finished with success) runs
     /// again, and the steps that followed it and own acts are undone.
-    pub(super) fn cancel(&mut self, t: TaskIx) -> Result<(), String> {
+    pub(super) fn cancel(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), String> {
         let tid = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
         let step = self
             .tasks
@@ -110,18 +110,18 @@ impl Process {
             ));
         }
         self.redo(step)?;
-        self.settle_path(&path);
+        self.settle_path(&path, svc);
         for target in targets {
             let mut queue: VecDeque<TaskIx> = self.tasks.children(target).into();
             while let Some(d) = queue.pop_front() {
                 if !self.state_of(d).is_terminal() {
                     self.tasks.set_state(d, TaskState::Cancelled);
-                    self.emit(d);
+                    self.emit(d, svc);
                 }
                 queue.extend(self.tasks.children(d));
             }
             self.tasks.set_state(target, TaskState::Completed);
-            self.emit(target);
+            self.emit(target, svc);
         }
         Ok(())
     }
@@ -140,7 +140,7 @@ impl Process {
     /// Aborts the whole process (the executor's process abort): running
     /// and interrupted tasks are aborted, waiting ones skipped, newest
     /// first, and the root ends `aborted`. Fails if it has already ended.
-    pub fn abort_process(&mut self) -> Result<(), super::ActionError> {
+    pub fn abort_process(&mut self, svc: Services<'_>) -> Result<(), super::ActionError> {
         let root = self.root();
         let state = self.state_of(root);
         if state.is_terminal() {
@@ -163,7 +163,7 @@ impl Process {
             };
             self.tasks
                 .set_state(t, if t == root { TaskState::Aborted } else { to });
-            self.emit(t);
+            self.emit(t, svc);
         }
         self.queue.clear();
         Ok(())

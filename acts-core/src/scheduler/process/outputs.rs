@@ -1,0 +1,159 @@
+//! What a task gives: its outputs (the `exposes`, evaluated), the check of
+//! a process's outputs against their declared types, and the messages
+//! that tell clients about a task.
+
+use serde_json::Value;
+
+use crate::model::{Variant, Vars, whole_expression};
+use crate::scheduler::{Message, Sign, TaskError, TaskIx, TaskState};
+use crate::script::substitute;
+use crate::tree::NodeContent;
+
+use super::{Process, Services};
+
+/// The data key holding a finished task's evaluated exposes.
+pub(super) const OUTPUTS_KEY: &str = "__outputs";
+
+impl Process {
+    /// Task `t`'s outputs (§3.7): with `exposes`, one entry per exposed
+    /// name — a whole-string `${{ }}` evaluated in the task's scope, `null`
+    /// looked up, any other literal as it is; without, its non-private
+    /// data. Evaluated exposes of a task that has ended are kept in its
+    /// data (`__outputs`), so they are evaluated once and a reloaded
+    /// process (or its outputs read without the script engine) sees the
+    /// same values.
+    pub(super) fn outputs_of(&mut self, t: TaskIx, svc: Services<'_>) -> Vars {
+        let exposes = self.exposes_of(t);
+        let expressions = exposes.iter().any(|e| {
+            e.value
+                .as_str()
+                .is_some_and(|s| whole_expression(s).is_some())
+        });
+        if !expressions {
+            return self.tasks.outputs(t, &exposes);
+        }
+        if let Some(Value::Object(kept)) = self.tasks.get(t).and_then(|x| x.data.get(OUTPUTS_KEY)) {
+            return kept.clone();
+        }
+        let scope = self.tasks.script_scope(t);
+        let mut out = Vars::new();
+        for e in &exposes {
+            let value = match e.value.as_str().and_then(whole_expression) {
+                Some(_) => substitute::vars(svc.scripts, &e.value, &scope).unwrap_or_else(|err| {
+                    tracing::warn!(target: "acts::script", pid = %self.pid, name = %e.name, error = %err, "exposed value failed; using null");
+                    Value::Null
+                }),
+                None if e.value.is_null() => self.tasks.find(t, &e.name).cloned().unwrap_or(Value::Null),
+                None => e.value.clone(),
+            };
+            out.insert(e.name.clone(), value);
+        }
+        if self.state_of(t).is_terminal() {
+            self.tasks.put(t, OUTPUTS_KEY, &Value::Object(out.clone()));
+        }
+        out
+    }
+
+    pub(super) fn exposes_of(&self, t: TaskIx) -> Vec<Variant> {
+        let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
+        match node.map(|n| &*n.content) {
+            Some(NodeContent::Step(s)) => s.exposes.clone(),
+            Some(NodeContent::Branch(b)) => b.exposes.clone(),
+            Some(NodeContent::Act(a)) => a.exposes.clone(),
+            Some(NodeContent::Workflow(w)) => w.exposes.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The first process output whose value does not match the type its
+    /// `exposes` entry declares (or infers from a literal), as an error.
+    pub(super) fn outputs_mismatch(
+        &mut self,
+        root: TaskIx,
+        svc: Services<'_>,
+    ) -> Option<TaskError> {
+        let exposes = self.exposes_of(root);
+        if exposes.iter().all(|e| e.r#type.is_none()) {
+            return None;
+        }
+        let outputs = self.outputs_of(root, svc);
+        exposes.iter().find_map(|e| {
+            let ty = e.r#type?;
+            let value = outputs.get(&e.name).unwrap_or(&Value::Null);
+            (!ty.accepts(value)).then(|| {
+                TaskError::new(
+                    "exposes",
+                    format!(
+                        "model '{}': output '{}' must be {} {}, got {value}",
+                        self.model_id(),
+                        e.name,
+                        if ty.as_str().starts_with(['a', 'o']) {
+                            "an"
+                        } else {
+                            "a"
+                        },
+                        ty.as_str()
+                    ),
+                )
+            })
+        })
+    }
+
+    pub(super) fn emit(&mut self, t: TaskIx, svc: Services<'_>) {
+        let Some(task) = self.tasks.get(t) else {
+            return;
+        };
+        let state = task.state;
+        let visible =
+            state.is_terminal() || matches!(state, TaskState::Ready | TaskState::Interrupt);
+        if task.sign.has(Sign::NO_EMIT) || !visible {
+            return;
+        }
+        let outputs = if state.is_terminal() {
+            self.outputs_of(t, svc)
+        } else {
+            Vars::new()
+        };
+        let Some(task) = self.tasks.get(t) else {
+            return;
+        };
+        let Some(node) = self.tree.node(task.node) else {
+            return;
+        };
+        let (uses, params) = match &*node.content {
+            NodeContent::Act(a) => (Some(a.uses.clone()), a.params.clone()),
+            NodeContent::Step(s) => (s.uses.clone(), Value::Null),
+            _ => (None, Value::Null),
+        };
+        let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
+        let inputs = if state.is_terminal() {
+            Vars::new()
+        } else {
+            task.data
+                .iter()
+                .filter(|(k, _)| !crate::script::is_private(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let err = task.err.clone();
+        let time = self.tasks.now();
+        let model_id = self.model_id();
+        self.messages.push(Message {
+            id: crate::tree::long_id(),
+            model_id,
+            inputs,
+            err,
+            time,
+            r#type: node.content.kind().into(),
+            state: state.into(),
+            pid: self.pid.clone(),
+            tid: task.id.clone(),
+            nid: node.id.clone(),
+            name: node.content.name().to_owned(),
+            uses,
+            key,
+            params,
+            outputs,
+        });
+    }
+}

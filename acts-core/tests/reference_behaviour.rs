@@ -1,0 +1,139 @@
+//! What acts 0.25 models do, held against this engine: each scenario is
+//! one place where the engine differed from the reference (or from what
+//! the reference documents), with the behaviour now expected.
+
+mod common;
+use common::*;
+
+use acts_core::engine::{ChannelOptions, Engine};
+use acts_core::model::Vars;
+use serde_json::json;
+
+async fn engine_on(store: std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
+    Engine::builder()
+        .store(store)
+        .start()
+        .await
+        .expect("the engine starts")
+}
+
+#[tokio::test]
+async fn workflow_exposes_written_as_expressions_are_evaluated_and_kept() {
+    let kv = store().await;
+    let engine = engine_on(kv.clone()).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: totals
+ver: "1"
+vars:
+  - { name: a, value: 1 }
+  - { name: b, value: 2 }
+steps:
+  - id: s1
+    uses: acts.transform.set
+    params: { c: 10 }
+exposes:
+  - { name: total, value: "${{ a + b + c }}" }
+  - { name: a }
+  - { name: label, value: fixed }
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("totals", Vars::new()).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    assert_eq!(end.state, "completed");
+    let want = json!({"total": 13, "a": 1, "label": "fixed"});
+    assert_eq!(serde_json::to_value(&end.outputs).ok(), Some(want.clone()));
+    let outputs = exec.process(&p.pid).await.expect("readable").outputs;
+    assert_eq!(serde_json::to_value(&outputs).ok(), Some(want.clone()));
+    engine.close().await;
+    drop(engine);
+    // Read back by another engine on the same store: the same values.
+    let again = engine_on(kv).await;
+    let outputs = again
+        .executor()
+        .process(&p.pid)
+        .await
+        .expect("readable")
+        .outputs;
+    assert_eq!(serde_json::to_value(&outputs).ok(), Some(want));
+    again.close().await;
+}
+
+#[tokio::test]
+async fn a_subflow_child_returns_its_evaluated_exposes_to_the_parent_act() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { seen: true }\nexposes:\n  - { name: doubled, value: '${{ n * 2 }}' }\n",
+    )
+    .await
+    .expect("deploys");
+    exec.deploy_yaml(
+        "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { got: doubled }'\nexposes:\n  - { name: got }\n",
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let parent = exec.start("parent", Vars::new()).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&parent.pid)).await;
+    assert_eq!(end.state, "completed");
+    assert_eq!(
+        end.outputs.get("got"),
+        Some(&json!(42)),
+        "{:?}",
+        end.outputs
+    );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn process_outputs_that_break_their_declared_type_end_the_process_in_error() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: typed
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.transform.set
+    params: { total: "twelve", count: 3 }
+exposes:
+  - { name: count, type: number }
+  - { name: total, type: number }
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("workflow"))
+        .subscribe();
+    let p = exec.start("typed", Vars::new()).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    assert_eq!(end.state, "error", "never `completed` first");
+    let err = end.err.clone().expect("an error");
+    assert_eq!(err.ecode, "exposes");
+    assert!(
+        err.message
+            .contains("output 'total' must be a number, got \"twelve\""),
+        "{}",
+        err.message
+    );
+    // Nothing else was announced for the process's end.
+    assert!(rx.try_recv().is_err());
+    let info = exec.process(&p.pid).await.expect("readable");
+    assert_eq!(info.state, acts_core::scheduler::TaskState::Error);
+    // Matching outputs complete as before.
+    exec.deploy_yaml(
+        "id: fine\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { count: 3 }\nexposes:\n  - { name: count, type: number }\n",
+    )
+    .await
+    .expect("deploys");
+    let p = exec.start("fine", Vars::new()).await.expect("starts");
+    assert_eq!(recv_where(&mut rx, ends(&p.pid)).await.state, "completed");
+    engine.close().await;
+}
