@@ -137,3 +137,47 @@ exposes:
     assert_eq!(recv_where(&mut rx, ends(&p.pid)).await.state, "completed");
     engine.close().await;
 }
+
+#[tokio::test]
+async fn a_branch_run_script_writes_what_it_sets() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: branchy
+ver: "1"
+vars:
+  - { name: v, value: 50 }
+steps:
+  - id: s1
+    branches:
+      - id: big
+        if: v > 10
+        run: |
+          $set_process_var("route", "big");
+          $set("seen_in_branch", v * 2);
+          $env.touched = true;
+        steps:
+          - id: inner
+            uses: acts.transform.code
+            params: "return { inner_saw: seen_in_branch }"
+      - id: small
+        else: true
+        run: $set_process_var("route", "small")
+  - id: after
+    uses: acts.transform.code
+    params: "return { env_touched: $env.touched }"
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("branchy", Vars::new()).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    assert_eq!(end.state, "completed", "{:?}", end.err);
+    let out = &end.outputs;
+    assert_eq!(out.get("route"), Some(&json!("big")), "{out:?}");
+    assert_eq!(out.get("inner_saw"), Some(&json!(100)), "{out:?}");
+    assert_eq!(out.get("env_touched"), Some(&json!(true)), "{out:?}");
+    engine.close().await;
+}

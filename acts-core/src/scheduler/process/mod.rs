@@ -303,7 +303,7 @@ impl Process {
             Some(NodeContent::Act(a)) => a.vars.clone(),
             None => Vec::new(),
         };
-        let scope = self.tasks.script_scope(t);
+        let scope = self.script_scope(t);
         for v in vars {
             let value = substitute::vars(svc.scripts, &v.value, &scope)
                 .map_err(|e| TaskError::new("", e.to_string()))?;
@@ -387,9 +387,17 @@ impl Process {
         Ok(())
     }
 
+    /// What a script running in task `t` sees: its data and its
+    /// ancestors', and the process environment (`$env`).
+    pub(super) fn script_scope(&self, t: TaskIx) -> crate::script::ScriptScope {
+        let mut scope = self.tasks.script_scope(t);
+        scope.env = self.env.clone();
+        scope
+    }
+
     fn condition(&self, t: TaskIx, expr: &str, svc: Services<'_>) -> Result<bool, TaskError> {
         svc.scripts
-            .eval_bool(expr, self.tasks.script_scope(t))
+            .eval_bool(expr, self.script_scope(t))
             .map_err(|e| TaskError::new("", e.to_string()))
     }
 
@@ -479,7 +487,7 @@ impl Process {
         match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
-                    let scope = self.tasks.script_scope(t);
+                    let scope = self.script_scope(t);
                     let params = substitute::params(svc.scripts, &s.params, &scope)
                         .map_err(|e| TaskError::new("", e.to_string()))?;
                     let mut act = Act::new(uses.clone(), params);
@@ -490,9 +498,13 @@ impl Process {
             }
             Some(NodeContent::Branch(b)) => {
                 if let Some(script) = &b.run {
-                    svc.scripts
-                        .eval(ScriptKind::Expression, script, self.tasks.script_scope(t))
+                    // The result is ignored; what the script writes
+                    // (`$set`, `$set_process_var`, `$env`) is applied.
+                    let out = svc
+                        .scripts
+                        .eval(ScriptKind::Expression, script, self.script_scope(t))
                         .map_err(|e| TaskError::new("", e.to_string()))?;
+                    self.apply_effects(t, out.effects);
                 }
             }
             Some(NodeContent::Act(a)) => {

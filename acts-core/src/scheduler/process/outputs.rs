@@ -35,7 +35,7 @@ impl Process {
         if let Some(Value::Object(kept)) = self.tasks.get(t).and_then(|x| x.data.get(OUTPUTS_KEY)) {
             return kept.clone();
         }
-        let scope = self.tasks.script_scope(t);
+        let scope = self.script_scope(t);
         let mut out = Vars::new();
         for e in &exposes {
             let value = match e.value.as_str().and_then(whole_expression) {

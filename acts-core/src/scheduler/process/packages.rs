@@ -24,7 +24,7 @@ impl Process {
             ));
         };
         let run_as = def.run_as;
-        let scope = self.tasks.script_scope(t);
+        let scope = self.script_scope(t);
         let params = substitute::params(svc.scripts, &act.params, &scope)
             .map_err(|e| TaskError::new("", e.to_string()))?;
         svc.packages
@@ -49,7 +49,7 @@ impl Process {
                     let code = params.as_str().unwrap_or_default();
                     let out = svc
                         .scripts
-                        .eval(ScriptKind::Code, code, self.tasks.script_scope(t))
+                        .eval(ScriptKind::Code, code, self.script_scope(t))
                         .map_err(|e| TaskError::new("", e.to_string()))?;
                     self.apply_effects(t, out.effects);
                     if let Value::Object(vars) = out.value {

@@ -128,7 +128,7 @@ impl Process {
                     NodeContent::Step(s) => match &s.r#if {
                         Some(cond) => svc
                             .scripts
-                            .eval_bool(cond, self.tasks.script_scope(owner))
+                            .eval_bool(cond, self.script_scope(owner))
                             .unwrap_or(false),
                         None => true,
                     },
