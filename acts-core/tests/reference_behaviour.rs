@@ -181,3 +181,107 @@ steps:
     assert_eq!(out.get("env_touched"), Some(&json!(true)), "{out:?}");
     engine.close().await;
 }
+
+async fn engine_with_clock(clock: &acts_core::time::ManualClock) -> Engine {
+    Engine::builder()
+        .store(store().await)
+        .clock(std::sync::Arc::new(clock.clone()))
+        .start()
+        .await
+        .expect("the engine starts")
+}
+
+#[tokio::test]
+async fn a_timeout_rule_due_at_once_runs_as_soon_as_the_one_before_it_ends() {
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = engine_with_clock(&clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: escalate
+ver: "1"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: approve }
+    timeouts:
+      - id: first
+        if: $cost_in("1h")
+        branches:
+          - id: notify_branch
+            if: "true"
+            steps:
+              - id: notify
+                uses: acts.core.msg
+                params: { key: first_notice }
+      - id: second
+        if: $cost_in("0s")
+        uses: acts.core.msg
+        params: { key: second_notice }
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("escalate", Vars::new()).await.expect("starts");
+    recv_where(&mut rx, irq_created).await;
+    clock.advance(std::time::Duration::from_secs(3601));
+    recv_where(&mut rx, |m| m.key.as_deref() == Some("first_notice")).await;
+    // No more time passes: the second rule is due already.
+    let second = recv_where(&mut rx, |m| m.key.as_deref() == Some("second_notice")).await;
+    assert_eq!(second.pid, p.pid);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_timeout_that_raises_an_error_is_handled_by_the_steps_catches() {
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = engine_with_clock(&clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: late
+ver: "1"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: approve }
+    timeouts:
+      - id: too_late
+        if: $cost_in("1h")
+        uses: acts.core.action
+        params:
+          action: error
+          options: { ecode: E_TIMEOUT, message: nobody answered }
+    catches:
+      - id: escalate
+        if: $ecode() == 'E_TIMEOUT'
+        uses: acts.transform.set
+        params: { escalated: true }
+  - id: after
+    uses: acts.transform.set
+    params: { went_on: true }
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("late", Vars::new()).await.expect("starts");
+    recv_where(&mut rx, irq_created).await;
+    clock.advance(std::time::Duration::from_secs(3601));
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    assert_eq!(end.state, "completed", "{:?}", end.err);
+    assert_eq!(
+        end.outputs.get("escalated"),
+        Some(&json!(true)),
+        "{:?}",
+        end.outputs
+    );
+    assert_eq!(
+        end.outputs.get("went_on"),
+        Some(&json!(true)),
+        "{:?}",
+        end.outputs
+    );
+    engine.close().await;
+}

@@ -328,6 +328,12 @@ impl Process {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
+                // As the reference: the waiting siblings of the act's
+                // step are skipped (a timeout step raising the error ends
+                // the wait it guards, so the owner's catches can finish).
+                if let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
+                    self.skip_waiting_siblings(parent, svc);
+                }
                 self.tasks.set_data(t, &options);
                 self.fail(t, TaskError::new(ecode, message), svc);
             }

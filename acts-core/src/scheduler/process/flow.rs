@@ -31,10 +31,14 @@ impl Process {
                 .into_iter()
                 .filter(|c| self.is_kind(*c, NodeKind::Act))
                 .collect();
+            // An act is settled once its own next pass ran; a failed one,
+            // or one skipped because a sibling failed (an error raised by
+            // a timeout step ends the wait it guards), has no next pass.
             let settled = |c: &TaskIx| {
                 self.tasks.get(*c).is_some_and(|x| {
                     x.state.is_terminal()
-                        && (x.sign.has(Sign::NEXT_COMPLETE) || x.state == TaskState::Error)
+                        && (x.sign.has(Sign::NEXT_COMPLETE)
+                            || matches!(x.state, TaskState::Error | TaskState::Skipped))
                 })
             };
             if !acts.iter().all(settled) {
