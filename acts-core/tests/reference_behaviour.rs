@@ -285,3 +285,75 @@ steps:
     );
     engine.close().await;
 }
+
+#[tokio::test]
+async fn act_messages_carry_what_reference_clients_read() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: msgs
+name: Messages
+ver: "1"
+options: { team: finance }
+vars:
+  - { name: who, value: ada }
+steps:
+  - id: review
+    name: Review
+    options: { tag: finance-review }
+    uses: acts.core.irq
+    params: { key: "approve_${{ who }}", to: "${{ who }}" }
+  - id: listed
+    uses: acts.core.block
+    params:
+      acts:
+        - uses: acts.core.irq
+          options: { tag: listed }
+          params: { key: second, n: "${{ 1 + 1 }}" }
+"#,
+    )
+    .await
+    .expect("deploys");
+    let mut tagged = engine
+        .channel(ChannelOptions::default().with_option("tag", "finance-*"))
+        .subscribe();
+    let mut rx = engine
+        .channel(ChannelOptions::default().with_type("act"))
+        .subscribe();
+    let p = exec.start("msgs", Vars::new()).await.expect("starts");
+    let irq = recv_where(&mut rx, irq_created).await;
+    assert_eq!(
+        irq.key.as_deref(),
+        Some("approve_ada"),
+        "the key as evaluated"
+    );
+    assert_eq!(irq.params, json!({"key": "approve_ada", "to": "ada"}));
+    assert_eq!(irq.inputs.get("params"), Some(&irq.params));
+    let step = irq.inputs.get("step").expect("the nearest step");
+    assert_eq!(step["node_id"], "review");
+    assert_eq!(step["node_name"], "Review");
+    assert!(step["task_id"].as_str().is_some_and(|t| !t.is_empty()));
+    assert_eq!(
+        irq.inputs.get("model"),
+        Some(&json!({"id": "msgs", "name": "Messages", "options": {"team": "finance"}}))
+    );
+    assert!(irq.start_time.is_some() && irq.end_time.is_none());
+    // The step's options reach a channel filtering on them.
+    let first_tagged = recv(&mut tagged).await;
+    assert_eq!(first_tagged.nid, "review");
+    exec.complete(&p.pid, &irq.tid, Vars::new())
+        .await
+        .expect("answered");
+    let done = recv_where(&mut rx, |m| m.tid == irq.tid && m.state == "completed").await;
+    assert!(done.end_time.is_some());
+    // An act of a block's `acts:` list: its params evaluated too.
+    let second = recv_where(&mut rx, |m| {
+        m.key.as_deref() == Some("second") && m.state == "created"
+    })
+    .await;
+    assert_eq!(second.params["n"], json!(2));
+    assert_eq!(second.inputs["options"], json!({"tag": "listed"}));
+    assert_eq!(second.inputs["step"]["node_id"], "listed");
+    engine.close().await;
+}

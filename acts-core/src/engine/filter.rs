@@ -23,6 +23,10 @@ pub struct ChannelOptions {
     pub uses: String,
     /// The model id.
     pub model: String,
+    /// Per-key globs over the node's `options` as messages carry them
+    /// (`inputs.options.<key>`, e.g. a `tag`; absent is the empty string,
+    /// a value that is not text is matched as its JSON).
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for ChannelOptions {
@@ -33,6 +37,7 @@ impl Default for ChannelOptions {
             key: "*".into(),
             uses: "*".into(),
             model: "*".into(),
+            options: Default::default(),
         }
     }
 }
@@ -67,6 +72,13 @@ impl ChannelOptions {
         self.model = pattern.into();
         self
     }
+
+    /// Only messages whose node option `key` matches (`with_option("tag",
+    /// "finance*")`).
+    pub fn with_option(mut self, key: impl Into<String>, pattern: impl Into<String>) -> Self {
+        self.options.insert(key.into(), pattern.into());
+        self
+    }
 }
 
 pub(crate) struct Filters {
@@ -75,6 +87,7 @@ pub(crate) struct Filters {
     key: WildMatch,
     uses: WildMatch,
     model: WildMatch,
+    options: Vec<(String, WildMatch)>,
 }
 
 impl Filters {
@@ -85,6 +98,11 @@ impl Filters {
             key: WildMatch::new(&o.key),
             uses: WildMatch::new(&o.uses),
             model: WildMatch::new(&o.model),
+            options: o
+                .options
+                .iter()
+                .map(|(k, p)| (k.clone(), WildMatch::new(p)))
+                .collect(),
         }
     }
 
@@ -94,6 +112,13 @@ impl Filters {
             && self.key.matches(m.key.as_deref().unwrap_or(""))
             && self.uses.matches(m.uses.as_deref().unwrap_or(""))
             && self.model.matches(&m.model_id)
+            && self.options.iter().all(|(k, p)| {
+                match m.inputs.get("options").and_then(|o| o.get(k)) {
+                    None => p.matches(""),
+                    Some(serde_json::Value::String(s)) => p.matches(s),
+                    Some(other) => p.matches(&other.to_string()),
+                }
+            })
     }
 }
 

@@ -181,6 +181,12 @@ pub struct Message {
     /// When it happened (ms on the engine clock).
     #[serde(default)]
     pub time: i64,
+    /// When the task started (an interrupted act: when it interrupted).
+    #[serde(default)]
+    pub start_time: Option<i64>,
+    /// When the task ended (`None` while it has not).
+    #[serde(default)]
+    pub end_time: Option<i64>,
 }
 
 impl Message {

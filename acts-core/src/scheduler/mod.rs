@@ -29,6 +29,7 @@ mod task_error;
 mod tasks;
 
 pub use message::{Message, MessageState, MessageType};
+pub(crate) use process::PARAMS_KEY;
 pub use process::{
     Action, ActionError, ModelCatalog, Process, Request, RunLimits, Services, UnknownAction,
 };

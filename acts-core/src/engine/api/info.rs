@@ -138,7 +138,11 @@ impl TaskInfo {
         let t = p.tasks.get(ix)?;
         let node = p.tree.node(t.node)?;
         let params = match &*node.content {
-            NodeContent::Act(a) => a.params.clone(),
+            NodeContent::Act(a) => t
+                .data
+                .get(crate::scheduler::PARAMS_KEY)
+                .cloned()
+                .unwrap_or_else(|| a.params.clone()),
             _ => serde_json::Value::Null,
         };
         let key = params

@@ -16,6 +16,7 @@ mod failure;
 mod flow;
 mod outputs;
 use outputs::OUTPUTS_KEY;
+pub(crate) use outputs::PARAMS_KEY;
 mod packages;
 mod resume;
 mod timeouts;

@@ -13,6 +13,9 @@ use super::{Process, Services};
 
 /// The data key holding a finished task's evaluated exposes.
 pub(super) const OUTPUTS_KEY: &str = "__outputs";
+/// The data key holding an act's params as evaluated when it ran (only
+/// when they had expressions); application packages read them too.
+pub(crate) const PARAMS_KEY: &str = "__params";
 
 impl Process {
     /// Task `t`'s outputs (§3.7): with `exposes`, one entry per exposed
@@ -120,13 +123,23 @@ impl Process {
         let Some(node) = self.tree.node(task.node) else {
             return;
         };
-        let (uses, params) = match &*node.content {
-            NodeContent::Act(a) => (Some(a.uses.clone()), a.params.clone()),
-            NodeContent::Step(s) => (s.uses.clone(), Value::Null),
-            _ => (None, Value::Null),
+        let (uses, params, options) = match &*node.content {
+            NodeContent::Act(a) => (
+                Some(a.uses.clone()),
+                // The params as evaluated when the act ran, if they had
+                // expressions.
+                task.data
+                    .get(PARAMS_KEY)
+                    .cloned()
+                    .unwrap_or_else(|| a.params.clone()),
+                a.options.clone(),
+            ),
+            NodeContent::Step(s) => (s.uses.clone(), Value::Null, s.options.clone()),
+            NodeContent::Branch(b) => (None, Value::Null, b.options.clone()),
+            NodeContent::Workflow(w) => (None, Value::Null, w.options.clone()),
         };
         let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
-        let inputs = if state.is_terminal() {
+        let mut inputs: Vars = if state.is_terminal() {
             Vars::new()
         } else {
             task.data
@@ -135,6 +148,22 @@ impl Process {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
+        // What reference clients read besides the data (§4.2).
+        inputs.insert("options".into(), Value::Object(options));
+        inputs.insert("model".into(), self.model_summary());
+        if matches!(&*node.content, NodeContent::Act(_)) {
+            inputs.insert("params".into(), params.clone());
+            if let Some(step) = self.nearest_step(t) {
+                inputs.insert("step".into(), step);
+            }
+        }
+        if let Some(e) = &task.err {
+            inputs.extend(e.to_vars());
+        }
+        let (start_time, end_time) = (
+            (task.start_time > 0).then_some(task.start_time),
+            (task.end_time > 0).then_some(task.end_time),
+        );
         let err = task.err.clone();
         let time = self.tasks.now();
         let model_id = self.model_id();
@@ -154,6 +183,40 @@ impl Process {
             key,
             params,
             outputs,
+            start_time,
+            end_time,
         });
+    }
+
+    /// `{id, name, options}` of the workflow, for messages.
+    fn model_summary(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("id".into(), Value::String(self.model_id()));
+        let (name, options) = self
+            .workflow()
+            .map(|w| (w.name.clone(), w.options.clone()))
+            .unwrap_or_default();
+        m.insert("name".into(), Value::String(name));
+        m.insert("options".into(), Value::Object(options));
+        Value::Object(m)
+    }
+
+    /// `{node_id, node_name, task_id}` of the nearest step at or above
+    /// task `t`'s parent, for act messages.
+    fn nearest_step(&self, t: TaskIx) -> Option<Value> {
+        let mut cur = self.tasks.get(t)?.parent;
+        while let Some(ix) = cur {
+            let task = self.tasks.get(ix)?;
+            let node = self.tree.node(task.node)?;
+            if let NodeContent::Step(s) = &*node.content {
+                let mut m = serde_json::Map::new();
+                m.insert("node_id".into(), Value::String(node.id.clone()));
+                m.insert("node_name".into(), Value::String(s.name.clone()));
+                m.insert("task_id".into(), Value::String(task.id.clone()));
+                return Some(Value::Object(m));
+            }
+            cur = task.parent;
+        }
+        None
     }
 }

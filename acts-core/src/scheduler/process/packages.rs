@@ -35,6 +35,10 @@ impl Process {
             "__run_as".into(),
             Value::String(format!("{run_as:?}").to_lowercase()),
         );
+        if params != act.params {
+            // Messages and clients see the evaluated params.
+            data.insert(super::outputs::PARAMS_KEY.into(), params.clone());
+        }
         self.tasks.set_data(t, &data);
         match run_as {
             RunAs::Irq => self.tasks.set_state(t, TaskState::Interrupt),
@@ -148,7 +152,7 @@ impl Process {
                     // An application package: the engine runs it and
                     // answers the act with an action.
                     let mut data = Vars::new();
-                    data.insert("__params".into(), params.clone());
+                    data.insert(super::outputs::PARAMS_KEY.into(), params.clone());
                     self.tasks.set_data(t, &data);
                     self.tasks.sign(t, Sign::NO_AUTO_COMPLETE | Sign::EXTERNAL);
                     let inputs = self

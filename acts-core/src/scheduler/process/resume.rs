@@ -193,7 +193,11 @@ impl Process {
             // runs (or was parked) on its own.
             return None;
         }
-        let params = task.data.get("__params").cloned().unwrap_or(Value::Null);
+        let params = task
+            .data
+            .get(super::outputs::PARAMS_KEY)
+            .cloned()
+            .unwrap_or(Value::Null);
         Some(Request::RunPackage {
             tid: task.id.clone(),
             uses: act.uses.clone(),
