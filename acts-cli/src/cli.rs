@@ -17,6 +17,10 @@ pub struct Cli {
         default_value = "redb:acts.db"
     )]
     pub store: String,
+    /// Refuse a model that deploys with warnings (a key the model language
+    /// does not have, e.g. `iff:` for `if:`; an interrupt without a key).
+    #[arg(long, global = true)]
+    pub strict: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

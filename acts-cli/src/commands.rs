@@ -33,6 +33,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 deploy: &deploy,
                 vars,
                 json: mode.json,
+                strict: args.strict,
             };
             let report = run_model(&engine, &run, answer_mode, clock).await;
             engine.close().await;
@@ -50,18 +51,18 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
         Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
         other => {
             let engine = open_engine(&args.store, None).await?;
-            let code = other_command(&engine, other).await;
+            let code = other_command(&engine, other, args.strict).await;
             engine.close().await;
             code
         }
     }
 }
 
-async fn other_command(engine: &Engine, command: Command) -> Result<u8, Failure> {
+async fn other_command(engine: &Engine, command: Command, strict: bool) -> Result<u8, Failure> {
     match command {
         Command::Deploy { models } => {
             for m in &models {
-                let info = deploy_file(&engine.executor(), m).await?;
+                let info = deploy_file(&engine.executor(), m, strict).await?;
                 println!("deployed {} (revision {})", info.id, info.revision);
             }
             Ok(0)

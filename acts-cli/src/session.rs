@@ -43,16 +43,35 @@ pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result
 }
 
 /// Deploys a model file; a model that does not parse or validate is bad
-/// input naming the file.
-pub(crate) async fn deploy_file(exec: &Executor, path: &Path) -> Result<acts::ModelInfo, Failure> {
+/// input naming the file. Its warnings go to stderr, each naming the file;
+/// with `strict`, a model with warnings is bad input and is not deployed.
+pub(crate) async fn deploy_file(
+    exec: &Executor,
+    path: &Path,
+    strict: bool,
+) -> Result<acts::ModelInfo, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::input(format!("cannot read model '{}': {e}", path.display())))?;
-    exec.deploy_yaml(&text).await.map_err(|e| match e {
+    if strict && let Ok(loaded) = acts::Workflow::load_yaml(&text) {
+        let warnings = acts::lint(&loaded.workflow, &loaded.unknown_keys);
+        if !warnings.is_empty() {
+            return Err(Failure::input(format!(
+                "{}: not deployed (--strict): {}",
+                path.display(),
+                warnings.join("; ")
+            )));
+        }
+    }
+    let info = exec.deploy_yaml(&text).await.map_err(|e| match e {
         EngineError::Model(_) | EngineError::TooLarge { .. } => {
             Failure::input(format!("{}: {e}", path.display()))
         }
         other => Failure::run(format!("{}: {other}", path.display())),
-    })
+    })?;
+    for w in &info.warnings {
+        eprintln!("acts: warning: {}: {w}", path.display());
+    }
+    Ok(info)
 }
 
 /// What one run deploys and starts.
@@ -65,6 +84,8 @@ pub(crate) struct RunSpec<'a> {
     pub vars: acts::Vars,
     /// Whether progress is silenced.
     pub json: bool,
+    /// Whether a model with warnings is refused.
+    pub strict: bool,
 }
 
 /// Deploys, starts and drives one model. A model that does not deploy is
@@ -79,11 +100,11 @@ pub(crate) async fn run_model(
     let exec = engine.executor();
     let model_name = run.model.display().to_string();
     for d in run.deploy {
-        if let Err(f) = deploy_file(&exec, d).await {
+        if let Err(f) = deploy_file(&exec, d, run.strict).await {
             return refused_or(f, "invalid", &model_name);
         }
     }
-    let info = match deploy_file(&exec, run.model).await {
+    let info = match deploy_file(&exec, run.model, run.strict).await {
         Ok(i) => i,
         Err(f) => return refused_or(f, "invalid", &model_name),
     };

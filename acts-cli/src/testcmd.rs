@@ -252,6 +252,7 @@ async fn run_one(model: &Path, test: &Path) -> Result<Vec<String>, Failure> {
         deploy: &deploy,
         vars: spec.vars.clone(),
         json: true,
+        strict: false,
     };
     let report = run_model(&engine, &run, mode, Some(clock)).await;
     engine.close().await;

@@ -283,6 +283,36 @@ fn deploy_start_act_show_and_models_work_on_a_store() {
 }
 
 #[test]
+fn a_misspelled_key_is_a_warning_with_its_place_and_an_error_with_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let model = dir.path().join("typo.yml");
+    std::fs::write(
+        &model,
+        "id: typo\nver: '1'\nsteps:\n  - id: s1\n    iff: 'false'\n    uses: acts.transform.set\n    params: { a: 1 }\n",
+    )
+    .unwrap();
+    let out = acts(&store).arg("deploy").arg(&model).assert().success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("line 5, column 5: unknown key 'iff' in a step (did you mean 'if'?)"),
+        "{err}"
+    );
+    // With --strict the model is refused and not deployed.
+    let strict_store = format!("redb:{}", dir.path().join("strict.db").display());
+    let out = acts(&strict_store)
+        .arg("--strict")
+        .arg("deploy")
+        .arg(&model)
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("not deployed (--strict)"), "{err}");
+    let models = acts(&strict_store).arg("models").assert().success();
+    assert!(!String::from_utf8_lossy(&models.get_output().stdout).contains("typo"));
+}
+
+#[test]
 fn a_damaged_or_empty_store_file_is_a_clear_error_never_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("acts.db");

@@ -67,7 +67,9 @@ pub use acts_core::engine::{
     EngineConfig, EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
     ProcInfo, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo,
 };
-pub use acts_core::model::{Act, Branch, ModelError, ModelLimits, Step, Trigger, Vars, Workflow};
+pub use acts_core::model::{
+    Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
+};
 pub use acts_core::package::{PackageDefinition, RunAs};
 pub use acts_core::scheduler::{
     Action, Message, MessageState, MessageType, RunLimits, TaskError, TaskState, UnknownAction,

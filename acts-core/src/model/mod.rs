@@ -10,18 +10,22 @@
 
 mod error;
 mod limits;
+mod lint;
 mod nodes;
 mod source;
 mod timeout;
+mod unknown_keys;
 mod validate;
 mod variant;
 mod workflow;
 
 pub use error::{ModelError, NodeKind, NodeRef};
 pub use limits::ModelLimits;
+pub use lint::lint;
 pub use nodes::{Act, Branch, Step, Trigger};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
+pub use unknown_keys::{UnknownKey, unknown_keys};
 pub use validate::{PackageLookup, validate};
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
 pub use workflow::{LoadedWorkflow, Workflow};

@@ -59,6 +59,8 @@ pub struct LoadedWorkflow {
     pub workflow: Workflow,
     /// Where its nodes are in the source (empty for JSON and builders).
     pub source: SourceMap,
+    /// Keys the model language does not have (ignored, so likely typos).
+    pub unknown_keys: Vec<super::UnknownKey>,
 }
 
 impl Workflow {
@@ -100,6 +102,7 @@ impl Workflow {
         Ok(LoadedWorkflow {
             workflow: Self::from_yaml(text)?,
             source: SourceMap::index(text),
+            unknown_keys: super::unknown_keys(text),
         })
     }
 

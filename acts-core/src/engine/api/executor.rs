@@ -44,10 +44,17 @@ impl Executor {
     }
 
     /// Parses, validates and deploys a YAML model; errors name the line and
-    /// column.
+    /// column. What deploys but looks wrong (a key the language does not
+    /// have, an interrupt without a key) comes back in
+    /// [`ModelInfo::warnings`].
     pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
         let loaded = Workflow::load_yaml_within(text, &self.rt.config.model_limits)?;
-        self.rt.deploy(&loaded.workflow, &loaded.source).await
+        let mut info = self.rt.deploy(&loaded.workflow, &loaded.source).await?;
+        info.warnings = crate::model::lint(&loaded.workflow, &loaded.unknown_keys);
+        for w in &info.warnings {
+            tracing::warn!(model = %info.id, "{w}");
+        }
+        Ok(info)
     }
 
     /// A deployed model and its definition.

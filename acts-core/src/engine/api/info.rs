@@ -35,6 +35,10 @@ pub struct ModelInfo {
     pub revision: u32,
     /// When it was last deployed (ms).
     pub deployed_at: i64,
+    /// What the deploy found suspicious (unknown keys, interrupts without
+    /// a key); empty when read back later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl From<&ModelRow> for ModelInfo {
@@ -45,6 +49,7 @@ impl From<&ModelRow> for ModelInfo {
             ver: r.ver.clone(),
             revision: r.revision,
             deployed_at: r.deployed_at,
+            warnings: Vec::new(),
         }
     }
 }
