@@ -357,3 +357,47 @@ steps:
     assert_eq!(second.inputs["step"]["node_id"], "listed");
     engine.close().await;
 }
+
+#[tokio::test]
+async fn a_script_with_a_syntax_error_is_refused_at_deploy_quoting_the_users_text() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    let cases = [
+        (
+            "id: m1\nver: '1'\nsteps:\n  - id: s1\n    if: amount >\n    uses: acts.transform.set\n    params: { a: 1 }\n",
+            "if `amount >` is not valid JavaScript",
+            Some(5),
+        ),
+        (
+            "id: m2\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { a: '${{ 1 + }}' }\n",
+            "params `1 +` is not valid JavaScript",
+            Some(4),
+        ),
+        (
+            "id: m3\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'return {'\n",
+            "params `return {` is not valid JavaScript",
+            Some(4),
+        ),
+    ];
+    for (yaml, want, line) in cases {
+        let err = exec.deploy_yaml(yaml).await.expect_err("refused");
+        let text = err.to_string();
+        assert!(text.contains(want), "{text}");
+        assert!(
+            !text.contains("'}'") || want.contains('{'),
+            "no brace the user never wrote: {text}"
+        );
+        if let Some(line) = line {
+            assert!(text.contains(&format!("line {line},")), "{text}");
+        }
+    }
+    // Nothing was deployed; a valid model still deploys, and reading an
+    // undefined name is still only a run-time `null`.
+    assert!(exec.models().await.expect("listable").is_empty());
+    exec.deploy_yaml(
+        "id: ok\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { a: '${{ nobody_set_this }}' }\n",
+    )
+    .await
+    .expect("deploys");
+    engine.close().await;
+}

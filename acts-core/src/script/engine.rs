@@ -154,6 +154,38 @@ impl ScriptEngine {
         result
     }
 
+    /// Whether `source` is valid JavaScript (statements or an expression;
+    /// a `return` is allowed, as in `acts.transform.code`), without running
+    /// any of it: the parser's message when it is not.
+    pub fn check_syntax(&self, source: &str) -> Result<(), ScriptError> {
+        let worker = self.pool.lock().pop();
+        let mut worker = match worker {
+            Some(w) => w,
+            None => self.new_worker()?,
+        };
+        let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
+        if worker.realm.is_none() {
+            worker.realm = Some(Realm::new(&worker.rt, &worker.state).map_err(setup)?);
+        }
+        *worker.deadline.lock() = Some(Instant::now() + self.limits.time);
+        let checked = match worker.realm.as_mut() {
+            Some(realm) => realm.check_syntax(source).map_err(setup),
+            None => Ok(Ok(())),
+        };
+        *worker.deadline.lock() = None;
+        let reusable = checked.is_ok() && !worker.rt.is_job_pending();
+        if reusable {
+            let mut pool = self.pool.lock();
+            if pool.len() < self.max_idle {
+                pool.push(worker);
+            }
+        }
+        checked?.map_err(|message| ScriptError::Syntax {
+            message,
+            script: source.chars().take(80).collect(),
+        })
+    }
+
     /// Evaluates a condition (`if`, `while`); the result must be a boolean.
     pub fn eval_bool(&self, source: &str, scope: ScriptScope) -> Result<bool, ScriptError> {
         let out = self.eval(ScriptKind::Expression, source, scope)?;

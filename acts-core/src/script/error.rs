@@ -53,6 +53,14 @@ pub enum ScriptError {
         /// What it gave, as JSON.
         value: String,
     },
+    /// The script is not valid JavaScript (found before it runs).
+    #[error("`{script}` is not valid JavaScript: {message}")]
+    Syntax {
+        /// The parser's message.
+        message: String,
+        /// The script.
+        script: String,
+    },
     /// The JavaScript runtime could not be created or used.
     #[error("script runtime error: {0}")]
     Setup(String),

@@ -208,6 +208,29 @@ impl Realm {
         })
     }
 
+    /// Whether `source` parses as a function body (statements, or one
+    /// expression); the parser's message when it does not. Nothing of the
+    /// script runs: compiling only makes the function.
+    pub(super) fn check_syntax(&mut self, source: &str) -> rquickjs::Result<Result<(), String>> {
+        self.ctx.with(|ctx| -> rquickjs::Result<_> {
+            let text = format!("(function () {{\n{source}\n}})");
+            Ok(
+                match ctx
+                    .eval_with_options::<Function, _>(text, options())
+                    .catch(&ctx)
+                {
+                    Ok(_) => Ok(()),
+                    Err(CaughtError::Exception(e)) => Err(syntax_message(
+                        &e.message().unwrap_or_else(|| e.to_string()),
+                        e.stack().as_deref(),
+                        source,
+                    )),
+                    Err(other) => Err(other.to_string()),
+                },
+            )
+        })
+    }
+
     /// Deletes what the evaluation added to the global object; whether the
     /// realm is as the lockdown left it.
     fn clean<'js>(&self, ctx: &Ctx<'js>, i: &Intrinsics<'js>) -> rquickjs::Result<bool> {
@@ -289,4 +312,30 @@ fn compile<'js>(ctx: &Ctx<'js>, kind: ScriptKind, source: &str) -> Option<Functi
     ctx.eval_with_options::<Function, _>(text, options())
         .catch(ctx)
         .ok()
+}
+
+/// The parser's message in the user's terms: where in *their* text (the
+/// wrapper's first line is not theirs), and an error found after their
+/// last line said as what it is — the script ends too early.
+fn syntax_message(message: &str, stack: Option<&str>, source: &str) -> String {
+    // QuickJS reports the place as `at <file>:<line>:<column>`.
+    let place = stack.and_then(|s| {
+        let tail = s.trim().rsplit(' ').next()?;
+        let mut parts = tail.rsplitn(3, ':');
+        let column: usize = parts.next()?.parse().ok()?;
+        let line: usize = parts.next()?.parse().ok()?;
+        Some((line, column))
+    });
+    let lines = source.lines().count().max(1);
+    match place {
+        Some((line, _)) if line > lines + 1 => {
+            "it ends too early (an operand, a closing bracket or a quote is missing at its end)"
+                .to_owned()
+        }
+        Some((line, column)) if line >= 2 && lines > 1 => {
+            format!("{message} (its line {}, column {column})", line - 1)
+        }
+        Some((_, column)) => format!("{message} (at column {column})"),
+        None => message.to_owned(),
+    }
 }

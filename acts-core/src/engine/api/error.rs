@@ -90,9 +90,12 @@ pub enum EngineError {
         /// What is wrong.
         message: String,
     },
-    /// A snapshot operation that cannot be done.
+    /// A sealed-data operation that cannot be done.
     #[error("{0}")]
     Seal(String),
+    /// The JavaScript runtime could not check or run a script.
+    #[error("{0}")]
+    Script(String),
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use tracing::error;
 
 use crate::durable::{Collection, Query};
-use crate::model::{SourceMap, Workflow, validate};
+use crate::model::{ModelError, SourceMap, Workflow, script_sites, validate};
 use crate::scheduler::ModelCatalog;
+use crate::script::ScriptError;
 use crate::tree::ModelTree;
 
 use crate::engine::api::error::EngineError;
@@ -60,6 +61,7 @@ impl Kernel {
             });
         }
         validate(workflow, source, &self.packages)?;
+        self.check_scripts(workflow, source)?;
         let tree = Arc::new(ModelTree::build(workflow)?);
         let models = Collection::<ModelRow>::new(self.store.clone());
         let old = models.get(&workflow.id).await?;
@@ -143,5 +145,36 @@ impl Kernel {
         self.write(None, ops).await?;
         self.models.write().remove(id);
         Ok(true)
+    }
+
+    /// Every script of `workflow` parses: a syntax error is a deploy error
+    /// quoting the user's own text and where it is, not a run-time failure
+    /// about a brace the user never wrote.
+    fn check_scripts(&self, workflow: &Workflow, source: &SourceMap) -> Result<(), EngineError> {
+        for site in script_sites(workflow) {
+            let Err(e) = self.scripts.check_syntax(&site.text) else {
+                continue;
+            };
+            let message = match e {
+                ScriptError::Syntax { message, .. } => message,
+                other => return Err(EngineError::Script(other.to_string())),
+            };
+            let location = match site.key {
+                "if" | "while" => source.find(site.key, &site.text),
+                _ => source.find("id", &site.node.id),
+            };
+            return Err(ModelError::Invalid {
+                model: workflow.id.clone(),
+                node: Some(site.node),
+                location,
+                message: format!(
+                    "{} `{}` is not valid JavaScript: {message}",
+                    site.key,
+                    site.text.trim()
+                ),
+            }
+            .into());
+        }
+        Ok(())
     }
 }
