@@ -182,21 +182,36 @@ steps:
     engine.close().await;
 }
 
-async fn engine_with_clock(clock: &acts_core::time::ManualClock) -> Engine {
-    Engine::builder()
+/// Starts `yaml` (model id `model`) on an engine with a manual clock,
+/// waits for its interrupt, and lets an hour and a second pass.
+async fn wait_an_hour(
+    model: &str,
+    yaml: &str,
+) -> (
+    Engine,
+    tokio::sync::mpsc::UnboundedReceiver<acts_core::scheduler::Message>,
+    String,
+) {
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = Engine::builder()
         .store(store().await)
         .clock(std::sync::Arc::new(clock.clone()))
         .start()
         .await
-        .expect("the engine starts")
+        .expect("the engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml(yaml).await.expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start(model, Vars::new()).await.expect("starts");
+    recv_where(&mut rx, irq_created).await;
+    clock.advance(std::time::Duration::from_secs(3601));
+    (engine, rx, p.pid)
 }
 
 #[tokio::test]
 async fn a_timeout_rule_due_at_once_runs_as_soon_as_the_one_before_it_ends() {
-    let clock = acts_core::time::ManualClock::new(1_000_000);
-    let engine = engine_with_clock(&clock).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let (engine, mut rx, pid) = wait_an_hour(
+        "escalate",
         r#"
 id: escalate
 ver: "1"
@@ -220,25 +235,18 @@ steps:
         params: { key: second_notice }
 "#,
     )
-    .await
-    .expect("deploys");
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("escalate", Vars::new()).await.expect("starts");
-    recv_where(&mut rx, irq_created).await;
-    clock.advance(std::time::Duration::from_secs(3601));
+    .await;
     recv_where(&mut rx, |m| m.key.as_deref() == Some("first_notice")).await;
     // No more time passes: the second rule is due already.
     let second = recv_where(&mut rx, |m| m.key.as_deref() == Some("second_notice")).await;
-    assert_eq!(second.pid, p.pid);
+    assert_eq!(second.pid, pid);
     engine.close().await;
 }
 
 #[tokio::test]
 async fn a_timeout_that_raises_an_error_is_handled_by_the_steps_catches() {
-    let clock = acts_core::time::ManualClock::new(1_000_000);
-    let engine = engine_with_clock(&clock).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let (engine, mut rx, pid) = wait_an_hour(
+        "late",
         r#"
 id: late
 ver: "1"
@@ -263,13 +271,8 @@ steps:
     params: { went_on: true }
 "#,
     )
-    .await
-    .expect("deploys");
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("late", Vars::new()).await.expect("starts");
-    recv_where(&mut rx, irq_created).await;
-    clock.advance(std::time::Duration::from_secs(3601));
-    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    .await;
+    let end = recv_where(&mut rx, ends(&pid)).await;
     assert_eq!(end.state, "completed", "{:?}", end.err);
     assert_eq!(
         end.outputs.get("escalated"),
