@@ -21,6 +21,11 @@ pub struct Cli {
     /// does not have, e.g. `iff:` for `if:`; an interrupt without a key).
     #[arg(long, global = true)]
     pub strict: bool,
+    /// Say more on stderr: -v the engine's progress, -vv its details
+    /// (RUST_LOG, e.g. RUST_LOG=acts_core=debug, takes precedence). By
+    /// default warnings and scripts' console output are shown.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -61,6 +61,27 @@ fn quiet_on_broken_pipe() {
     }));
 }
 
+/// Logs to stderr: `RUST_LOG` when set (an env-filter directive), else by
+/// `-v` count; scripts' `console.*` (target `acts::script`) always shows.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn,acts::script=info",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // A second initialisation (never in this binary) is not an error worth
+    // stopping for.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
 fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let args = match cli::Cli::try_parse() {
@@ -72,6 +93,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    init_logging(args.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

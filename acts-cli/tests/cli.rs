@@ -313,6 +313,37 @@ fn a_misspelled_key_is_a_warning_with_its_place_and_an_error_with_strict() {
 }
 
 #[test]
+fn console_output_of_scripts_reaches_stderr_and_verbose_says_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("talk.yml");
+    std::fs::write(
+        &model,
+        "id: talk\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'console.log(\"hello from the script\"); return { a: 1 }'\n",
+    )
+    .unwrap();
+    let out = acts("memory:")
+        .env_remove("RUST_LOG")
+        .arg("run")
+        .arg(&model)
+        .arg("--auto")
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("hello from the script"), "{err}");
+    // RUST_LOG takes precedence: off silences it.
+    let out = acts("memory:")
+        .env("RUST_LOG", "off")
+        .arg("run")
+        .arg(&model)
+        .arg("--auto")
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(!err.contains("hello from the script"), "{err}");
+    acts("memory:").arg("-vv").arg("models").assert().success();
+}
+
+#[test]
 fn a_damaged_or_empty_store_file_is_a_clear_error_never_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("acts.db");

@@ -77,6 +77,8 @@ pub struct ScriptEngine {
     limits: ScriptLimits,
     pool: Mutex<Vec<Worker>>,
     max_idle: usize,
+    /// Expressions already warned about (bounded: forgotten when full).
+    warned: Mutex<std::collections::HashSet<String>>,
 }
 
 impl std::fmt::Debug for ScriptEngine {
@@ -101,6 +103,7 @@ impl ScriptEngine {
             limits,
             pool: Mutex::new(Vec::new()),
             max_idle: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
+            warned: Mutex::default(),
         }
     }
 
@@ -116,6 +119,17 @@ impl ScriptEngine {
                 Err(_) => return,
             }
         }
+    }
+
+    /// Whether this is the first warning about `expression` (so a failing
+    /// `${{ }}` evaluated for every process is logged once, not per run).
+    pub(crate) fn first_warning(&self, expression: &str) -> bool {
+        const REMEMBERED: usize = 4096;
+        let mut warned = self.warned.lock();
+        if warned.len() >= REMEMBERED {
+            warned.clear();
+        }
+        warned.insert(expression.to_owned())
     }
 
     /// The limits evaluations run under.
@@ -479,5 +493,18 @@ fn classify(
     ScriptError::Exception {
         message,
         script: short,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_expression_is_warned_about_once() {
+        let e = ScriptEngine::default();
+        assert!(e.first_warning("nobody_set_this"));
+        assert!(!e.first_warning("nobody_set_this"));
+        assert!(e.first_warning("another"));
     }
 }

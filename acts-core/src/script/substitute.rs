@@ -30,7 +30,9 @@ fn evaluate(engine: &ScriptEngine, expr: &str, scope: &ScriptScope) -> Result<Va
         Ok(out) => Ok(out.value),
         Err(e) if e.is_hard() => Err(e),
         Err(e) => {
-            tracing::warn!(target: "acts::script", expression = expr, error = %e, "expression failed; using null");
+            if engine.first_warning(expr) {
+                tracing::warn!(target: "acts::script", expression = expr, error = %e, "expression failed; using null (warned once per expression)");
+            }
             Ok(Value::Null)
         }
     }

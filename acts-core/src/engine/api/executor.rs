@@ -40,7 +40,9 @@ impl Executor {
     /// Validates and deploys `workflow` (a new deploy of an id replaces it
     /// for processes started afterwards).
     pub async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
-        self.rt.deploy(workflow, &Default::default()).await
+        let mut info = self.rt.deploy(workflow, &Default::default()).await?;
+        info.warnings = crate::model::lint(workflow, &[]);
+        Ok(info)
     }
 
     /// Parses, validates and deploys a YAML model; errors name the line and
@@ -51,9 +53,6 @@ impl Executor {
         let loaded = Workflow::load_yaml_within(text, &self.rt.config.model_limits)?;
         let mut info = self.rt.deploy(&loaded.workflow, &loaded.source).await?;
         info.warnings = crate::model::lint(&loaded.workflow, &loaded.unknown_keys);
-        for w in &info.warnings {
-            tracing::warn!(model = %info.id, "{w}");
-        }
         Ok(info)
     }
 
