@@ -16,7 +16,8 @@ use crate::engine::filter::ChannelOptions;
 use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::cache::ProcHandle;
-use crate::engine::kernel::shared::{self, EngineConfig, Kernel};
+use crate::engine::kernel::config::EngineConfig;
+use crate::engine::kernel::shared::{self, Kernel};
 use crate::engine::services::sealed::{SealOptions, SealedData};
 use crate::package::{PackageRegistry, RunAs};
 use crate::script::{ScriptEngine, ScriptLimits};

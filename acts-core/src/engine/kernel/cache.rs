@@ -37,6 +37,10 @@ pub struct ProcHandle {
     /// it, so a write of an instance from before a removal is skipped).
     pub(crate) born: u64,
     pub(crate) lane: Arc<tokio::sync::Mutex<Slot>>,
+    /// How many transitions of this instance committed (bumped under the
+    /// lane): what is read before taking the lane is still current when
+    /// this has not moved meanwhile.
+    pub(crate) commits: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for ProcHandle {
@@ -57,6 +61,7 @@ impl ProcHandle {
                 persisted,
                 timer: None,
             })),
+            commits: std::sync::atomic::AtomicU64::new(0),
         })
     }
 

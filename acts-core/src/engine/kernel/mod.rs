@@ -8,6 +8,7 @@
 //! beyond the emitter.
 
 pub(crate) mod cache;
+pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod loading;
@@ -15,4 +16,4 @@ pub(crate) mod models;
 pub(crate) mod shared;
 pub(crate) mod start;
 
-pub use shared::EngineConfig;
+pub use config::EngineConfig;

@@ -31,11 +31,11 @@ use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
 use crate::durable::{
-    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome, WriterConfig,
+    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome,
 };
-use crate::model::{ModelLimits, Vars, Workflow};
+use crate::model::{Vars, Workflow};
 use crate::package::PackageRegistry;
-use crate::scheduler::{Action, ActionError, Process, Request, RunLimits, Services, TaskError};
+use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError};
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
@@ -43,9 +43,10 @@ use crate::tree::ModelTree;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::package::ActPackage;
 use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
+use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 use crate::engine::persist;
-use crate::engine::persist::rows::{ModelRow, OpRow, ProcRow};
+use crate::engine::persist::rows::{DeliveryRow, ModelRow, OpRow, ProcRow};
 use crate::engine::services::sealed::SealedData;
 
 /// A deployed model, ready to start processes from.
@@ -64,65 +65,6 @@ pub(crate) enum TimerKey {
     Schedules,
     /// Dropping expired sealed-data entries and sweeping settled processes.
     Housekeeping,
-}
-
-/// The engine's settings.
-#[derive(Debug, Clone)]
-pub struct EngineConfig {
-    /// Most processes resident at once; starts beyond it are parked.
-    pub cache_cap: usize,
-    /// The store writer's settings.
-    pub writer: WriterConfig,
-    /// How often the housekeeping timer runs (re-sending due deliveries,
-    /// dropping expired sealed-data entries, sweeping settled processes).
-    pub tick: Duration,
-    /// How long an unacknowledged delivery waits before it is re-sent.
-    pub delivery_retry: Duration,
-    /// How many times a delivery is sent before it is marked failed.
-    pub delivery_max_tries: u32,
-    /// How long a finished process's rows are kept once all its deliveries
-    /// settled (`None`: kept until removed). Default: 7 days. A process
-    /// with a dead-lettered delivery is kept until that delivery is settled
-    /// (acked).
-    pub retention: Option<Duration>,
-    /// How often (engine clock) the housekeeping timer sweeps finished
-    /// processes; a sweep reads every finished process row, so it runs less
-    /// often than `tick`. Default: 10 minutes.
-    /// [`Engine::housekeeping`](crate::engine::Engine::housekeeping) always
-    /// sweeps.
-    pub sweep_interval: Duration,
-    /// The per-node run limit and the work one transition may do
-    /// ([`RunLimits`]; defaults: 1000 runs per node, 10,000 jobs per
-    /// transition).
-    pub run_limits: RunLimits,
-    /// How large and deeply nested a model text may be (defaults: 1 MiB,
-    /// 64 levels of flow collections).
-    pub model_limits: ModelLimits,
-    /// Most bytes (as JSON) of the vars a start, a trigger's payload or a
-    /// client action carries. Default 1 MiB.
-    pub max_vars_bytes: usize,
-    /// How long a call on an in-flight process that is not resident waits
-    /// for a slot when the resident set is full (it is first in line);
-    /// then it fails with [`EngineError::Busy`]. Default 30 s.
-    pub admission_wait: Duration,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        Self {
-            cache_cap: 4096,
-            writer: WriterConfig::default(),
-            tick: Duration::from_secs(15),
-            delivery_retry: Duration::from_secs(30),
-            delivery_max_tries: 5,
-            retention: Some(Duration::from_secs(7 * 86_400)),
-            sweep_interval: Duration::from_secs(600),
-            run_limits: RunLimits::default(),
-            model_limits: ModelLimits::default(),
-            max_vars_bytes: 1024 * 1024,
-            admission_wait: Duration::from_secs(30),
-        }
-    }
 }
 
 /// The engine's shared state (see the module docs).
@@ -358,8 +300,22 @@ impl Kernel {
         extra: Vec<BatchOp>,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
     ) -> Result<T, EngineError> {
+        // With durable channels a transition that ends tasks closes their
+        // pending deliveries in its batch: read them before taking the
+        // lane, and use them if no transition committed meanwhile.
+        let pre_read = if self.emitter.has_durable() {
+            let seen = handle.commits.load(Ordering::Acquire);
+            Some((seen, self.deliveries_of(handle.pid()).await?))
+        } else {
+            None
+        };
         let guard = handle.lane.clone().lock_owned().await;
-        self.transition_locked(handle, guard, extra, f, |t, _| t)
+        let known_pending = match pre_read {
+            Some((seen, rows)) if handle.commits.load(Ordering::Acquire) == seen => Some(rows),
+            Some(_) => None, // a transition slipped in: read under the lane
+            None => None,    // no durable channel: nothing to close (read if one appeared)
+        };
+        self.transition_locked(handle, guard, extra, known_pending, f, |t, _| t)
             .instrument(info_span!("transition", pid = %handle.pid()))
             .await
     }
@@ -371,6 +327,7 @@ impl Kernel {
         handle: &Arc<ProcHandle>,
         mut guard: OwnedMutexGuard<Slot>,
         mut extra: Vec<BatchOp>,
+        known_pending: Option<Vec<DeliveryRow>>,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
         finish: impl FnOnce(T, &Process) -> U,
     ) -> Result<U, EngineError> {
@@ -430,7 +387,7 @@ impl Kernel {
         let mut ops = persist::transition_ops(process, &mut slot.persisted);
         ops.extend(extra);
         let next_timer = if terminal { None } else { process.next_timer() };
-        let committed = match self.delivery_ops(&messages).await {
+        let committed = match self.delivery_ops(&messages, known_pending).await {
             Ok(deliveries) => {
                 ops.extend(deliveries);
                 self.write(Some((&pid, handle.born)), ops).await
@@ -448,6 +405,7 @@ impl Kernel {
             return Err(e);
         }
         // Durable: now the world may hear of it.
+        handle.commits.fetch_add(1, Ordering::AcqRel);
         self.emitter.deliver(&messages);
         self.arm_timer(&pid, slot, next_timer);
         drop(guard);

@@ -118,6 +118,10 @@ impl Kernel {
                     &handle,
                     guard,
                     Vec::new(),
+                    // Deliveries are matched by (pid, tid), and a new
+                    // instance's task ids are new: none of its tasks has
+                    // an earlier delivery to close.
+                    Some(Vec::new()),
                     |p, svc| {
                         p.run(svc);
                         Ok(())

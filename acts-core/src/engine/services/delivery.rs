@@ -81,13 +81,24 @@ impl Kernel {
         Ok(())
     }
 
+    /// Every delivery of process `pid` (what a transition that ends tasks
+    /// checks for pending ones to close).
+    pub(crate) async fn deliveries_of(&self, pid: &str) -> Result<Vec<DeliveryRow>, EngineError> {
+        Ok(Collection::<DeliveryRow>::new(self.store.clone())
+            .query_all(&Query::new().filter(Filter::eq("pid", pid)))
+            .await?)
+    }
+
     /// The rows that make `messages` durable for the durable channels they
     /// pass: a message row each, a delivery row per channel. A message that
     /// ends its task closes the task's deliveries still pending (the
     /// reference's rule): an answered interrupt is not re-sent.
+    /// `known_pending`: the process's deliveries as read before its lane
+    /// was taken (`None`: read them now).
     pub(crate) async fn delivery_ops(
         &self,
         messages: &[Message],
+        known_pending: Option<Vec<DeliveryRow>>,
     ) -> Result<Vec<BatchOp>, EngineError> {
         if !self.emitter.has_durable() {
             return Ok(Vec::new());
@@ -102,22 +113,26 @@ impl Kernel {
             .map(|m| (m.pid.as_str(), m.tid.as_str()))
             .collect();
         let pids: std::collections::BTreeSet<&str> = ended.iter().map(|(p, _)| *p).collect();
-        for pid in pids {
-            // Pending deliveries of earlier transitions for tasks that end
-            // now.
-            let pending = Collection::<DeliveryRow>::new(self.store.clone())
-                .query_all(&Query::new().filter(Filter::eq("pid", pid)))
-                .await?;
-            for old in pending {
-                if old.state == DeliveryState::Pending
-                    && ended.contains(&(old.pid.as_str(), old.tid.as_str()))
-                {
-                    let new = DeliveryRow {
-                        state: DeliveryState::Closed,
-                        ..old.clone()
-                    };
-                    ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
+        // Pending deliveries of earlier transitions for tasks that end now:
+        // read before the lane was taken when still current, else here.
+        let mut earlier = Vec::new();
+        match known_pending {
+            Some(rows) => earlier = rows,
+            None => {
+                for pid in pids {
+                    earlier.extend(self.deliveries_of(pid).await?);
                 }
+            }
+        }
+        for old in earlier {
+            if old.state == DeliveryState::Pending
+                && ended.contains(&(old.pid.as_str(), old.tid.as_str()))
+            {
+                let new = DeliveryRow {
+                    state: DeliveryState::Closed,
+                    ..old.clone()
+                };
+                ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
             }
         }
         for m in messages {

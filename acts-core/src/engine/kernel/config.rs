@@ -1,0 +1,66 @@
+//! [`EngineConfig`]: the engine's settings, each with its default.
+
+use std::time::Duration;
+
+use crate::durable::WriterConfig;
+use crate::model::ModelLimits;
+use crate::scheduler::RunLimits;
+
+/// The engine's settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Most processes resident at once; starts beyond it are parked.
+    pub cache_cap: usize,
+    /// The store writer's settings.
+    pub writer: WriterConfig,
+    /// How often the housekeeping timer runs (re-sending due deliveries,
+    /// dropping expired sealed-data entries, sweeping settled processes).
+    pub tick: Duration,
+    /// How long an unacknowledged delivery waits before it is re-sent.
+    pub delivery_retry: Duration,
+    /// How many times a delivery is sent before it is marked failed.
+    pub delivery_max_tries: u32,
+    /// How long a finished process's rows are kept once all its deliveries
+    /// settled (`None`: kept until removed). Default: 7 days. A process
+    /// with a dead-lettered delivery is kept until that delivery is settled
+    /// (acked).
+    pub retention: Option<Duration>,
+    /// How often (engine clock) the housekeeping timer sweeps finished
+    /// processes; a sweep reads every finished process row, so it runs less
+    /// often than `tick`. Default: 10 minutes.
+    /// [`Engine::housekeeping`](crate::engine::Engine::housekeeping) always
+    /// sweeps.
+    pub sweep_interval: Duration,
+    /// The per-node run limit and the work one transition may do
+    /// ([`RunLimits`]; defaults: 1000 runs per node, 10,000 jobs per
+    /// transition).
+    pub run_limits: RunLimits,
+    /// How large and deeply nested a model text may be (defaults: 1 MiB,
+    /// 64 levels of flow collections).
+    pub model_limits: ModelLimits,
+    /// Most bytes (as JSON) of the vars a start, a trigger's payload or a
+    /// client action carries. Default 1 MiB.
+    pub max_vars_bytes: usize,
+    /// How long a call on an in-flight process that is not resident waits
+    /// for a slot when the resident set is full (it is first in line);
+    /// then it fails with [`EngineError::Busy`](crate::engine::EngineError::Busy). Default 30 s.
+    pub admission_wait: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            cache_cap: 4096,
+            writer: WriterConfig::default(),
+            tick: Duration::from_secs(15),
+            delivery_retry: Duration::from_secs(30),
+            delivery_max_tries: 5,
+            retention: Some(Duration::from_secs(7 * 86_400)),
+            sweep_interval: Duration::from_secs(600),
+            run_limits: RunLimits::default(),
+            model_limits: ModelLimits::default(),
+            max_vars_bytes: 1024 * 1024,
+            admission_wait: Duration::from_secs(30),
+        }
+    }
+}
