@@ -19,6 +19,13 @@ fn acts(store: &str) -> Command {
     c
 }
 
+/// Writes a model file into `dir`.
+fn model_file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("the temp dir is writable");
+    path
+}
+
 fn report(out: &[u8]) -> Value {
     let text = String::from_utf8_lossy(out);
     let line = text.lines().last().unwrap_or_default();
@@ -286,12 +293,11 @@ fn deploy_start_act_show_and_models_work_on_a_store() {
 fn a_misspelled_key_is_a_warning_with_its_place_and_an_error_with_strict() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("redb:{}", dir.path().join("s.db").display());
-    let model = dir.path().join("typo.yml");
-    std::fs::write(
-        &model,
+    let model = model_file(
+        &dir,
+        "typo.yml",
         "id: typo\nver: '1'\nsteps:\n  - id: s1\n    iff: 'false'\n    uses: acts.transform.set\n    params: { a: 1 }\n",
-    )
-    .unwrap();
+    );
     let out = acts(&store).arg("deploy").arg(&model).assert().success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
@@ -315,12 +321,11 @@ fn a_misspelled_key_is_a_warning_with_its_place_and_an_error_with_strict() {
 #[test]
 fn console_output_of_scripts_reaches_stderr_and_verbose_says_more() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("talk.yml");
-    std::fs::write(
-        &model,
+    let model = model_file(
+        &dir,
+        "talk.yml",
         "id: talk\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'console.log(\"hello from the script\"); return { a: 1 }'\n",
-    )
-    .unwrap();
+    );
     let out = acts("memory:")
         .env_remove("RUST_LOG")
         .arg("run")
@@ -460,12 +465,11 @@ fn ctrl_c_at_the_prompt_exits_130_and_resume_continues() {
 #[test]
 fn ctrl_c_stops_an_auto_run_busy_in_a_script() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("spin.yml");
-    std::fs::write(
-        &model,
+    let model = model_file(
+        &dir,
+        "spin.yml",
         "id: spin\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'console.log(\"spinning\"); while (true) {}'\n",
-    )
-    .unwrap();
+    );
     let store = format!("redb:{}", dir.path().join("acts.db").display());
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
         .args(["--store", &store, "run"])

@@ -17,6 +17,13 @@ async fn engine_on(store: std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
         .expect("the engine starts")
 }
 
+/// An engine on the test store with `yaml` deployed.
+async fn deployed(yaml: &str) -> Engine {
+    let engine = engine_on(store().await).await;
+    engine.executor().deploy_yaml(yaml).await.expect("deploys");
+    engine
+}
+
 #[tokio::test]
 async fn workflow_exposes_written_as_expressions_are_evaluated_and_kept() {
     let kv = store().await;
@@ -65,13 +72,11 @@ exposes:
 
 #[tokio::test]
 async fn a_subflow_child_returns_its_evaluated_exposes_to_the_parent_act() {
-    let engine = engine_on(store().await).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let engine = deployed(
         "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { seen: true }\nexposes:\n  - { name: doubled, value: '${{ n * 2 }}' }\n",
     )
-    .await
-    .expect("deploys");
+    .await;
+    let exec = engine.executor();
     exec.deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { got: doubled }'\nexposes:\n  - { name: got }\n",
     )
@@ -92,9 +97,7 @@ async fn a_subflow_child_returns_its_evaluated_exposes_to_the_parent_act() {
 
 #[tokio::test]
 async fn process_outputs_that_break_their_declared_type_end_the_process_in_error() {
-    let engine = engine_on(store().await).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let engine = deployed(
         r#"
 id: typed
 ver: "1"
@@ -107,8 +110,8 @@ exposes:
   - { name: total, type: number }
 "#,
     )
-    .await
-    .expect("deploys");
+    .await;
+    let exec = engine.executor();
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("workflow"))
         .subscribe();
@@ -140,9 +143,7 @@ exposes:
 
 #[tokio::test]
 async fn a_branch_run_script_writes_what_it_sets() {
-    let engine = engine_on(store().await).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let engine = deployed(
         r#"
 id: branchy
 ver: "1"
@@ -169,8 +170,8 @@ steps:
     params: "return { env_touched: $env.touched }"
 "#,
     )
-    .await
-    .expect("deploys");
+    .await;
+    let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("branchy", Vars::new()).await.expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
@@ -291,9 +292,7 @@ steps:
 
 #[tokio::test]
 async fn act_messages_carry_what_reference_clients_read() {
-    let engine = engine_on(store().await).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(
+    let engine = deployed(
         r#"
 id: msgs
 name: Messages
@@ -316,8 +315,8 @@ steps:
           params: { key: second, n: "${{ 1 + 1 }}" }
 "#,
     )
-    .await
-    .expect("deploys");
+    .await;
+    let exec = engine.executor();
     let mut tagged = engine
         .channel(ChannelOptions::default().with_option("tag", "finance-*"))
         .subscribe();
