@@ -89,9 +89,9 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 .parse::<Action>()
                 .map_err(|e| Failure::input(e.to_string()))?;
             let vars = parse_vars(&vars)?;
-            engine
-                .executor()
-                .act(&pid, &tid, a, vars)
+            let exec = engine.executor();
+            let tid = task_of(&exec, &pid, &tid).await?;
+            exec.act(&pid, &tid, a, vars)
                 .await
                 .map_err(Failure::action)?;
             println!("ok: {action} {pid} {tid}");
@@ -256,4 +256,32 @@ async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
     }
     print(&tasks, None, 0);
     Ok(0)
+}
+
+/// The task `id` names in process `pid`: a task id, or the id of a node
+/// with exactly one task still waiting (what the interrupt prompt shows
+/// first). Several waiting tasks of the node are bad input listing them.
+async fn task_of(exec: &Executor, pid: &str, id: &str) -> Result<String, Failure> {
+    let tasks = exec.tasks(pid).await.map_err(Failure::action)?;
+    if tasks.iter().any(|t| t.tid == id) {
+        return Ok(id.to_owned());
+    }
+    let waiting: Vec<&TaskInfo> = tasks
+        .iter()
+        .filter(|t| t.nid == id && !t.state.is_terminal())
+        .collect();
+    match waiting.as_slice() {
+        [one] => Ok(one.tid.clone()),
+        [] => Err(Failure::input(format!(
+            "process {pid} has no task '{id}' and no waiting task of a node '{id}' (`acts show {pid}` lists them)"
+        ))),
+        many => Err(Failure::input(format!(
+            "node '{id}' of process {pid} has {} waiting tasks; name one by its task id: {}",
+            many.len(),
+            many.iter()
+                .map(|t| t.tid.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }

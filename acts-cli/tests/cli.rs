@@ -272,8 +272,17 @@ fn deploy_start_act_show_and_models_work_on_a_store() {
         .and_then(|s| s.split(')').next())
         .unwrap()
         .to_owned();
+    // The node id the interrupt prompt shows first names the waiting task
+    // as well as its task id does.
+    let nid = tree
+        .lines()
+        .find(|l| l.contains("[approve]"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_owned();
+    assert_ne!(nid, tid);
     acts(&store)
-        .args(["act", "complete", "order7", &tid])
+        .args(["act", "complete", "order7", &nid])
         .assert()
         .success();
     let show = acts(&store).args(["show", "order7"]).assert().success();
