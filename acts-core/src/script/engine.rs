@@ -145,14 +145,24 @@ impl ScriptEngine {
         source: &str,
         scope: ScriptScope,
     ) -> Result<ScriptOutput, ScriptError> {
+        let time = self.limits.time;
+        self.with_worker(|w| w.eval(kind, source, scope, time))
+    }
+
+    /// Runs `f` on a runtime of the pool (a new one if none is idle) and
+    /// gives it back — unless it hit a limit or still holds jobs of the
+    /// finished work (a promise chain that never settled): then it is
+    /// dropped.
+    fn with_worker<T>(
+        &self,
+        f: impl FnOnce(&mut Worker) -> Result<T, ScriptError>,
+    ) -> Result<T, ScriptError> {
         let worker = self.pool.lock().pop();
         let mut worker = match worker {
             Some(w) => w,
             None => self.new_worker()?,
         };
-        let result = worker.eval(kind, source, scope, self.limits.time);
-        // A runtime that hit a limit, or still holds jobs of the finished
-        // evaluation (a promise chain that never settled), is dropped.
+        let result = f(&mut worker);
         let reusable = !matches!(
             result,
             Err(ScriptError::Timeout { .. }
@@ -172,32 +182,8 @@ impl ScriptEngine {
     /// a `return` is allowed, as in `acts.transform.code`), without running
     /// any of it: the parser's message when it is not.
     pub fn check_syntax(&self, source: &str) -> Result<(), ScriptError> {
-        let worker = self.pool.lock().pop();
-        let mut worker = match worker {
-            Some(w) => w,
-            None => self.new_worker()?,
-        };
-        let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
-        if worker.realm.is_none() {
-            worker.realm = Some(Realm::new(&worker.rt, &worker.state).map_err(setup)?);
-        }
-        *worker.deadline.lock() = Some(Instant::now() + self.limits.time);
-        let checked = match worker.realm.as_mut() {
-            Some(realm) => realm.check_syntax(source).map_err(setup),
-            None => Ok(Ok(())),
-        };
-        *worker.deadline.lock() = None;
-        let reusable = checked.is_ok() && !worker.rt.is_job_pending();
-        if reusable {
-            let mut pool = self.pool.lock();
-            if pool.len() < self.max_idle {
-                pool.push(worker);
-            }
-        }
-        checked?.map_err(|message| ScriptError::Syntax {
-            message,
-            script: source.chars().take(80).collect(),
-        })
+        let time = self.limits.time;
+        self.with_worker(|w| w.check_syntax(source, time))
     }
 
     /// Evaluates a condition (`if`, `while`); the result must be a boolean.
@@ -248,9 +234,7 @@ impl Worker {
         time: Duration,
     ) -> Result<ScriptOutput, ScriptError> {
         let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
-        if self.realm.is_none() {
-            self.realm = Some(Realm::new(&self.rt, &self.state).map_err(setup)?);
-        }
+        self.ensure_realm()?;
         let vars = Value::Object(scope.globals()).to_string();
         *self.state.lock() = EvalState {
             scope,
@@ -284,6 +268,38 @@ impl Worker {
         *self.deadline.lock() = None;
         let effects = std::mem::take(&mut *self.state.lock()).effects;
         result.map(|value| ScriptOutput { value, effects })
+    }
+
+    /// Builds the realm if there is none (first use, or the last one was
+    /// spoiled).
+    fn ensure_realm(&mut self) -> Result<(), ScriptError> {
+        if self.realm.is_none() {
+            let realm =
+                Realm::new(&self.rt, &self.state).map_err(|e| ScriptError::Setup(e.to_string()))?;
+            self.realm = Some(realm);
+        }
+        Ok(())
+    }
+
+    /// Whether `source` parses (see [`ScriptEngine::check_syntax`]).
+    fn check_syntax(&mut self, source: &str, time: Duration) -> Result<(), ScriptError> {
+        self.ensure_realm()?;
+        *self.deadline.lock() = Some(Instant::now() + time);
+        let checked = match self.realm.as_mut() {
+            Some(realm) => realm.check_syntax(source),
+            None => Ok(Ok(())),
+        };
+        *self.deadline.lock() = None;
+        match checked {
+            Ok(parsed) => parsed.map_err(|message| ScriptError::Syntax {
+                message,
+                script: short(source),
+            }),
+            Err(e) => {
+                self.realm = None;
+                Err(ScriptError::Setup(e.to_string()))
+            }
+        }
     }
 
     /// Runs `source` in a context of its own (pristine globals and
