@@ -4,6 +4,9 @@
 //! A script maps an act's key (its `params.key`), or, if it has none, its
 //! node id, to one answer or a list used in turn (the last one repeats):
 //! `{"action": "...", "vars": {...}, "target": "KEY_OR_ID", "delay_ms": N}`.
+//! An answer that leaves its interrupt waiting (`set_vars`, `push`) is
+//! followed, once the engine has settled, by the list's next answer for
+//! the same interrupt — or by `complete` when the list is used up.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -130,14 +133,29 @@ impl AnswerFile {
     }
 
     /// The next answer for an act with `key` (if any) and node id `nid`;
-    /// `None` when the script has none for it.
+    /// `None` when the script has none for it. The last of a list repeats
+    /// (for the next interrupt of that act, e.g. after a `back`).
     pub fn next(&mut self, key: Option<&str>, nid: &str) -> Option<Answer> {
+        self.take(key, nid, true)
+    }
+
+    /// The next answer of the list for an interrupt that is still waiting
+    /// after an answer that does not end it (`set_vars`, `push`): only an
+    /// answer not used yet; `None` when the list is used up.
+    pub fn next_unused(&mut self, key: Option<&str>, nid: &str) -> Option<Answer> {
+        self.take(key, nid, false)
+    }
+
+    fn take(&mut self, key: Option<&str>, nid: &str, repeat_last: bool) -> Option<Answer> {
         let k = key
             .filter(|k| self.answers.contains_key(*k))
             .unwrap_or(nid)
             .to_owned();
         let list = self.answers.get(&k)?;
         let n = self.used.entry(k).or_insert(0);
+        if *n >= list.len() && !repeat_last {
+            return None;
+        }
         let a = list[(*n).min(list.len() - 1)].clone();
         *n += 1;
         Some(a)
@@ -212,6 +230,14 @@ mod tests {
         let e = a.next(Some("other"), "step2").unwrap();
         assert_eq!((e.action.as_str(), e.delay_ms), ("error", Some(5)));
         assert!(a.next(None, "nothing").is_none());
+        // A still-waiting interrupt takes only unused answers.
+        let mut b = AnswerFile::from_value(json!({
+            "k": [{"action": "set_vars"}, {"action": "complete"}]
+        }))
+        .unwrap();
+        assert_eq!(b.next(Some("k"), "x").unwrap().action, "set_vars");
+        assert_eq!(b.next_unused(Some("k"), "x").unwrap().action, "complete");
+        assert!(b.next_unused(Some("k"), "x").is_none());
         let bad = AnswerFile::from_value(json!({"k": {"action": "explode"}})).unwrap_err();
         assert!(bad.contains("explode"), "{bad}");
         assert!(AnswerFile::from_value(json!({"k": {"action": "complete", "when": 1}})).is_err());

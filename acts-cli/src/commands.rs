@@ -35,16 +35,15 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 json: mode.json,
                 strict: args.strict,
             };
+            let virtual_clock = clock.is_some();
             let report = run_model(&engine, &run, answer_mode, clock).await;
             engine.close().await;
             let report = report?;
-            print_report(&report, mode.json, started.elapsed().as_millis());
-            if !mode.json && report.exit_code() == 2 {
-                // Refused runs also say why on stderr.
-                eprintln!(
-                    "acts: {}",
-                    report.error.clone().unwrap_or_else(|| report.state.clone())
-                );
+            print_report(&report, mode.json, virtual_clock, started);
+            if let (false, 2, Some(e)) = (mode.json, report.exit_code(), &report.error) {
+                // Why a run was refused goes to stderr (the report on
+                // stdout names only the state).
+                eprintln!("acts: {e}");
             }
             Ok(report.exit_code())
         }

@@ -13,7 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use acts::{
-    Engine, Executor, ManualClock, Message, MessageState, MessageType, TaskError, TaskState, Vars,
+    Action, Engine, Executor, ManualClock, Message, MessageState, MessageType, TaskError,
+    TaskState, Vars,
 };
 use serde_json::{Value, json};
 use tokio::io::{BufReader, Lines, Stdin};
@@ -41,14 +42,45 @@ pub struct Report {
     pub model: String,
     /// Final state: a process state, or `invalid`, `rejected`, `stalled`.
     pub state: String,
-    /// Outputs.
+    /// The process outputs (without `pid`: it has its own field).
     pub outputs: Vars,
-    /// Error code of a failed process (or of `invalid`/`rejected`).
-    pub ecode: Option<String>,
-    /// Error message, if it failed.
-    pub error: Option<String>,
-    /// The messages of it (and its subflow children), in order.
+    /// Why it failed, stalled or was refused.
+    pub error: Option<ReportError>,
+    /// The messages of it (and its subflow children), in order, each
+    /// `{type, nid, tid, key, name, uses, state, time}`.
     pub messages: Vec<Value>,
+    /// How long it ran on the engine's clock (ms; virtual in scripted
+    /// runs).
+    pub engine_ms: i64,
+}
+
+/// Why a run did not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportError {
+    /// The error code alone (`""` when there is none).
+    pub ecode: String,
+    /// What happened.
+    pub message: String,
+}
+
+impl ReportError {
+    /// An error without a code.
+    pub fn uncoded(message: impl Into<String>) -> Self {
+        Self {
+            ecode: String::new(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.ecode.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.ecode, self.message)
+        }
+    }
 }
 
 impl Report {
@@ -59,9 +91,9 @@ impl Report {
             model: model.to_owned(),
             state: state.to_owned(),
             outputs: Vars::new(),
-            ecode: None,
-            error: Some(error),
+            error: Some(ReportError::uncoded(error)),
             messages: Vec::new(),
+            engine_ms: 0,
         }
     }
 
@@ -72,7 +104,7 @@ impl Report {
             "model": self.model,
             "state": self.state,
             "outputs": self.outputs,
-            "error": self.error,
+            "error": self.error.as_ref().map(|e| json!({"ecode": e.ecode, "message": e.message})),
             "messages": self.messages,
         })
     }
@@ -97,6 +129,9 @@ struct Interrupt {
     inputs: Vars,
     /// When it arrived (engine clock).
     at: i64,
+    /// Still waiting after an answer that did not end it (`set_vars`,
+    /// `push`): the next answer is for the same interrupt.
+    again: bool,
 }
 
 /// Follows processes and answers their interrupts.
@@ -109,6 +144,8 @@ pub struct Driver {
     /// The clock the engine uses.
     now: Box<dyn Fn() -> i64 + Send>,
     started: Instant,
+    /// The engine clock when the driver started.
+    started_at: i64,
     messages: HashMap<String, Vec<Value>>,
     /// Most recent act seen per key and per node id.
     seen: HashMap<String, (String, String)>,
@@ -128,6 +165,7 @@ impl Driver {
             mode,
             json,
             clock,
+            started_at: c.now_millis(),
             now: Box::new(move || c.now_millis()),
             started: Instant::now(),
             messages: HashMap::new(),
@@ -149,7 +187,7 @@ impl Driver {
         if self.json {
             return;
         }
-        let ms = self.started.elapsed().as_millis();
+        let at = human_duration(m.time - self.started_at);
         let what = match (&m.key, &m.uses) {
             (Some(k), _) => format!(" [{k}]"),
             (None, Some(u)) => format!(" ({u})"),
@@ -160,7 +198,7 @@ impl Driver {
         } else {
             format!("{} \"{}\"", m.nid, m.name)
         };
-        println!("{ms:>6}ms  {:<8} {:<10} {name}{what}", m.r#type, m.state);
+        println!("{at:>8}  {:<8} {:<10} {name}{what}", m.r#type, m.state);
     }
 
     /// Records a message; queues an interrupt it announces.
@@ -170,14 +208,7 @@ impl Driver {
         self.messages
             .entry(root.to_owned())
             .or_default()
-            .push(json!({
-                "type": m.r#type,
-                "key": m.key,
-                "name": m.name,
-                "uses": m.uses,
-                "state": m.state,
-                "pid": m.pid,
-            }));
+            .push(report_message(m));
         if m.r#type == MessageType::Act {
             let at = (m.pid.clone(), m.tid.clone());
             if let Some(k) = &m.key {
@@ -196,6 +227,7 @@ impl Driver {
                 key: m.key.clone(),
                 inputs: m.inputs.clone(),
                 at: (self.now)(),
+                again: false,
             });
         }
     }
@@ -204,9 +236,12 @@ impl Driver {
     async fn decide(&mut self, i: &Interrupt) -> Result<Answer, Failure> {
         match &mut self.mode {
             Mode::Auto => Ok(Answer::complete()),
-            Mode::Script(f) => Ok(f
-                .next(i.key.as_deref(), &i.nid)
-                .unwrap_or_else(Answer::complete)),
+            Mode::Script(f) => Ok(if i.again {
+                f.next_unused(i.key.as_deref(), &i.nid)
+            } else {
+                f.next(i.key.as_deref(), &i.nid)
+            }
+            .unwrap_or_else(Answer::complete)),
             Mode::Ask(lines) => loop {
                 eprintln!(
                     "\ninterrupt: act '{}'{} of process {} (task {})\n  inputs: {}\n  answer with ACTION [JSON-VARS] (complete, submit, back, cancel, abort, skip, error, remove, set_vars, push, ignore); Enter completes:",
@@ -237,8 +272,26 @@ impl Driver {
         }
     }
 
-    /// Applies `answer` to interrupt `i`.
+    /// Applies `answer` to interrupt `i`; an answer to `i` itself that
+    /// leaves it waiting (`set_vars`, `push`) queues `i` again for its
+    /// next answer, once the engine has settled.
     async fn apply(&mut self, i: &Interrupt, answer: &Answer) -> Result<(), Failure> {
+        self.apply_once(i, answer).await?;
+        let keeps_waiting = matches!(
+            answer.verb(),
+            Ok(Verb::Push | Verb::Act(Action::SetProcessVars))
+        );
+        if keeps_waiting && answer.target.is_none() {
+            self.waiting.push(Interrupt {
+                again: true,
+                at: (self.now)(),
+                ..i.clone()
+            });
+        }
+        Ok(())
+    }
+
+    async fn apply_once(&mut self, i: &Interrupt, answer: &Answer) -> Result<(), Failure> {
         let verb = answer.verb().map_err(Failure::input)?;
         let (pid, tid) = match &answer.target {
             Some(t) => self.seen.get(t).cloned().ok_or_else(|| {
@@ -293,6 +346,7 @@ impl Driver {
                     key: t.key.clone(),
                     inputs: t.data.clone(),
                     at: (self.now)(),
+                    again: false,
                 });
             }
         }
@@ -311,8 +365,10 @@ impl Driver {
         }
         while !self.waiting.is_empty() {
             let i = self.waiting.remove(0);
-            if !self.answered.insert((i.pid.clone(), i.tid.clone())) {
-                continue; // an interrupt task is answered once
+            // An interrupt is answered once per announcement (its
+            // re-announcement after `set_vars` is already queued `again`).
+            if !i.again && !self.answered.insert((i.pid.clone(), i.tid.clone())) {
+                continue;
             }
             let a = self.decide(&i).await?;
             match (a.verb(), a.delay_ms) {
@@ -435,30 +491,27 @@ impl Driver {
                 info.state.as_str().to_owned()
             };
             let answer_failed = failed.clone().filter(|_| !info.state.is_terminal());
-            let (ecode, error) = match info.err {
-                Some(TaskError { ecode, message, .. }) => {
-                    let text = if ecode.is_empty() {
-                        message
-                    } else {
-                        format!("{ecode}: {message}")
-                    };
-                    (Some(ecode).filter(|e| !e.is_empty()), Some(text))
-                }
-                None if answer_failed.is_some() => (None, answer_failed),
-                None if state == "stalled" => (
-                    None,
-                    Some("nothing left to answer or wait for, and nothing is scheduled".into()),
-                ),
-                None => (None, None),
+            let error = match info.err {
+                Some(TaskError { ecode, message, .. }) => Some(ReportError { ecode, message }),
+                None => match answer_failed {
+                    Some(message) => Some(ReportError::uncoded(message)),
+                    None if state == "stalled" => Some(ReportError::uncoded(
+                        "nothing left to answer or wait for, and nothing is scheduled",
+                    )),
+                    None => None,
+                },
             };
+            let mut outputs = info.outputs;
+            outputs.remove("pid");
+            let ended = info.end_time.unwrap_or_else(|| (self.now)());
             reports.push(Report {
                 messages: self.messages.remove(&pid).unwrap_or_default(),
                 pid,
                 model: info.model_id,
                 state,
-                outputs: info.outputs,
-                ecode,
+                outputs,
                 error,
+                engine_ms: ended - self.started_at,
             });
         }
         Ok(reports)
@@ -466,24 +519,87 @@ impl Driver {
 
     /// Prints a report (JSON or text); returns the exit code it maps to.
     pub fn print(&self, r: &Report) -> u8 {
-        print_report(r, self.json, self.started.elapsed().as_millis());
+        print_report(r, self.json, self.clock.is_some(), self.started);
         r.exit_code()
     }
 }
 
-/// Prints `r` as JSON or text.
-pub fn print_report(r: &Report, json: bool, ms: u128) {
+/// A message as the report keeps it: `{type, nid, tid, key, name, uses,
+/// state, time}`; `key` is an act's `params.key` (`""` without one) and
+/// the node id for the others (the model id for the workflow).
+fn report_message(m: &Message) -> Value {
+    let key = match m.r#type {
+        MessageType::Act => m.key.clone().unwrap_or_default(),
+        MessageType::Workflow => m.model_id.clone(),
+        _ => m.nid.clone(),
+    };
+    json!({
+        "type": m.r#type,
+        "nid": m.nid,
+        "tid": m.tid,
+        "key": key,
+        "name": m.name,
+        "uses": m.uses.as_deref().unwrap_or_default(),
+        "state": m.state,
+        "time": m.time,
+    })
+}
+
+/// A duration in ms as a person reads it: `4ms`, `2.5s`, `1h`, `1h 30m`,
+/// `2d 3h` (the two largest units).
+pub fn human_duration(ms: i64) -> String {
+    let ms = ms.max(0);
+    if ms < 1_000 {
+        return format!("{ms}ms");
+    }
+    if ms < 60_000 {
+        let tenths = ms / 100;
+        return if tenths % 10 == 0 {
+            format!("{}s", tenths / 10)
+        } else {
+            format!("{}.{}s", tenths / 10, tenths % 10)
+        };
+    }
+    let secs = ms / 1_000;
+    let units = [(86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")];
+    let Some(first) = units.iter().position(|(n, _)| secs >= *n) else {
+        return format!("{secs}s");
+    };
+    let (n1, u1) = units[first];
+    let mut out = format!("{}{u1}", secs / n1);
+    if let Some((n2, u2)) = units.get(first + 1) {
+        let rest = (secs % n1) / n2;
+        if rest > 0 {
+            out.push_str(&format!(" {rest}{u2}"));
+        }
+    }
+    out
+}
+
+/// Prints `r` as JSON or text; a run on a virtual clock says how long it
+/// took there and in real time.
+pub fn print_report(r: &Report, json: bool, virtual_clock: bool, started: Instant) {
     if json {
         println!("{}", r.to_json());
         return;
     }
+    let real = human_duration(started.elapsed().as_millis() as i64);
+    let took = if virtual_clock {
+        format!(
+            "after {} on the virtual clock ({real} real)",
+            human_duration(r.engine_ms)
+        )
+    } else {
+        format!("in {real}")
+    };
     if r.pid.is_empty() {
         println!("model {} {}", r.model, r.state);
     } else {
-        println!("process {} ({}) {} in {ms} ms", r.pid, r.model, r.state);
+        println!("process {} ({}) {} {took}", r.pid, r.model, r.state);
     }
-    if let Some(e) = &r.error {
-        println!("error: {e}");
+    match &r.error {
+        Some(e) if r.exit_code() != 2 => println!("error: {e}"),
+        _ => {}
     }
     let outputs =
         serde_json::to_string_pretty(&Value::Object(r.outputs.clone())).unwrap_or_default();
@@ -492,4 +608,21 @@ pub fn print_report(r: &Report, json: bool, ms: u128) {
 
 fn stopped() -> Failure {
     Failure::stopped()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+
+    #[test]
+    fn durations_read_as_a_person_reads_them() {
+        assert_eq!(human_duration(4), "4ms");
+        assert_eq!(human_duration(2_500), "2.5s");
+        assert_eq!(human_duration(3_000), "3s");
+        assert_eq!(human_duration(3_600_000), "1h");
+        assert_eq!(human_duration(5_400_000), "1h 30m");
+        assert_eq!(human_duration(2 * 86_400_000 + 3 * 3_600_000 + 5), "2d 3h");
+        assert_eq!(human_duration(312_000), "5m 12s");
+        assert_eq!(human_duration(-5), "0ms");
+    }
 }

@@ -190,12 +190,15 @@ fn compare(expect: &Expect, report: &Report) -> Vec<String> {
         }
     }
     if let Some(e) = &expect.error {
-        let code = report.ecode.clone().unwrap_or_default();
-        let text = report.error.clone().unwrap_or_default();
-        if code != *e && !text.contains(e.as_str()) {
+        let matches = report
+            .error
+            .as_ref()
+            .is_some_and(|got| got.ecode == *e || got.message.contains(e.as_str()));
+        if !matches {
+            let got = report.error.as_ref().map(ToString::to_string);
             diffs.push(format!(
                 "error: expected {e}, got {}",
-                report.error.as_deref().unwrap_or("none")
+                got.as_deref().unwrap_or("none")
             ));
         }
     }

@@ -142,7 +142,7 @@ fn answers_files_drive_actions_and_exit_codes() {
     let (code, r) = run_example("approval.yml", &["--answers", reject.to_str().unwrap()]);
     assert_eq!(code, 1, "{r}");
     assert_eq!(r["state"], "error");
-    assert!(r["error"].as_str().unwrap().contains("E_NO"), "{r}");
+    assert_eq!(r["error"]["ecode"], "E_NO", "{r}");
 
     let abort = dir.path().join("abort.json");
     std::fs::write(&abort, r#"{"approve": {"action": "abort"}}"#).unwrap();

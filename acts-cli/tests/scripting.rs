@@ -164,38 +164,151 @@ fn abort_and_error_end_the_process_with_exit_1() {
         json!({"approve": {"action": "error", "vars": {"ecode": "E_NO", "message": "rejected"}}}),
     );
     assert_eq!((code, r["state"].as_str()), (1, Some("error")));
-    assert!(r["error"].as_str().unwrap().contains("E_NO"), "{r}");
+    assert_eq!(r["error"]["ecode"], "E_NO", "{r}");
 }
 
 #[test]
-fn push_set_vars_and_ignore_leave_the_interrupt_waiting_stalled() {
+fn set_vars_then_complete_are_applied_in_order_to_one_interrupt() {
     let d = Dir::new();
     let m = d.file("review.yml", REVIEW);
     let (code, r) = run(
         &d,
         &m,
-        json!({"approve": {"action": "push", "vars": {"uses": "acts.transform.set", "params": {"pushed": true}}}}),
+        json!({"approve": [{"action": "set_vars", "vars": {"flag": 1}}, {"action": "complete", "vars": {"ok": true}}]}),
     );
-    assert_eq!((code, r["state"].as_str()), (1, Some("stalled")), "{r}");
-    assert!(
-        r["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["uses"] == "acts.transform.set"),
-        "the pushed act ran: {:?}",
-        shorts(&r)
-    );
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    assert_eq!(r["outputs"]["flag"], 1);
+    assert_eq!(r["outputs"]["ok"], true);
+    // Announced, re-announced after set_vars, completed once.
+    assert_eq!(count(&r, "act/created[approve]"), 2, "{:?}", shorts(&r));
+    assert_eq!(count(&r, "act/completed[approve]"), 1);
+    // A lone set_vars is followed by complete (the list is used up).
     let (code, r) = run(
         &d,
         &m,
-        json!({"approve": {"action": "set_vars", "vars": {"flag": 1}}}),
+        json!({"approve": {"action": "set_vars", "vars": {"flag": 2}}}),
     );
-    assert_eq!((code, r["state"].as_str()), (1, Some("stalled")));
-    assert_eq!(r["outputs"]["flag"], 1);
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    assert_eq!(r["outputs"]["flag"], 2);
+}
+
+#[test]
+fn a_pushed_act_is_waited_for_and_answered_from_the_answers_file() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({
+            "approve": {"action": "push", "vars": {"uses": "acts.core.irq", "params": {"key": "second"}}},
+            "second": {"action": "complete", "vars": {"second_ok": true}}
+        }),
+    );
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    assert_eq!(r["outputs"]["second_ok"], true);
+    let order = shorts(&r);
+    let pos = |s: &str| order.iter().position(|x| x == s).unwrap_or(usize::MAX);
+    assert!(
+        pos("act/completed[second]") < pos("step/completed[s2]"),
+        "s2 waits for the pushed act: {order:?}"
+    );
+    assert_eq!(count(&r, "act/completed[approve]"), 1, "{order:?}");
+}
+
+#[test]
+fn ignore_leaves_the_interrupt_waiting_stalled() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
     let (code, r) = run(&d, &m, json!({"submit": {"action": "ignore"}}));
     assert_eq!((code, r["state"].as_str()), (1, Some("stalled")));
-    assert!(r["error"].as_str().unwrap().contains("nothing"), "{r}");
+    assert_eq!(r["error"]["ecode"], "");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("nothing"),
+        "{r}"
+    );
+}
+
+#[test]
+fn the_json_report_has_exactly_its_documented_fields() {
+    let d = Dir::new();
+    let m = d.file("review.yml", REVIEW);
+    let (code, r) = run(
+        &d,
+        &m,
+        json!({"approve": {"action": "error", "vars": {"ecode": "E_NO", "message": "rejected"}}}),
+    );
+    assert_eq!(code, 1);
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&r),
+        ["error", "messages", "model", "outputs", "pid", "state"]
+    );
+    assert_eq!(r["model"], "review");
+    assert_eq!(r["error"], json!({"ecode": "E_NO", "message": "rejected"}));
+    assert!(r["outputs"].get("pid").is_none(), "{r}");
+    let messages = r["messages"].as_array().expect("messages");
+    for m in messages {
+        assert_eq!(
+            keys(m),
+            ["key", "name", "nid", "state", "tid", "time", "type", "uses"],
+            "{m}"
+        );
+        assert!(m["time"].as_i64().is_some(), "{m}");
+    }
+    let first = &messages[0];
+    assert_eq!(
+        (&first["type"], &first["key"], &first["nid"], &first["uses"]),
+        (
+            &json!("workflow"),
+            &json!("review"),
+            &json!("review"),
+            &json!("")
+        )
+    );
+    let step = messages
+        .iter()
+        .find(|m| m["type"] == "step" && m["nid"] == "s2")
+        .expect("step s2");
+    assert_eq!(step["key"], "s2", "a step's key is its node id");
+    let act = messages
+        .iter()
+        .find(|m| m["type"] == "act" && m["key"] == "approve")
+        .expect("the approve act");
+    assert_eq!(act["uses"], "acts.core.irq");
+    // A completed run: error null.
+    let (code, r) = run(&d, &m, json!({}));
+    assert_eq!((code, &r["error"]), (0, &Value::Null), "{r}");
+}
+
+#[test]
+fn progress_lines_show_the_virtual_clock() {
+    let d = Dir::new();
+    let m = d.file("slow.yml", SLOW);
+    let a = d.file(
+        "answers.json",
+        &json!({"pay": {"action": "complete", "delay_ms": 7_200_000}}).to_string(),
+    );
+    let out = acts()
+        .arg("run")
+        .arg(&m)
+        .arg("--answers")
+        .arg(&a)
+        .output()
+        .expect("acts runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let abort = text
+        .lines()
+        .find(|l| l.contains("step created") && l.contains("give_up"))
+        .unwrap_or_else(|| panic!("no timeout step line: {text}"));
+    assert!(abort.trim_start().starts_with("1h "), "{abort}");
+    assert!(
+        text.contains("on the virtual clock"),
+        "the summary says which clock: {text}"
+    );
 }
 
 #[test]
@@ -239,7 +352,10 @@ fn invalid_and_rejected_runs_report_and_exit_2() {
     let (code, r) = run(&d, &typed, json!({}));
     assert_eq!((code, r["state"].as_str()), (2, Some("rejected")), "{r}");
     assert!(
-        r["error"].as_str().unwrap().contains("'n' is required"),
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("'n' is required"),
         "{r}"
     );
 }
