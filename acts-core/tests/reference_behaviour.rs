@@ -7,6 +7,7 @@ use common::*;
 
 use acts_core::engine::{ChannelOptions, Engine};
 use acts_core::model::Vars;
+use acts_core::scheduler::MessageState;
 use serde_json::json;
 
 async fn engine_on(store: std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
@@ -241,6 +242,77 @@ steps:
     // No more time passes: the second rule is due already.
     let second = recv_where(&mut rx, |m| m.key.as_deref() == Some("second_notice")).await;
     assert_eq!(second.pid, pid);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_later_timeout_rule_waits_until_the_fired_one_before_it_has_ended() {
+    let (engine, mut rx, pid) = wait_an_hour(
+        "escalate_wait",
+        r#"
+id: escalate_wait
+ver: "1"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: approve }
+    timeouts:
+      - id: first
+        if: $cost_in("1h")
+        branches:
+          - id: ask_branch
+            if: "true"
+            steps:
+              - id: ask
+                uses: acts.core.irq
+                params: { key: boss }
+      - id: second
+        if: $cost_in("0s")
+        uses: acts.core.msg
+        params: { key: second_notice }
+"#,
+    )
+    .await;
+    let boss = recv_where(&mut rx, |m| {
+        m.key.as_deref() == Some("boss") && m.state == MessageState::Created
+    })
+    .await;
+    // Hang guard only: the engine settles with the boss's answer pending.
+    let settled = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert!(settled.is_ok(), "the engine settles");
+    while let Ok(m) = rx.try_recv() {
+        assert_ne!(
+            m.key.as_deref(),
+            Some("second_notice"),
+            "the second rule fired while the first one still waits"
+        );
+    }
+    let exec = engine.executor();
+    exec.complete(&pid, &boss.tid, Vars::new())
+        .await
+        .expect("the boss answers");
+    let order: Vec<String> = {
+        let mut seen = Vec::new();
+        loop {
+            let m = recv(&mut rx).await;
+            let k = m.key.clone().unwrap_or_else(|| m.nid.clone());
+            seen.push(format!("{k}/{}", m.state));
+            if k == "second_notice" {
+                break seen;
+            }
+        }
+    };
+    let at = |s: &str| order.iter().position(|x| x == s);
+    let (first, second) = (at("first/completed"), at("second_notice/completed"));
+    assert!(
+        first.is_some() && first < second,
+        "the first rule ends before the second fires: {order:?}"
+    );
     engine.close().await;
 }
 

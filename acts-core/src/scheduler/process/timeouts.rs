@@ -50,6 +50,17 @@ impl Process {
         out
     }
 
+    /// Whether a task of timeout step `rule` under `owner` has not ended:
+    /// a fired timeout still running holds the later ones back (as the
+    /// reference's dispatcher does).
+    fn rule_running(&self, owner: TaskIx, rule: NodeIx) -> bool {
+        self.tasks.children(owner).into_iter().any(|c| {
+            self.tasks
+                .get(c)
+                .is_some_and(|c| c.node == rule && !c.state.is_terminal())
+        })
+    }
+
     fn fired(&self, owner: TaskIx) -> Vec<String> {
         self.tasks
             .get(owner)
@@ -77,6 +88,9 @@ impl Process {
                     continue;
                 };
                 if fired.contains(&node.id) {
+                    if self.rule_running(owner, rule) {
+                        break; // the next rule is due only after this one
+                    }
                     continue;
                 }
                 let after = match &*node.content {
@@ -113,16 +127,11 @@ impl Process {
                 let Some(node) = self.tree.node(rule).cloned() else {
                     continue;
                 };
+                if self.rule_running(owner, rule) {
+                    break;
+                }
                 if fired.contains(&node.id) {
                     continue;
-                }
-                let running = self.tasks.children(owner).into_iter().any(|c| {
-                    self.tasks
-                        .get(c)
-                        .is_some_and(|c| c.node == rule && !c.state.is_terminal())
-                });
-                if running {
-                    break;
                 }
                 let holds = match &*node.content {
                     NodeContent::Step(s) => match &s.r#if {
