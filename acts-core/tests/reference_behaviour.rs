@@ -72,6 +72,41 @@ exposes:
 }
 
 #[tokio::test]
+async fn an_exposed_name_not_set_yet_does_not_overwrite_a_later_set_process_var() {
+    let engine = deployed(
+        r#"
+id: late_set
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.transform.code
+    params: |
+      $set_process_var("result", 42);
+      return {};
+  - id: s2
+    uses: acts.transform.set
+    params: { other: 1 }
+exposes:
+  - { name: result }
+  - { name: other }
+"#,
+    )
+    .await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("late_set", Vars::new()).await.expect("starts");
+    let done = recv_where(&mut rx, |m| {
+        m.r#type == "workflow" && m.state != MessageState::Created
+    })
+    .await;
+    assert_eq!(done.state, MessageState::Completed);
+    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    assert_eq!(outputs["result"], json!(42), "{outputs:?}");
+    assert_eq!(outputs["other"], json!(1));
+    engine.close().await;
+}
+
+#[tokio::test]
 async fn a_subflow_child_returns_its_evaluated_exposes_to_the_parent_act() {
     let engine = deployed(
         "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { seen: true }\nexposes:\n  - { name: doubled, value: '${{ n * 2 }}' }\n",

@@ -293,7 +293,14 @@ impl Process {
     /// inputs = prev's outputs overlaid with the node's vars (evaluated).
     fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
-            Some(prev) => self.outputs_of(prev, svc),
+            Some(prev) => {
+                let mut outputs = self.outputs_of(prev, svc);
+                // An exposed name nobody has set yet is not passed on as
+                // `null` (the reference does): the copy would shadow a
+                // later `$set_process_var` and fold back over it.
+                outputs.retain(|k, v| !v.is_null() || self.tasks.find(prev, k).is_some());
+                outputs
+            }
             None => Vars::new(),
         };
         let node = self.tasks.get(t).and_then(|x| self.tree.node(x.node));
