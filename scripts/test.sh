@@ -4,7 +4,8 @@
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
 # crate and backend), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
-# RocksDB and Redis, then the example workflows' own tests (`acts test`).
+# RocksDB and Redis, then the example workflows' own tests and the examples of
+# docs/MODEL.md (`acts test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -27,5 +28,5 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemoni
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 ACTS_TEST_STORE=redis ACTS_TEST_REDIS_URL="redis://127.0.0.1:$port" engine_suites
-echo "== acts test examples/"
-cargo run --quiet -p acts-cli -- test examples/
+echo "== acts test examples/ docs/MODEL.md"
+cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md

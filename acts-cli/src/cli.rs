@@ -119,9 +119,11 @@ pub enum Command {
     /// List deployed models.
     Models,
     /// Run the tests of models: every MODEL.yml with a MODEL.test.yml (or
-    /// .json) beside it, in the given folders or files.
+    /// .json) beside it, in the given folders or files, and the examples
+    /// of Markdown documents (```yaml model=NAME blocks, each with an
+    /// optional ```yaml test=NAME block).
     Test {
-        /// Folders or files (models or their test files).
+        /// Folders or files (models, their test files, Markdown documents).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// One JSON object per test and a summary, instead of text.

@@ -19,6 +19,7 @@
 mod answers;
 mod cli;
 mod commands;
+mod doctests;
 mod driver;
 mod failure;
 mod owner;

@@ -16,6 +16,12 @@
 //!   unordered: false                   # compare messages as a multiset
 //! ```
 //!
+//! A Markdown document (`acts test docs/MODEL.md`) holds its examples in
+//! fenced blocks: ```` ```yaml model=NAME ```` for a model and
+//! ```` ```yaml test=NAME ```` for its test file (see [`crate::doctests`]).
+//! A test without an expected `state` still fails when the model or its
+//! start is refused.
+//!
 //! Each test runs on a fresh in-memory store with a virtual clock, so
 //! timeouts fire without waiting. One PASS/FAIL line per test, with what
 //! differed; then `N passed, M failed`. Exit 0 only if all pass.
@@ -65,10 +71,47 @@ struct Expect {
 const TEST_SUFFIXES: [&str; 3] = [".test.yml", ".test.yaml", ".test.json"];
 const MODEL_SUFFIXES: [&str; 3] = [".yml", ".yaml", ".json"];
 
-/// The (model, test file) pairs named by `paths`.
-fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Failure> {
+/// One test to run.
+struct Case {
+    model: PathBuf,
+    test: PathBuf,
+    /// How results name it.
+    label: String,
+}
+
+/// The tests named by `paths`; examples of Markdown documents are written
+/// into `scratch`.
+fn discover(paths: &[PathBuf], scratch: &Path) -> Result<Vec<Case>, Failure> {
     let mut out = Vec::new();
-    for p in paths {
+    for (i, p) in paths.iter().enumerate() {
+        if p.is_file() && p.extension().is_some_and(|e| e == "md") {
+            let dir = scratch.join(i.to_string());
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Failure::run(format!("cannot make '{}': {e}", dir.display())))?;
+            for (model, test, label) in crate::doctests::write_examples(p, &dir)? {
+                out.push(Case { model, test, label });
+            }
+            continue;
+        }
+        let mut pairs = Vec::new();
+        discover_files(p, &mut pairs)?;
+        out.extend(pairs.into_iter().map(|(model, test)| Case {
+            label: test.display().to_string(),
+            model,
+            test,
+        }));
+    }
+    if out.is_empty() {
+        return Err(Failure::input(
+            "no tests found (a test is NAME.test.yml beside NAME.yml, or a Markdown document with ```yaml model=NAME blocks)",
+        ));
+    }
+    Ok(out)
+}
+
+/// The (model, test file) pairs under `p` (a folder, a test or a model).
+fn discover_files(p: &Path, out: &mut Vec<(PathBuf, PathBuf)>) -> Result<(), Failure> {
+    {
         if p.is_dir() {
             let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
                 .map_err(|e| Failure::input(format!("cannot read folder '{}': {e}", p.display())))?
@@ -81,7 +124,7 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Failure> {
                 }
             }
         } else if is_test(p) {
-            out.push((model_of(p)?, p.clone()));
+            out.push((model_of(p)?, p.to_path_buf()));
         } else if p.is_file() {
             let test = test_of(p).ok_or_else(|| {
                 Failure::input(format!(
@@ -89,17 +132,12 @@ fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, PathBuf)>, Failure> {
                     p.display()
                 ))
             })?;
-            out.push((p.clone(), test));
+            out.push((p.to_path_buf(), test));
         } else {
             return Err(Failure::input(format!("'{}' does not exist", p.display())));
         }
     }
-    if out.is_empty() {
-        return Err(Failure::input(
-            "no tests found (a test is NAME.test.yml beside NAME.yml)",
-        ));
-    }
-    Ok(out)
+    Ok(())
 }
 
 fn is_test(p: &Path) -> bool {
@@ -175,10 +213,21 @@ fn short(m: &Value) -> String {
 /// What differs between `report` and `expect`.
 fn compare(expect: &Expect, report: &Report) -> Vec<String> {
     let mut diffs = Vec::new();
-    if let Some(s) = &expect.state
-        && *s != report.state
-    {
-        diffs.push(format!("state: expected {s}, got {}", report.state));
+    match &expect.state {
+        Some(s) if *s != report.state => {
+            diffs.push(format!("state: expected {s}, got {}", report.state));
+        }
+        // Without an expected state, a refused model or start still fails.
+        None if report.exit_code() == 2 => diffs.push(format!(
+            "the run was refused ({}): {}",
+            report.state,
+            report
+                .error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )),
+        _ => {}
     }
     if let Some(outputs) = &expect.outputs {
         for (k, v) in outputs {
@@ -264,13 +313,24 @@ async fn run_one(model: &Path, test: &Path) -> Result<Vec<String>, Failure> {
 
 /// Runs the tests under `paths`; prints results; returns the exit code.
 pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
-    let tests = discover(paths)?;
+    let scratch = tempfile::tempdir()
+        .map_err(|e| Failure::run(format!("cannot make a temporary folder: {e}")))?;
+    let tests = discover(paths, scratch.path())?;
     let (mut passed, mut failed) = (0, 0);
-    for (model, test) in tests {
+    for Case { model, test, label } in tests {
         let started = Instant::now();
         let diffs = match run_one(&model, &test).await {
             Ok(d) => d,
             Err(f) => vec![f.message],
+        };
+        // Name a document's example by its place, not the scratch file.
+        let scratch_dir = model.parent().map(|d| d.display().to_string());
+        let diffs: Vec<String> = match scratch_dir.filter(|_| label != test.display().to_string()) {
+            Some(d) => diffs
+                .into_iter()
+                .map(|x| x.replace(&d, "example"))
+                .collect(),
+            None => diffs,
         };
         let ms = started.elapsed().as_millis();
         let ok = diffs.is_empty();
@@ -282,14 +342,10 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
         if json {
             println!(
                 "{}",
-                json!({"test": test.display().to_string(), "model": model.display().to_string(), "pass": ok, "diffs": diffs, "ms": ms})
+                json!({"test": label, "model": model.display().to_string(), "pass": ok, "diffs": diffs, "ms": ms})
             );
         } else {
-            println!(
-                "{} {} ({ms} ms)",
-                if ok { "PASS" } else { "FAIL" },
-                test.display()
-            );
+            println!("{} {label} ({ms} ms)", if ok { "PASS" } else { "FAIL" });
             for d in &diffs {
                 println!("    {d}");
             }

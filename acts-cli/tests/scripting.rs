@@ -419,3 +419,41 @@ fn the_examples_pass_their_tests() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("9 passed, 0 failed"), "{text}");
 }
+
+#[test]
+fn acts_test_runs_the_examples_of_a_markdown_document_and_names_their_line() {
+    let d = Dir::new();
+    let doc = d.file(
+        "guide.md",
+        "# Guide\n\n```yaml model=child\nid: child\nver: '1'\nsteps:\n  - id: c\n    uses: acts.transform.set\n    params: { v: 7 }\nexposes:\n  - { name: v }\n```\n\n```yaml model=parent\nid: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n```\n\n```yaml test=parent\ndeploy: [child.yml]\nexpect: { state: completed, outputs: { v: 7 } }\n```\n\n```yaml model=wrong\nid: wrong\nver: '1'\nsteps:\n  - id: s\n    uses: acts.transform.set\n    params: { v: 1 }\n```\n\n```yaml test=wrong\nexpect: { outputs: { v: 2 } }\n```\n\n```yaml model=refused\nid: refused\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.nope\n```\n",
+    );
+    let out = acts().arg("test").arg(&doc).output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("PASS") && text.contains("guide.md:3 (child)"),
+        "{text}"
+    );
+    assert!(text.contains("guide.md:14 (parent)"), "{text}");
+    let wrong = text
+        .lines()
+        .skip_while(|l| !l.contains("(wrong)"))
+        .take(2)
+        .collect::<Vec<_>>();
+    assert!(wrong[0].starts_with("FAIL"), "{text}");
+    assert!(wrong[1].contains("outputs.v: expected 2, got 1"), "{text}");
+    // A model block without a test must at least deploy and start.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("(refused)")),
+        "{text}"
+    );
+    assert!(text.contains("acts.core.nope"), "{text}");
+    assert!(text.contains("2 passed, 2 failed"), "{text}");
+    // A test block naming no model is an error with its line.
+    let orphan = d.file("orphan.md", "```yaml test=ghost\n{}\n```\n");
+    let out = acts().arg("test").arg(&orphan).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 1") && err.contains("ghost"), "{err}");
+}

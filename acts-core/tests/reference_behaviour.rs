@@ -8,7 +8,7 @@ use common::*;
 use acts_core::engine::{ChannelOptions, Engine};
 use acts_core::model::Vars;
 use acts_core::scheduler::MessageState;
-use serde_json::json;
+use serde_json::{Value, json};
 
 async fn engine_on(store: std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
     Engine::builder()
@@ -103,6 +103,35 @@ exposes:
     let outputs = exec.process(&p.pid).await.expect("reads").outputs;
     assert_eq!(outputs["result"], json!(42), "{outputs:?}");
     assert_eq!(outputs["other"], json!(1));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn expression_exposes_are_evaluated_at_the_end_not_for_the_first_steps_inputs() {
+    let engine = deployed(
+        r#"
+id: early
+ver: "1"
+steps:
+  - id: s1
+    uses: acts.transform.code
+    params: "return { early: $get('summary'), n: 2 }"
+exposes:
+  - { name: early }
+  - { name: summary, value: "${{ 'n=' + $get('n') }}" }
+"#,
+    )
+    .await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("early", Vars::new()).await.expect("starts");
+    recv_where(&mut rx, |m| {
+        m.r#type == "workflow" && m.state != MessageState::Created
+    })
+    .await;
+    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    assert_eq!(outputs["early"], Value::Null, "{outputs:?}");
+    assert_eq!(outputs["summary"], json!("n=2"));
     engine.close().await;
 }
 
@@ -348,6 +377,50 @@ steps:
         first.is_some() && first < second,
         "the first rule ends before the second fires: {order:?}"
     );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_catch_after_one_that_does_not_match_handles_the_error() {
+    let engine = deployed(
+        r#"
+id: second_catch
+ver: "1"
+steps:
+  - id: charge
+    uses: acts.core.action
+    params:
+      action: error
+      options: { ecode: E_CARD, message: card declined }
+    catches:
+      - id: other
+        if: $ecode() == 'E_OTHER'
+        uses: acts.transform.set
+        params: { paid_by: nobody }
+      - id: invoice_instead
+        if: $ecode() == 'E_CARD'
+        uses: acts.transform.set
+        params: { paid_by: invoice }
+  - id: ship
+    uses: acts.transform.set
+    params: { shipped: true }
+"#,
+    )
+    .await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec
+        .start("second_catch", Vars::new())
+        .await
+        .expect("starts");
+    let done = recv_where(&mut rx, |m| {
+        m.r#type == "workflow" && m.state != MessageState::Created
+    })
+    .await;
+    assert_eq!(done.state, MessageState::Completed, "{:?}", done.err);
+    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    assert_eq!(outputs["paid_by"], json!("invoice"));
+    assert_eq!(outputs["shipped"], json!(true));
     engine.close().await;
 }
 

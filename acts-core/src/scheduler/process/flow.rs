@@ -129,6 +129,18 @@ impl Process {
                 .copied()
                 .filter(|c| self.tasks.get(*c).is_some_and(|x| x.sign.has(Sign::CATCH)))
                 .collect();
+            // The chain of catches has ended only when each catch had its
+            // next pass (a skipped catch schedules the next one there).
+            if handling_error
+                && catches.iter().any(|c| {
+                    !self
+                        .tasks
+                        .get(*c)
+                        .is_some_and(|x| x.sign.has(Sign::NEXT_COMPLETE))
+                })
+            {
+                return Ok(());
+            }
             if handling_error
                 && catches
                     .iter()

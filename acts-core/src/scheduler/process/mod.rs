@@ -25,7 +25,7 @@ mod undo;
 pub use actions::{Action, ActionError, UnknownAction};
 pub use resume::Request;
 
-use crate::model::{Act, Variant, Vars};
+use crate::model::{Act, Variant, Vars, whole_expression};
 use crate::package::PackageRegistry;
 use crate::script::{ScriptEngine, ScriptKind, substitute};
 use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree};
@@ -294,7 +294,22 @@ impl Process {
     fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
             Some(prev) => {
-                let mut outputs = self.outputs_of(prev, svc);
+                let parent = self.tasks.get(t).and_then(|x| x.parent);
+                let mut outputs = if parent == Some(prev) && !self.state_of(prev).is_terminal() {
+                    // A first child takes its running parent's outputs;
+                    // `${{ }}` exposes describe the parent's end, so they
+                    // are not evaluated (nor passed on) before it.
+                    let exposes = self.exposes_of(prev);
+                    let mut out = self.tasks.outputs(prev, &exposes);
+                    for e in &exposes {
+                        if e.value.as_str().and_then(whole_expression).is_some() {
+                            out.remove(&e.name);
+                        }
+                    }
+                    out
+                } else {
+                    self.outputs_of(prev, svc)
+                };
                 // An exposed name nobody has set yet is not passed on as
                 // `null` (the reference does): the copy would shadow a
                 // later `$set_process_var` and fold back over it.
