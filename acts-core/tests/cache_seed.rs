@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use acts_core::durable::{Collection, Filter, Query};
 use acts_core::engine::testing::{ProcRow, TaskRow, VarsRow, task_row_id};
-use acts_core::engine::{ChannelOptions, Engine, EngineError};
+use acts_core::engine::{ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError};
 use acts_core::model::{Vars, Workflow};
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;
@@ -284,7 +284,8 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("m1", Vars::new()).await.unwrap();
     let irq = irq_of(&mut rx, &p.pid).await;
-    // A transition's write parks in the store; the removal queues behind it.
+    let before = keys_of(&kv, &p.pid).await;
+    // A transition's write parks in the store...
     gated.arm(GateKind::Write);
     let pending = {
         let exec = exec.clone();
@@ -292,11 +293,27 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
         tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
     };
     gated.wait_parked(GateKind::Write, 1).await;
+    // ...and the removal begins (it marks the process removed: the epoch
+    // moves) but waits behind the held write: it cannot finish, and has
+    // deleted nothing, while the write is held.
+    let epoch = engine.writer_epoch();
     let removal = {
         let exec = exec.clone();
         let pid = p.pid.clone();
         tokio::spawn(async move { exec.remove_process(&pid).await })
     };
+    tokio::time::timeout(GUARD, async {
+        while engine.writer_epoch() == epoch {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the removal begins");
+    assert_eq!(gated.parked(GateKind::Write), 1, "only the held write");
+    assert!(!removal.is_finished());
+    assert_eq!(keys_of(&kv, &p.pid).await, before, "nothing deleted yet");
+    // The held write applies first (its task rows land), then the removal
+    // drops every row — the ones that write added included.
     gated.disarm(GateKind::Write);
     pending.await.unwrap().unwrap();
     assert!(removal.await.unwrap().unwrap());
@@ -305,31 +322,80 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
         keys_of(&kv, &p.pid).await.is_empty(),
         "every row of it is gone"
     );
+    assert_eq!(gated.entered(GateKind::Write), 1);
 }
-
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_writes_after_remove_are_skipped() {
-    let kv: Arc<dyn KvStore> = store().await;
+    let gated = Arc::new(GatedStore::new(MemoryStore::new()));
+    let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     exec.deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", Vars::new()).await.unwrap();
-    let irq = irq_of(&mut rx, &p.pid).await;
-    // Hold the process's instance, as a transition still running would.
-    let handle = engine.process_handle(&p.pid).await.unwrap().unwrap();
-    assert!(exec.remove_process(&p.pid).await.unwrap());
-    assert!(keys_of(&kv, &p.pid).await.is_empty());
-    // A late action finds nothing and writes nothing.
-    assert!(exec.complete(&p.pid, &irq.tid, Vars::new()).await.is_err());
+    let a = exec.start("m1", Vars::new()).await.unwrap();
+    let irq_a = irq_of(&mut rx, &a.pid).await;
+    let b = exec.start("m1", Vars::new()).await.unwrap();
+    let irq_b = irq_of(&mut rx, &b.pid).await;
+    let b_rows = keys_of(&kv, &b.pid).await;
+    // The writer is busy with B's batch, held in the store...
+    gated.arm(GateKind::Write);
+    let b_done = {
+        let exec = exec.clone();
+        let (pid, tid) = (b.pid.clone(), irq_b.tid.clone());
+        tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
+    };
+    gated.wait_parked(GateKind::Write, 1).await;
+    // ...so A's transition (its instance born before the removal) queues
+    // its batch behind it.
+    let a_done = {
+        let exec = exec.clone();
+        let (pid, tid) = (a.pid.clone(), irq_a.tid.clone());
+        tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
+    };
+    tokio::time::timeout(GUARD, async {
+        while engine.queued_writes() == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("A's batch waits in the writer's queue");
+    // A is removed while its batch waits.
+    let epoch = engine.writer_epoch();
+    let removal = {
+        let exec = exec.clone();
+        let pid = a.pid.clone();
+        tokio::spawn(async move { exec.remove_process(&pid).await })
+    };
+    tokio::time::timeout(GUARD, async {
+        while engine.writer_epoch() == epoch {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the removal marks A");
+    gated.disarm(GateKind::Write);
+    b_done.await.unwrap().unwrap();
+    // The late batch reached the writer and was skipped: never applied
+    // (which would resurrect rows), never a silent success either.
+    let late = a_done.await.unwrap();
+    assert!(
+        matches!(late, Err(EngineError::Removed(ref pid)) if *pid == a.pid),
+        "{late:?}"
+    );
+    assert!(removal.await.unwrap().unwrap());
     engine.flush().await.unwrap();
     assert!(
-        keys_of(&kv, &p.pid).await.is_empty(),
+        keys_of(&kv, &a.pid).await.is_empty(),
         "a late write resurrected rows of a removed process"
     );
-    drop(handle);
+    assert!(proc_row(&kv, &a.pid).await.is_none());
+    // B's write was applied (its rows moved on), and later writes work.
+    assert_ne!(keys_of(&kv, &b.pid).await, b_rows);
+    assert_eq!(
+        proc_row(&kv, &b.pid).await.unwrap().state,
+        TaskState::Completed
+    );
 }
-
 #[tokio::test]
 async fn cache_start_parked_refills_only_parked_none_rows() {
     let kv: Arc<dyn KvStore> = store().await;
@@ -370,30 +436,56 @@ async fn cache_start_parked_refills_only_parked_none_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_finished_proc_frees_slot_for_restore() {
     let kv: Arc<dyn KvStore> = store().await;
-    let engine = engine_on(kv.clone(), 4).await;
-    engine.executor().deploy_yaml(RUNS).await.unwrap();
-    let seeds = ["seed1", "seed2", "seed3"];
-    for pid in seeds {
-        seed_row(&kv, pid, RUNS, TaskState::None, 0).await;
-    }
-    engine.start_parked().await.unwrap();
+    // A crash left three parked processes: two that wait (older) and one
+    // that runs to its end (newest). Two slots.
+    seed_row(&kv, "seed_wait_a", WAITS, TaskState::None, 1).await;
+    seed_row(&kv, "seed_wait_b", WAITS, TaskState::None, 2).await;
+    seed_row(&kv, "seed_runs", RUNS, TaskState::None, 3).await;
+    let engine = Engine::builder()
+        .store(kv.clone())
+        .cache_cap(2)
+        .start()
+        .await
+        .expect("engine starts");
+    // The start fills both slots with the oldest two; they wait, so the
+    // third cannot get in.
+    wait_state(&kv, "seed_wait_a", |s| s == TaskState::Running).await;
+    wait_state(&kv, "seed_wait_b", |s| s == TaskState::Running).await;
+    assert_eq!(
+        sorted(engine.cache().resident()),
+        vec!["seed_wait_a".to_string(), "seed_wait_b".to_string()]
+    );
+    assert_eq!(
+        proc_row(&kv, "seed_runs").await.unwrap().state,
+        TaskState::None,
+        "no slot for it while both wait"
+    );
+    // One of them finishes: its eviction frees the slot and starts the
+    // parked one — nobody calls start_parked.
     let exec = engine.executor();
-    let (a, b) = tokio::join!(exec.start("m2", Vars::new()), exec.start("m2", Vars::new()));
-    let mut pids: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
-    pids.extend([a.unwrap().pid, b.unwrap().pid]);
-    for pid in &pids {
-        wait_state(&kv, pid, TaskState::is_terminal).await;
-    }
-    // Eviction follows the terminal commit.
+    let irq = exec
+        .tasks("seed_wait_a")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt && t.kind == "act")
+        .expect("seed_wait_a waits at its irq");
+    exec.complete("seed_wait_a", &irq.tid, Vars::new())
+        .await
+        .unwrap();
+    wait_state(&kv, "seed_runs", TaskState::is_terminal).await;
+    assert_eq!(
+        proc_row(&kv, "seed_wait_a").await.unwrap().state,
+        TaskState::Completed
+    );
     tokio::time::timeout(GUARD, async {
-        while engine.cache().count() != 0 {
+        while engine.cache().resident() != vec!["seed_wait_b".to_string()] {
             tokio::task::yield_now().await;
         }
     })
     .await
-    .expect("finished processes were evicted");
+    .expect("the finished processes left their slots");
 }
-
 #[tokio::test]
 async fn cache_park_over_cap_then_refill_on_terminal() {
     let kv: Arc<dyn KvStore> = store().await;
@@ -508,46 +600,56 @@ async fn cache_vars_row_written_only_on_mutation() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
+    // The workflow exposes a name nobody set, so step1 starts with no data.
     exec.deploy_yaml(
-        "id: v\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.irq\n    params: { key: k }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\n",
+        "id: v\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.irq\n    params: { key: k }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\nexposes:\n  - { name: var1 }\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("v", Vars::new()).await.unwrap();
     let irq = irq_of(&mut rx, &p.pid).await;
+    let step1 = exec
+        .tasks(&p.pid)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.nid == "step1")
+        .expect("step1 runs");
     let vars_rows = Collection::<VarsRow>::new(kv.clone());
+    let vars_key = |tid: &str| Collection::<VarsRow>::row_key(&task_row_id(&p.pid, tid));
     let root_vars = vars_rows
         .get(&task_row_id(&p.pid, "$"))
         .await
         .unwrap()
         .expect("the root scope holds the start options");
-    // A lifecycle-only transition of the root (it stays running while the
-    // act completes with no vars) does not rewrite the root's scope row.
-    let before = kv
-        .get(&Collection::<VarsRow>::row_key(&task_row_id(&p.pid, "$")))
-        .await
-        .unwrap();
-    exec.complete(&p.pid, &irq.tid, Vars::new()).await.unwrap();
-    let after = kv
-        .get(&Collection::<VarsRow>::row_key(&task_row_id(&p.pid, "$")))
-        .await
-        .unwrap();
-    assert_eq!(before, after, "the root scope was not touched");
     assert_eq!(root_vars.data.get("pid"), Some(&json!(p.pid)));
+    // An untouched scope has no vars row at all (the act has one: the
+    // engine notes how it runs, `__run_as`).
+    assert_eq!(kv.get(&vars_key(&step1.tid)).await.unwrap(), None);
+    let act_row = kv.get(&vars_key(&irq.tid)).await.unwrap();
+    // Lifecycle-only transitions (the act completes with no vars, step1
+    // completes, step2 starts) write no vars row for them either, and do
+    // not rewrite the root's.
+    let root_before = kv.get(&vars_key("$")).await.unwrap();
+    exec.complete(&p.pid, &irq.tid, Vars::new()).await.unwrap();
+    let irq2 = irq_of(&mut rx, &p.pid).await;
+    assert_eq!(kv.get(&vars_key(&step1.tid)).await.unwrap(), None);
+    assert_eq!(kv.get(&vars_key(&irq.tid)).await.unwrap(), act_row);
+    assert_eq!(kv.get(&vars_key("$")).await.unwrap(), root_before);
     // The task rows carry no data at all.
     let t = Collection::<TaskRow>::new(kv.clone())
         .get(&task_row_id(&p.pid, &irq.tid))
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(t.state, TaskState::Completed);
     let json = serde_json::to_string(&t).unwrap();
     assert!(
         !json.contains("\"data\""),
         "lifecycle rows hold no scope vars: {json}"
     );
     // A data mutation writes exactly that scope's row.
-    let irq2 = irq_of(&mut rx, &p.pid).await;
     exec.complete(&p.pid, &irq2.tid, vars(json!({"var1": 10})))
         .await
         .unwrap();
@@ -557,8 +659,8 @@ async fn cache_vars_row_written_only_on_mutation() {
         .unwrap()
         .unwrap();
     assert_eq!(act_vars.data.get("var1"), Some(&json!(10)));
+    assert_eq!(kv.get(&vars_key(&step1.tid)).await.unwrap(), None);
 }
-
 #[tokio::test]
 async fn cache_vars_ancestor_scope_round_trip() {
     let kv: Arc<dyn KvStore> = store().await;
@@ -639,40 +741,45 @@ async fn in_flight(kv: &Arc<dyn KvStore>, tags: &[&str]) -> Vec<String> {
 #[tokio::test]
 async fn cache_resume_loads_in_flight_before_parked() {
     let kv: Arc<dyn KvStore> = store().await;
-    in_flight(&kv, &["resume_inflight"]).await;
+    // Two in-flight processes, both younger than every parked row, and
+    // more rows (5) than slots (3): oldest-first over all rows would pick
+    // the three parked ones.
+    in_flight(&kv, &["resume_inflight_1", "resume_inflight_2"]).await;
     for (tag, ts) in [
         ("resume_parked_a", 10),
         ("resume_parked_b", 20),
-        ("resume_parked_new", 9_999_999),
+        ("resume_parked_c", 30),
     ] {
         seed_row(&kv, tag, WAITS, TaskState::None, ts).await;
     }
     let engine = engine_on(kv.clone(), 3).await;
     assert_eq!(engine.cache().count(), 0);
     engine.resume().await.unwrap();
-    wait_state(&kv, "resume_parked_b", |s| s == TaskState::Running).await;
     wait_state(&kv, "resume_parked_a", |s| s == TaskState::Running).await;
+    // The in-flight ones first, then the oldest parked one in the slot
+    // left; the others keep waiting.
     assert_eq!(
         sorted(engine.cache().resident()),
         sorted(vec![
-            "resume_inflight".into(),
-            "resume_parked_a".into(),
-            "resume_parked_b".into()
+            "resume_inflight_1".into(),
+            "resume_inflight_2".into(),
+            "resume_parked_a".into()
         ])
     );
-    assert_eq!(
-        proc_row(&kv, "resume_parked_new").await.unwrap().state,
-        TaskState::None
-    );
-    // The in-flight process's tasks were decoded: its irq still waits.
-    let tasks = engine.executor().tasks("resume_inflight").await.unwrap();
-    assert!(
-        tasks
-            .iter()
-            .any(|t| t.nid != "step1" && t.state == TaskState::Interrupt)
-    );
+    for pid in ["resume_parked_b", "resume_parked_c"] {
+        assert_eq!(proc_row(&kv, pid).await.unwrap().state, TaskState::None);
+    }
+    // The in-flight processes' tasks were decoded: their irqs still wait.
+    for pid in ["resume_inflight_1", "resume_inflight_2"] {
+        let tasks = engine.executor().tasks(pid).await.unwrap();
+        assert!(
+            tasks
+                .iter()
+                .any(|t| t.nid != "step1" && t.state == TaskState::Interrupt),
+            "{pid}"
+        );
+    }
 }
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_resume_in_flight_proc_after_restart() {
     let kv: Arc<dyn KvStore> = store().await;
@@ -863,21 +970,32 @@ async fn cache_proc_miss_overlapping_load_reuses_instance() {
         tokio::spawn(async move { engine.process_handle(&pid).await.unwrap().unwrap() })
     };
     gated.wait_parked(GateKind::Read, 1).await;
-    // A second miss arrives while the load is in flight: it joins it.
+    assert_eq!(engine.cache().load_callers(&pids[0]), 1);
+    // A second miss arrives while the load is in flight: it joins it
+    // (proved before the gate opens), and reads nothing itself.
     let waiter = {
         let engine = engine.clone();
         let pid = pids[0].clone();
         tokio::spawn(async move { engine.process_handle(&pid).await.unwrap().unwrap() })
     };
+    tokio::time::timeout(GUARD, async {
+        while engine.cache().load_callers(&pids[0]) < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the second caller joins the load");
+    let reads = gated.entered(GateKind::Read);
     gated.disarm(GateKind::Read);
     let (a, b) = (leader.await.unwrap(), waiter.await.unwrap());
     assert!(Arc::ptr_eq(&a, &b), "one load, one instance");
     assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.cache().load_callers(&pids[0]), 0, "resident now");
+    assert_eq!(reads, 1, "only the leader read while the gate was shut");
     // A third caller after the load hits the resident instance.
     let c = engine.process_handle(&pids[0]).await.unwrap().unwrap();
     assert!(Arc::ptr_eq(&a, &c));
 }
-
 #[tokio::test]
 async fn find_opt_normalizes_only_missing_rows() {
     let kv: Arc<dyn KvStore> = store().await;
@@ -930,11 +1048,72 @@ async fn cache_store_error_is_not_an_empty_success() {
     // Listing is an error, not an empty list.
     assert!(engine.executor().processes(None, None).await.is_err());
     let q = Query::new().filter(Filter::eq("state", "running"));
-    assert!(Collection::<ProcRow>::new(kv).query_all(&q).await.is_err());
+    assert!(
+        Collection::<ProcRow>::new(kv.clone())
+            .query_all(&q)
+            .await
+            .is_err()
+    );
     // The store comes back: so does the engine.
     failing.heal();
     assert!(matches!(
         engine.executor().process("any-pid").await,
         Err(EngineError::ProcessNotFound(_))
     ));
+    engine.close().await;
+
+    // Deliveries: an ack, the listing and the re-send scan on a down store
+    // are errors, not "acked" or "nothing pending"; the re-send timer
+    // keeps its next tick, so the delivery is re-sent once the store is
+    // back.
+    failing.heal();
+    let clock = ManualClock::new(1_700_000_000_000);
+    let engine = Engine::builder()
+        .store(kv.clone())
+        .clock(Arc::new(clock.clone()))
+        .config(EngineConfig {
+            tick: Duration::from_secs(10),
+            delivery_retry: Duration::from_secs(30),
+            ..EngineConfig::default()
+        })
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml(WAITS).await.unwrap();
+    let ch = engine
+        .durable_channel(
+            "app",
+            ChannelOptions::default()
+                .with_type("act")
+                .with_state("created"),
+        )
+        .await
+        .unwrap();
+    let mut rx = ch.subscribe();
+    exec.start("m1", Vars::new()).await.unwrap();
+    let first = recv(&mut rx).await;
+    failing.set_plan(FailPlan::always(OpSet::ALL, ErrorKind::Unavailable));
+    let err = ch.ack(&first.id).await.unwrap_err();
+    assert!(matches!(err, EngineError::Store(_)), "ack: {err:?}");
+    let err = ch.resend_pending().await.unwrap_err();
+    assert!(matches!(err, EngineError::Store(_)), "resend: {err:?}");
+    assert!(exec.deliveries(Some("app"), None).await.is_err());
+    // The periodic pass fails inside (logged), and re-arms itself.
+    let failed_before = failing.failures();
+    clock.advance(Duration::from_secs(31));
+    engine.housekeeping().await;
+    assert!(failing.failures() > failed_before, "the scan met the store");
+    assert!(rx.try_recv().is_err(), "nothing re-sent on a down store");
+    failing.heal();
+    clock.advance(Duration::from_secs(11));
+    let again = recv(&mut rx).await;
+    assert_eq!(again.id, first.id, "re-sent by the next tick");
+    ch.ack(&first.id).await.unwrap();
+    let pending = exec
+        .deliveries(Some("app"), Some(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert!(pending.is_empty(), "{pending:?}");
+    engine.close().await;
 }

@@ -297,6 +297,14 @@ impl Engine {
         self.rt.writer.queued()
     }
 
+    /// The writer's epoch: it moves when a process is marked removed. A
+    /// test hook (feature `testing`) for tests that must know a removal
+    /// has begun before they release a write held behind it.
+    #[cfg(feature = "testing")]
+    pub fn writer_epoch(&self) -> u64 {
+        self.rt.writer.epoch()
+    }
+
     /// When the earliest timer of process `pid` is due (a step timeout).
     pub fn next_timer_of(&self, pid: &str) -> Option<i64> {
         self.rt

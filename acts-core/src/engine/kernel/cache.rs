@@ -258,6 +258,18 @@ impl Cache {
             .count()
     }
 
+    /// How many callers wait on the in-flight load of `pid` (0 when it is
+    /// not loading). A test hook (feature `testing`) for tests that prove a
+    /// caller joined a load before letting it finish.
+    #[cfg(feature = "testing")]
+    pub fn load_callers(&self, pid: &str) -> usize {
+        match self.state.lock().entries.get(pid) {
+            // The entry itself holds one reference; each caller another.
+            Some(Entry::Loading(cell)) => Arc::strong_count(cell) - 1,
+            _ => 0,
+        }
+    }
+
     /// The pids of the resident processes.
     pub fn resident(&self) -> Vec<String> {
         self.state
