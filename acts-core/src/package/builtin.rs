@@ -4,19 +4,11 @@ use serde_json::json;
 
 use super::definition::{Catalog, PackageDefinition, RunAs};
 
-/// The wire names of the client actions `acts.core.action` may apply.
-pub const ACTION_NAMES: &[&str] = &[
-    "next",
-    "submit",
-    "back",
-    "cancel",
-    "abort",
-    "skip",
-    "error",
-    "push",
-    "remove",
-    "set_process_vars",
-];
+/// The names `acts.core.action` accepts: every name of
+/// [`Action`](crate::scheduler::Action) with its aliases (`complete` for
+/// `next`, `set_vars` for `set_process_vars`) — the same vocabulary as the
+/// executor's actions and the CLI's answers.
+pub use crate::scheduler::ACTION_NAMES;
 
 fn core(
     id: &str,

@@ -134,10 +134,21 @@ impl PackageRegistry {
             .iter_errors(params)
             .map(|e| {
                 let path = e.instance_path().to_string();
+                // An enum's every allowed value, not "or 8 other candidates".
+                let what = match e.kind() {
+                    jsonschema::error::ValidationErrorKind::Enum { options } => {
+                        let allowed: Vec<String> = options
+                            .as_array()
+                            .map(|a| a.iter().map(Value::to_string).collect())
+                            .unwrap_or_default();
+                        format!("{} is not one of {}", e.instance(), allowed.join(", "))
+                    }
+                    _ => e.to_string(),
+                };
                 if path.is_empty() {
-                    e.to_string()
+                    what
                 } else {
-                    format!("at {path}: {e}")
+                    format!("at {path}: {what}")
                 }
             })
             .collect();
@@ -205,6 +216,20 @@ mod tests {
             .check_params("acts.core.action", &json!({"action": "explode"}))
             .unwrap_err();
         assert!(err.to_string().contains("/action"), "{err}");
+        // Every allowed value is named; the aliases are allowed.
+        for name in crate::scheduler::ACTION_NAMES {
+            assert!(err.to_string().contains(&format!("\"{name}\"")), "{err}");
+            assert!(
+                r.check_params("acts.core.action", &json!({"action": name}))
+                    .is_ok(),
+                "{name}"
+            );
+            assert!(
+                name.parse::<crate::scheduler::Action>().is_ok(),
+                "{name} is an action"
+            );
+        }
+        assert!(!err.to_string().contains("candidates"), "{err}");
         assert!(
             r.check_params("acts.core.subflow", &json!({}))
                 .unwrap_err()

@@ -31,7 +31,8 @@ mod tasks;
 pub use message::{Message, MessageState, MessageType};
 pub(crate) use process::PARAMS_KEY;
 pub use process::{
-    Action, ActionError, ModelCatalog, Process, Request, RunLimits, Services, UnknownAction,
+    ACTION_NAMES, Action, ActionError, ModelCatalog, Process, Request, RunLimits, Services,
+    UnknownAction,
 };
 pub use state::TaskState;
 pub use task_error::TaskError;

@@ -64,6 +64,22 @@ impl Action {
     }
 }
 
+/// Every action name [`Action`]'s `FromStr` accepts, aliases included:
+/// what YAML `acts.core.action`, the executor and the CLI understand.
+pub const ACTION_NAMES: &[&str] = &[
+    "next",
+    "complete",
+    "submit",
+    "back",
+    "cancel",
+    "abort",
+    "skip",
+    "error",
+    "remove",
+    "set_process_vars",
+    "set_vars",
+];
+
 /// An action name that is not one of [`Action::ALL`] (or an alias).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

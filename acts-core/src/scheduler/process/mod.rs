@@ -22,7 +22,7 @@ mod resume;
 mod timeouts;
 mod undo;
 
-pub use actions::{Action, ActionError, UnknownAction};
+pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
 pub use resume::Request;
 
 use crate::model::{Act, Variant, Vars, whole_expression};
