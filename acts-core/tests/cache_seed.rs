@@ -666,9 +666,10 @@ async fn cache_vars_ancestor_scope_round_trip() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
-    // step1 declares `x`; its act writes x, which folds up to step1's scope.
+    // step1 declares `x`; its first act writes x, which folds up to
+    // step1's scope while step1 still runs (its second act waits).
     exec.deploy_yaml(
-        "id: fold\nver: '1'\nsteps:\n  - id: step1\n    vars:\n      - { name: x, value: 1 }\n    uses: acts.core.irq\n    params: { key: k }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\n",
+        "id: fold\nver: '1'\nsteps:\n  - id: step1\n    vars:\n      - { name: x, value: 1 }\n    uses: acts.core.block\n    params:\n      mode: sequence\n      acts:\n        - { uses: acts.core.irq, params: { key: k } }\n        - { uses: acts.core.irq, params: { key: k_b } }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\n",
     )
     .await
     .unwrap();
@@ -678,6 +679,8 @@ async fn cache_vars_ancestor_scope_round_trip() {
     exec.complete(&p.pid, &irq.tid, vars(json!({"x": 2})))
         .await
         .unwrap();
+    let second = irq_of(&mut rx, &p.pid).await;
+    assert_eq!(second.key.as_deref(), Some("k_b"), "step1 still runs");
     let step1 = exec
         .tasks(&p.pid)
         .await

@@ -28,7 +28,7 @@ pub use scripts::{ScriptSite, script_sites};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
 pub use unknown_keys::{UnknownKey, unknown_keys};
-pub use validate::{PackageLookup, validate};
+pub use validate::{PackageLookup, has_expression, validate};
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
 pub use workflow::{LoadedWorkflow, Workflow};
 

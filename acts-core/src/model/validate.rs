@@ -39,7 +39,7 @@ impl<F: Fn(&str) -> bool> PackageLookup for F {
 }
 
 /// Whether `value` holds a `${{ }}` expression anywhere.
-fn has_expression(value: &Value) -> bool {
+pub fn has_expression(value: &Value) -> bool {
     match value {
         Value::String(s) => s.contains("${{"),
         Value::Array(items) => items.iter().any(has_expression),

@@ -97,9 +97,11 @@ impl ScriptScope {
         all
     }
 
-    /// `$ecode()`: the `ecode` key of the task's own data, if a string.
+    /// `$ecode()`: the `ecode` the task sees (its own, else the nearest
+    /// ancestor's: a catch reads the error of the step it handles), if a
+    /// string.
     pub fn ecode(&self) -> Option<&str> {
-        self.own.get("ecode").and_then(Value::as_str)
+        self.find("ecode").and_then(Value::as_str)
     }
 
     /// `$env` read: private keys read as missing; then the process

@@ -160,9 +160,15 @@ impl ProcessTree {
 
     /// The persisted form of every dynamic node, in creation order.
     pub fn dynamic_data(&self) -> Vec<NodeData> {
+        self.dynamic_data_from(0)
+    }
+
+    /// The dynamic nodes from the `start`-th on, as stored.
+    pub fn dynamic_data_from(&self, start: usize) -> Vec<NodeData> {
         self.dynamic
             .iter()
             .zip(&self.is_child)
+            .skip(start)
             .map(|(n, &is_child)| NodeData {
                 id: n.id.clone(),
                 content: (*n.content).clone(),

@@ -12,7 +12,11 @@
 //! models), `run_auto_burst` (2,000 processes of the 3-step model started at
 //! once), `run_auto_seq` (2,000 one after another), `irq_roundtrip` (1,000
 //! sequential one-irq processes), `wide` (20 processes of a parallel step
-//! over 100 irq acts; reported per act).
+//! over 100 irq acts; reported per act), `long_linear` (one process of a
+//! 10,000-step chain of `set` steps, deploy included; `--n` sets the
+//! length), `long_linear_irq` (one process of 2,000 interrupt steps, each
+//! answered as it is announced). `peak_rss_kib` is the process's peak; run
+//! one scenario per process to read it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -65,14 +69,34 @@ steps:
           params: { key: item }
 "#;
 
-const SCENARIOS: [&str; 6] = [
+const SCENARIOS: [&str; 8] = [
     "yaml_load",
     "deploy",
     "run_auto_burst",
     "run_auto_seq",
     "irq_roundtrip",
     "wide",
+    "long_linear",
+    "long_linear_irq",
 ];
+
+/// A linear model of `n` steps: `set` steps each setting its own key, or
+/// (`irq`) interrupt steps.
+fn linear_model(n: usize, irq: bool) -> String {
+    let mut y = String::from("id: linear\nver: '1'\nsteps:\n");
+    for i in 0..n {
+        if irq {
+            y.push_str(&format!(
+                "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n"
+            ));
+        } else {
+            y.push_str(&format!(
+                "  - id: s{i}\n    uses: acts.transform.set\n    params: {{ v{i}: {i} }}\n"
+            ));
+        }
+    }
+    y
+}
 
 /// acts end-to-end benchmarks.
 #[derive(Debug, Parser)]
@@ -113,6 +137,19 @@ fn rss_kib() -> u64 {
         .and_then(|s| {
             s.lines()
                 .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The peak resident set of this process so far (KiB).
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -343,6 +380,54 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             }
             Ok(finish(e, procs * width, t0, lat).await)
         }
+        "long_linear" | "long_linear_irq" => {
+            // One process of a long linear model, run to its end (each
+            // interrupt answered as it is announced); latencies are the
+            // round trips of the interrupts.
+            let irq = name == "long_linear_irq";
+            let n = n.unwrap_or(if irq { 2_000 } else { 10_000 });
+            let e = engine(url, &ns).await?;
+            let exec = e.executor();
+            let model = linear_model(n, irq);
+            let t0 = Instant::now();
+            exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
+            let mut asks = e
+                .channel(
+                    ChannelOptions::default()
+                        .with_type("act")
+                        .with_state("created"),
+                )
+                .subscribe();
+            let mut ends = e
+                .channel(ChannelOptions::default().with_type("workflow"))
+                .subscribe();
+            let p = exec
+                .start("linear", Vars::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut lat = Vec::new();
+            if irq {
+                for _ in 0..n {
+                    let m = next(&mut asks).await?;
+                    let t = Instant::now();
+                    exec.complete(&p.pid, &m.tid, Vars::new())
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    lat.push(t.elapsed().as_micros() as u64);
+                }
+            }
+            loop {
+                let m = next(&mut ends).await?;
+                if m.state != "created" {
+                    if m.state != "completed" {
+                        return Err(format!("the process ended {}", m.state));
+                    }
+                    break;
+                }
+            }
+            lat.push(t0.elapsed().as_micros() as u64);
+            Ok(finish(e, n, t0, lat).await)
+        }
         other => Err(format!(
             "unknown scenario '{other}' (one of: {}, all)",
             SCENARIOS.join(", ")
@@ -420,6 +505,7 @@ async fn run(args: Args) -> std::process::ExitCode {
                         "p50_us": p50,
                         "p99_us": p99,
                         "rss_kib": rss_kib(),
+                        "peak_rss_kib": peak_rss_kib(),
                         "runtime": args.runtime,
                         "run": run + 1,
                     });

@@ -525,7 +525,7 @@ impl Kernel {
         let Some(stored) = persist::read_process(&self.store, pid).await? else {
             return Ok(false);
         };
-        let ops = persist::delete_ops(&stored.row, &stored.tasks, &stored.vars);
+        let ops = persist::delete_ops(&stored);
         self.write(None, ops).await?;
         // An instance loaded while the rows were being deleted is older
         // than this second mark: none of its writes can bring them back. An

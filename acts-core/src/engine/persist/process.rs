@@ -7,6 +7,7 @@
 //! and no vars row, and a write that folds up into an ancestor's scope
 //! writes exactly that ancestor's vars row.
 
+use crate::tree::NodeData;
 use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
@@ -17,7 +18,7 @@ use crate::scheduler::{Process, Task, TaskError, TaskState, TaskTable};
 use crate::tree::ModelTree;
 
 use crate::engine::persist::rows::{
-    OpRow, ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id,
+    NodeRow, OpRow, ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id,
 };
 
 /// What was last written for a resident process.
@@ -26,8 +27,12 @@ pub(crate) struct Persisted {
     /// The proc row as stored, without its dynamic nodes (kept small: it
     /// is compared with every transition; `nodes_stored` counts them).
     pub row: ProcRow,
-    /// How many dynamic nodes the stored row holds.
+    /// How many dynamic nodes are stored (node rows, and any the proc row
+    /// of an older store holds).
     pub nodes_stored: usize,
+    /// The dynamic nodes an older store kept in the proc row (kept there
+    /// when the row is rewritten).
+    pub legacy_nodes: Vec<NodeData>,
     /// Whether the proc row is in the store (else its index entries are
     /// written with it).
     pub row_stored: bool,
@@ -38,6 +43,7 @@ impl Persisted {
     pub fn fresh(row: ProcRow) -> Self {
         Self {
             nodes_stored: row.nodes.len(),
+            legacy_nodes: row.nodes.clone(),
             row,
             row_stored: false,
         }
@@ -133,11 +139,29 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
     } else {
         Vec::new()
     };
+    // New dynamic nodes: one row each, written once (a node never changes
+    // after the transition that created it).
+    let nodes = p.tree.dynamic_len();
+    if nodes > persisted.nodes_stored {
+        for (i, node) in p
+            .tree
+            .dynamic_data_from(persisted.nodes_stored)
+            .into_iter()
+            .enumerate()
+        {
+            let seq = (persisted.nodes_stored + i) as u32;
+            ops.push(Collection::<NodeRow>::put_row_op(&NodeRow {
+                pid: p.pid.clone(),
+                seq,
+                node,
+            }));
+        }
+        persisted.nodes_stored = nodes;
+    }
     let changed = pending != old.pending
         || state != old.state
         || end_time != old.end_time
         || start_time != old.start_time
-        || p.tree.dynamic_len() != persisted.nodes_stored
         || err != old.err.as_ref()
         || p.env != old.env
         || !old.start_vars.is_empty();
@@ -148,7 +172,8 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
             end_time,
             env: p.env.clone(),
             err: err.cloned(),
-            nodes: p.tree.dynamic_data(),
+            // Rows written before node rows existed keep their nodes.
+            nodes: persisted.legacy_nodes.clone(),
             start_vars: Vars::new(),
             id: old.id.clone(),
             mid: old.mid.clone(),
@@ -161,7 +186,6 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
         } else {
             ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));
         }
-        persisted.nodes_stored = row.nodes.len();
         persisted.row_stored = true;
         row.nodes = Vec::new();
         persisted.row = row;
@@ -169,15 +193,17 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
     ops
 }
 
-/// The ops that delete every row of process `pid` (given its stored proc
-/// row, tasks and scopes).
-pub(crate) fn delete_ops(row: &ProcRow, tasks: &[TaskRow], vars: &[VarsRow]) -> Vec<BatchOp> {
-    let mut ops = Collection::<ProcRow>::delete_ops(row);
-    for t in tasks {
+/// The ops that delete every row of a stored process.
+pub(crate) fn delete_ops(stored: &StoredProcess) -> Vec<BatchOp> {
+    let mut ops = Collection::<ProcRow>::delete_ops(&stored.row);
+    for t in &stored.tasks {
         ops.extend(Collection::<TaskRow>::delete_ops(t));
     }
-    for v in vars {
+    for v in &stored.vars {
         ops.extend(Collection::<VarsRow>::delete_ops(v));
+    }
+    for n in &stored.nodes {
+        ops.extend(Collection::<NodeRow>::delete_ops(n));
     }
     ops
 }
@@ -190,6 +216,8 @@ pub(crate) struct StoredProcess {
     pub tasks: Vec<TaskRow>,
     /// Its scope rows.
     pub vars: Vec<VarsRow>,
+    /// Its dynamic node rows, in creation order.
+    pub nodes: Vec<NodeRow>,
 }
 
 /// Reads every row of process `pid`; `Ok(None)` when it has no proc row.
@@ -209,7 +237,16 @@ pub(crate) async fn read_process(
     let vars = Collection::<VarsRow>::new(store.clone())
         .get_by_id_prefix(&prefix)
         .await?;
-    Ok(Some(StoredProcess { row, tasks, vars }))
+    let mut nodes = Collection::<NodeRow>::new(store.clone())
+        .get_by_id_prefix(&prefix)
+        .await?;
+    nodes.sort_by_key(|n| n.seq);
+    Ok(Some(StoredProcess {
+        row,
+        tasks,
+        vars,
+        nodes,
+    }))
 }
 
 /// The model tree of a stored process (from the model JSON it started
@@ -228,13 +265,35 @@ pub(crate) fn rebuild(
     stored: StoredProcess,
     model: Arc<ModelTree>,
 ) -> Result<(Process, Persisted), String> {
-    let StoredProcess { row, tasks, vars } = stored;
+    let StoredProcess {
+        row,
+        tasks,
+        vars,
+        nodes,
+    } = stored;
     let pid = row.id.clone();
+    // Node rows follow the nodes an older store kept in the proc row.
+    for (i, n) in nodes.iter().enumerate() {
+        let expected = row.nodes.len() + i;
+        if n.seq as usize != expected {
+            return Err(format!(
+                "process '{pid}': dynamic node rows are not contiguous (node '{}' has position {} where {expected} was expected)",
+                n.node.id, n.seq
+            ));
+        }
+    }
+    let legacy_nodes = row.nodes.clone();
+    let all_nodes: Vec<NodeData> = row
+        .nodes
+        .iter()
+        .cloned()
+        .chain(nodes.into_iter().map(|n| n.node))
+        .collect();
     let mut data: std::collections::HashMap<String, Vars> = vars
         .into_iter()
         .map(|v| (task_row_id(&v.pid, &v.tid), v.data))
         .collect();
-    let tree = crate::tree::ProcessTree::restore(model, &row.nodes)?;
+    let tree = crate::tree::ProcessTree::restore(model, &all_nodes)?;
     let mut rebuilt = Vec::with_capacity(tasks.len());
     for (i, t) in tasks.iter().enumerate() {
         if t.seq as usize != i {
@@ -275,7 +334,8 @@ pub(crate) fn rebuild(
         process.tasks.set_data(root, &row.start_vars);
     }
     let persisted = Persisted {
-        nodes_stored: row.nodes.len(),
+        nodes_stored: all_nodes.len(),
+        legacy_nodes,
         row: ProcRow {
             nodes: Vec::new(),
             ..row

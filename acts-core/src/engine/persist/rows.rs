@@ -8,6 +8,7 @@
 //!   its data.
 //! - [`VarsRow`]: one task's data scope, written only when that scope
 //!   changed.
+//! - [`NodeRow`]: one dynamic node of a process's tree, written once.
 //! - [`OpRow`]: outbox records of effects on *other* processes (the return
 //!   of a subflow child to its parent act), written in the batch of the
 //!   transition that caused them and deleted in the batch that applied them.
@@ -129,6 +130,35 @@ impl_row!(
     "tasks",
     version = 1,
     |r| task_row_id(&r.pid, &r.tid),
+    {}
+);
+
+/// One dynamic node of a process's tree (an act dispatched by a step's
+/// `uses`, a block's or a push's acts), written once when it is created:
+/// a process's rows then grow with its new nodes, not with all of them
+/// on every transition. (Stores written before kept them in
+/// [`ProcRow::nodes`]; those are read first.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRow {
+    /// Process id.
+    pub pid: String,
+    /// Its place among the process's dynamic nodes.
+    pub seq: u32,
+    /// The node.
+    pub node: NodeData,
+}
+
+/// The row id of dynamic node `seq` of process `pid` (after the task rows'
+/// prefix, zero-padded so ids sort by creation).
+pub fn node_row_id(pid: &str, seq: u32) -> String {
+    format!("{pid}/{seq:010}")
+}
+
+impl_row!(
+    NodeRow,
+    "nodes",
+    version = 1,
+    |r| node_row_id(&r.pid, r.seq),
     {}
 );
 

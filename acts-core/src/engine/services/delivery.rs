@@ -310,7 +310,7 @@ impl Kernel {
                 let Some(stored) = persist::read_process(&self.store, &row.id).await? else {
                     continue;
                 };
-                let mut ops = persist::delete_ops(&stored.row, &stored.tasks, &stored.vars);
+                let mut ops = persist::delete_ops(&stored);
                 for d in &owed {
                     ops.extend(Collection::<DeliveryRow>::delete_ops(d));
                 }

@@ -82,13 +82,12 @@ impl Process {
         if !(state.is_terminal() || state == TaskState::Interrupt) {
             return Ok(());
         }
-        let go_parent = self.kind_next(t, state)?;
+        let go_parent = self.kind_next(t, state, svc)?;
         if state.is_terminal() {
             self.tasks.sign(t, Sign::NEXT_COMPLETE);
         }
         if go_parent && let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
-            let outputs = self.outputs_of(t, svc);
-            self.tasks.update_data(parent, &outputs);
+            self.fold_into_parent(t, svc);
             return self.next(parent, svc);
         }
         Ok(())
@@ -203,7 +202,12 @@ impl Process {
 
     /// The kind's decision after a task finished: `true` to hand over to
     /// the parent, `false` when the flow continues elsewhere.
-    pub(super) fn kind_next(&mut self, t: TaskIx, state: TaskState) -> Result<bool, TaskError> {
+    pub(super) fn kind_next(
+        &mut self,
+        t: TaskIx,
+        state: TaskState,
+        svc: Services<'_>,
+    ) -> Result<bool, TaskError> {
         let node = self.node_of(t);
         let Some(n) = self.tree.node(node).cloned() else {
             return Ok(true);
@@ -227,6 +231,9 @@ impl Process {
                     None
                 };
                 if let Some(succ) = successor {
+                    if state.is_success() {
+                        self.fold_into_parent(t, svc);
+                    }
                     let task = self.new_task(succ, Some(t))?;
                     // Every step of a catch chain is a catch (the reference
                     // marks only the first; see docs).
@@ -245,6 +252,9 @@ impl Process {
                 if (state.is_success() || state == TaskState::Skipped)
                     && let Some(succ) = n.next
                 {
+                    if state.is_success() {
+                        self.fold_into_parent(t, svc);
+                    }
                     let task = self.new_task(succ, Some(t))?;
                     self.queue.push_back(Job::Exec(task));
                     return Ok(false);
@@ -252,6 +262,16 @@ impl Process {
                 Ok(true)
             }
             NodeContent::Workflow(_) | NodeContent::Branch(_) => Ok(true),
+        }
+    }
+
+    /// Folds task `t`'s outputs into its parent (the fold-up write) as it
+    /// hands over to its successor in a chain, so the successor reads them
+    /// there instead of from a copy of its own.
+    fn fold_into_parent(&mut self, t: TaskIx, svc: Services<'_>) {
+        if let Some(parent) = self.tasks.get(t).and_then(|x| x.parent) {
+            let outputs = self.outputs_of(t, svc);
+            self.tasks.update_data(parent, &outputs);
         }
     }
 

@@ -310,10 +310,17 @@ impl Process {
                 } else {
                     self.outputs_of(prev, svc)
                 };
+                // What the task sees through its ancestors anyway is not
+                // copied into its data: a chain of steps then costs time
+                // and memory linear in its length (each step's outputs fold
+                // into the parent as it completes), and a stale copy cannot
+                // fold back over a value set meanwhile (`$set_process_var`).
                 // An exposed name nobody has set yet is not passed on as
-                // `null` (the reference does): the copy would shadow a
-                // later `$set_process_var` and fold back over it.
-                outputs.retain(|k, v| !v.is_null() || self.tasks.find(prev, k).is_some());
+                // `null` either.
+                outputs.retain(|k, v| match parent.and_then(|p| self.tasks.find(p, k)) {
+                    Some(visible) => visible != v,
+                    None => !v.is_null() || self.tasks.find(prev, k).is_some(),
+                });
                 outputs
             }
             None => Vars::new(),
@@ -326,11 +333,16 @@ impl Process {
             Some(NodeContent::Act(a)) => a.vars.clone(),
             None => Vec::new(),
         };
-        let scope = self.script_scope(t);
-        for v in vars {
-            let value = substitute::vars(svc.scripts, &v.value, &scope)
-                .map_err(|e| TaskError::new("", e.to_string()))?;
-            inputs.insert(v.name.clone(), value);
+        // The scope (a copy of what the task sees) only when there are vars
+        // to evaluate: building it for every task would cost the whole
+        // process data per step.
+        if !vars.is_empty() {
+            let scope = self.script_scope(t);
+            for v in vars {
+                let value = substitute::vars(svc.scripts, &v.value, &scope)
+                    .map_err(|e| TaskError::new("", e.to_string()))?;
+                inputs.insert(v.name.clone(), value);
+            }
         }
         if t == self.root() {
             // Start options were set before; they win over the workflow vars.
@@ -510,9 +522,12 @@ impl Process {
         match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
-                    let scope = self.script_scope(t);
-                    let params = substitute::params(svc.scripts, &s.params, &scope)
-                        .map_err(|e| TaskError::new("", e.to_string()))?;
+                    let params = if crate::model::has_expression(&s.params) {
+                        substitute::params(svc.scripts, &s.params, &self.script_scope(t))
+                            .map_err(|e| TaskError::new("", e.to_string()))?
+                    } else {
+                        s.params.clone()
+                    };
                     let mut act = Act::new(uses.clone(), params);
                     act.name = s.name.clone();
                     act.options = s.options.clone();

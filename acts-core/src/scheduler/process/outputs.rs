@@ -141,6 +141,22 @@ impl Process {
         let key = params.get("key").and_then(Value::as_str).map(str::to_owned);
         let mut inputs: Vars = if state.is_terminal() {
             Vars::new()
+        } else if state == TaskState::Interrupt {
+            // What the client decides on: every value the act sees (its
+            // own, else its nearest ancestor's), as the reference's copied
+            // inputs gave it.
+            let mut view = Vars::new();
+            for scope in self.tasks.ancestors(t).into_iter().rev().chain([t]) {
+                if let Some(x) = self.tasks.get(scope) {
+                    view.extend(
+                        x.data
+                            .iter()
+                            .filter(|(k, _)| !crate::script::is_private(k))
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    );
+                }
+            }
+            view
         } else {
             task.data
                 .iter()

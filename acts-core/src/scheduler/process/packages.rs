@@ -24,9 +24,13 @@ impl Process {
             ));
         };
         let run_as = def.run_as;
-        let scope = self.script_scope(t);
-        let params = substitute::params(svc.scripts, &act.params, &scope)
-            .map_err(|e| TaskError::new("", e.to_string()))?;
+        // Literal params need no scope (a copy of what the task sees).
+        let params = if crate::model::has_expression(&act.params) {
+            substitute::params(svc.scripts, &act.params, &self.script_scope(t))
+                .map_err(|e| TaskError::new("", e.to_string()))?
+        } else {
+            act.params.clone()
+        };
         svc.packages
             .check_params(&act.uses, &params)
             .map_err(|e| TaskError::new("", e.to_string()))?;

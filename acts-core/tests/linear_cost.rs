@@ -1,0 +1,204 @@
+//! The cost of a long workflow is linear in its length: no stored row of a
+//! process grows with the number of steps before it (only the root scope,
+//! which holds the process's data, grows with the data itself). Not timed:
+//! row sizes pin the mechanism (`benches/README.md` has the timings).
+
+mod common;
+use common::*;
+
+use acts_core::durable::Collection;
+use acts_core::engine::testing::{NodeRow, ProcRow, TaskRow, VarsRow, node_row_id};
+use acts_core::engine::{ChannelOptions, Engine};
+use acts_core::model::Vars;
+use acts_core::scheduler::MessageState;
+
+/// A linear model of `n` steps: `set` steps, each setting its own key, or
+/// (`irq`) uses-steps that each wait for an answer.
+fn linear(n: usize, irq: bool) -> String {
+    let mut y = format!("id: lin{n}\nver: '1'\nsteps:\n");
+    for i in 0..n {
+        if irq {
+            y.push_str(&format!(
+                "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n"
+            ));
+        } else {
+            y.push_str(&format!(
+                "  - id: s{i}\n    uses: acts.transform.set\n    params: {{ v{i}: {i} }}\n"
+            ));
+        }
+    }
+    y
+}
+
+/// Runs a process of `linear(n, irq)` to its end (answering each
+/// interrupt) and returns the size of its root scope row and of the
+/// largest stored row of each other kind (as JSON).
+async fn largest_rows(n: usize, irq: bool) -> (usize, Vec<(String, usize)>) {
+    let kv = store().await;
+    let engine = Engine::builder()
+        .store(kv.clone())
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml(&linear(n, irq)).await.expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec
+        .start(&format!("lin{n}"), Vars::new())
+        .await
+        .expect("starts");
+    loop {
+        let m = recv(&mut rx).await;
+        if m.r#type == "act" && m.state == MessageState::Created {
+            exec.complete(&p.pid, &m.tid, Vars::new())
+                .await
+                .expect("answers");
+        }
+        if m.r#type == "workflow" && m.state != MessageState::Created {
+            assert_eq!(m.state, MessageState::Completed);
+            break;
+        }
+    }
+    engine.flush().await.expect("flushed");
+    let prefix = format!("{}/", p.pid);
+    let mut largest = Vec::new();
+    let mut proc = Collection::<ProcRow>::new(kv.clone())
+        .get(&p.pid)
+        .await
+        .expect("reads")
+        .expect("the proc row");
+    // The model it runs is stored with it (that grows with the model).
+    assert!(
+        proc.nodes.is_empty(),
+        "dynamic nodes have rows of their own"
+    );
+    proc.model.clear();
+    largest.push(("proc".to_owned(), json_len(&proc)));
+    let tasks = Collection::<TaskRow>::new(kv.clone())
+        .get_by_id_prefix(&prefix)
+        .await
+        .expect("reads");
+    largest.push((
+        "tasks".into(),
+        tasks.iter().map(json_len).max().unwrap_or(0),
+    ));
+    let nodes = Collection::<NodeRow>::new(kv.clone())
+        .get_by_id_prefix(&prefix)
+        .await
+        .expect("reads");
+    largest.push((
+        "nodes".into(),
+        nodes.iter().map(json_len).max().unwrap_or(0),
+    ));
+    let vars = Collection::<VarsRow>::new(kv.clone())
+        .get_by_id_prefix(&prefix)
+        .await
+        .expect("reads");
+    let (root, scopes): (Vec<_>, Vec<_>) = vars.iter().partition(|v| v.tid == "$");
+    largest.push((
+        "vars".into(),
+        scopes.iter().map(|v| json_len(*v)).max().unwrap_or(0),
+    ));
+    engine.close().await;
+    (root.first().map(|v| json_len(*v)).unwrap_or(0), largest)
+}
+
+fn json_len<T: serde::Serialize>(row: &T) -> usize {
+    serde_json::to_vec(row).map(|v| v.len()).unwrap_or(0)
+}
+
+fn assert_flat(short: &[(String, usize)], long: &[(String, usize)]) {
+    assert_eq!(
+        short.iter().map(|(c, _)| c).collect::<Vec<_>>(),
+        long.iter().map(|(c, _)| c).collect::<Vec<_>>()
+    );
+    for ((c, a), (_, b)) in short.iter().zip(long) {
+        // A few bytes for longer ids and numbers; never a copy of more steps.
+        assert!(
+            *b <= *a + 32,
+            "the largest '{c}' row grew from {a} to {b} bytes with 8x the steps"
+        );
+    }
+}
+
+#[tokio::test]
+async fn no_row_of_a_set_chain_grows_with_the_steps_before_it() {
+    let (root_short, short) = largest_rows(40, false).await;
+    let (root_long, long) = largest_rows(320, false).await;
+    assert_flat(&short, &long);
+    // The process data itself does grow: it holds every step's key.
+    assert!(root_long > root_short * 4, "{root_short} / {root_long}");
+}
+
+#[tokio::test]
+async fn no_row_of_an_interrupt_chain_grows_with_the_steps_before_it() {
+    let (root_short, short) = largest_rows(20, true).await;
+    let (root_long, long) = largest_rows(160, true).await;
+    assert_flat(&short, &long);
+    assert!(root_long <= root_short + 32, "{root_short} / {root_long}");
+}
+
+#[tokio::test]
+async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows() {
+    let kv = store().await;
+    let start = || async {
+        Engine::builder()
+            .store(kv.clone())
+            .start()
+            .await
+            .expect("engine starts")
+    };
+    let engine = start().await;
+    let exec = engine.executor();
+    exec.deploy_yaml(&linear(3, true)).await.expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("lin3", Vars::new()).await.expect("starts");
+    let first = recv_where(&mut rx, irq_created).await;
+    exec.complete(&p.pid, &first.tid, Vars::new())
+        .await
+        .expect("answers");
+    recv_where(&mut rx, irq_created).await;
+    engine.close().await;
+    // Rewrite the store as an older acts left it: the dynamic nodes inside
+    // the proc row, no node rows.
+    let prefix = format!("{}/", p.pid);
+    let nodes = Collection::<NodeRow>::new(kv.clone());
+    let rows = nodes.get_by_id_prefix(&prefix).await.expect("reads");
+    assert_eq!(rows.len(), 2, "one node row per dispatched act");
+    let procs = Collection::<ProcRow>::new(kv.clone());
+    let mut row = procs.get(&p.pid).await.expect("reads").expect("row");
+    row.nodes = rows.iter().map(|r| r.node.clone()).collect();
+    procs.upsert(&row).await.expect("writes");
+    for r in &rows {
+        nodes
+            .delete(&node_row_id(&r.pid, r.seq))
+            .await
+            .expect("deletes");
+    }
+    // It loads, takes new nodes (as rows after the old ones), reloads.
+    for _ in 0..2 {
+        let engine = start().await;
+        let exec = engine.executor();
+        let waiting = exec
+            .tasks(&p.pid)
+            .await
+            .expect("loads")
+            .into_iter()
+            .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
+            .expect("an interrupt waits");
+        exec.complete(&p.pid, &waiting.tid, Vars::new())
+            .await
+            .expect("answers");
+        engine.close().await;
+    }
+    let engine = start().await;
+    let info = engine.executor().process(&p.pid).await.expect("loads");
+    assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
+    let rows = nodes.get_by_id_prefix(&prefix).await.expect("reads");
+    assert_eq!(
+        rows.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![2],
+        "the new node follows the two the proc row holds"
+    );
+    engine.close().await;
+}
