@@ -12,6 +12,8 @@
 //! - [`FailingStore`]: fails chosen operation kinds (always, after N calls, or
 //!   pseudo-randomly from a seed) with a chosen [`ErrorKind`](acts_store::ErrorKind),
 //!   as an unreachable or broken backend does.
+//! - [`CountingStore`]: counts the reads, scans and commits that reach a
+//!   store (commits per operation, counted, for benchmarks and tests).
 //! - [`CrashStore`]: records committed batches in order; `crash_after(n)` kills
 //!   it at the (n+1)-th write; `recover()` returns exactly the durable prefix.
 //! - [`conformance`]: the suite every backend runs with one macro call,
@@ -26,12 +28,14 @@
 //! `conformance/mod.rs` for the suite's shape, then `gated.rs`.
 
 pub mod conformance;
+mod counting;
 mod crash;
 mod failing;
 mod gated;
 pub mod redis_server;
 
 pub use conformance::{MemoryFactory, StoreFactory, TempLocations};
+pub use counting::{CountingStore, StoreCounts};
 pub use crash::CrashStore;
 pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
 pub use gated::{GateKind, GatedStore};

@@ -16,13 +16,16 @@
 //! 10,000-step chain of `set` steps, deploy included; `--n` sets the
 //! length), `long_linear_irq` (one process of 2,000 interrupt steps, each
 //! answered as it is announced). `peak_rss_kib` is the process's peak; run
-//! one scenario per process to read it.
+//! one scenario per process to read it. `commits` counts the store commits
+//! of the timed part (each one fsync on a store that syncs every commit);
+//! `commits_per_op` divides them by `n`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acts::{ChannelOptions, Engine, Vars, Workflow};
+use acts::{ChannelOptions, Engine, KvStore, Vars, Workflow};
+use acts_testkit::CountingStore;
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -129,6 +132,8 @@ struct Outcome {
     n: usize,
     secs: f64,
     latencies_us: Vec<u64>,
+    /// Store commits during the timed part.
+    commits: u64,
 }
 
 fn rss_kib() -> u64 {
@@ -175,6 +180,21 @@ fn wipe(url: &str) {
     }
 }
 
+/// The store of the scenario running now, counting the commits that reach
+/// it (one fsync each on a store that syncs every commit).
+static COUNTED: std::sync::Mutex<Option<Arc<Counted>>> = std::sync::Mutex::new(None);
+
+/// A store that counts its commits.
+type Counted = CountingStore<Arc<dyn KvStore>>;
+
+fn commits() -> u64 {
+    COUNTED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, |c| c.counts().commits)
+}
+
 async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
     wipe(url);
     let url = if url.starts_with("redis://") {
@@ -183,21 +203,33 @@ async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
         url.to_owned()
     };
     let store = acts::open_store(&url).await.map_err(|e| e.to_string())?;
+    let counted = Arc::new(CountingStore::from_arc(Arc::new(store)));
+    *COUNTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(counted.clone());
     Engine::builder()
-        .store(store)
+        .store(counted)
         .start()
         .await
         .map_err(|e| e.to_string())
 }
 
-/// Ends a scenario's timing and closes its engine.
-async fn finish(e: Engine, n: usize, t0: Instant, latencies_us: Vec<u64>) -> Outcome {
+/// Ends a scenario's timing and closes its engine; `commits_before` is the
+/// commit count when the timed part began.
+async fn finish(
+    e: Engine,
+    n: usize,
+    t0: Instant,
+    latencies_us: Vec<u64>,
+    commits_before: u64,
+) -> Outcome {
     let secs = t0.elapsed().as_secs_f64();
+    e.flush().await.ok();
+    let commits = commits() - commits_before;
     e.close().await;
     Outcome {
         n,
         secs,
         latencies_us,
+        commits,
     }
 }
 
@@ -226,6 +258,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 n,
                 secs: t0.elapsed().as_secs_f64(),
                 latencies_us: lat,
+                commits: 0,
             })
         }
         "deploy" => {
@@ -234,14 +267,14 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let exec = e.executor();
             let base = Workflow::from_yaml(THREE_STEPS).map_err(|e| e.to_string())?;
             let mut lat = Vec::with_capacity(n);
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), commits());
             for i in 0..n {
                 let w = base.clone().with_id(format!("m{i}"));
                 let t = Instant::now();
                 exec.deploy(&w).await.map_err(|e| e.to_string())?;
                 lat.push(t.elapsed().as_micros() as u64);
             }
-            Ok(finish(e, n, t0, lat).await)
+            Ok(finish(e, n, t0, lat, c0).await)
         }
         "run_auto_burst" | "run_auto_seq" => {
             let n = n.unwrap_or(2_000);
@@ -262,7 +295,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             .on_message(move |m| {
                 let _ = done_tx.send((m.pid.clone(), Instant::now()));
             });
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), commits());
             let mut lat = Vec::with_capacity(n);
             if name == "run_auto_burst" {
                 let mut handles = Vec::with_capacity(n);
@@ -304,7 +337,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                     }
                 }
             }
-            Ok(finish(e, n, t0, lat).await)
+            Ok(finish(e, n, t0, lat, c0).await)
         }
         "irq_roundtrip" => {
             let n = n.unwrap_or(1_000);
@@ -313,7 +346,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
             let mut rx = e.channel(ChannelOptions::default()).subscribe();
             let mut lat = Vec::with_capacity(n);
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), commits());
             for _ in 0..n {
                 let t = Instant::now();
                 let p = exec
@@ -337,7 +370,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 }
                 lat.push(t.elapsed().as_micros() as u64);
             }
-            Ok(finish(e, n, t0, lat).await)
+            Ok(finish(e, n, t0, lat, c0).await)
         }
         "wide" => {
             let procs = n.unwrap_or(20);
@@ -360,7 +393,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 )
                 .subscribe();
             let items: Vec<Value> = (0..width).map(|i| Value::String(format!("i{i}"))).collect();
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), commits());
             let mut lat = Vec::with_capacity(procs * width);
             for _ in 0..procs {
                 let mut v = Vars::new();
@@ -378,7 +411,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             for _ in 0..procs {
                 next(&mut ends).await?;
             }
-            Ok(finish(e, procs * width, t0, lat).await)
+            Ok(finish(e, procs * width, t0, lat, c0).await)
         }
         "long_linear" | "long_linear_irq" => {
             // One process of a long linear model, run to its end (each
@@ -389,7 +422,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let e = engine(url, &ns).await?;
             let exec = e.executor();
             let model = linear_model(n, irq);
-            let t0 = Instant::now();
+            let (t0, c0) = (Instant::now(), commits());
             exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
             let mut asks = e
                 .channel(
@@ -426,7 +459,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 }
             }
             lat.push(t0.elapsed().as_micros() as u64);
-            Ok(finish(e, n, t0, lat).await)
+            Ok(finish(e, n, t0, lat, c0).await)
         }
         other => Err(format!(
             "unknown scenario '{other}' (one of: {}, all)",
@@ -504,6 +537,8 @@ async fn run(args: Args) -> std::process::ExitCode {
                         "ops_per_sec": ops,
                         "p50_us": p50,
                         "p99_us": p99,
+                        "commits": o.commits,
+                        "commits_per_op": ((o.commits as f64 / o.n as f64) * 100.0).round() / 100.0,
                         "rss_kib": rss_kib(),
                         "peak_rss_kib": peak_rss_kib(),
                         "runtime": args.runtime,
