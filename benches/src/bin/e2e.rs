@@ -15,7 +15,13 @@
 //! over 100 irq acts; reported per act), `long_linear` (one process of a
 //! 10,000-step chain of `set` steps, deploy included; `--n` sets the
 //! length), `long_linear_irq` (one process of 2,000 interrupt steps, each
-//! answered as it is announced). `peak_rss_kib` is the process's peak; run
+//! answered as it is announced), `restart` (100,000 processes waiting in
+//! an interrupt, cache cap raised to hold them all; the engine is closed and
+//! started again: `ready_secs` until it accepts actions, `first_action_us`
+//! for completing one of them), `waiting_million` (1,000,000 one-interrupt
+//! processes with default settings: `announced` interrupts,
+//! `rss_kib_waiting`, then 1,000 completions spread over them; not in
+//! `all`, run it alone). `peak_rss_kib` is the process's peak; run
 //! one scenario per process to read it. `commits` counts the store commits
 //! of the timed part (each one fsync on a store that syncs every commit);
 //! `commits_per_op` divides them by `n`.
@@ -83,6 +89,10 @@ const SCENARIOS: [&str; 8] = [
     "long_linear_irq",
 ];
 
+/// Scenarios `all` leaves out (minutes and gigabytes at their default
+/// size): run each alone.
+const HEAVY: [&str; 2] = ["restart", "waiting_million"];
+
 /// A linear model of `n` steps: `set` steps each setting its own key, or
 /// (`irq`) interrupt steps.
 fn linear_model(n: usize, irq: bool) -> String {
@@ -134,6 +144,8 @@ struct Outcome {
     latencies_us: Vec<u64>,
     /// Store commits during the timed part.
     commits: u64,
+    /// Scenario-specific numbers, added to its line.
+    extra: serde_json::Map<String, Value>,
 }
 
 fn rss_kib() -> u64 {
@@ -197,6 +209,12 @@ fn commits() -> u64 {
 
 async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
     wipe(url);
+    open_engine(url, fresh_ns, None).await
+}
+
+/// An engine on the store at `url` as it is (not wiped); `cap` overrides
+/// the cache cap.
+async fn open_engine(url: &str, fresh_ns: &str, cap: Option<usize>) -> Result<Engine, String> {
     let url = if url.starts_with("redis://") {
         format!("{}{fresh_ns}", url.trim_end_matches('/'))
     } else {
@@ -205,11 +223,77 @@ async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
     let store = acts::open_store(&url).await.map_err(|e| e.to_string())?;
     let counted = Arc::new(CountingStore::from_arc(Arc::new(store)));
     *COUNTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(counted.clone());
-    Engine::builder()
-        .store(counted)
-        .start()
-        .await
-        .map_err(|e| e.to_string())
+    let mut b = Engine::builder().store(counted);
+    if let Some(cap) = cap {
+        b = b.cache_cap(cap);
+    }
+    b.start().await.map_err(|e| e.to_string())
+}
+
+/// Starts `n` one-irq processes, at most 256 at a time; returns the number
+/// started and how many announced their interrupt (pid → task id), waiting
+/// for announcements until the engine is idle.
+async fn start_waiting(e: &Engine, n: usize) -> Result<(usize, HashMap<String, String>), String> {
+    let exec = e.executor();
+    exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
+    let asks: Arc<parking_mutex::Mutex<HashMap<String, String>>> = Arc::default();
+    {
+        let asks = asks.clone();
+        e.channel(
+            ChannelOptions::default()
+                .with_type("act")
+                .with_state("created"),
+        )
+        .on_message(move |m| {
+            asks.lock().insert(m.pid.clone(), m.tid.clone());
+        });
+    }
+    let mut started = 0;
+    let mut i = 0;
+    while i < n {
+        let chunk = (n - i).min(256);
+        let mut handles = Vec::with_capacity(chunk);
+        for _ in 0..chunk {
+            let exec = exec.clone();
+            handles.push(tokio::spawn(async move {
+                exec.start("one_irq", Vars::new()).await
+            }));
+        }
+        for h in handles {
+            h.await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            started += 1;
+        }
+        i += chunk;
+    }
+    // Announcements of what was admitted arrive as their transitions end.
+    let settle = Instant::now();
+    while !e.is_idle() && settle.elapsed() < Duration::from_secs(120) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let asks = asks.lock().clone();
+    Ok((started, asks))
+}
+
+/// Completes up to `k` of the announced interrupts in `asks`, spread over
+/// them; returns each completion's latency (µs).
+async fn complete_some(
+    e: &Engine,
+    asks: &HashMap<String, String>,
+    k: usize,
+) -> Result<Vec<u64>, String> {
+    let exec = e.executor();
+    let step = (asks.len() / k.max(1)).max(1);
+    let mut lat = Vec::new();
+    for (pid, tid) in asks.iter().step_by(step).take(k) {
+        let t = Instant::now();
+        exec.complete(pid, tid, Vars::new())
+            .await
+            .map_err(|e| e.to_string())?;
+        lat.push(t.elapsed().as_micros() as u64);
+    }
+    Ok(lat)
 }
 
 /// Ends a scenario's timing and closes its engine; `commits_before` is the
@@ -230,6 +314,7 @@ async fn finish(
         secs,
         latencies_us,
         commits,
+        extra: Default::default(),
     }
 }
 
@@ -259,6 +344,7 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 secs: t0.elapsed().as_secs_f64(),
                 latencies_us: lat,
                 commits: 0,
+                extra: Default::default(),
             })
         }
         "deploy" => {
@@ -461,9 +547,54 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             lat.push(t0.elapsed().as_micros() as u64);
             Ok(finish(e, n, t0, lat, c0).await)
         }
+        "restart" => {
+            // n processes waiting in an interrupt (the cache cap raised so
+            // all are in flight); the engine closes and starts again on the
+            // same store: how long until it accepts actions, and how long
+            // the first action on one of them takes.
+            let n = n.unwrap_or(100_000);
+            wipe(url);
+            let e = open_engine(url, &ns, Some(n + 16)).await?;
+            let (started, asks) = start_waiting(&e, n).await?;
+            e.close().await;
+            // Every handle on the store goes (a file store opens once).
+            drop(e);
+            COUNTED.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let (t0, c0) = (Instant::now(), 0);
+            let e = open_engine(url, &ns, Some(n + 16)).await?;
+            let ready = t0.elapsed();
+            let first = complete_some(&e, &asks, 1).await?;
+            let mut o = finish(e, started, t0, first.clone(), c0).await;
+            o.extra.insert("in_flight".into(), json!(asks.len()));
+            o.extra
+                .insert("ready_secs".into(), json!(ready.as_secs_f64()));
+            o.extra.insert(
+                "first_action_us".into(),
+                json!(first.first().copied().unwrap_or(0)),
+            );
+            Ok(o)
+        }
+        "waiting_million" => {
+            // n processes of a one-interrupt model started with default
+            // settings: how many announced their interrupt, the memory it
+            // takes, and completing 1,000 of them spread over the set.
+            let n = n.unwrap_or(1_000_000);
+            let e = engine(url, &ns).await?;
+            let (t0, c0) = (Instant::now(), commits());
+            let (started, asks) = start_waiting(&e, n).await?;
+            let start_secs = t0.elapsed().as_secs_f64();
+            let rss_waiting = rss_kib();
+            let lat = complete_some(&e, &asks, 1_000).await?;
+            let mut o = finish(e, started, t0, lat, c0).await;
+            o.extra.insert("announced".into(), json!(asks.len()));
+            o.extra.insert("start_secs".into(), json!(start_secs));
+            o.extra.insert("rss_kib_waiting".into(), json!(rss_waiting));
+            Ok(o)
+        }
         other => Err(format!(
-            "unknown scenario '{other}' (one of: {}, all)",
-            SCENARIOS.join(", ")
+            "unknown scenario '{other}' (one of: {}, {}, all)",
+            SCENARIOS.join(", "),
+            HEAVY.join(", ")
         )),
     }
 }
@@ -529,7 +660,7 @@ async fn run(args: Args) -> std::process::ExitCode {
                         percentile(&o.latencies_us, 0.99),
                     );
                     results.push((ops, p50, p99));
-                    let line = json!({
+                    let mut line = json!({
                         "scenario": name,
                         "store": args.store,
                         "n": o.n,
@@ -544,6 +675,9 @@ async fn run(args: Args) -> std::process::ExitCode {
                         "runtime": args.runtime,
                         "run": run + 1,
                     });
+                    if let Value::Object(m) = &mut line {
+                        m.extend(std::mem::take(&mut o.extra));
+                    }
                     println!("{line}");
                 }
                 Err(e) => {

@@ -158,7 +158,24 @@ impl EngineBuilder {
         engine.rt.load_models().await?;
         engine.rt.load_channels().await?;
         if self.resume {
-            engine.resume().await?;
+            // Ready at once: a bounded read proves the store answers (a
+            // down store fails the start, never looks like "nothing to
+            // resume"); the in-flight and parked processes and the outbox
+            // are resumed in the background, and any process is loaded on
+            // demand meanwhile (one instance per pid, as always).
+            engine.rt.probe_resume().await?;
+            let rt = engine.rt.clone();
+            engine.rt.spawn(async move {
+                let mut wait = std::time::Duration::from_millis(100);
+                while let Err(e) = rt.resume_all().await {
+                    if rt.is_closed() {
+                        return;
+                    }
+                    tracing::warn!(error = %e, "resuming stored processes failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_secs(30));
+                }
+            });
         }
         engine.rt.arm_schedules().await?;
         engine.rt.arm_housekeeping();

@@ -202,6 +202,19 @@ impl Kernel {
     /// Boot: queue every in-flight process (oldest first) for a slot,
     /// then the parked ones, fill the free slots, and replay outbox
     /// records.
+    /// One bounded read of the rows [`resume_all`](Self::resume_all)
+    /// reads, so that a store that cannot answer fails the start.
+    pub(crate) async fn probe_resume(&self) -> Result<(), EngineError> {
+        Collection::<ProcRow>::new(self.store.clone())
+            .query(
+                &Query::new()
+                    .filter(Filter::eq("state", TaskState::Running.as_str()))
+                    .limit(1),
+            )
+            .await?;
+        Ok(())
+    }
+
     pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
         let procs = Collection::<ProcRow>::new(self.store.clone());
         let mut in_flight = Vec::new();
