@@ -15,6 +15,9 @@ pub struct StoreCounts {
     pub reads: u64,
     /// Scans.
     pub scans: u64,
+    /// Values returned by reads and scans (how much was read, not how
+    /// often).
+    pub values_read: u64,
     /// Writes: puts, deletes and batches — each one commit (one fsync on a
     /// store that syncs every commit).
     pub commits: u64,
@@ -31,7 +34,7 @@ pub struct StoreCounts {
 /// store.batch(vec![BatchOp::put(b"b".to_vec(), b"2".to_vec())]).await.unwrap();
 /// store.get(b"a").await.unwrap();
 /// let c = store.counts();
-/// assert_eq!((c.commits, c.reads, c.scans), (2, 1, 0));
+/// assert_eq!((c.commits, c.reads, c.scans, c.values_read), (2, 1, 0, 1));
 /// # });
 /// ```
 #[derive(Debug)]
@@ -39,6 +42,7 @@ pub struct CountingStore<S> {
     inner: Arc<S>,
     reads: AtomicU64,
     scans: AtomicU64,
+    values_read: AtomicU64,
     commits: AtomicU64,
 }
 
@@ -54,6 +58,7 @@ impl<S: KvStore> CountingStore<S> {
             inner,
             reads: AtomicU64::new(0),
             scans: AtomicU64::new(0),
+            values_read: AtomicU64::new(0),
             commits: AtomicU64::new(0),
         }
     }
@@ -63,6 +68,7 @@ impl<S: KvStore> CountingStore<S> {
         StoreCounts {
             reads: self.reads.load(Ordering::Relaxed),
             scans: self.scans.load(Ordering::Relaxed),
+            values_read: self.values_read.load(Ordering::Relaxed),
             commits: self.commits.load(Ordering::Relaxed),
         }
     }
@@ -80,12 +86,18 @@ impl<S: KvStore> KvStore for CountingStore<S> {
 
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         self.count(&self.reads);
-        self.inner.get(key).await
+        let v = self.inner.get(key).await?;
+        self.values_read
+            .fetch_add(u64::from(v.is_some()), Ordering::Relaxed);
+        Ok(v)
     }
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         self.count(&self.reads);
-        self.inner.get_many(keys).await
+        let v = self.inner.get_many(keys).await?;
+        let found = v.iter().filter(|x| x.is_some()).count() as u64;
+        self.values_read.fetch_add(found, Ordering::Relaxed);
+        Ok(v)
     }
 
     async fn put(&self, key: &[u8], value: &[u8]) -> StoreResult<()> {
@@ -105,6 +117,9 @@ impl<S: KvStore> KvStore for CountingStore<S> {
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
         self.count(&self.scans);
-        self.inner.scan(range).await
+        let v = self.inner.scan(range).await?;
+        self.values_read
+            .fetch_add(v.len() as u64, Ordering::Relaxed);
+        Ok(v)
     }
 }

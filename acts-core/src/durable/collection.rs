@@ -421,12 +421,12 @@ impl<T: Row> Collection<T> {
                 range.start = Bound::Excluded(after.clone());
             }
         }
+        // A small page reads a small chunk (more chunks follow if filters
+        // reject rows).
+        let chunk_len = SCAN_CHUNK.min(limit).max(1);
         loop {
-            let chunk = self
-                .store
-                .scan(range.clone().with_limit(SCAN_CHUNK))
-                .await?;
-            let exhausted = chunk.len() < SCAN_CHUNK;
+            let chunk = self.store.scan(range.clone().with_limit(chunk_len)).await?;
+            let exhausted = chunk.len() < chunk_len;
             let ids: Vec<(Vec<u8>, String, Option<Vec<u8>>)> = chunk
                 .into_iter()
                 .map(|pair| {
