@@ -18,7 +18,8 @@
 //! answered as it is announced), `restart` (100,000 processes waiting in
 //! an interrupt, cache cap raised to hold them all; the engine is closed and
 //! started again: `ready_secs` until it accepts actions, `first_action_us`
-//! for completing one of them), `waiting_million` (1,000,000 one-interrupt
+//! for completing one of them, p50/p99 over 100 completions made while the
+//! background resume runs, `resumed_secs` until it has loaded them all), `waiting_million` (1,000,000 one-interrupt
 //! processes with default settings: `announced` interrupts,
 //! `rss_kib_waiting`, then 1,000 completions spread over them; not in
 //! `all`, run it alone). `peak_rss_kib` is the process's peak; run
@@ -563,8 +564,16 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let (t0, c0) = (Instant::now(), 0);
             let e = open_engine(url, &ns, Some(n + 16)).await?;
             let ready = t0.elapsed();
-            let first = complete_some(&e, &asks, 1).await?;
+            // The first action, then 99 more spread over the processes,
+            // while the background resume is loading them.
+            let first = complete_some(&e, &asks, 100).await?;
+            let resumed = Instant::now();
+            while !e.is_idle() && resumed.elapsed() < Duration::from_secs(600) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let resumed_secs = t0.elapsed().as_secs_f64();
             let mut o = finish(e, started, t0, first.clone(), c0).await;
+            o.extra.insert("resumed_secs".into(), json!(resumed_secs));
             o.extra.insert("in_flight".into(), json!(asks.len()));
             o.extra
                 .insert("ready_secs".into(), json!(ready.as_secs_f64()));
