@@ -107,6 +107,28 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
+/// Completes act `tid` of process `pid` on a task of its own (so the test
+/// can hold its write at a gate).
+fn spawn_complete(
+    exec: &acts_core::engine::Executor,
+    pid: &str,
+    tid: &str,
+) -> tokio::task::JoinHandle<Result<(), EngineError>> {
+    let (exec, pid, tid) = (exec.clone(), pid.to_owned(), tid.to_owned());
+    tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
+}
+
+/// Waits until `cond` holds (a hang guard, not a timing assumption).
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    tokio::time::timeout(GUARD, async {
+        while !cond() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("never: {what}"));
+}
+
 #[tokio::test]
 async fn cache_evict_breaks_proc_task_cycle() {
     let engine = engine_on(store().await, 10).await;
@@ -287,11 +309,7 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     let before = keys_of(&kv, &p.pid).await;
     // A transition's write parks in the store...
     gated.arm(GateKind::Write);
-    let pending = {
-        let exec = exec.clone();
-        let (pid, tid) = (p.pid.clone(), irq.tid.clone());
-        tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
-    };
+    let pending = spawn_complete(&exec, &p.pid, &irq.tid);
     gated.wait_parked(GateKind::Write, 1).await;
     // ...and the removal begins (it marks the process removed: the epoch
     // moves) but waits behind the held write: it cannot finish, and has
@@ -302,13 +320,7 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
         let pid = p.pid.clone();
         tokio::spawn(async move { exec.remove_process(&pid).await })
     };
-    tokio::time::timeout(GUARD, async {
-        while engine.writer_epoch() == epoch {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the removal begins");
+    until("the removal begins", || engine.writer_epoch() != epoch).await;
     assert_eq!(gated.parked(GateKind::Write), 1, "only the held write");
     assert!(!removal.is_finished());
     assert_eq!(keys_of(&kv, &p.pid).await, before, "nothing deleted yet");
@@ -339,26 +351,15 @@ async fn cache_writes_after_remove_are_skipped() {
     let b_rows = keys_of(&kv, &b.pid).await;
     // The writer is busy with B's batch, held in the store...
     gated.arm(GateKind::Write);
-    let b_done = {
-        let exec = exec.clone();
-        let (pid, tid) = (b.pid.clone(), irq_b.tid.clone());
-        tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
-    };
+    let b_done = spawn_complete(&exec, &b.pid, &irq_b.tid);
     gated.wait_parked(GateKind::Write, 1).await;
     // ...so A's transition (its instance born before the removal) queues
     // its batch behind it.
-    let a_done = {
-        let exec = exec.clone();
-        let (pid, tid) = (a.pid.clone(), irq_a.tid.clone());
-        tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
-    };
-    tokio::time::timeout(GUARD, async {
-        while engine.queued_writes() == 0 {
-            tokio::task::yield_now().await;
-        }
+    let a_done = spawn_complete(&exec, &a.pid, &irq_a.tid);
+    until("A's batch waits in the writer's queue", || {
+        engine.queued_writes() != 0
     })
-    .await
-    .expect("A's batch waits in the writer's queue");
+    .await;
     // A is removed while its batch waits.
     let epoch = engine.writer_epoch();
     let removal = {
@@ -366,13 +367,7 @@ async fn cache_writes_after_remove_are_skipped() {
         let pid = a.pid.clone();
         tokio::spawn(async move { exec.remove_process(&pid).await })
     };
-    tokio::time::timeout(GUARD, async {
-        while engine.writer_epoch() == epoch {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the removal marks A");
+    until("the removal marks A", || engine.writer_epoch() != epoch).await;
     gated.disarm(GateKind::Write);
     b_done.await.unwrap().unwrap();
     // The late batch reached the writer and was skipped: never applied
@@ -478,13 +473,10 @@ async fn cache_finished_proc_frees_slot_for_restore() {
         proc_row(&kv, "seed_wait_a").await.unwrap().state,
         TaskState::Completed
     );
-    tokio::time::timeout(GUARD, async {
-        while engine.cache().resident() != vec!["seed_wait_b".to_string()] {
-            tokio::task::yield_now().await;
-        }
+    until("the finished processes left their slots", || {
+        engine.cache().resident() == vec!["seed_wait_b".to_string()]
     })
-    .await
-    .expect("the finished processes left their slots");
+    .await;
 }
 #[tokio::test]
 async fn cache_park_over_cap_then_refill_on_terminal() {
@@ -862,13 +854,10 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         .complete("overflow0", &irq.tid, Vars::new())
         .await
         .unwrap();
-    tokio::time::timeout(GUARD, async {
-        while engine.cache().pending_resume() != vec![pids[3].clone()] {
-            tokio::task::yield_now().await;
-        }
+    until("the freed slot loads the next queued process", || {
+        engine.cache().pending_resume() == vec![pids[3].clone()]
     })
-    .await
-    .expect("the freed slot loads the next queued process");
+    .await;
     let t1 = engine.executor().tasks("overflow1").await.unwrap();
     let irq = t1.iter().find(|t| t.state == TaskState::Interrupt).unwrap();
     engine
@@ -876,13 +865,10 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         .complete("overflow1", &irq.tid, Vars::new())
         .await
         .unwrap();
-    tokio::time::timeout(GUARD, async {
-        while !engine.cache().pending_resume().is_empty() || engine.cache().resident().len() != 2 {
-            tokio::task::yield_now().await;
-        }
+    until("the last queued process is loaded", || {
+        engine.cache().pending_resume().is_empty() && engine.cache().resident().len() == 2
     })
-    .await
-    .expect("the last queued process is loaded");
+    .await;
     assert_eq!(
         sorted(engine.cache().resident()),
         sorted(vec![pids[2].clone(), pids[3].clone()])
@@ -981,13 +967,10 @@ async fn cache_proc_miss_overlapping_load_reuses_instance() {
         let pid = pids[0].clone();
         tokio::spawn(async move { engine.process_handle(&pid).await.unwrap().unwrap() })
     };
-    tokio::time::timeout(GUARD, async {
-        while engine.cache().load_callers(&pids[0]) < 2 {
-            tokio::task::yield_now().await;
-        }
+    until("the second caller joins the load", || {
+        engine.cache().load_callers(&pids[0]) >= 2
     })
-    .await
-    .expect("the second caller joins the load");
+    .await;
     let reads = gated.entered(GateKind::Read);
     gated.disarm(GateKind::Read);
     let (a, b) = (leader.await.unwrap(), waiter.await.unwrap());

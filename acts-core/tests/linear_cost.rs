@@ -11,23 +11,15 @@ use acts_core::engine::testing::{NodeRow, ProcRow, TaskRow, VarsRow, node_row_id
 use acts_core::engine::{ChannelOptions, Engine};
 use acts_core::model::Vars;
 use acts_core::scheduler::MessageState;
+use acts_testkit::models::{LinearStep, linear_model};
 
-/// A linear model of `n` steps: `set` steps, each setting its own key, or
-/// (`irq`) uses-steps that each wait for an answer.
 fn linear(n: usize, irq: bool) -> String {
-    let mut y = format!("id: lin{n}\nver: '1'\nsteps:\n");
-    for i in 0..n {
-        if irq {
-            y.push_str(&format!(
-                "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n"
-            ));
-        } else {
-            y.push_str(&format!(
-                "  - id: s{i}\n    uses: acts.transform.set\n    params: {{ v{i}: {i} }}\n"
-            ));
-        }
-    }
-    y
+    let step = if irq {
+        LinearStep::Irq
+    } else {
+        LinearStep::Set
+    };
+    linear_model(&format!("lin{n}"), n, step)
 }
 
 /// Runs a process of `linear(n, irq)` to its end (answering each

@@ -92,15 +92,8 @@ exposes:
 "#,
     )
     .await;
-    let exec = engine.executor();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("late_set", Vars::new()).await.expect("starts");
-    let done = recv_where(&mut rx, |m| {
-        m.r#type == "workflow" && m.state != MessageState::Created
-    })
-    .await;
-    assert_eq!(done.state, MessageState::Completed);
-    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    let (state, outputs) = run_to_end(&engine, "late_set").await;
+    assert_eq!(state, MessageState::Completed);
     assert_eq!(outputs["result"], json!(42), "{outputs:?}");
     assert_eq!(outputs["other"], json!(1));
     engine.close().await;
@@ -122,14 +115,7 @@ exposes:
 "#,
     )
     .await;
-    let exec = engine.executor();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("early", Vars::new()).await.expect("starts");
-    recv_where(&mut rx, |m| {
-        m.r#type == "workflow" && m.state != MessageState::Created
-    })
-    .await;
-    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    let (_, outputs) = run_to_end(&engine, "early").await;
     assert_eq!(outputs["early"], Value::Null, "{outputs:?}");
     assert_eq!(outputs["summary"], json!("n=2"));
     engine.close().await;
@@ -250,6 +236,20 @@ steps:
 
 /// Starts `yaml` (model id `model`) on an engine with a manual clock,
 /// waits for its interrupt, and lets an hour and a second pass.
+/// Starts `model` with no vars, waits for the end of its process, and
+/// returns the end state and the process outputs.
+async fn run_to_end(engine: &Engine, model: &str) -> (MessageState, Vars) {
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start(model, Vars::new()).await.expect("starts");
+    let done = recv_where(&mut rx, |m| {
+        m.r#type == "workflow" && m.pid == p.pid && m.state != MessageState::Created
+    })
+    .await;
+    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    (done.state, outputs)
+}
+
 async fn wait_an_hour(
     model: &str,
     yaml: &str,
@@ -407,18 +407,8 @@ steps:
 "#,
     )
     .await;
-    let exec = engine.executor();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec
-        .start("second_catch", Vars::new())
-        .await
-        .expect("starts");
-    let done = recv_where(&mut rx, |m| {
-        m.r#type == "workflow" && m.state != MessageState::Created
-    })
-    .await;
-    assert_eq!(done.state, MessageState::Completed, "{:?}", done.err);
-    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    let (state, outputs) = run_to_end(&engine, "second_catch").await;
+    assert_eq!(state, MessageState::Completed);
     assert_eq!(outputs["paid_by"], json!("invoice"));
     assert_eq!(outputs["shipped"], json!(true));
     engine.close().await;

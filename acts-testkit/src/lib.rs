@@ -20,6 +20,8 @@
 //!   [`conformance_tests!`]. It includes model-based property tests, scan
 //!   bounds at the edges of the key space, batch atomicity under concurrent
 //!   readers, error-not-empty checks and persistence across reopen.
+//! - [`models`]: model texts tests and benchmarks share (a linear chain of
+//!   `n` steps).
 //! - [`redis_server`]: starts a private `redis-server` on a free loopback port
 //!   for the Redis backend's tests.
 //!
@@ -32,6 +34,7 @@ mod counting;
 mod crash;
 mod failing;
 mod gated;
+pub mod models;
 pub mod redis_server;
 
 pub use conformance::{MemoryFactory, StoreFactory, TempLocations};

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use acts::{ChannelOptions, Engine, KvStore, Vars, Workflow};
 use acts_testkit::CountingStore;
+use acts_testkit::models::{LinearStep, linear_model};
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -93,24 +94,6 @@ const SCENARIOS: [&str; 8] = [
 /// Scenarios `all` leaves out (minutes and gigabytes at their default
 /// size): run each alone.
 const HEAVY: [&str; 2] = ["restart", "waiting_million"];
-
-/// A linear model of `n` steps: `set` steps each setting its own key, or
-/// (`irq`) interrupt steps.
-fn linear_model(n: usize, irq: bool) -> String {
-    let mut y = String::from("id: linear\nver: '1'\nsteps:\n");
-    for i in 0..n {
-        if irq {
-            y.push_str(&format!(
-                "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n"
-            ));
-        } else {
-            y.push_str(&format!(
-                "  - id: s{i}\n    uses: acts.transform.set\n    params: {{ v{i}: {i} }}\n"
-            ));
-        }
-    }
-    y
-}
 
 /// acts end-to-end benchmarks.
 #[derive(Debug, Parser)]
@@ -508,7 +491,12 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let n = n.unwrap_or(if irq { 2_000 } else { 10_000 });
             let e = engine(url, &ns).await?;
             let exec = e.executor();
-            let model = linear_model(n, irq);
+            let step = if irq {
+                LinearStep::Irq
+            } else {
+                LinearStep::Set
+            };
+            let model = linear_model("linear", n, step);
             let (t0, c0) = (Instant::now(), commits());
             exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
             let mut asks = e

@@ -1,0 +1,47 @@
+//! Model texts that tests and benchmarks share (YAML strings only: the
+//! testkit does not depend on the engine).
+
+/// What each step of [`linear_model`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinearStep {
+    /// `acts.transform.set`, step *i* setting its own key `v<i>`.
+    Set,
+    /// `acts.core.irq` with key `k<i>` (answered by the test).
+    Irq,
+}
+
+/// A model `id` of `n` steps in a line, each doing `step` — the shape that
+/// shows whether a cost grows with the steps before it.
+pub fn linear_model(id: &str, n: usize, step: LinearStep) -> String {
+    let mut y = format!("id: {id}\nver: '1'\nsteps:\n");
+    for i in 0..n {
+        y.push_str(&match step {
+            LinearStep::Set => {
+                format!("  - id: s{i}\n    uses: acts.transform.set\n    params: {{ v{i}: {i} }}\n")
+            }
+            LinearStep::Irq => {
+                format!("  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n")
+            }
+        });
+    }
+    y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linear_model_has_n_steps_of_its_kind() {
+        let y = linear_model("m", 3, LinearStep::Irq);
+        assert!(y.starts_with("id: m\nver: '1'\nsteps:\n"));
+        assert_eq!(y.matches("acts.core.irq").count(), 3);
+        assert!(y.contains("key: k2"));
+        assert_eq!(
+            linear_model("m", 2, LinearStep::Set)
+                .matches("v1: 1")
+                .count(),
+            1
+        );
+    }
+}
