@@ -153,6 +153,7 @@ fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
 /// - `memory:` — in memory (lost when the process exits);
 /// - `redb:PATH` — the embedded redb file at PATH (feature `redb`, the
 ///   default); `?fsync=false` skips the fsync of every commit;
+///   `?cache_mb=N` sets redb's page cache to N MiB (redb's default: 1 GiB);
 /// - `rocksdb:PATH` — a RocksDB directory (feature `rocksdb`);
 ///   `?sync=false` skips the WAL sync;
 /// - `redis://HOST:PORT/NAMESPACE` — keys under `NAMESPACE` on a Redis
@@ -187,7 +188,18 @@ fn open_redb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> 
                     Durability::None
                 })
             }
-            _ => return Err(unknown_option(url, k, "fsync")),
+            "cache_mb" => {
+                let mb: usize = v.parse().ok().filter(|mb| *mb > 0).ok_or_else(|| {
+                    OpenStoreError::BadOption {
+                        url: url.to_owned(),
+                        message: format!(
+                            "cache_mb must be a whole number of MiB above 0, not '{v}'"
+                        ),
+                    }
+                })?;
+                o.cache_size = Some(mb.saturating_mul(1 << 20));
+            }
+            _ => return Err(unknown_option(url, k, "fsync, cache_mb")),
         }
     }
     Ok(Arc::new(RedbStore::open(path, o)?))
@@ -267,6 +279,20 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(again.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
+        drop(again);
+        let small = open_store(&format!("redb:{}?cache_mb=8&fsync=false", path.display()))
+            .await
+            .unwrap();
+        assert_eq!(small.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
+        drop(small);
+        for bad in ["0", "lots", ""] {
+            let err = open_store(&format!("redb:{}?cache_mb={bad}", path.display()))
+                .await
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("cache_mb must be"), "{err}");
+        }
 
         let err = open_store("postgres://x").await.err().unwrap().to_string();
         assert!(err.contains("memory:, redb:PATH"), "{err}");
