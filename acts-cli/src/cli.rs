@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "acts", version, about, long_about = None)]
 pub struct Cli {
-    /// The store: memory:, redb:PATH, rocksdb:PATH or
-    /// redis://HOST:PORT/NAMESPACE.
+    /// The store: memory:, redb:PATH (options ?fsync=false, ?cache_mb=N),
+    /// rocksdb:PATH (?sync=false) or redis://HOST:PORT/NAMESPACE.
     #[arg(
         long,
         global = true,
