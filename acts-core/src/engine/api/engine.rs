@@ -102,7 +102,9 @@ impl EngineBuilder {
     }
 
     /// Whether `start` resumes the processes found in the store (default
-    /// true). Off, nothing runs until [`Engine::resume`] is called.
+    /// true): after one bounded read, in the background, so the engine is
+    /// ready at once and loads any process an action names on demand. Off,
+    /// nothing runs until [`Engine::resume`] is called.
     pub fn resume_on_start(mut self, resume: bool) -> Self {
         self.resume = resume;
         self
@@ -110,7 +112,9 @@ impl EngineBuilder {
 
     /// Starts the engine on the current tokio runtime: the writer, the
     /// timer service, and (unless turned off) the resumption of every
-    /// in-flight and parked process in the store.
+    /// in-flight and parked process in the store, in the background (the
+    /// engine returned is ready at once; a store that cannot answer fails
+    /// the start).
     pub async fn start(self) -> Result<Engine, EngineError> {
         let store = self
             .store
@@ -286,7 +290,8 @@ impl Engine {
 
     /// Resumes what the store holds: in-flight processes oldest first up to
     /// the cap (the rest queued for free slots), then parked ones, then
-    /// outbox records. Called by `start` unless turned off.
+    /// outbox records; returns when that is done. `start` does the same in
+    /// the background unless turned off.
     pub async fn resume(&self) -> Result<(), EngineError> {
         self.rt.resume_all().await
     }
