@@ -285,6 +285,45 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
     );
 }
 
+#[tokio::test]
+async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
+    let kv = store().await;
+    let clock = ManualClock::new(T0);
+    let cfg = EngineConfig {
+        retention: Some(Duration::from_secs(60)),
+        ..config()
+    };
+    let e = engine(kv.clone(), &clock, cfg).await;
+    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let ch = e.durable_channel("c", acts_only()).await.unwrap();
+    let mut rx = ch.subscribe();
+    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let ask = recv(&mut rx).await;
+    // Answered, never acked: the request's delivery is closed, nothing is
+    // owed, and the finished process goes once it is old.
+    e.executor()
+        .complete(&p.pid, &ask.tid, Vars::new())
+        .await
+        .unwrap();
+    let closed = e
+        .executor()
+        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .await
+        .unwrap();
+    assert_eq!(closed.len(), 1);
+    clock.advance(Duration::from_secs(120));
+    e.housekeeping().await;
+    let procs = Collection::<ProcRow>::new(kv.clone());
+    assert!(procs.get(&p.pid).await.unwrap().is_none(), "swept");
+    assert!(
+        e.executor()
+            .deliveries(Some("c"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 const TRIGGERED: &str = r#"
 id: trig
 ver: "1"
@@ -507,6 +546,15 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
         closed.iter().map(|d| d.msg_id.as_str()).collect::<Vec<_>>(),
         [a.id.as_str()]
     );
+    // A late ack of the settled request is fine and writes nothing: it
+    // stays closed.
+    ch.ack(&a.id).await.unwrap();
+    let still = e
+        .executor()
+        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .await
+        .unwrap();
+    assert_eq!(still.len(), 1);
     clock.advance(Duration::from_secs(31));
     e.housekeeping().await;
     let again = recv(&mut rx).await;

@@ -11,7 +11,8 @@
 //! `yaml_load` (parse the 3-step model 10,000 times), `deploy` (2,000
 //! models), `run_auto_burst` (2,000 processes of the 3-step model started at
 //! once), `run_auto_seq` (2,000 one after another), `irq_roundtrip` (1,000
-//! sequential one-irq processes), `wide` (20 processes of a parallel step
+//! sequential one-irq processes), `irq_roundtrip_durable` (the same through
+//! a durable channel, each delivery acked), `wide` (20 processes of a parallel step
 //! over 100 irq acts; reported per act), `long_linear` (one process of a
 //! 10,000-step chain of `set` steps, deploy included; `--n` sets the
 //! length), `long_linear_irq` (one process of 2,000 interrupt steps, each
@@ -80,12 +81,13 @@ steps:
           params: { key: item }
 "#;
 
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 9] = [
     "yaml_load",
     "deploy",
     "run_auto_burst",
     "run_auto_seq",
     "irq_roundtrip",
+    "irq_roundtrip_durable",
     "wide",
     "long_linear",
     "long_linear_irq",
@@ -409,12 +411,29 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             }
             Ok(finish(e, n, t0, lat, c0).await)
         }
-        "irq_roundtrip" => {
+        "irq_roundtrip" | "irq_roundtrip_durable" => {
+            // `_durable`: the interrupts reach the client through a durable
+            // channel, and each is acked once answered.
+            let durable = name == "irq_roundtrip_durable";
             let n = n.unwrap_or(1_000);
             let e = engine(url, &ns).await?;
             let exec = e.executor();
             exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
             let mut rx = e.channel(ChannelOptions::default()).subscribe();
+            let app = if durable {
+                Some(
+                    e.durable_channel(
+                        "app",
+                        ChannelOptions::default()
+                            .with_type("act")
+                            .with_state("created"),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?,
+                )
+            } else {
+                None
+            };
             let mut lat = Vec::with_capacity(n);
             let (t0, c0) = (Instant::now(), commits());
             for _ in 0..n {
@@ -432,6 +451,9 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 exec.complete(&p.pid, &irq.tid, Vars::new())
                     .await
                     .map_err(|e| e.to_string())?;
+                if let Some(app) = &app {
+                    app.ack(&irq.id).await.map_err(|e| e.to_string())?;
+                }
                 loop {
                     let m = next(&mut rx).await?;
                     if m.pid == p.pid && m.r#type == "workflow" && m.state == "completed" {

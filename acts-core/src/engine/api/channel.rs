@@ -79,7 +79,9 @@ impl Channel {
     }
 
     /// Acknowledges message `msg_id` on this durable channel: it is not
-    /// re-sent any more. Unknown ids are an error.
+    /// re-sent any more. Acking a delivery that is already settled (acked,
+    /// or closed because its task has ended) changes nothing. Unknown ids
+    /// are an error.
     pub async fn ack(&self, msg_id: &str) -> Result<(), EngineError> {
         let (id, rt) = self.durable()?;
         rt.ack_delivery(id, msg_id).await

@@ -190,7 +190,10 @@ impl Kernel {
                 msg_id: msg_id.to_owned(),
             });
         };
-        if old.state == DeliveryState::Acked {
+        // Settled already — acked, or closed because its task ended in the
+        // transition that answered it: nothing is owed, nothing to write
+        // (an answer-then-ack round trip costs no extra commit).
+        if matches!(old.state, DeliveryState::Acked | DeliveryState::Closed) {
             return Ok(());
         }
         let new = DeliveryRow {
@@ -302,9 +305,13 @@ impl Kernel {
             for row in rows.into_iter().filter(|r| r.end_time <= cutoff) {
                 let by_pid = Query::new().filter(Filter::eq("pid", row.id.as_str()));
                 let owed = deliveries.query_all(&by_pid).await?;
-                if owed.iter().any(|d| d.state != DeliveryState::Acked) {
+                if owed
+                    .iter()
+                    .any(|d| matches!(d.state, DeliveryState::Pending | DeliveryState::Failed))
+                {
                     // Something is still owed to a client: a pending
-                    // delivery, or a dead letter nobody settled yet.
+                    // delivery, or a dead letter nobody settled yet (an
+                    // acked or closed one is settled).
                     continue;
                 }
                 let Some(stored) = persist::read_process(&self.store, &row.id).await? else {
