@@ -23,7 +23,7 @@ pub struct EngineConfig {
     /// How long a finished process's rows are kept once all its deliveries
     /// settled (`None`: kept until removed). Default: 7 days. A process
     /// with a dead-lettered delivery is kept until that delivery is settled
-    /// (acked).
+    /// (acked); a delivery closed because its task ended is settled.
     pub retention: Option<Duration>,
     /// How often (engine clock) the housekeeping timer sweeps finished
     /// processes; a sweep reads every finished process row, so it runs less
