@@ -77,6 +77,8 @@ struct Case {
     test: PathBuf,
     /// How results name it.
     label: String,
+    /// An example of a Markdown document (its files are scratch files).
+    from_doc: bool,
 }
 
 /// The tests named by `paths`; examples of Markdown documents are written
@@ -89,7 +91,12 @@ fn discover(paths: &[PathBuf], scratch: &Path) -> Result<Vec<Case>, Failure> {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Failure::run(format!("cannot make '{}': {e}", dir.display())))?;
             for (model, test, label) in crate::doctests::write_examples(p, &dir)? {
-                out.push(Case { model, test, label });
+                out.push(Case {
+                    model,
+                    test,
+                    label,
+                    from_doc: true,
+                });
             }
             continue;
         }
@@ -99,6 +106,7 @@ fn discover(paths: &[PathBuf], scratch: &Path) -> Result<Vec<Case>, Failure> {
             label: test.display().to_string(),
             model,
             test,
+            from_doc: false,
         }));
     }
     if out.is_empty() {
@@ -317,7 +325,13 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
         .map_err(|e| Failure::run(format!("cannot make a temporary folder: {e}")))?;
     let tests = discover(paths, scratch.path())?;
     let (mut passed, mut failed) = (0, 0);
-    for Case { model, test, label } in tests {
+    for Case {
+        model,
+        test,
+        label,
+        from_doc,
+    } in tests
+    {
         let started = Instant::now();
         let diffs = match run_one(&model, &test).await {
             Ok(d) => d,
@@ -325,7 +339,7 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
         };
         // Name a document's example by its place, not the scratch file.
         let scratch_dir = model.parent().map(|d| d.display().to_string());
-        let diffs: Vec<String> = match scratch_dir.filter(|_| label != test.display().to_string()) {
+        let diffs: Vec<String> = match scratch_dir.filter(|_| from_doc) {
             Some(d) => diffs
                 .into_iter()
                 .map(|x| x.replace(&d, "example"))
@@ -342,7 +356,7 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
         if json {
             println!(
                 "{}",
-                json!({"test": label, "model": model.display().to_string(), "pass": ok, "diffs": diffs, "ms": ms})
+                json!({"test": label, "model": if from_doc { label.clone() } else { model.display().to_string() }, "pass": ok, "diffs": diffs, "ms": ms})
             );
         } else {
             println!("{} {label} ({ms} ms)", if ok { "PASS" } else { "FAIL" });

@@ -450,6 +450,28 @@ fn acts_test_runs_the_examples_of_a_markdown_document_and_names_their_line() {
     );
     assert!(text.contains("acts.core.nope"), "{text}");
     assert!(text.contains("2 passed, 2 failed"), "{text}");
+    // In JSON, an example is named by its place too (not a scratch file).
+    let out = acts()
+        .arg("test")
+        .arg(&doc)
+        .arg("--json")
+        .output()
+        .expect("runs");
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default(),
+    )
+    .expect("a JSON line per example");
+    assert_eq!(first["model"], first["test"], "{first}");
+    assert!(
+        first["test"]
+            .as_str()
+            .unwrap()
+            .ends_with("guide.md:3 (child)"),
+        "{first}"
+    );
     // A test block naming no model is an error with its line.
     let orphan = d.file("orphan.md", "```yaml test=ghost\n{}\n```\n");
     let out = acts().arg("test").arg(&orphan).output().expect("runs");
