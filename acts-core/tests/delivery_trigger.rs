@@ -211,15 +211,21 @@ struct Finished {
     end: acts_core::scheduler::Message,
 }
 
-async fn finished_with_an_unacked_end() -> Finished {
-    let kv: Arc<dyn KvStore> = store().await;
-    let clock = ManualClock::new(T0);
+/// An engine whose finished processes are kept 60 s, with WAITS deployed.
+async fn retaining_a_minute(kv: &Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
     let cfg = EngineConfig {
         retention: Some(Duration::from_secs(60)),
         ..config()
     };
-    let e = engine(kv.clone(), &clock, cfg).await;
+    let e = engine(kv.clone(), clock, cfg).await;
     e.executor().deploy_yaml(WAITS).await.expect("test setup");
+    e
+}
+
+async fn finished_with_an_unacked_end() -> Finished {
+    let kv: Arc<dyn KvStore> = store().await;
+    let clock = ManualClock::new(T0);
+    let e = retaining_a_minute(&kv, &clock).await;
     // The client hears every end of a process and acks it later.
     let ch = e
         .durable_channel(
@@ -289,12 +295,7 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
 async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
     let kv = store().await;
     let clock = ManualClock::new(T0);
-    let cfg = EngineConfig {
-        retention: Some(Duration::from_secs(60)),
-        ..config()
-    };
-    let e = engine(kv.clone(), &clock, cfg).await;
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+    let e = retaining_a_minute(&kv, &clock).await;
     let ch = e.durable_channel("c", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     let p = e.executor().start("m1", Vars::new()).await.unwrap();
