@@ -199,9 +199,6 @@ impl Kernel {
         Ok(())
     }
 
-    /// Boot: queue every in-flight process (oldest first) for a slot,
-    /// then the parked ones, fill the free slots, and replay outbox
-    /// records.
     /// One bounded read of the rows [`resume_all`](Self::resume_all)
     /// reads, so that a store that cannot answer fails the start.
     pub(crate) async fn probe_resume(&self) -> Result<(), EngineError> {
@@ -215,6 +212,9 @@ impl Kernel {
         Ok(())
     }
 
+    /// Boot: queue every in-flight process (oldest first) for a slot,
+    /// then the parked ones, fill the free slots, and replay outbox
+    /// records.
     pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
         let procs = Collection::<ProcRow>::new(self.store.clone());
         let mut in_flight = Vec::new();

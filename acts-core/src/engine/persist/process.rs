@@ -7,7 +7,6 @@
 //! and no vars row, and a write that folds up into an ancestor's scope
 //! writes exactly that ancestor's vars row.
 
-use crate::tree::NodeData;
 use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
@@ -15,7 +14,7 @@ use acts_store::{BatchOp, KvStore};
 use crate::durable::{Collection, CollectionError};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Process, Task, TaskError, TaskState, TaskTable};
-use crate::tree::ModelTree;
+use crate::tree::{ModelTree, NodeData};
 
 use crate::engine::persist::rows::{
     NodeRow, OpRow, ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id,
@@ -24,15 +23,12 @@ use crate::engine::persist::rows::{
 /// What was last written for a resident process.
 #[derive(Debug, Clone)]
 pub(crate) struct Persisted {
-    /// The proc row as stored, without its dynamic nodes (kept small: it
-    /// is compared with every transition; `nodes_stored` counts them).
+    /// The proc row as stored. Its `nodes` are only those an older store
+    /// kept in the proc row (kept there when the row is rewritten); every
+    /// later dynamic node has a [`NodeRow`].
     pub row: ProcRow,
-    /// How many dynamic nodes are stored (node rows, and any the proc row
-    /// of an older store holds).
+    /// How many dynamic nodes are stored (the proc row's, then node rows).
     pub nodes_stored: usize,
-    /// The dynamic nodes an older store kept in the proc row (kept there
-    /// when the row is rewritten).
-    pub legacy_nodes: Vec<NodeData>,
     /// Whether the proc row is in the store (else its index entries are
     /// written with it).
     pub row_stored: bool,
@@ -43,7 +39,6 @@ impl Persisted {
     pub fn fresh(row: ProcRow) -> Self {
         Self {
             nodes_stored: row.nodes.len(),
-            legacy_nodes: row.nodes.clone(),
             row,
             row_stored: false,
         }
@@ -166,14 +161,14 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
         || p.env != old.env
         || !old.start_vars.is_empty();
     if changed {
-        let mut row = ProcRow {
+        let row = ProcRow {
             state,
             start_time,
             end_time,
             env: p.env.clone(),
             err: err.cloned(),
             // Rows written before node rows existed keep their nodes.
-            nodes: persisted.legacy_nodes.clone(),
+            nodes: old.nodes.clone(),
             start_vars: Vars::new(),
             id: old.id.clone(),
             mid: old.mid.clone(),
@@ -187,7 +182,6 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
             ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));
         }
         persisted.row_stored = true;
-        row.nodes = Vec::new();
         persisted.row = row;
     }
     ops
@@ -282,7 +276,6 @@ pub(crate) fn rebuild(
             ));
         }
     }
-    let legacy_nodes = row.nodes.clone();
     let all_nodes: Vec<NodeData> = row
         .nodes
         .iter()
@@ -335,11 +328,7 @@ pub(crate) fn rebuild(
     }
     let persisted = Persisted {
         nodes_stored: all_nodes.len(),
-        legacy_nodes,
-        row: ProcRow {
-            nodes: Vec::new(),
-            ..row
-        },
+        row,
         row_stored: true,
     };
     Ok((process, persisted))

@@ -64,47 +64,53 @@ impl Action {
     }
 }
 
-/// Every action name [`Action`]'s `FromStr` accepts, aliases included:
-/// what YAML `acts.core.action`, the executor and the CLI understand.
-pub const ACTION_NAMES: &[&str] = &[
-    "next",
-    "complete",
-    "submit",
-    "back",
-    "cancel",
-    "abort",
-    "skip",
-    "error",
-    "remove",
-    "set_process_vars",
-    "set_vars",
+/// Every action name with the action it names: the wire names, and the
+/// aliases `complete` (of `next`) and `set_vars` (of `set_process_vars`).
+/// The one list that [`ACTION_NAMES`], `FromStr` and [`UnknownAction`]'s
+/// message come from.
+const NAMED: [(&str, Action); 11] = [
+    ("next", Action::Complete),
+    ("complete", Action::Complete),
+    ("submit", Action::Submit),
+    ("back", Action::Back),
+    ("cancel", Action::Cancel),
+    ("abort", Action::Abort),
+    ("skip", Action::Skip),
+    ("error", Action::Error),
+    ("remove", Action::Remove),
+    ("set_process_vars", Action::SetProcessVars),
+    ("set_vars", Action::SetProcessVars),
 ];
 
-/// An action name that is not one of [`Action::ALL`] (or an alias).
+const fn names() -> [&'static str; NAMED.len()] {
+    let mut out = [""; NAMED.len()];
+    let mut i = 0;
+    while i < NAMED.len() {
+        out[i] = NAMED[i].0;
+        i += 1;
+    }
+    out
+}
+
+/// Every action name [`Action`]'s `FromStr` accepts, aliases included:
+/// what YAML `acts.core.action`, the executor and the CLI understand.
+pub const ACTION_NAMES: &[&str] = &names();
+
+/// An action name that is not one of [`ACTION_NAMES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "unknown action '{0}' (use one of: next or complete, submit, back, cancel, abort, skip, error, remove, set_process_vars or set_vars)"
-)]
+#[error("unknown action '{0}' (use one of: {names})", names = ACTION_NAMES.join(", "))]
 pub struct UnknownAction(pub String);
 
 impl std::str::FromStr for Action {
     type Err = UnknownAction;
 
-    /// The action with wire name `name`; `complete` is an alias of `next`,
-    /// `set_vars` of `set_process_vars`.
+    /// The action named `name` (see [`ACTION_NAMES`]).
     fn from_str(name: &str) -> Result<Self, UnknownAction> {
-        Ok(match name {
-            "next" | "complete" => Action::Complete,
-            "submit" => Action::Submit,
-            "skip" => Action::Skip,
-            "abort" => Action::Abort,
-            "error" => Action::Error,
-            "remove" => Action::Remove,
-            "set_process_vars" | "set_vars" => Action::SetProcessVars,
-            "back" => Action::Back,
-            "cancel" => Action::Cancel,
-            _ => return Err(UnknownAction(name.to_owned())),
-        })
+        NAMED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, a)| *a)
+            .ok_or_else(|| UnknownAction(name.to_owned()))
     }
 }
 
@@ -448,6 +454,25 @@ impl Process {
                 self.tasks.set_state(s, TaskState::Skipped);
                 self.emit(s, svc);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_parses_from_its_wire_name_and_aliases_name_the_same() {
+        for a in Action::ALL {
+            assert_eq!(a.as_str().parse::<Action>(), Ok(a));
+        }
+        assert_eq!("complete".parse::<Action>(), Ok(Action::Complete));
+        assert_eq!("set_vars".parse::<Action>(), Ok(Action::SetProcessVars));
+        assert_eq!(ACTION_NAMES.len(), 11);
+        let err = "push".parse::<Action>().unwrap_err().to_string();
+        for name in ACTION_NAMES {
+            assert!(err.contains(name), "{err}");
         }
     }
 }

@@ -25,7 +25,7 @@ mod undo;
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
 pub use resume::Request;
 
-use crate::model::{Act, Variant, Vars, whole_expression};
+use crate::model::{Act, Variant, Vars};
 use crate::package::PackageRegistry;
 use crate::script::{ScriptEngine, ScriptKind, substitute};
 use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree};
@@ -290,6 +290,22 @@ impl Process {
         self.tasks.get(t).map_or(TaskState::None, |x| x.state)
     }
 
+    /// `params` with their `${{ }}` evaluated in task `t`'s scope; literal
+    /// params as they are (no scope — a copy of what the task sees — is
+    /// built for them).
+    pub(super) fn eval_params(
+        &self,
+        t: TaskIx,
+        params: &serde_json::Value,
+        svc: Services<'_>,
+    ) -> Result<serde_json::Value, TaskError> {
+        if !crate::model::has_expression(params) {
+            return Ok(params.clone());
+        }
+        substitute::params(svc.scripts, params, &self.script_scope(t))
+            .map_err(|e| TaskError::new("", e.to_string()))
+    }
+
     /// inputs = prev's outputs overlaid with the node's vars (evaluated).
     fn prepare(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
         let mut inputs = match self.tasks.get(t).and_then(|x| x.prev) {
@@ -301,10 +317,8 @@ impl Process {
                     // are not evaluated (nor passed on) before it.
                     let exposes = self.exposes_of(prev);
                     let mut out = self.tasks.outputs(prev, &exposes);
-                    for e in &exposes {
-                        if e.value.as_str().and_then(whole_expression).is_some() {
-                            out.remove(&e.name);
-                        }
+                    for e in exposes.iter().filter(|e| outputs::is_expression(e)) {
+                        out.remove(&e.name);
                     }
                     out
                 } else {
@@ -522,12 +536,7 @@ impl Process {
         match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
-                    let params = if crate::model::has_expression(&s.params) {
-                        substitute::params(svc.scripts, &s.params, &self.script_scope(t))
-                            .map_err(|e| TaskError::new("", e.to_string()))?
-                    } else {
-                        s.params.clone()
-                    };
+                    let params = self.eval_params(t, &s.params, svc)?;
                     let mut act = Act::new(uses.clone(), params);
                     act.name = s.name.clone();
                     act.options = s.options.clone();

@@ -17,6 +17,14 @@ pub(super) const OUTPUTS_KEY: &str = "__outputs";
 /// when they had expressions); application packages read them too.
 pub(crate) const PARAMS_KEY: &str = "__params";
 
+/// Whether an `exposes` entry's value is a whole `${{ expr }}` (evaluated,
+/// not a literal or a lookup).
+pub(super) fn is_expression(e: &Variant) -> bool {
+    e.value
+        .as_str()
+        .is_some_and(|s| whole_expression(s).is_some())
+}
+
 impl Process {
     /// Task `t`'s outputs (§3.7): with `exposes`, one entry per exposed
     /// name — a whole-string `${{ }}` evaluated in the task's scope, `null`
@@ -27,11 +35,7 @@ impl Process {
     /// same values.
     pub(super) fn outputs_of(&mut self, t: TaskIx, svc: Services<'_>) -> Vars {
         let exposes = self.exposes_of(t);
-        let expressions = exposes.iter().any(|e| {
-            e.value
-                .as_str()
-                .is_some_and(|s| whole_expression(s).is_some())
-        });
+        let expressions = exposes.iter().any(is_expression);
         if !expressions {
             return self.tasks.outputs(t, &exposes);
         }
@@ -80,6 +84,17 @@ impl Process {
             return None;
         }
         let outputs = self.outputs_of(root, svc);
+        // The root ends right after this check: keep what was evaluated,
+        // so its end message does not evaluate the exposes again.
+        if !self
+            .tasks
+            .get(root)
+            .is_some_and(|r| r.data.contains_key(OUTPUTS_KEY))
+            && exposes.iter().any(is_expression)
+        {
+            self.tasks
+                .put(root, OUTPUTS_KEY, &Value::Object(outputs.clone()));
+        }
         exposes.iter().find_map(|e| {
             let ty = e.r#type?;
             let value = outputs.get(&e.name).unwrap_or(&Value::Null);

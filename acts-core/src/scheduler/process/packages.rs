@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::model::{Act, Vars};
 use crate::package::RunAs;
 use crate::scheduler::{Sign, TaskError, TaskIx, TaskState};
-use crate::script::{ScriptEffect, ScriptKind, substitute};
+use crate::script::{ScriptEffect, ScriptKind};
 
 use super::{Action, Process, Request, Services};
 
@@ -24,13 +24,7 @@ impl Process {
             ));
         };
         let run_as = def.run_as;
-        // Literal params need no scope (a copy of what the task sees).
-        let params = if crate::model::has_expression(&act.params) {
-            substitute::params(svc.scripts, &act.params, &self.script_scope(t))
-                .map_err(|e| TaskError::new("", e.to_string()))?
-        } else {
-            act.params.clone()
-        };
+        let params = self.eval_params(t, &act.params, svc)?;
         svc.packages
             .check_params(&act.uses, &params)
             .map_err(|e| TaskError::new("", e.to_string()))?;
