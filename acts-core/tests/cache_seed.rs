@@ -135,10 +135,11 @@ async fn cache_evict_breaks_proc_task_cycle() {
     engine.executor().deploy_yaml(WAITS).await.unwrap();
     let p = engine.executor().start("m1", Vars::new()).await.unwrap();
     let handle = engine.process_handle(&p.pid).await.unwrap().unwrap();
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.cache().resident_count(), 1);
     let weak = Arc::downgrade(&handle);
     assert!(engine.cache().evict(&p.pid));
-    assert_eq!(engine.cache().count(), 0);
+    assert_eq!(engine.cache().resident_count(), 0, "out of memory");
+    assert_eq!(engine.cache().count(), 1, "still admitted: it is in flight");
     // Still held by the caller: its tasks stay readable.
     assert_eq!(handle.pid(), p.pid);
     drop(handle);
@@ -534,7 +535,7 @@ async fn cache_concurrent_proc_miss_returns_one_instance() {
         handles.iter().all(|h| Arc::ptr_eq(h, &first)),
         "one instance"
     );
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.cache().resident_count(), 1, "one instance in memory");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -975,7 +976,7 @@ async fn cache_proc_miss_overlapping_load_reuses_instance() {
     gated.disarm(GateKind::Read);
     let (a, b) = (leader.await.unwrap(), waiter.await.unwrap());
     assert!(Arc::ptr_eq(&a, &b), "one load, one instance");
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.cache().resident_count(), 1, "one instance in memory");
     assert_eq!(engine.cache().load_callers(&pids[0]), 0, "resident now");
     assert_eq!(reads, 1, "only the leader read while the gate was shut");
     // A third caller after the load hits the resident instance.

@@ -339,10 +339,11 @@ async fn start_checks_inputs_and_external_pids() {
     ));
 }
 
-/// A slot that frees while a parked process's row is still being written
-/// must still start it: the row's commit itself looks for free slots.
+/// A place that frees while a parked process's row is still being written
+/// (or before its start has noted the row) must still start it: the row's
+/// commit itself looks for free places.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_parked_process_starts_when_the_slot_freed_during_its_row_write() {
+async fn a_parked_process_starts_when_the_place_frees_while_its_row_is_written() {
     use acts_testkit::{GateKind, GatedStore};
     let gated = Arc::new(GatedStore::new(acts_store::MemoryStore::new()));
     let engine = Engine::builder()
@@ -355,6 +356,7 @@ async fn a_parked_process_starts_when_the_slot_freed_during_its_row_write() {
     exec.deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let a = exec.start("review", Vars::new()).await.unwrap();
+    recv_where(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
     // B is parked; its row write is held in the store.
     gated.arm(GateKind::Write);
     let b = {
@@ -362,15 +364,21 @@ async fn a_parked_process_starts_when_the_slot_freed_during_its_row_write() {
         tokio::spawn(async move { exec.start("review", Vars::new()).await })
     };
     gated.wait_parked(GateKind::Write, 1).await;
-    // A's slot frees meanwhile (nothing else would look for work).
-    assert!(engine.cache().evict(&a.pid));
+    // A ends meanwhile (its end commits after B's row: one writer, in
+    // order); nothing else would look for work.
+    let a_ends = {
+        let exec = exec.clone();
+        let pid = a.pid.clone();
+        tokio::spawn(async move { exec.abort_process(&pid).await })
+    };
     gated.disarm(GateKind::Write);
     let b = b.await.unwrap().unwrap();
     assert_eq!(b.state, TaskState::None, "B was parked");
+    a_ends.await.unwrap().unwrap();
     let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
     assert_eq!(
         irq.key.as_deref(),
         Some("submit"),
-        "B started in the freed slot"
+        "B started in the freed place"
     );
 }

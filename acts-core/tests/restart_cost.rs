@@ -1,6 +1,8 @@
 //! A restart is ready after a bounded amount of reading, however many
-//! processes are in flight: the stored processes are resumed after
-//! `start` returns. Counted with the testkit's `CountingStore`, not timed.
+//! processes are in flight, and its background resume reads no process
+//! row of a process that only waits for a client: it counts them from the
+//! state index and loads none. Counted with the testkit's `CountingStore`,
+//! not timed.
 
 mod common;
 use common::*;
@@ -16,8 +18,8 @@ const WAITS: &str =
     "id: w\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n";
 
 /// What `start` reads on a store holding `n` processes waiting in an
-/// interrupt, and whether the last of them is then resumed.
-async fn start_reads(n: usize) -> StoreCounts {
+/// interrupt, and what the background resume then reads.
+async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
     let mem: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
     let engine = Engine::builder()
         .store(mem.clone())
@@ -45,22 +47,39 @@ async fn start_reads(n: usize) -> StoreCounts {
         .expect("engine restarts");
     // On this (current-thread) runtime nothing spawned has run yet.
     let at_ready = counted.counts();
-    // The background resume brings them back.
+    // The background resume counts them and loads none.
     tokio::time::timeout(GUARD, async {
-        while !engine.cache().resident().contains(&last) {
+        while !engine.is_idle() || engine.cache().count() < n {
             tokio::task::yield_now().await;
         }
     })
     .await
-    .expect("the stored processes are resumed after start");
+    .expect("the background resume ends (hang guard)");
+    let resumed = counted.counts();
+    assert_eq!(engine.cache().count(), n, "every one is admitted");
+    assert_eq!(engine.cache().resident_count(), 0, "none is loaded");
+    // The last one is loaded when it is answered.
+    let exec = engine.executor();
+    let tid = exec
+        .tasks(&last)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt)
+        .expect("it waits")
+        .tid;
+    exec.complete(&last, &tid, Vars::new())
+        .await
+        .expect("answered");
+    assert_eq!(engine.cache().count(), n - 1);
     engine.close().await;
-    at_ready
+    (at_ready, resumed)
 }
 
 #[tokio::test]
 async fn a_restart_reads_the_same_whether_3_or_300_processes_are_in_flight() {
-    let few = start_reads(3).await;
-    let many = start_reads(300).await;
+    let (few, few_resumed) = start_reads(3).await;
+    let (many, many_resumed) = start_reads(300).await;
     assert_eq!(
         few, many,
         "reads before ready grew with the processes in flight"
@@ -68,5 +87,21 @@ async fn a_restart_reads_the_same_whether_3_or_300_processes_are_in_flight() {
     assert!(
         many.values_read < 50,
         "a bounded read, not a recovery: {many:?}"
+    );
+    // The background resume: the same point reads and scans (the state
+    // index is read in chunks of thousands) — only the index entries it
+    // returns grow, one per process; no process row is read.
+    assert_eq!(
+        few_resumed.reads, many_resumed.reads,
+        "{few_resumed:?} / {many_resumed:?}"
+    );
+    assert_eq!(
+        few_resumed.scans, many_resumed.scans,
+        "{few_resumed:?} / {many_resumed:?}"
+    );
+    assert_eq!(
+        many_resumed.values_read - few_resumed.values_read,
+        297,
+        "one index entry per process, nothing else: {few_resumed:?} / {many_resumed:?}"
     );
 }

@@ -74,12 +74,17 @@ pub enum Durability {
     None,
 }
 
+/// The page cache a store gets unless told otherwise: 64 MiB (redb's own
+/// default, 1 GiB, would make the cache most of an engine's memory; the
+/// engine reads a process's rows when it loads it, mostly recent pages).
+pub const DEFAULT_CACHE_SIZE: usize = 64 * 1024 * 1024;
+
 /// Options for [`RedbStore::open`].
 #[derive(Debug, Clone, Default)]
 pub struct RedbOptions {
     /// When commits reach the disk.
     pub durability: Durability,
-    /// redb's page cache size in bytes (`None`: redb's default).
+    /// redb's page cache size in bytes (`None`: [`DEFAULT_CACHE_SIZE`]).
     pub cache_size: Option<usize>,
 }
 
@@ -133,9 +138,7 @@ impl RedbStore {
             ));
         }
         let mut builder = Database::builder();
-        if let Some(bytes) = options.cache_size {
-            builder.set_cache_size(bytes);
-        }
+        builder.set_cache_size(options.cache_size.unwrap_or(DEFAULT_CACHE_SIZE));
         let opened = catch_unwind(AssertUnwindSafe(|| -> StoreResult<Database> {
             let db = builder
                 .create(path)

@@ -153,7 +153,7 @@ fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
 /// - `memory:` — in memory (lost when the process exits);
 /// - `redb:PATH` — the embedded redb file at PATH (feature `redb`, the
 ///   default); `?fsync=false` skips the fsync of every commit;
-///   `?cache_mb=N` sets redb's page cache to N MiB (redb's default: 1 GiB);
+///   `?cache_mb=N` sets redb's page cache to N MiB (default 64 MiB);
 /// - `rocksdb:PATH` — a RocksDB directory (feature `rocksdb`);
 ///   `?sync=false` skips the WAL sync;
 /// - `redis://HOST:PORT/NAMESPACE` — keys under `NAMESPACE` on a Redis

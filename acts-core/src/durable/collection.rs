@@ -217,6 +217,10 @@ struct Envelope<'a, V> {
 /// How many keys a query reads from the store per round trip.
 const SCAN_CHUNK: usize = 256;
 
+/// Index entries read per scan by [`Collection::index_ids`] (entries are
+/// small: a key and an id).
+const INDEX_CHUNK: usize = 4096;
+
 /// Typed access to the rows of type `T`.
 pub struct Collection<T: Row> {
     store: Arc<dyn KvStore>,
@@ -499,6 +503,43 @@ impl<T: Row> Collection<T> {
             match last {
                 Some(k) if !exhausted => range.start = Bound::Excluded(k),
                 _ => return Ok(rows),
+            }
+        }
+    }
+
+    /// The ids of the rows whose indexed `field` equals `value`, read from
+    /// the index alone (no row is read), in chunks handed to `each`.
+    /// `field` must be indexed.
+    pub async fn index_ids(
+        &self,
+        field: &str,
+        value: IndexValue,
+        mut each: impl FnMut(Vec<String>),
+    ) -> Result<(), CollectionError> {
+        if !T::INDEXED.contains(&field) {
+            return Err(CollectionError::BadQuery {
+                collection: T::COLLECTION,
+                message: format!("'{field}' has no index"),
+            });
+        }
+        let prefix = value.encode(Self::index_prefix(field)).finish();
+        let mut range = ScanRange::prefix(&prefix);
+        loop {
+            let chunk = self
+                .store
+                .scan(range.clone().with_limit(INDEX_CHUNK))
+                .await?;
+            let exhausted = chunk.len() < INDEX_CHUNK;
+            let last = chunk.last().map(|p| p.key.clone());
+            each(
+                chunk
+                    .into_iter()
+                    .map(|p| String::from_utf8_lossy(&p.value).into_owned())
+                    .collect(),
+            );
+            match last {
+                Some(k) if !exhausted => range.start = Bound::Excluded(k),
+                _ => return Ok(()),
             }
         }
     }

@@ -57,7 +57,8 @@ pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 pub mod testing {
     pub use super::api::ProcHandle;
     pub use super::persist::rows::{
-        ChannelRow, DeliveryRow, MessageRow, ModelRow, NodeRow, OpRow, PackageRow, ProcRow,
-        TaskRow, TriggerRow, VarsRow, delivery_row_id, node_row_id, task_row_id,
+        ChannelRow, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow, PackageRow,
+        ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE, WakeRow, delivery_row_id,
+        node_row_id, task_row_id,
     };
 }

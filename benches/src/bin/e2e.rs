@@ -17,12 +17,15 @@
 //! 10,000-step chain of `set` steps, deploy included; `--n` sets the
 //! length), `long_linear_irq` (one process of 2,000 interrupt steps, each
 //! answered as it is announced), `restart` (100,000 processes waiting in
-//! an interrupt, cache cap raised to hold them all; the engine is closed and
-//! started again: `ready_secs` until it accepts actions, `first_action_us`
-//! for completing one of them, p50/p99 over 100 completions made while the
-//! background resume runs, `resumed_secs` until it has loaded them all), `waiting_million` (1,000,000 one-interrupt
-//! processes with default settings: `announced` interrupts,
-//! `rss_kib_waiting`, then 1,000 completions spread over them; not in
+//! an interrupt with a timeout timer armed, default settings; the engine is
+//! closed and started again: `ready_secs` until it accepts actions,
+//! `first_action_us` for completing one of them, p50/p99 over 100
+//! completions made while the background resume runs, `resumed_secs` until
+//! the resume (counting, arming timers from the wake index) is done,
+//! `resident_after`, `rss_kib_after`, `sampled_timers_armed`),
+//! `waiting_million` (1,000,000 one-interrupt processes with default
+//! settings: `announced` interrupts, `rss_kib_waiting`,
+//! `resident_waiting`, then 1,000 completions spread over them; not in
 //! `all`, run it alone). `peak_rss_kib` is the process's peak; run
 //! one scenario per process to read it. `commits` counts the store commits
 //! of the timed part (each one fsync on a store that syncs every commit);
@@ -66,6 +69,22 @@ steps:
   - id: ask
     uses: acts.core.irq
     params: { key: ask }
+"#;
+
+/// One interrupt with a timeout rule an hour later: a process that waits
+/// for a client and a timer.
+const IRQ_WITH_TIMER: &str = r#"
+id: irq_timer
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask }
+    timeouts:
+      - id: give_up
+        if: $cost_in("1h")
+        uses: acts.core.action
+        params: { action: abort }
 "#;
 
 const WIDE: &str = r#"
@@ -216,22 +235,40 @@ async fn open_engine(url: &str, fresh_ns: &str, cap: Option<usize>) -> Result<En
     b.start().await.map_err(|e| e.to_string())
 }
 
-/// Starts `n` one-irq processes, at most 256 at a time; returns the number
-/// started and how many announced their interrupt (pid → task id), waiting
-/// for announcements until the engine is idle.
-async fn start_waiting(e: &Engine, n: usize) -> Result<(usize, HashMap<String, String>), String> {
+/// What [`start_waiting`] saw: how many processes started, how many
+/// announced their interrupt, and a sample of the announcements (pid, task
+/// id), about 1,000 spread over them (the harness keeps no map of a
+/// million, so its own memory stays out of the engine's figure).
+struct Waiting {
+    started: usize,
+    announced: usize,
+    sample: Vec<(String, String)>,
+}
+
+/// How many announcements arrived, and the sampled ones.
+type Seen = (usize, Vec<(String, String)>);
+
+/// Starts `n` processes of `model` (id `id`, each waiting in an
+/// interrupt), at most 256 at a time, waiting for announcements until the
+/// engine is idle.
+async fn start_waiting(e: &Engine, n: usize, model: &str, id: &str) -> Result<Waiting, String> {
     let exec = e.executor();
-    exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
-    let asks: Arc<parking_mutex::Mutex<HashMap<String, String>>> = Arc::default();
+    exec.deploy_yaml(model).await.map_err(|e| e.to_string())?;
+    let every = (n / 1_000).max(1);
+    let seen: Arc<parking_mutex::Mutex<Seen>> = Arc::default();
     {
-        let asks = asks.clone();
+        let seen = seen.clone();
         e.channel(
             ChannelOptions::default()
                 .with_type("act")
                 .with_state("created"),
         )
         .on_message(move |m| {
-            asks.lock().insert(m.pid.clone(), m.tid.clone());
+            let mut s = seen.lock();
+            s.0 += 1;
+            if s.0.is_multiple_of(every) {
+                s.1.push((m.pid.clone(), m.tid.clone()));
+            }
         });
     }
     let mut started = 0;
@@ -241,9 +278,10 @@ async fn start_waiting(e: &Engine, n: usize) -> Result<(usize, HashMap<String, S
         let mut handles = Vec::with_capacity(chunk);
         for _ in 0..chunk {
             let exec = exec.clone();
-            handles.push(tokio::spawn(async move {
-                exec.start("one_irq", Vars::new()).await
-            }));
+            let id = id.to_owned();
+            handles.push(tokio::spawn(
+                async move { exec.start(&id, Vars::new()).await },
+            ));
         }
         for h in handles {
             h.await
@@ -258,21 +296,25 @@ async fn start_waiting(e: &Engine, n: usize) -> Result<(usize, HashMap<String, S
     while !e.is_idle() && settle.elapsed() < Duration::from_secs(120) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let asks = asks.lock().clone();
-    Ok((started, asks))
+    let (announced, sample) = seen.lock().clone();
+    Ok(Waiting {
+        started,
+        announced,
+        sample,
+    })
 }
 
-/// Completes up to `k` of the announced interrupts in `asks`, spread over
-/// them; returns each completion's latency (µs).
+/// Completes up to `k` of the sampled interrupts, spread over them;
+/// returns each completion's latency (µs).
 async fn complete_some(
     e: &Engine,
-    asks: &HashMap<String, String>,
+    sample: &[(String, String)],
     k: usize,
 ) -> Result<Vec<u64>, String> {
     let exec = e.executor();
-    let step = (asks.len() / k.max(1)).max(1);
+    let step = (sample.len() / k.max(1)).max(1);
     let mut lat = Vec::new();
-    for (pid, tid) in asks.iter().step_by(step).take(k) {
+    for (pid, tid) in sample.iter().step_by(step).take(k) {
         let t = Instant::now();
         exec.complete(pid, tid, Vars::new())
             .await
@@ -559,38 +601,49 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             Ok(finish(e, n, t0, lat, c0).await)
         }
         "restart" => {
-            // n processes waiting in an interrupt (the cache cap raised so
-            // all are in flight); the engine closes and starts again on the
-            // same store: how long until it accepts actions, and how long
-            // the first action on one of them takes.
+            // n processes waiting in an interrupt with a timeout timer
+            // armed (default settings: all are admitted); the engine closes
+            // and starts again on the same store: how long until it accepts
+            // actions, and how long the first action on one of them takes.
             let n = n.unwrap_or(100_000);
             wipe(url);
-            let e = open_engine(url, &ns, Some(n + 16)).await?;
-            let (started, asks) = start_waiting(&e, n).await?;
+            let e = open_engine(url, &ns, None).await?;
+            let w = start_waiting(&e, n, IRQ_WITH_TIMER, "irq_timer").await?;
             e.close().await;
             // Every handle on the store goes (a file store opens once).
             drop(e);
             COUNTED.lock().unwrap_or_else(|e| e.into_inner()).take();
             let (t0, c0) = (Instant::now(), 0);
-            let e = open_engine(url, &ns, Some(n + 16)).await?;
+            let e = open_engine(url, &ns, None).await?;
             let ready = t0.elapsed();
             // The first action, then 99 more spread over the processes,
-            // while the background resume is loading them.
-            let first = complete_some(&e, &asks, 100).await?;
+            // while the background resume arms their timers.
+            let first = complete_some(&e, &w.sample, 100).await?;
             let resumed = Instant::now();
             while !e.is_idle() && resumed.elapsed() < Duration::from_secs(600) {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             let resumed_secs = t0.elapsed().as_secs_f64();
-            let mut o = finish(e, started, t0, first.clone(), c0).await;
+            let resident = e.cache().resident_count();
+            let timers = w
+                .sample
+                .iter()
+                .skip(1)
+                .filter(|(pid, _)| e.next_timer_of(pid).is_some())
+                .count();
+            let rss_after = rss_kib();
+            let mut o = finish(e, w.started, t0, first.clone(), c0).await;
             o.extra.insert("resumed_secs".into(), json!(resumed_secs));
-            o.extra.insert("in_flight".into(), json!(asks.len()));
+            o.extra.insert("in_flight".into(), json!(w.announced));
             o.extra
                 .insert("ready_secs".into(), json!(ready.as_secs_f64()));
             o.extra.insert(
                 "first_action_us".into(),
                 json!(first.first().copied().unwrap_or(0)),
             );
+            o.extra.insert("resident_after".into(), json!(resident));
+            o.extra.insert("rss_kib_after".into(), json!(rss_after));
+            o.extra.insert("sampled_timers_armed".into(), json!(timers));
             Ok(o)
         }
         "waiting_million" => {
@@ -600,14 +653,16 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let n = n.unwrap_or(1_000_000);
             let e = engine(url, &ns).await?;
             let (t0, c0) = (Instant::now(), commits());
-            let (started, asks) = start_waiting(&e, n).await?;
+            let w = start_waiting(&e, n, ONE_IRQ, "one_irq").await?;
             let start_secs = t0.elapsed().as_secs_f64();
             let rss_waiting = rss_kib();
-            let lat = complete_some(&e, &asks, 1_000).await?;
-            let mut o = finish(e, started, t0, lat, c0).await;
-            o.extra.insert("announced".into(), json!(asks.len()));
+            let resident = e.cache().resident_count();
+            let lat = complete_some(&e, &w.sample, 1_000).await?;
+            let mut o = finish(e, w.started, t0, lat, c0).await;
+            o.extra.insert("announced".into(), json!(w.announced));
             o.extra.insert("start_secs".into(), json!(start_secs));
             o.extra.insert("rss_kib_waiting".into(), json!(rss_waiting));
+            o.extra.insert("resident_waiting".into(), json!(resident));
             Ok(o)
         }
         other => Err(format!(

@@ -50,10 +50,18 @@ impl EngineBuilder {
         self
     }
 
-    /// Most processes resident at once (default 4096); starts beyond it
-    /// are parked until a slot frees.
+    /// Most processes in flight at once (the admission cap, default
+    /// 10,000,000); starts beyond it are parked until a place frees.
     pub fn cache_cap(mut self, cap: usize) -> Self {
         self.config.cache_cap = cap;
+        self
+    }
+
+    /// Most processes held in memory while they wait (the memory limit,
+    /// default 4096); idle ones beyond it are unloaded, least recently
+    /// idle first, and loaded again when something happens to them.
+    pub fn max_resident(mut self, max: usize) -> Self {
+        self.config.max_resident = max;
         self
     }
 
@@ -164,10 +172,13 @@ impl EngineBuilder {
         if self.resume {
             // Ready at once: a bounded read proves the store answers (a
             // down store fails the start, never looks like "nothing to
-            // resume"); the in-flight and parked processes and the outbox
-            // are resumed in the background, and any process is loaded on
+            // resume"); the in-flight processes are counted (starts wait
+            // for the count), their timers armed from the wake index, and
+            // the ones with work to resume resumed in the background, with
+            // the parked ones and the outbox; any process is loaded on
             // demand meanwhile (one instance per pid, as always).
             engine.rt.probe_resume().await?;
+            engine.rt.cache.begin_count();
             let rt = engine.rt.clone();
             engine.rt.spawn(async move {
                 let mut wait = std::time::Duration::from_millis(100);
@@ -292,6 +303,9 @@ impl Engine {
     /// the cap (the rest queued for free slots), then parked ones, then
     /// outbox records; returns when that is done. `start` does the same in
     /// the background unless turned off.
+    ///
+    /// It counts the in-flight processes afresh: call it on an engine built
+    /// with `resume_on_start(false)` before that engine takes work.
     pub async fn resume(&self) -> Result<(), EngineError> {
         self.rt.resume_all().await
     }

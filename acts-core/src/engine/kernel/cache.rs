@@ -1,147 +1,49 @@
-//! The resident set: the live processes, capped.
+//! Admission and the resident set: two limits, kept apart.
 //!
+//! - **Admission** (the cap, the reference's cache limit) counts the
+//!   processes in flight that this engine admitted, resident or not. It is
+//!   decided synchronously: [`Cache::admit`] runs under a plain mutex, with
+//!   no store I/O and no `.await`: the pid is claimed (a second start of it
+//!   is `Duplicated`), or, at the cap, the process is parked (its durable
+//!   row waits in state `none`). Nothing admitted is ever evicted from
+//!   admission to make room. An admitted process needs no instance in
+//!   memory: the count is a number, not a set.
+//! - **Residency** (`max_resident`, the memory limit) bounds how many
+//!   processes are held in memory. A process that waits (for an interrupt,
+//!   a timer or a subflow: nothing queued, no application package running)
+//!   is *idle*; when more than `max_resident` processes are resident, the
+//!   least recently idle ones are unloaded (under their lane, so never in
+//!   the middle of a transition) and reloaded on demand.
 //! - **One instance per pid.** Every resident process is one
 //!   [`ProcHandle`]; concurrent misses for a pid share one load (a
 //!   `OnceCell` per loading pid), including a miss that overlaps a load in
-//!   flight.
-//! - **Admission is synchronous.** [`Cache::admit`] decides under a plain
-//!   mutex, with no store I/O and no `.await`: the pid is claimed (a second
-//!   start of it is `Duplicated`), or, over the cap, the process is parked
-//!   (its durable row waits in state `none`). Nothing resident is evicted
-//!   to make room.
-//! - **Refill.** A finished process is evicted; the freed slots go first to
-//!   in-flight processes queued at boot, then to parked ones, oldest first,
-//!   never above the cap. Slots are claimed before any store I/O, so two
-//!   refills never load the same row twice.
+//!   flight. An unloaded handle is marked so under its lane: a caller that
+//!   still holds it finds the mark and looks the pid up again.
+//! - **Refill.** A finished process leaves admission; the freed places go
+//!   first to in-flight processes that did not fit at boot, then to parked
+//!   ones, oldest first, never above the cap. Places are claimed before any
+//!   store I/O, so two refills never load the same row twice.
+//! - **The boot count.** A restarted engine counts the processes in flight
+//!   (their keys in the state index, no row) in the background. While it
+//!   counts, starts wait and nothing is refilled; a process that ends
+//!   meanwhile is noted, and left out of the count if the scan saw it, so
+//!   the count is exact. All of them are admitted, unless there are more
+//!   than the cap: then the newest wait in a queue, as the reference's
+//!   restore does, and take places as they free.
 //!
-//! The cache only keeps handles and queues; loading and running processes
-//! is the runtime's job.
+//! The cache only keeps handles, counts and queues; loading and running
+//! processes is the runtime's job.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tokio::sync::OnceCell;
 
-use crate::scheduler::Process;
-use crate::time::TimerId;
+pub use crate::engine::kernel::handle::ProcHandle;
+pub(crate) use crate::engine::kernel::handle::{LoadCell, Slot};
+use crate::engine::kernel::handle::{loading, waiting_load};
 
-use crate::engine::persist::Persisted;
-
-/// A resident process and its lane: the async mutex every transition of
-/// the process holds from running the core until its batch is durable, so
-/// the transitions of one process are applied and committed in order.
-pub struct ProcHandle {
-    pid: String,
-    /// The writer epoch this instance was created at (its batches carry
-    /// it, so a write of an instance from before a removal is skipped).
-    pub(crate) born: u64,
-    pub(crate) lane: Arc<tokio::sync::Mutex<Slot>>,
-    /// How many transitions of this instance committed (bumped under the
-    /// lane): what is read before taking the lane is still current when
-    /// this has not moved meanwhile.
-    pub(crate) commits: std::sync::atomic::AtomicU64,
-}
-
-impl std::fmt::Debug for ProcHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProcHandle")
-            .field("pid", &self.pid)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ProcHandle {
-    pub(crate) fn new(process: Process, persisted: Persisted, born: u64) -> Arc<Self> {
-        Arc::new(Self {
-            pid: process.pid.clone(),
-            born,
-            lane: Arc::new(tokio::sync::Mutex::new(Slot {
-                process: Some(process),
-                persisted,
-                timer: None,
-            })),
-            commits: std::sync::atomic::AtomicU64::new(0),
-        })
-    }
-
-    /// The process id.
-    pub fn pid(&self) -> &str {
-        &self.pid
-    }
-}
-
-/// What a lane guards.
-pub(crate) struct Slot {
-    /// The process; `None` once discarded (a failed commit, a removal):
-    /// the store is the truth and the next use reloads it.
-    pub process: Option<Process>,
-    /// What is stored for it.
-    pub persisted: Persisted,
-    /// Its armed timeout timer and when it is due.
-    pub timer: Option<(TimerId, i64)>,
-}
-
-/// A load in flight: every caller that misses the pid meanwhile joins it.
-pub(crate) struct Loading {
-    /// The outcome of the one load: the handle (`None`: no such process)
-    /// or the error every joined caller gets. Set once; a failed load is
-    /// never retried on the same cell (a later miss starts a new load), so
-    /// two loads of one pid can never both install an instance.
-    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, crate::engine::api::error::EngineError>>,
-    /// Whether the load starts the process (a refill) rather than only
-    /// fetching it (a demand load).
-    pub start: bool,
-    /// Set when a slot was claimed for the load (a caller that waits for a
-    /// slot loads only then).
-    claimed: std::sync::atomic::AtomicBool,
-    notify: tokio::sync::Notify,
-}
-
-impl Loading {
-    /// Resolves once a slot is claimed for this load.
-    pub(crate) async fn wait_claimed(&self) {
-        use std::sync::atomic::Ordering;
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.claimed.load(Ordering::Acquire) {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    fn mark_claimed(&self) {
-        self.claimed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.notify.notify_waiters();
-    }
-}
-
-pub(crate) type LoadCell = Arc<Loading>;
-
-fn loading(start: bool) -> LoadCell {
-    Arc::new(Loading {
-        cell: OnceCell::new(),
-        start,
-        claimed: std::sync::atomic::AtomicBool::new(true),
-        notify: tokio::sync::Notify::new(),
-    })
-}
-
-/// A load that waits for a slot before it runs.
-fn waiting_load() -> LoadCell {
-    Arc::new(Loading {
-        cell: OnceCell::new(),
-        start: true,
-        claimed: std::sync::atomic::AtomicBool::new(false),
-        notify: tokio::sync::Notify::new(),
-    })
-}
-
-enum Entry {
+pub(super) enum Entry {
     Resident(Arc<ProcHandle>),
     Loading(LoadCell),
 }
@@ -151,67 +53,107 @@ enum Entry {
 pub enum Admission {
     /// A slot was claimed for the pid.
     Admitted,
-    /// The set is full: the process must be parked.
+    /// The cap is reached: the process must be parked.
     Parked,
+    /// The boot count runs: wait for it ([`Cache::counted`]) and ask
+    /// again.
+    Counting,
 }
 
+/// The idle resident processes, least recently idle first.
 #[derive(Default)]
-struct State {
-    /// Resident and loading pids (an admitted pid is `Loading` until its
-    /// handle is installed).
-    entries: HashMap<String, Entry>,
-    /// Parked processes known to this engine (their rows are stored),
-    /// oldest first.
-    parked: BTreeSet<(i64, String)>,
-    /// The pids of `parked`, and of processes being parked (their rows
-    /// not written yet: not startable).
-    parked_ids: HashSet<String>,
-    /// In-flight processes found at boot that did not fit, oldest first
-    /// (ones a caller waits for at the front).
-    resume_queue: VecDeque<String>,
-    /// The loads callers wait on for queued in-flight pids (run when a
-    /// slot is claimed for them).
-    waiting: HashMap<String, LoadCell>,
-    /// Whether a store scan for parked rows is in progress.
-    scanning: bool,
-    /// Whether the store may hold parked rows not in `parked` (true until
-    /// a scan has read them all; set again when a scan was skipped).
-    parked_unknown: bool,
+pub(super) struct IdleOrder {
+    seq: u64,
+    by_pid: HashMap<String, u64>,
+    order: BTreeMap<u64, String>,
 }
 
-impl State {
-    fn count(&self) -> usize {
-        self.entries.len()
+impl IdleOrder {
+    fn touch(&mut self, pid: &str) {
+        self.forget(pid);
+        self.seq += 1;
+        self.by_pid.insert(pid.to_owned(), self.seq);
+        self.order.insert(self.seq, pid.to_owned());
+    }
+
+    fn forget(&mut self, pid: &str) {
+        if let Some(seq) = self.by_pid.remove(pid) {
+            self.order.remove(&seq);
+        }
+    }
+
+    fn pop_oldest(&mut self) -> Option<String> {
+        let (_, pid) = self.order.pop_first()?;
+        self.by_pid.remove(&pid);
+        Some(pid)
     }
 }
 
-/// Enters a demand load of `pid` into a free slot: the load a caller waits
-/// for, when there is one (claimed now), else a new one.
-fn enter_load(s: &mut State, pid: &str) -> LoadCell {
+#[derive(Default)]
+pub(super) struct State {
+    /// Resident and loading pids.
+    pub(super) entries: HashMap<String, Entry>,
+    /// How many in-flight processes are admitted (resident or not).
+    pub(super) admitted: usize,
+    /// The resident processes that wait, least recently idle first.
+    pub(super) idle: IdleOrder,
+    /// While the boot count runs: the pids that ended meanwhile. `None`
+    /// when no count runs.
+    pub(super) counting: Option<HashSet<String>>,
+    /// The pids of `resume_queue` (in flight, not admitted yet).
+    pub(super) queued: HashSet<String>,
+    /// Parked processes known to this engine (their rows are stored),
+    /// oldest first.
+    pub(super) parked: BTreeSet<(i64, String)>,
+    /// The pids of `parked`, and of processes being parked (their rows
+    /// not written yet: not startable).
+    pub(super) parked_ids: HashSet<String>,
+    /// In-flight processes found at boot that did not fit, oldest first
+    /// (ones a caller waits for at the front).
+    pub(super) resume_queue: VecDeque<String>,
+    /// The loads callers wait on for queued in-flight pids (run when a
+    /// slot is claimed for them).
+    pub(super) waiting: HashMap<String, LoadCell>,
+    /// Whether a store scan for parked rows is in progress.
+    pub(super) scanning: bool,
+    /// Whether the store may hold parked rows not in `parked` (true until
+    /// a scan has read them all; set again when a scan was skipped).
+    pub(super) parked_unknown: bool,
+}
+
+/// Enters a load of queued in-flight `pid` into a free place: the load a
+/// caller waits for, when there is one (claimed now), else a new one.
+fn enter_queued_load(s: &mut State, pid: &str) -> LoadCell {
+    s.queued.remove(pid);
+    s.resume_queue.retain(|p| p != pid);
     let cell = match s.waiting.remove(pid) {
         Some(cell) => {
-            s.resume_queue.retain(|p| p != pid);
             cell.mark_claimed();
             cell
         }
-        None => loading(false),
+        None => loading(true),
     };
+    s.admitted += 1;
     s.entries
         .insert(pid.to_owned(), Entry::Loading(cell.clone()));
     cell
 }
 
-/// The resident set (see the module docs).
+/// Admission and the resident set (see the module docs).
 pub struct Cache {
-    cap: usize,
-    state: Mutex<State>,
+    pub(super) cap: usize,
+    max_resident: usize,
+    pub(super) state: Mutex<State>,
+    pub(super) counted: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cache")
             .field("cap", &self.cap)
+            .field("max_resident", &self.max_resident)
             .field("count", &self.count())
+            .field("resident", &self.resident_count())
             .finish()
     }
 }
@@ -222,30 +164,45 @@ pub(crate) enum Lookup {
     Resident(Arc<ProcHandle>),
     /// A load to join (or to run, for the first caller).
     Load(LoadCell),
-    /// The set is full and the pid is not in it: no load was started.
+    /// The pid is in flight but was not admitted (it did not fit at
+    /// boot) and the cap is reached: no load was started.
     Full,
 }
 
 impl Cache {
-    /// An empty set holding at most `cap` processes (at least one).
-    pub fn new(cap: usize) -> Self {
+    /// Nothing admitted yet: at most `cap` processes in flight (at least
+    /// one), at most `max_resident` held in memory while they wait (at
+    /// least one).
+    pub fn new(cap: usize, max_resident: usize) -> Self {
         Self {
             cap: cap.max(1),
+            max_resident: max_resident.max(1),
             state: Mutex::new(State {
                 parked_unknown: true,
                 ..State::default()
             }),
+            counted: tokio::sync::Notify::new(),
         }
     }
 
-    /// The cap.
+    /// The admission cap.
     pub fn cap(&self) -> usize {
         self.cap
     }
 
-    /// How many slots are taken (resident, loading or claimed).
+    /// The memory limit: most processes resident while they wait.
+    pub fn max_resident(&self) -> usize {
+        self.max_resident
+    }
+
+    /// How many in-flight processes are admitted (resident or not).
     pub fn count(&self) -> usize {
-        self.state.lock().count()
+        self.state.lock().admitted
+    }
+
+    /// How many processes are held in memory (resident or loading).
+    pub fn resident_count(&self) -> usize {
+        self.state.lock().entries.len()
     }
 
     /// How many loads are in flight (claimed slots not yet resident).
@@ -281,7 +238,7 @@ impl Cache {
             .collect()
     }
 
-    /// Whether `pid` is resident (or loading).
+    /// Whether `pid` is resident (or loading): held in memory.
     pub fn contains(&self, pid: &str) -> bool {
         self.state.lock().entries.contains_key(pid)
     }
@@ -289,6 +246,11 @@ impl Cache {
     /// The in-flight pids waiting for a slot, in the order they will load.
     pub fn pending_resume(&self) -> Vec<String> {
         self.state.lock().resume_queue.iter().cloned().collect()
+    }
+
+    /// Whether in-flight `pid` waits for a place (it did not fit at boot).
+    pub fn is_queued(&self, pid: &str) -> bool {
+        self.state.lock().queued.contains(pid)
     }
 
     /// The parked pids this engine knows of, oldest first.
@@ -308,10 +270,14 @@ impl Cache {
     pub(crate) fn admit(&self, handle: &Arc<ProcHandle>) -> Result<Admission, ()> {
         let pid = handle.pid();
         let mut s = self.state.lock();
-        if s.entries.contains_key(pid) || s.parked_ids.contains(pid) {
+        if s.entries.contains_key(pid) || s.parked_ids.contains(pid) || s.queued.contains(pid) {
             return Err(());
         }
-        if s.count() < self.cap {
+        if s.counting.is_some() {
+            return Ok(Admission::Counting);
+        }
+        if s.admitted < self.cap {
+            s.admitted += 1;
             s.entries
                 .insert(pid.to_owned(), Entry::Resident(handle.clone()));
             Ok(Admission::Admitted)
@@ -349,22 +315,34 @@ impl Cache {
         }
     }
 
-    /// The resident handle of `pid`, or the load to join.
+    /// The resident handle of `pid`, or the load to join (or to run, for
+    /// the first caller). Loading an admitted process that was unloaded,
+    /// or reading a parked or finished one, admits nothing; only an
+    /// in-flight process that did not fit at boot needs a place.
     pub(crate) fn lookup(&self, pid: &str) -> Lookup {
         let mut s = self.state.lock();
         match s.entries.get(pid) {
-            Some(Entry::Resident(h)) => Lookup::Resident(h.clone()),
-            Some(Entry::Loading(cell)) => Lookup::Load(cell.clone()),
-            None if s.count() < self.cap => Lookup::Load(enter_load(&mut s, pid)),
-            None => Lookup::Full,
+            Some(Entry::Resident(h)) => return Lookup::Resident(h.clone()),
+            Some(Entry::Loading(cell)) => return Lookup::Load(cell.clone()),
+            None => {}
         }
+        if s.queued.contains(pid) {
+            if s.admitted < self.cap {
+                return Lookup::Load(enter_queued_load(&mut s, pid));
+            }
+            return Lookup::Full;
+        }
+        let cell = loading(false);
+        s.entries
+            .insert(pid.to_owned(), Entry::Loading(cell.clone()));
+        Lookup::Load(cell)
     }
 
-    /// For a caller that needs in-flight process `pid` resident while the
-    /// set is full: the resident handle or a load to join when one
-    /// appeared meanwhile; else a load that runs once a slot is claimed
+    /// For a caller that needs queued in-flight process `pid` while the
+    /// cap is reached: the resident handle or a load to join when one
+    /// appeared meanwhile; else a load that runs once a place is claimed
     /// for it (`pid` goes to the front of the queue, so it is the next to
-    /// get a slot).
+    /// get one).
     pub(crate) fn wait_slot(&self, pid: &str) -> Lookup {
         let mut s = self.state.lock();
         match s.entries.get(pid) {
@@ -372,8 +350,15 @@ impl Cache {
             Some(Entry::Loading(cell)) => return Lookup::Load(cell.clone()),
             None => {}
         }
-        if s.count() < self.cap {
-            return Lookup::Load(enter_load(&mut s, pid));
+        if !s.queued.contains(pid) {
+            // Admitted meanwhile (and unloaded again): load it.
+            let cell = loading(false);
+            s.entries
+                .insert(pid.to_owned(), Entry::Loading(cell.clone()));
+            return Lookup::Load(cell);
+        }
+        if s.admitted < self.cap {
+            return Lookup::Load(enter_queued_load(&mut s, pid));
         }
         if let Some(cell) = s.waiting.get(pid) {
             return Lookup::Load(cell.clone());
@@ -387,7 +372,8 @@ impl Cache {
 
     /// Ends a load of `pid`: the loaded handle becomes resident (`keep`),
     /// or the entry is dropped (no process, a parked or finished one that
-    /// is only read).
+    /// is only read). A load that was to start the process (a refill) and
+    /// kept nothing gives its place back.
     pub(crate) fn finish_load(
         &self,
         pid: &str,
@@ -406,98 +392,111 @@ impl Cache {
             }
             _ => {
                 s.entries.remove(pid);
+                if cell.start {
+                    s.admitted = s.admitted.saturating_sub(1);
+                }
             }
         }
     }
 
-    /// Evicts `pid` (its rows stay in the store). Returns whether it was
-    /// resident.
+    /// Drops `pid` from memory (its rows stay in the store; it stays
+    /// admitted if it is in flight). The instance is marked gone under its
+    /// lane when the lane is free, so a caller still holding it loads the
+    /// pid again; a busy instance is only dropped from the set. Returns
+    /// whether it was resident.
     pub fn evict(&self, pid: &str) -> bool {
-        self.state.lock().entries.remove(pid).is_some()
-    }
-
-    /// Queues in-flight pids that did not fit at boot (skipping queued,
-    /// resident ones).
-    pub(crate) fn queue_resume(&self, pids: impl IntoIterator<Item = String>) {
-        let mut s = self.state.lock();
-        for pid in pids {
-            if !s.entries.contains_key(&pid) && !s.resume_queue.contains(&pid) {
-                s.resume_queue.push_back(pid);
+        let entry = {
+            let mut s = self.state.lock();
+            s.idle.forget(pid);
+            s.entries.remove(pid)
+        };
+        match entry {
+            Some(Entry::Resident(h)) => {
+                if let Ok(mut slot) = h.lane.try_lock() {
+                    slot.process = None;
+                }
+                true
             }
+            Some(Entry::Loading(_)) => true,
+            None => false,
         }
     }
 
-    /// Records parked rows found in the store.
-    pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
+    /// Forgets the entry of `pid` if it is `handle` (its instance is gone:
+    /// discarded, removed or finished).
+    pub(crate) fn forget(&self, pid: &str, handle: &Arc<ProcHandle>) {
         let mut s = self.state.lock();
-        for (ts, pid) in rows {
-            if !s.entries.contains_key(&pid) && s.parked_ids.insert(pid.clone()) {
-                s.parked.insert((ts, pid));
+        if matches!(s.entries.get(pid), Some(Entry::Resident(h)) if Arc::ptr_eq(h, handle)) {
+            s.entries.remove(pid);
+        }
+        s.idle.forget(pid);
+    }
+
+    /// An admitted process left flight (its terminal state is durable, or
+    /// it was removed, or its start was refused before anything was
+    /// stored): its place is free.
+    pub(crate) fn release(&self, pid: &str) {
+        let mut s = self.state.lock();
+        s.idle.forget(pid);
+        match &mut s.counting {
+            // The count decides whether it still counts.
+            Some(ended) => {
+                ended.insert(pid.to_owned());
             }
+            None => s.admitted = s.admitted.saturating_sub(1),
         }
     }
 
-    /// Claims free slots for queued work: in-flight pids first, then parked
-    /// ones oldest first. Each claimed pid is entered as loading, so nobody
-    /// else loads it; the caller loads and starts them.
-    pub(crate) fn claim_refill(&self) -> Vec<(String, LoadCell, bool)> {
+    /// Takes `pid` out of the queue of in-flight processes waiting for a
+    /// place (it was removed); `true` when it was queued (never admitted).
+    pub(crate) fn unqueue(&self, pid: &str) -> bool {
         let mut s = self.state.lock();
+        if s.queued.remove(pid) {
+            s.resume_queue.retain(|p| p != pid);
+            s.waiting.remove(pid);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Notes whether resident `pid` now waits (idle: it may be unloaded)
+    /// or has work in hand.
+    pub(crate) fn note_idle(&self, pid: &str, idle: bool) {
+        let mut s = self.state.lock();
+        if idle {
+            s.idle.touch(pid);
+        } else {
+            s.idle.forget(pid);
+        }
+    }
+
+    /// While more processes are held than `max_resident`: the least
+    /// recently idle ones, to unload (the caller checks each under its
+    /// lane and calls [`unloaded`](Self::unloaded)).
+    pub(crate) fn over_limit(&self) -> Vec<Arc<ProcHandle>> {
+        let mut s = self.state.lock();
+        let mut excess = s.entries.len().saturating_sub(self.max_resident);
         let mut out = Vec::new();
-        while s.count() < self.cap {
-            let (pid, parked) = if let Some(pid) = s.resume_queue.pop_front() {
-                (pid, false)
-            } else if let Some((_, pid)) = s.parked.pop_first() {
-                s.parked_ids.remove(&pid);
-                (pid, true)
-            } else {
+        while excess > 0 {
+            let Some(pid) = s.idle.pop_oldest() else {
                 break;
             };
-            let waited = s.waiting.remove(&pid);
-            if s.entries.contains_key(&pid) {
-                continue;
+            if let Some(Entry::Resident(h)) = s.entries.get(&pid) {
+                out.push(h.clone());
+                excess -= 1;
             }
-            let cell = waited.unwrap_or_else(|| loading(true));
-            s.entries.insert(pid.clone(), Entry::Loading(cell.clone()));
-            cell.mark_claimed();
-            out.push((pid, cell, parked));
         }
         out
     }
 
-    /// Starts a scan for parked rows unless one is running or the set is
-    /// full; returns whether the caller should scan.
-    pub(crate) fn begin_scan(&self) -> bool {
+    /// `handle`'s instance was unloaded (marked gone under its lane): it
+    /// leaves memory; the process stays admitted.
+    pub(crate) fn unloaded(&self, handle: &Arc<ProcHandle>) {
         let mut s = self.state.lock();
-        if s.scanning {
-            return false;
+        let pid = handle.pid();
+        if matches!(s.entries.get(pid), Some(Entry::Resident(h)) if Arc::ptr_eq(h, handle)) {
+            s.entries.remove(pid);
         }
-        if s.count() >= self.cap {
-            // Nothing could start now; a freed slot scans later.
-            s.parked_unknown = true;
-            return false;
-        }
-        s.scanning = true;
-        true
-    }
-
-    /// Ends the scan begun by [`begin_scan`](Self::begin_scan); `complete`
-    /// when it read every parked row.
-    pub(crate) fn end_scan(&self, complete: bool) {
-        let mut s = self.state.lock();
-        s.scanning = false;
-        if complete {
-            s.parked_unknown = false;
-        }
-    }
-
-    /// Whether free slots are waiting for a scan of parked rows the engine
-    /// has not read yet.
-    pub(crate) fn wants_scan(&self) -> bool {
-        let s = self.state.lock();
-        s.parked_unknown
-            && !s.scanning
-            && s.count() < self.cap
-            && s.resume_queue.is_empty()
-            && s.parked.is_empty()
     }
 }

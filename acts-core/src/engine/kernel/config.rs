@@ -9,8 +9,17 @@ use crate::scheduler::RunLimits;
 /// The engine's settings.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Most processes resident at once; starts beyond it are parked.
+    /// Most processes in flight at once (the admission cap, the reference's
+    /// cache limit); starts beyond it are parked until a place frees.
+    /// Admitted processes need no memory while they wait, so the default
+    /// is large: 10,000,000.
     pub cache_cap: usize,
+    /// Most processes held in memory while they wait (the memory limit);
+    /// idle ones beyond it (waiting for a client, a timer or a subflow
+    /// child) are unloaded, least recently idle first, and loaded again
+    /// when something happens to them. A small process takes about 12 KB.
+    /// Default 4096.
+    pub max_resident: usize,
     /// The store writer's settings.
     pub writer: WriterConfig,
     /// How often the housekeeping timer runs (re-sending due deliveries,
@@ -41,8 +50,9 @@ pub struct EngineConfig {
     /// Most bytes (as JSON) of the vars a start, a trigger's payload or a
     /// client action carries. Default 1 MiB.
     pub max_vars_bytes: usize,
-    /// How long a call on an in-flight process that is not resident waits
-    /// for a slot when the resident set is full (it is first in line);
+    /// How long a call on an in-flight process that did not fit at boot
+    /// (more were in flight than the cap) waits for a place (it is first in
+    /// line);
     /// then it fails with [`EngineError::Busy`](crate::engine::EngineError::Busy). Default 30 s.
     pub admission_wait: Duration,
 }
@@ -50,7 +60,8 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            cache_cap: 4096,
+            cache_cap: 10_000_000,
+            max_resident: 4096,
             writer: WriterConfig::default(),
             tick: Duration::from_secs(15),
             delivery_retry: Duration::from_secs(30),

@@ -1,7 +1,7 @@
 //! What a committed transition sets off: the continuation of a process
 //! whose job budget ran out, subflow children's rows, the process's timer,
-//! application packages, the subflow return of a finished child, and
-//! refilling freed slots.
+//! unloading idle processes over the memory limit, application packages,
+//! the subflow return of a finished child, and refilling freed places.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::model::Vars;
 use crate::scheduler::{Action, Request, TaskError, TaskState};
 
 use crate::engine::api::package::PackageContext;
-use crate::engine::kernel::cache::{ProcHandle, Slot};
+use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::shared::DeployedModel;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
 use crate::engine::persist::rows::ProcRow;
@@ -36,6 +36,36 @@ impl Kernel {
                 .await;
             if let Err(e) = r {
                 warn!(pid = %handle.pid(), error = %e, "continuing the process failed");
+            }
+        })
+    }
+
+    /// The transition that resumes a loaded in-flight process (boxed, as
+    /// [`continue_process`](Self::continue_process)).
+    pub(crate) fn resume_process(
+        self: Arc<Self>,
+        handle: Arc<ProcHandle>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        struct Resuming(Arc<std::sync::atomic::AtomicUsize>);
+        impl Drop for Resuming {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+        }
+        self.resuming
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let resuming = Resuming(self.resuming.clone());
+        Box::pin(async move {
+            let _resuming = resuming;
+            let r = self
+                .transition(&handle, Vec::new(), |p, svc| {
+                    p.resume();
+                    p.run(svc);
+                    Ok(())
+                })
+                .await;
+            if let Err(e) = r {
+                warn!(pid = %handle.pid(), error = %e, "resuming the process failed");
             }
         })
     }
@@ -64,19 +94,44 @@ impl Kernel {
         Collection::<ProcRow>::upsert_ops(None, &row)
     }
 
-    pub(crate) fn arm_timer(&self, pid: &str, slot: &mut Slot, due: Option<i64>) {
-        match (slot.timer, due) {
+    /// Arms (or re-arms, or cancels with `None`) the timeout timer of
+    /// process `pid`, resident or not.
+    pub(crate) fn arm_timer(&self, pid: &str, due: Option<i64>) {
+        let mut timers = self.proc_timers.lock();
+        match (timers.get(pid).copied(), due) {
             (Some((_, d)), Some(due)) if d == due => {}
             (current, due) => {
                 if let Some((id, _)) = current {
                     self.timers.cancel(id);
                 }
-                slot.timer = due.map(|d| {
-                    (
-                        self.timers.schedule(d, TimerKey::Process(pid.to_owned())),
-                        d,
-                    )
-                });
+                match due {
+                    Some(d) => {
+                        let id = self.timers.schedule(d, TimerKey::Process(pid.to_owned()));
+                        timers.insert(pid.to_owned(), (id, d));
+                    }
+                    None => {
+                        timers.remove(pid);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Unloads idle processes while more are resident than the memory
+    /// limit allows, least recently idle first. Each is checked under its
+    /// lane (taken only if free: a busy process is not idle) and marked
+    /// gone there, so a caller still holding the instance loads it again.
+    pub(crate) fn unload_over_limit(&self) {
+        for h in self.cache.over_limit() {
+            let Ok(mut slot) = h.lane.try_lock() else {
+                continue;
+            };
+            let idle = slot.process.as_ref().is_some_and(|p| {
+                !p.state().is_terminal() && !p.has_queued_work() && !p.runs_packages()
+            });
+            if idle {
+                slot.process = None;
+                self.cache.unloaded(&h);
             }
         }
     }
@@ -108,7 +163,6 @@ impl Kernel {
             }
         }
         if terminal {
-            self.cache.evict(pid);
             // The subflow return (if any) was written with the transition.
             let rt2 = rt.clone();
             let pid = pid.to_owned();

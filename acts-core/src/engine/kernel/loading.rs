@@ -5,14 +5,31 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use crate::durable::{Collection, Filter, Query};
+use crate::durable::{Collection, Filter, IndexValue, Query};
 use crate::scheduler::{Action, TaskState};
 
 use crate::engine::api::error::EngineError;
 use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
+use crate::engine::kernel::handle::pid_hash;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
-use crate::engine::persist::rows::{OpRow, ProcRow};
+use crate::engine::persist::rows::{MetaRow, OpRow, ProcRow, WAKE_INDEX_COMPLETE, WakeRow};
+
+/// How many loaded processes the boot resume lets resume at once.
+const RESUMES_AT_ONCE: usize = 64;
+
+/// The states of a process in flight (started, not ended).
+const IN_FLIGHT: [TaskState; 4] = [
+    TaskState::Ready,
+    TaskState::Running,
+    TaskState::Pending,
+    TaskState::Interrupt,
+];
+
+/// The state index's value for `state`.
+fn state_index(state: TaskState) -> IndexValue {
+    IndexValue::Str(state.as_str().to_owned())
+}
 
 impl Kernel {
     // ---- loading and refilling ----------------------------------------------
@@ -21,9 +38,9 @@ impl Kernel {
     /// misses share one load). An in-flight process becomes resident and
     /// continues; a parked or finished one is returned for reading only.
     ///
-    /// The cap holds for this way in too: when the set is full, a process
-    /// that has ended or is parked is read without becoming resident, and
-    /// an in-flight one waits (first in line) for a slot, at most
+    /// Loading an admitted process (one that was unloaded) admits nothing.
+    /// An in-flight process that did not fit at boot needs a place: when
+    /// the cap is reached it waits (first in line) for one, at most
     /// [`EngineConfig::admission_wait`](super::EngineConfig::admission_wait).
     pub(crate) async fn handle(&self, pid: &str) -> Result<Option<Arc<ProcHandle>>, EngineError> {
         match self.cache.lookup(pid) {
@@ -33,8 +50,8 @@ impl Kernel {
         }
     }
 
-    /// [`handle`](Self::handle) for reading only: when the set is full, any
-    /// process is read from the store without becoming resident (never
+    /// [`handle`](Self::handle) for reading only: an in-flight process that
+    /// waits for a place is read from the store without taking one (never
     /// changed, dropped after the read).
     pub(crate) async fn handle_to_read(
         &self,
@@ -107,21 +124,14 @@ impl Kernel {
                 };
                 let in_flight = !state.is_terminal() && state != TaskState::None;
                 let keep = start || in_flight;
+                if keep {
+                    // Started by a refill, or in flight (admitted at boot
+                    // or when it started, unloaded since).
+                    handle.hold_place();
+                }
                 self.cache.finish_load(pid, cell, Some(&handle), keep);
                 if keep && let Some(rt) = self.this() {
-                    let h = handle.clone();
-                    self.spawn(async move {
-                        let r = rt
-                            .transition(&h, Vec::new(), |p, svc| {
-                                p.resume();
-                                p.run(svc);
-                                Ok(())
-                            })
-                            .await;
-                        if let Err(e) = r {
-                            warn!(pid = %h.pid(), error = %e, "resuming the process failed");
-                        }
-                    });
+                    self.spawn(rt.resume_process(handle.clone()));
                 }
                 Ok(Some(handle))
             })
@@ -212,26 +222,134 @@ impl Kernel {
         Ok(())
     }
 
-    /// Boot: queue every in-flight process (oldest first) for a slot,
-    /// then the parked ones, fill the free slots, and replay outbox
-    /// records.
-    pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
+    /// Counts the processes in flight in the store (from the state index:
+    /// no process row is read) and admits them all; more than the cap are
+    /// admitted up to the cap by [`resume_all`](Self::resume_all), which
+    /// queues the newest. Starts wait while it counts; processes that end
+    /// meanwhile are left out, so the count is exact.
+    pub(crate) async fn count_in_flight(&self) -> Result<(), EngineError> {
+        self.cache.begin_count();
         let procs = Collection::<ProcRow>::new(self.store.clone());
-        let mut in_flight = Vec::new();
-        for state in [
-            TaskState::Ready,
-            TaskState::Running,
-            TaskState::Pending,
-            TaskState::Interrupt,
-        ] {
-            in_flight.extend(
-                procs
-                    .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
-                    .await?,
-            );
+        let mut seen = Vec::new();
+        let mut scanned = Ok(());
+        for state in IN_FLIGHT {
+            scanned = procs
+                .index_ids("state", state_index(state), |ids| {
+                    seen.extend(ids.iter().map(|id| pid_hash(id)));
+                })
+                .await;
+            if scanned.is_err() {
+                break;
+            }
         }
-        in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
-        self.cache.queue_resume(in_flight.into_iter().map(|r| r.id));
+        match scanned {
+            Ok(()) => {
+                self.cache.end_count(Some(seen));
+                Ok(())
+            }
+            Err(e) => {
+                self.cache.end_count(None);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Boot: counts the processes in flight; when more
+    /// processes are in flight than the cap, the newest wait for places;
+    /// timers of in-flight processes are armed from the wake index without
+    /// loading them; the processes with work to resume are loaded and
+    /// resumed (a store written before the wake index existed: every
+    /// in-flight one, once); then the parked ones start in free places,
+    /// and outbox records are replayed.
+    pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
+        self.count_in_flight().await?;
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        if self.cache.count() > self.cache.cap() {
+            // Over the cap: the oldest are admitted, as the reference's
+            // restore does (this reads the rows: only when over the cap).
+            let mut in_flight = Vec::new();
+            for state in IN_FLIGHT {
+                in_flight.extend(
+                    procs
+                        .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
+                        .await?,
+                );
+            }
+            in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
+            let admitted = self.cache.cap();
+            self.cache
+                .queue_resume(in_flight.into_iter().skip(admitted).map(|r| r.id));
+        }
+        let meta = Collection::<MetaRow>::new(self.store.clone());
+        if meta.get(WAKE_INDEX_COMPLETE).await?.is_none() {
+            // Written before the wake index: every in-flight process gets
+            // a wake row that says "resume" (its resume transition then
+            // writes what it really needs), and the index is marked
+            // complete in the last batch.
+            let mut ids = Vec::new();
+            for state in IN_FLIGHT {
+                procs
+                    .index_ids("state", state_index(state), |chunk| ids.extend(chunk))
+                    .await?;
+            }
+            for chunk in ids.chunks(1024) {
+                let ops = chunk
+                    .iter()
+                    .map(|id| {
+                        Collection::<WakeRow>::put_row_op(&WakeRow {
+                            id: id.clone(),
+                            due: None,
+                            resume: true,
+                        })
+                    })
+                    .collect();
+                self.write(None, ops).await?;
+            }
+            self.write(
+                None,
+                vec![Collection::<MetaRow>::put_row_op(&MetaRow {
+                    id: WAKE_INDEX_COMPLETE.to_owned(),
+                    value: serde_json::Value::Bool(true),
+                })],
+            )
+            .await?;
+        }
+        let mut resume = Vec::new();
+        for wake in Collection::<WakeRow>::new(self.store.clone())
+            .query_all(&Query::new())
+            .await?
+        {
+            if let Some(due) = wake.due {
+                self.arm_timer(&wake.id, Some(due));
+            }
+            if wake.resume {
+                resume.push(wake.id);
+            }
+        }
+        // A few at a time: each resumes, then (idle) may be unloaded
+        // again, so memory stays within its limit however many there are.
+        for pid in resume {
+            let mut spins = 0u32;
+            while self.resuming.load(std::sync::atomic::Ordering::Acquire) >= RESUMES_AT_ONCE
+                && !self.is_closed()
+            {
+                spins += 1;
+                if spins < 64 {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            }
+            if self.is_closed() {
+                return Ok(());
+            }
+            if self.cache.is_queued(&pid) {
+                continue; // it resumes when it gets a place
+            }
+            if let Err(e) = self.handle(&pid).await {
+                warn!(pid = %pid, error = %e, "cannot resume a process; retried at the next start");
+            }
+        }
         self.refill();
         self.start_parked().await?;
         self.retry_outbox().await

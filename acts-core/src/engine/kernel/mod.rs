@@ -11,8 +11,10 @@ pub(crate) mod cache;
 pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
+pub(crate) mod handle;
 pub(crate) mod loading;
 pub(crate) mod models;
+pub(crate) mod refill;
 pub(crate) mod shared;
 pub(crate) mod start;
 

@@ -1,4 +1,5 @@
-//! The model catalog: deploying, reading and removing models. The catalog
+//! The model catalog: deploying, reading and removing models (and
+//! publishing the package definitions for tools). The catalog
 //! in memory holds every deployed model (read at start, kept in step by
 //! deploy and remove), so a transition asks it — never the store — which
 //! models a subflow may start.
@@ -176,5 +177,29 @@ impl Kernel {
             .into());
         }
         Ok(())
+    }
+
+    /// Stores the definition of every package the engine knows (one
+    /// batch), so tools can list them.
+    pub(crate) async fn publish_packages(&self) -> Result<(), EngineError> {
+        let builtin: Vec<String> = crate::package::builtin_packages()
+            .into_iter()
+            .map(|d| d.id)
+            .collect();
+        let ops = self
+            .packages
+            .ids()
+            .into_iter()
+            .filter_map(|id| self.packages.get(id))
+            .map(|def| {
+                Collection::<crate::engine::persist::rows::PackageRow>::put_row_op(
+                    &crate::engine::persist::rows::PackageRow {
+                        builtin: builtin.contains(&def.id),
+                        package: def.clone(),
+                    },
+                )
+            })
+            .collect();
+        self.write(None, ops).await
     }
 }

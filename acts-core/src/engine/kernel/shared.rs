@@ -35,7 +35,7 @@ use crate::durable::{
 };
 use crate::model::{Vars, Workflow};
 use crate::package::PackageRegistry;
-use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError};
+use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError, TaskState};
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
 use crate::tree::ModelTree;
@@ -81,12 +81,19 @@ pub(crate) struct Kernel {
     pub config: EngineConfig,
     pub sealed: SealedData,
     pub(crate) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
+    /// Every in-flight process's armed timeout timer and when it is due,
+    /// resident or not (the in-memory side of the wake index: a timer
+    /// fires for an unloaded process, which is then loaded).
+    pub(crate) proc_timers: parking_lot::Mutex<HashMap<String, (TimerId, i64)>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
     /// When (engine clock, ms) the housekeeping timer last swept.
     pub(crate) last_sweep: std::sync::atomic::AtomicI64,
     pub(crate) delivery_seq: std::sync::atomic::AtomicU64,
     /// Background tasks started by the engine and not finished.
     inflight: Arc<std::sync::atomic::AtomicUsize>,
+    /// Resume transitions of loaded processes not finished yet (the boot
+    /// resume keeps this small, so memory stays bounded).
+    pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
     pub(crate) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
     pub(crate) me: Weak<Kernel>,
@@ -111,7 +118,7 @@ impl Kernel {
         Arc::new_cyclic(|me| Self {
             store,
             writer,
-            cache: Cache::new(config.cache_cap),
+            cache: Cache::new(config.cache_cap, config.max_resident),
             scripts,
             packages,
             app_packages,
@@ -121,10 +128,12 @@ impl Kernel {
             config: config.clone(),
             sealed: SealedData::new(clock_for_sealed),
             schedule_timer: parking_lot::Mutex::new(None),
+            proc_timers: parking_lot::Mutex::new(HashMap::new()),
             housekeeping_timer: parking_lot::Mutex::new(None),
             last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
             delivery_seq: std::sync::atomic::AtomicU64::new(0),
             inflight: Arc::default(),
+            resuming: Arc::default(),
             models: RwLock::new(HashMap::new()),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -237,30 +246,6 @@ impl Kernel {
         }
     }
 
-    /// Stores the definition of every package the engine knows (one
-    /// batch), so tools can list them.
-    pub(crate) async fn publish_packages(&self) -> Result<(), EngineError> {
-        let builtin: Vec<String> = crate::package::builtin_packages()
-            .into_iter()
-            .map(|d| d.id)
-            .collect();
-        let ops = self
-            .packages
-            .ids()
-            .into_iter()
-            .filter_map(|id| self.packages.get(id))
-            .map(|def| {
-                Collection::<crate::engine::persist::rows::PackageRow>::put_row_op(
-                    &crate::engine::persist::rows::PackageRow {
-                        builtin: builtin.contains(&def.id),
-                        package: def.clone(),
-                    },
-                )
-            })
-            .collect();
-        self.write(None, ops).await
-    }
-
     /// Writes `ops` as one batch of process `owner` (skipped if it was
     /// removed), durable when this returns.
     pub(crate) async fn write(
@@ -300,24 +285,44 @@ impl Kernel {
         extra: Vec<BatchOp>,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
     ) -> Result<T, EngineError> {
-        // With durable channels a transition that ends tasks closes their
-        // pending deliveries in its batch: read them before taking the
-        // lane, and use them if no transition committed meanwhile.
-        let pre_read = if self.emitter.has_durable() {
-            let seen = handle.commits.load(Ordering::Acquire);
-            Some((seen, self.deliveries_of(handle.pid()).await?))
-        } else {
-            None
-        };
-        let guard = handle.lane.clone().lock_owned().await;
-        let known_pending = match pre_read {
-            Some((seen, rows)) if handle.commits.load(Ordering::Acquire) == seen => Some(rows),
-            Some(_) => None, // a transition slipped in: read under the lane
-            None => None,    // no durable channel: nothing to close (read if one appeared)
-        };
-        self.transition_locked(handle, guard, extra, known_pending, f, |t, _| t)
-            .instrument(info_span!("transition", pid = %handle.pid()))
-            .await
+        let mut current = handle.clone();
+        // An instance unloaded (or discarded) after the caller got it is
+        // looked up again: the next instance is loaded from the store.
+        // Bounded: a fresh instance is only gone again if it is unloaded
+        // or fails once more meanwhile.
+        for _ in 0..8 {
+            // With durable channels a transition that ends tasks closes
+            // their pending deliveries in its batch: read them before
+            // taking the lane, and use them if no transition committed
+            // meanwhile.
+            let pre_read = if self.emitter.has_durable() {
+                let seen = current.commits.load(Ordering::Acquire);
+                Some((seen, self.deliveries_of(current.pid()).await?))
+            } else {
+                None
+            };
+            let guard = current.lane.clone().lock_owned().await;
+            if guard.process.is_none() {
+                drop(guard);
+                match self.handle(current.pid()).await? {
+                    Some(next) if !Arc::ptr_eq(&next, &current) => {
+                        current = next;
+                        continue;
+                    }
+                    _ => return Err(EngineError::ProcessNotFound(current.pid().to_owned())),
+                }
+            }
+            let known_pending = match pre_read {
+                Some((seen, rows)) if current.commits.load(Ordering::Acquire) == seen => Some(rows),
+                Some(_) => None, // a transition slipped in: read under the lane
+                None => None,    // no durable channel: nothing to close (read if one appeared)
+            };
+            return self
+                .transition_locked(&current, guard, extra, known_pending, f, |t, _| t)
+                .instrument(info_span!("transition", pid = %current.pid()))
+                .await;
+        }
+        Err(EngineError::ProcessNotFound(handle.pid().to_owned()))
     }
 
     /// [`transition`](Self::transition) on a lane already held; `finish`
@@ -384,9 +389,13 @@ impl Kernel {
         if terminal && let Some(op) = persist::subflow_return(process) {
             extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
         }
-        let mut ops = persist::transition_ops(process, &mut slot.persisted);
-        ops.extend(extra);
         let next_timer = if terminal { None } else { process.next_timer() };
+        let wake = persist::Wake::of(process, next_timer);
+        // Whether the process was in the store before this transition (a
+        // start's first transition stores it).
+        let was_stored = slot.persisted.row_stored;
+        let mut ops = persist::transition_ops(process, &mut slot.persisted, wake);
+        ops.extend(extra);
         let committed = match self.delivery_ops(&messages, known_pending).await {
             Ok(deliveries) => {
                 ops.extend(deliveries);
@@ -396,9 +405,14 @@ impl Kernel {
         };
         if let Err(e) = committed {
             // Not stored: drop the in-memory state (the next use reloads
-            // it) and its slot.
+            // it). A start whose first transition failed stored nothing:
+            // it is not in flight, so its place is free.
+            let never_stored = !was_stored;
             slot.process = None;
-            self.cache.evict(&pid);
+            self.cache.forget(&pid, handle);
+            if never_stored && handle.give_place_back() {
+                self.cache.release(&pid);
+            }
             warn!(pid = %pid, error = %e, "transition not committed; process discarded");
             drop(guard);
             self.refill();
@@ -407,8 +421,20 @@ impl Kernel {
         // Durable: now the world may hear of it.
         handle.commits.fetch_add(1, Ordering::AcqRel);
         self.emitter.deliver(&messages);
-        self.arm_timer(&pid, slot, next_timer);
+        self.arm_timer(&pid, next_timer);
+        if terminal {
+            // Finished: out of memory and out of admission.
+            self.cache.forget(&pid, handle);
+            if handle.give_place_back() {
+                self.cache.release(&pid);
+            }
+        } else {
+            // A process that only waits (a client, a timer, a subflow
+            // child) may be unloaded when memory is over its limit.
+            self.cache.note_idle(&pid, !wake.resume);
+        }
         drop(guard);
+        self.unload_over_limit();
         self.after_commit(&pid, requests, terminal);
         if continues && let Some(rt) = self.this() {
             self.spawn(rt.continue_process(handle.clone()));
@@ -503,15 +529,20 @@ impl Kernel {
     pub(crate) async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
         self.check_open()?;
         self.writer.mark_removed(pid);
+        let mut released = false;
         if let Some(h) = self.cache.resident_handle(pid) {
             let mut slot = h.lane.lock().await;
             slot.process = None;
-            if let Some((id, _)) = slot.timer.take() {
-                self.timers.cancel(id);
+            self.cache.forget(pid, &h);
+            if h.give_place_back() {
+                self.cache.release(pid);
+                released = true;
             }
         }
+        self.arm_timer(pid, None);
         self.cache.evict(pid);
         self.cache.unpark(pid);
+        let queued = self.cache.unqueue(pid);
         // Its slot is free for queued work.
         self.refill();
         // Everything queued before the removal is settled (skipped) first.
@@ -525,8 +556,14 @@ impl Kernel {
         let Some(stored) = persist::read_process(&self.store, pid).await? else {
             return Ok(false);
         };
+        let in_flight = !stored.row.state.is_terminal() && stored.row.state != TaskState::None;
         let ops = persist::delete_ops(&stored);
         self.write(None, ops).await?;
+        if in_flight && !released && !queued {
+            // Admitted and not resident (unloaded): its place is free.
+            self.cache.release(pid);
+            self.refill();
+        }
         // An instance loaded while the rows were being deleted is older
         // than this second mark: none of its writes can bring them back. An
         // instance born from now on (the pid used again) writes as usual.

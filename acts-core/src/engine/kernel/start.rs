@@ -99,17 +99,35 @@ impl Kernel {
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
         };
-        let admission = self
-            .cache
-            .admit(&handle)
-            .map_err(|()| EngineError::Duplicated(pid.clone()))?;
-        if check_store && self.proc_row(&pid).await?.is_some() {
+        let admission = loop {
+            match self.cache.admit(&handle) {
+                Err(()) => return Err(EngineError::Duplicated(pid.clone())),
+                // The boot count runs (briefly): wait for it.
+                Ok(Admission::Counting) => self.cache.counted().await,
+                Ok(a) => break a,
+            }
+        };
+        if admission == Admission::Admitted {
+            handle.hold_place();
+        }
+        let stored = if check_store {
+            self.proc_row(&pid).await.map(|row| row.is_some())
+        } else {
+            Ok(false)
+        };
+        if !matches!(stored, Ok(false)) {
+            // Already stored (or the store cannot say): give the claim back.
             match admission {
                 Admission::Admitted => {
-                    self.cache.evict(&pid);
+                    self.cache.forget(&pid, &handle);
+                    if handle.give_place_back() {
+                        self.cache.release(&pid);
+                    }
+                    self.refill();
                 }
-                Admission::Parked => self.cache.unpark(&pid),
+                Admission::Parked | Admission::Counting => self.cache.unpark(&pid),
             }
+            stored?;
             return Err(EngineError::Duplicated(pid));
         }
         match admission {
@@ -131,7 +149,7 @@ impl Kernel {
                 .instrument(info_span!("start", pid = %pid))
                 .await
             }
-            Admission::Parked => {
+            Admission::Parked | Admission::Counting => {
                 drop(guard);
                 let row = ProcRow {
                     start_vars: vars,

@@ -17,7 +17,7 @@ use crate::scheduler::{Process, Task, TaskError, TaskState, TaskTable};
 use crate::tree::{ModelTree, NodeData};
 
 use crate::engine::persist::rows::{
-    NodeRow, OpRow, ProcRow, TaskRow, VarsRow, process_rows_prefix, task_row_id,
+    NodeRow, OpRow, ProcRow, TaskRow, VarsRow, WakeRow, process_rows_prefix, task_row_id,
 };
 
 /// What was last written for a resident process.
@@ -32,6 +32,33 @@ pub(crate) struct Persisted {
     /// Whether the proc row is in the store (else its index entries are
     /// written with it).
     pub row_stored: bool,
+    /// The wake entry as stored.
+    pub wake: Wake,
+}
+
+/// What a restart must do for a process without loading it: its next
+/// timer, and whether it has work to resume. `Wake::default()` (nothing)
+/// is stored as no row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wake {
+    /// When its next timeout is due.
+    pub due: Option<i64>,
+    /// Whether it has work to resume.
+    pub resume: bool,
+}
+
+impl Wake {
+    /// What `p` needs after a transition whose next timer is `due`
+    /// (nothing once it has ended).
+    pub fn of(p: &Process, due: Option<i64>) -> Self {
+        if p.state().is_terminal() {
+            return Self::default();
+        }
+        Self {
+            due,
+            resume: p.has_queued_work() || p.runs_packages(),
+        }
+    }
 }
 
 impl Persisted {
@@ -41,6 +68,7 @@ impl Persisted {
             nodes_stored: row.nodes.len(),
             row,
             row_stored: false,
+            wake: Wake::default(),
         }
     }
 }
@@ -89,11 +117,20 @@ fn task_view<'a>(p: &'a Process, ix: crate::scheduler::TaskIx, task: &'a Task) -
     }
 }
 
-/// The ops of one transition of `p`: every changed task and scope, and
-/// the proc row when it changed. Updates `persisted` to what the ops store
-/// (the caller discards the process if the batch fails).
-pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<BatchOp> {
+/// The ops of one transition of `p`: every changed task and scope, the
+/// proc row when it changed, and its wake entry (`wake`) when that
+/// changed. Updates `persisted` to what the ops store (the caller discards
+/// the process if the batch fails).
+pub(crate) fn transition_ops(
+    p: &mut Process,
+    persisted: &mut Persisted,
+    wake: Wake,
+) -> Vec<BatchOp> {
     let mut ops = Vec::new();
+    if persisted.wake != wake {
+        ops.push(wake_op(&p.pid, wake));
+        persisted.wake = wake;
+    }
     let dirty = p.tasks.take_dirty();
     for (ix, d) in dirty {
         let Some(task) = p.tasks.get(ix) else {
@@ -187,9 +224,27 @@ pub(crate) fn transition_ops(p: &mut Process, persisted: &mut Persisted) -> Vec<
     ops
 }
 
+/// The op that stores `wake` as process `pid`'s wake entry (deletes it
+/// when there is nothing to do).
+fn wake_op(pid: &str, wake: Wake) -> BatchOp {
+    let row = WakeRow {
+        id: pid.to_owned(),
+        due: wake.due,
+        resume: wake.resume,
+    };
+    if wake == Wake::default() {
+        BatchOp::Delete {
+            key: Collection::<WakeRow>::row_key(pid),
+        }
+    } else {
+        Collection::<WakeRow>::put_row_op(&row)
+    }
+}
+
 /// The ops that delete every row of a stored process.
 pub(crate) fn delete_ops(stored: &StoredProcess) -> Vec<BatchOp> {
     let mut ops = Collection::<ProcRow>::delete_ops(&stored.row);
+    ops.push(wake_op(&stored.row.id, Wake::default()));
     for t in &stored.tasks {
         ops.extend(Collection::<TaskRow>::delete_ops(t));
     }
@@ -212,6 +267,8 @@ pub(crate) struct StoredProcess {
     pub vars: Vec<VarsRow>,
     /// Its dynamic node rows, in creation order.
     pub nodes: Vec<NodeRow>,
+    /// Its wake entry (`Wake::default()` when it has no row).
+    pub wake: Wake,
 }
 
 /// Reads every row of process `pid`; `Ok(None)` when it has no proc row.
@@ -235,11 +292,19 @@ pub(crate) async fn read_process(
         .get_by_id_prefix(&prefix)
         .await?;
     nodes.sort_by_key(|n| n.seq);
+    let wake = Collection::<WakeRow>::new(store.clone())
+        .get(pid)
+        .await?
+        .map_or_else(Wake::default, |w| Wake {
+            due: w.due,
+            resume: w.resume,
+        });
     Ok(Some(StoredProcess {
         row,
         tasks,
         vars,
         nodes,
+        wake,
     }))
 }
 
@@ -264,6 +329,7 @@ pub(crate) fn rebuild(
         tasks,
         vars,
         nodes,
+        wake,
     } = stored;
     let pid = row.id.clone();
     // Node rows follow the nodes an older store kept in the proc row.
@@ -330,6 +396,7 @@ pub(crate) fn rebuild(
         nodes_stored: all_nodes.len(),
         row,
         row_stored: true,
+        wake,
     };
     Ok((process, persisted))
 }

@@ -12,6 +12,11 @@
 //! - [`OpRow`]: outbox records of effects on *other* processes (the return
 //!   of a subflow child to its parent act), written in the batch of the
 //!   transition that caused them and deleted in the batch that applied them.
+//! - [`WakeRow`]: the timer index — what a restart must do for an
+//!   in-flight process without loading it (arm its timer, resume it). A
+//!   process that only waits for a client has none.
+//! - [`MetaRow`]: facts about the store itself (e.g. that its wake index is
+//!   complete).
 
 use serde::{Deserialize, Serialize};
 
@@ -161,6 +166,40 @@ impl_row!(
     |r| node_row_id(&r.pid, r.seq),
     {}
 );
+
+/// What a restarted engine must do for an in-flight process without
+/// loading it; written in the batch of the transition that changed it,
+/// absent when there is nothing to do (a process that waits for a client).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeRow {
+    /// Process id.
+    pub id: String,
+    /// When its next timeout is due (ms on the engine clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<i64>,
+    /// Whether it has work to resume (jobs queued by a transition that
+    /// handed back, application packages to request again).
+    #[serde(default)]
+    pub resume: bool,
+}
+
+impl_row!(WakeRow, "wakes", version = 1, |r| r.id.clone(), {});
+
+/// A fact about the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetaRow {
+    /// The fact's name.
+    pub id: String,
+    /// Its value.
+    pub value: serde_json::Value,
+}
+
+impl_row!(MetaRow, "meta", version = 1, |r| r.id.clone(), {});
+
+/// The [`MetaRow`] that says every in-flight process's [`WakeRow`] is
+/// stored (a store written before wake rows existed lacks it: its first
+/// restart resumes every in-flight process, then writes it).
+pub const WAKE_INDEX_COMPLETE: &str = "wake_index";
 
 /// One task's data scope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

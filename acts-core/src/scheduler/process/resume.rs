@@ -11,6 +11,9 @@ use crate::tree::{NodeContent, ProcessTree};
 
 use super::{Job, Process};
 
+/// The package of a subflow act (its child runs on its own).
+const SUBFLOW: &str = "acts.core.subflow";
+
 /// Work outside the process that one of its acts waits for. The act stays
 /// `Running` (flagged [`Sign::EXTERNAL`]) until the engine answers it with
 /// an action.
@@ -48,6 +51,20 @@ impl Process {
     /// transition.
     pub fn has_queued_work(&self) -> bool {
         !self.queue.is_empty()
+    }
+
+    /// Whether an act waits for an application package (which a resume
+    /// requests again). A subflow act's child runs on its own: it does not
+    /// count.
+    pub fn runs_packages(&self) -> bool {
+        self.tasks.all().any(|(_, t)| {
+            t.state == TaskState::Running
+                && t.sign.has(Sign::EXTERNAL)
+                && matches!(
+                    self.tree.node(t.node).map(|n| &*n.content),
+                    Some(NodeContent::Act(act)) if act.uses != SUBFLOW
+                )
+        })
     }
 
     /// The queued jobs as stored in the process row (`e:<tid>` to run a
@@ -188,7 +205,7 @@ impl Process {
         let NodeContent::Act(act) = &*self.tree.node(task.node)?.content else {
             return None;
         };
-        if act.uses == "acts.core.subflow" {
+        if act.uses == SUBFLOW {
             // The child's row was written with the act's transition; it
             // runs (or was parked) on its own.
             return None;

@@ -1,0 +1,148 @@
+//! The admission side of [`Cache`] that is not one start: the boot count
+//! (exact while processes end during it), the queue of in-flight processes
+//! that did not fit at boot, parked rows, and claiming free places for
+//! them.
+
+use std::collections::HashSet;
+
+use crate::engine::kernel::cache::{Cache, Entry};
+use crate::engine::kernel::handle::{LoadCell, loading, pid_hash};
+
+impl Cache {
+    /// Begins the boot count (see the module docs): starts wait and
+    /// nothing is refilled until [`end_count`](Self::end_count).
+    pub(crate) fn begin_count(&self) {
+        let mut s = self.state.lock();
+        if s.counting.is_none() {
+            s.counting = Some(HashSet::new());
+        }
+    }
+    /// Ends the boot count with the pids the scan found in flight (as
+    /// [`pid_hash`]es; `None` when the scan failed: the figure stays as it
+    /// was, and the count runs again later). The processes that ended
+    /// while it ran are left out. When the count is above the cap,
+    /// [`queue_resume`](Self::queue_resume) then takes the newest out of
+    /// admission.
+    pub(crate) fn end_count(&self, seen: Option<Vec<u64>>) {
+        let mut s = self.state.lock();
+        let ended = s.counting.take().unwrap_or_default();
+        if let Some(mut seen) = seen {
+            seen.sort_unstable();
+            seen.dedup();
+            let counted = |pid: &String| seen.binary_search(&pid_hash(pid)).is_ok();
+            let gone = ended.iter().filter(|p| counted(p)).count();
+            // In flight but waiting for a place (an earlier count queued
+            // them): not admitted.
+            let waiting = s
+                .queued
+                .iter()
+                .filter(|p| counted(p) && !ended.contains(*p))
+                .count();
+            s.admitted = seen.len().saturating_sub(gone + waiting);
+        } else {
+            // No count: the ends it held back apply now.
+            s.admitted = s.admitted.saturating_sub(ended.len());
+        }
+        drop(s);
+        self.counted.notify_waiters();
+    }
+    /// Resolves once no boot count runs.
+    pub(crate) async fn counted(&self) {
+        loop {
+            let notified = self.counted.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.state.lock().counting.is_none() {
+                return;
+            }
+            notified.await;
+        }
+    }
+    /// Queues in-flight pids that did not fit at boot, taking each out of
+    /// admission (queued and resident ones are skipped: resident ones are
+    /// admitted).
+    pub(crate) fn queue_resume(&self, pids: impl IntoIterator<Item = String>) {
+        let mut s = self.state.lock();
+        for pid in pids {
+            if s.entries.contains_key(&pid) {
+                continue;
+            }
+            if s.queued.insert(pid.clone()) {
+                s.resume_queue.push_back(pid);
+                s.admitted = s.admitted.saturating_sub(1);
+            }
+        }
+    }
+    /// Records parked rows found in the store.
+    pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
+        let mut s = self.state.lock();
+        for (ts, pid) in rows {
+            if !s.entries.contains_key(&pid) && s.parked_ids.insert(pid.clone()) {
+                s.parked.insert((ts, pid));
+            }
+        }
+    }
+    /// Claims free places for queued work: in-flight pids first, then
+    /// parked ones oldest first. Each claimed pid is admitted and entered
+    /// as loading, so nobody else loads it; the caller loads and starts
+    /// them.
+    pub(crate) fn claim_refill(&self) -> Vec<(String, LoadCell, bool)> {
+        let mut s = self.state.lock();
+        let mut out = Vec::new();
+        while s.counting.is_none() && s.admitted < self.cap {
+            let (pid, parked) = if let Some(pid) = s.resume_queue.pop_front() {
+                s.queued.remove(&pid);
+                (pid, false)
+            } else if let Some((_, pid)) = s.parked.pop_first() {
+                s.parked_ids.remove(&pid);
+                (pid, true)
+            } else {
+                break;
+            };
+            let waited = s.waiting.remove(&pid);
+            if s.entries.contains_key(&pid) {
+                continue;
+            }
+            let cell = waited.unwrap_or_else(|| loading(true));
+            s.admitted += 1;
+            s.entries.insert(pid.clone(), Entry::Loading(cell.clone()));
+            cell.mark_claimed();
+            out.push((pid, cell, parked));
+        }
+        out
+    }
+    /// Starts a scan for parked rows unless one is running or the cap is
+    /// reached; returns whether the caller should scan.
+    pub(crate) fn begin_scan(&self) -> bool {
+        let mut s = self.state.lock();
+        if s.scanning {
+            return false;
+        }
+        if s.admitted >= self.cap {
+            // Nothing could start now; a freed place scans later.
+            s.parked_unknown = true;
+            return false;
+        }
+        s.scanning = true;
+        true
+    }
+    /// Ends the scan begun by [`begin_scan`](Self::begin_scan); `complete`
+    /// when it read every parked row.
+    pub(crate) fn end_scan(&self, complete: bool) {
+        let mut s = self.state.lock();
+        s.scanning = false;
+        if complete {
+            s.parked_unknown = false;
+        }
+    }
+    /// Whether free places are waiting for a scan of parked rows the engine
+    /// has not read yet.
+    pub(crate) fn wants_scan(&self) -> bool {
+        let s = self.state.lock();
+        s.parked_unknown
+            && !s.scanning
+            && s.admitted < self.cap
+            && s.resume_queue.is_empty()
+            && s.parked.is_empty()
+    }
+}
