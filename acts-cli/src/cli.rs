@@ -67,6 +67,14 @@ pub enum Command {
         #[command(flatten)]
         mode: AnswerMode,
     },
+    /// Serve the HTTP API (JSON under /api/v1, a live message stream,
+    /// /healthz, /readyz, /metrics) over the store until Ctrl-C or SIGTERM.
+    /// Without access control yet, it listens on loopback only.
+    Serve {
+        /// The address to listen on (host:port; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:7878", env = "ACTS_LISTEN")]
+        listen: String,
+    },
     /// Deploy models.
     Deploy {
         /// Model files.

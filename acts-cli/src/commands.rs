@@ -48,6 +48,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             Ok(report.exit_code())
         }
         Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
+        Command::Serve { listen } => crate::serve::run(&args.store, &listen).await,
         other => {
             let engine = open_engine(&args.store, None).await?;
             let code = other_command(&engine, other, args.strict).await;
@@ -107,7 +108,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             Ok(0)
         }
         // `dispatch` runs these itself (they need their own engine).
-        Command::Run { .. } | Command::Test { .. } => {
+        Command::Run { .. } | Command::Test { .. } | Command::Serve { .. } => {
             unreachable!("run and test are dispatched before an engine is opened")
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! Runs workflows from YAML files on a durable store in one command
 //! (`acts run MODEL.yml --auto`), and inspects and drives the processes of
-//! a store (`deploy`, `start`, `ps`, `show`, `act`, `resume`, `models`).
+//! a store (`deploy`, `start`, `ps`, `show`, `act`, `resume`, `models`),
+//! and serves the HTTP API over a store (`serve`, from `acts-server`).
 //!
 //! **Layering rule:** depends only on the facade crate `acts` (and clap,
 //! tokio, serde_json); it holds no engine logic of its own.
@@ -23,6 +24,7 @@ mod doctests;
 mod driver;
 mod failure;
 mod owner;
+mod serve;
 mod session;
 mod testcmd;
 
@@ -124,7 +126,15 @@ fn main() -> ExitCode {
         if early {
             return Err(Failure::stopped());
         }
+        // `serve` stops on Ctrl-C/SIGTERM itself, gracefully (it finishes
+        // the requests in flight and closes the store).
+        let graceful = matches!(args.command, cli::Command::Serve { .. });
         let command = tokio::spawn(commands::dispatch(args));
+        if graceful {
+            return command
+                .await
+                .unwrap_or_else(|e| Err(Failure::run(format!("the command failed: {e}"))));
+        }
         tokio::select! {
             r = command => r.unwrap_or_else(|e| Err(Failure::run(format!("the command failed: {e}")))),
             _ = ctrl_c => Err(Failure::stopped()),

@@ -30,6 +30,24 @@ pub(crate) fn hold(url: &str) {
     }
 }
 
+/// Adds to the record of the store at `url` the address where this process
+/// serves its API (`acts serve`), so a command that finds the store in use
+/// can point there.
+pub(crate) fn note_api(url: &str, api: &str) {
+    let Some(file) = owner_file(url) else {
+        return;
+    };
+    let record = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    if let Some(mut record) = record
+        && record["pid"].as_u64() == Some(u64::from(std::process::id()))
+    {
+        record["api"] = Value::String(api.to_owned());
+        let _ = std::fs::write(&file, record.to_string());
+    }
+}
+
 /// Removes the record written by [`hold`] (at the end of the command).
 pub(crate) fn release() {
     if let Ok(mut held) = HELD.lock() {
@@ -75,6 +93,13 @@ pub(crate) fn describe_holder(url: &str) -> String {
     let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
     if !alive {
         return format!("another program holds it; {how}");
+    }
+    if let Some(api) = record["api"].as_str() {
+        return format!(
+            "`acts serve` (process {pid}) serves it at {api}: use its API there \
+             (e.g. `curl {api}/api/v1/processes`), or stop it (Ctrl-C in its terminal, or \
+             `kill -TERM {pid}`) to use the file directly"
+        );
     }
     let command = record["command"].as_str().unwrap_or("acts");
     let age = std::time::SystemTime::now()

@@ -13,6 +13,17 @@ use crate::driver::{Driver, Mode, Report};
 use crate::failure::Failure;
 
 pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
+    open_engine_with(url, clock, false).await
+}
+
+/// [`open_engine`], resuming the store's processes in the background when
+/// `resume` (a long-running service does; the one-shot commands drive what
+/// they need themselves).
+pub(crate) async fn open_engine_with(
+    url: &str,
+    clock: Option<ManualClock>,
+    resume: bool,
+) -> Result<Engine, Failure> {
     let store = acts::open_store(url).await.map_err(|e| match e {
         OpenStoreError::Store(ref s)
             if matches!(s.kind(), ErrorKind::Corruption | ErrorKind::InvalidInput) =>
@@ -27,7 +38,7 @@ pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result
         other => Failure::input(other.to_string()),
     })?;
     crate::owner::hold(url);
-    let mut builder = Engine::builder().store(store).resume_on_start(false);
+    let mut builder = Engine::builder().store(store).resume_on_start(resume);
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));
     }

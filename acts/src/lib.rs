@@ -114,6 +114,7 @@ pub enum OpenStoreError {
     Store(#[from] StoreError),
 }
 
+#[cfg(any(feature = "redb", feature = "rocksdb"))]
 /// Splits `PATH?key=value&...` into the path and its options.
 fn path_and_options(rest: &str) -> (&str, Vec<(&str, &str)>) {
     match rest.split_once('?') {
@@ -129,6 +130,7 @@ fn path_and_options(rest: &str) -> (&str, Vec<(&str, &str)>) {
     }
 }
 
+#[cfg(any(feature = "redb", feature = "rocksdb"))]
 /// Reads a boolean URL option (`true`/`false`, `1`/`0`).
 fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
     match value {
@@ -141,6 +143,7 @@ fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
     }
 }
 
+#[cfg(any(feature = "redb", feature = "rocksdb"))]
 fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
     OpenStoreError::BadOption {
         url: url.to_owned(),

@@ -97,6 +97,9 @@ impl Kernel {
     /// Arms (or re-arms, or cancels with `None`) the timeout timer of
     /// process `pid`, resident or not.
     pub(crate) fn arm_timer(&self, pid: &str, due: Option<i64>) {
+        if let Some(touched) = self.timers_touched.lock().as_mut() {
+            touched.insert(pid.to_owned());
+        }
         let mut timers = self.proc_timers.lock();
         match (timers.get(pid).copied(), due) {
             (Some((_, d)), Some(due)) if d == due => {}

@@ -315,10 +315,17 @@ impl Kernel {
             .await?;
         }
         let mut resume = Vec::new();
-        for wake in Collection::<WakeRow>::new(self.store.clone())
+        *self.timers_touched.lock() = Some(Default::default());
+        let wakes = Collection::<WakeRow>::new(self.store.clone())
             .query_all(&Query::new())
-            .await?
-        {
+            .await;
+        let touched = self.timers_touched.lock().take().unwrap_or_default();
+        for wake in wakes? {
+            if touched.contains(&wake.id) {
+                // A transition since the scan began set its timer (and
+                // resumed it, if it was loaded): the row may be older.
+                continue;
+            }
             if let Some(due) = wake.due {
                 self.arm_timer(&wake.id, Some(due));
             }

@@ -85,6 +85,9 @@ pub(crate) struct Kernel {
     /// resident or not (the in-memory side of the wake index: a timer
     /// fires for an unloaded process, which is then loaded).
     pub(crate) proc_timers: parking_lot::Mutex<HashMap<String, (TimerId, i64)>>,
+    /// While the boot resume reads the wake index: the processes whose
+    /// timer a transition set meanwhile (the row it read may be older).
+    pub(crate) timers_touched: parking_lot::Mutex<Option<std::collections::HashSet<String>>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
     /// When (engine clock, ms) the housekeeping timer last swept.
     pub(crate) last_sweep: std::sync::atomic::AtomicI64,
@@ -129,6 +132,7 @@ impl Kernel {
             sealed: SealedData::new(clock_for_sealed),
             schedule_timer: parking_lot::Mutex::new(None),
             proc_timers: parking_lot::Mutex::new(HashMap::new()),
+            timers_touched: parking_lot::Mutex::new(None),
             housekeeping_timer: parking_lot::Mutex::new(None),
             last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
             delivery_seq: std::sync::atomic::AtomicU64::new(0),

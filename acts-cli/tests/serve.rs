@@ -1,0 +1,151 @@
+//! `acts serve` as a real process on a real socket: it answers over HTTP,
+//! stops gracefully on SIGTERM with everything acknowledged stored, points
+//! other commands at its API while it holds the store, and refuses a
+//! non-loopback address (it has no access control yet).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const APPROVAL: &str = "id: approval\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: approve }\n";
+
+/// Starts `acts serve` on a free loopback port; returns the child and the
+/// address it announced.
+fn serve(store: &str) -> (Child, String) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["serve", "--store", store, "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("acts serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut reader = BufReader::new(stderr);
+    let mut line = String::new();
+    reader
+        .read_line(&mut line)
+        .expect("acts serve says where it listens");
+    // The rest of what it says is read (and dropped) as it comes.
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = reader.read_to_string(&mut rest);
+    });
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in: {line}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// One HTTP/1.1 request; returns the status and the body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("a read timeout (hang guard)");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("sends");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("a response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs")
+        .success();
+    assert!(ok, "the signal was sent");
+}
+
+#[test]
+fn serve_answers_stops_on_sigterm_and_keeps_what_it_acknowledged() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let (mut child, addr) = serve(&store);
+    let (status, body) = http(&addr, "GET", "/healthz", "");
+    assert_eq!((status, body.as_str()), (200, "ok"));
+    let (status, body) = http(&addr, "POST", "/api/v1/models", APPROVAL);
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(
+        &addr,
+        "POST",
+        "/api/v1/processes",
+        r#"{"model": "approval", "vars": {"pid": "kept"}}"#,
+    );
+    assert_eq!(status, 201, "{body}");
+    // While it serves, another command is pointed at its API.
+    let ps = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["ps", "--store", &store])
+        .output()
+        .expect("acts ps runs");
+    let err = String::from_utf8_lossy(&ps.stderr);
+    assert!(!ps.status.success());
+    assert!(err.contains(&format!("http://{addr}")), "{err}");
+    sigterm(&child);
+    let code = child.wait().expect("it stops");
+    assert_eq!(code.code(), Some(0), "a clean stop");
+    // What it acknowledged is in the store.
+    let ps = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["ps", "--store", &store])
+        .output()
+        .expect("acts ps runs");
+    let out = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        ps.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ps.stderr)
+    );
+    assert!(out.contains("kept") && out.contains("running"), "{out}");
+    // Served again, it carries on where it stopped.
+    let (mut child, addr) = serve(&store);
+    let (status, body) = http(&addr, "GET", "/api/v1/processes/kept", "");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    let tid = v["tasks"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["state"] == "interrupted"))
+        .and_then(|t| t["tid"].as_str())
+        .expect("the interrupt still waits")
+        .to_owned();
+    let (status, body) = http(
+        &addr,
+        "POST",
+        &format!("/api/v1/processes/kept/tasks/{tid}/complete"),
+        "",
+    );
+    assert_eq!(status, 204, "{body}");
+    let (_, body) = http(&addr, "GET", "/api/v1/processes/kept", "");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(v["process"]["state"], "completed");
+    sigterm(&child);
+    assert_eq!(child.wait().expect("it stops").code(), Some(0));
+}
+
+#[test]
+fn serve_refuses_an_address_beyond_loopback() {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["serve", "--store", "memory:", "--listen", "0.0.0.0:0"])
+        .output()
+        .expect("acts serve runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loopback only"), "{err}");
+}

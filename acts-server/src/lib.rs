@@ -1,0 +1,87 @@
+//! acts as a service: the HTTP API over a running [`Engine`] — JSON under
+//! `/api/v1` (models, processes, task actions), a live message stream as
+//! Server-Sent Events, `/healthz`, `/readyz` and `/metrics` (Prometheus
+//! text) — with errors as `{"error": {"code", "message"}}`, a request size
+//! limit, and a graceful shutdown that finishes what is in flight and
+//! closes the engine. `acts serve` (in `acts-cli`) runs it.
+//!
+//! May depend on: the facade `acts` (the engine and its types), axum and
+//! tower-http, metrics; never on a store backend (the caller opens the
+//! store).
+//!
+//! Start reading at [`router`] (every endpoint, in `routes.rs`) and
+//! [`serve`].
+
+mod error;
+mod metrics;
+mod routes;
+
+use std::future::Future;
+
+use acts::Engine;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use tokio::net::TcpListener;
+
+pub use error::ApiError;
+
+/// The largest request body accepted (a model text, a start's vars, an
+/// action's options): 2 MiB. The engine's own limits (model size, vars
+/// size) apply below it, each with its own error.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// The API over `engine` (every route; see the crate docs).
+pub fn router(engine: Engine) -> Router {
+    let metrics = metrics::Metrics::new();
+    routes::routes(routes::AppState {
+        engine,
+        metrics: metrics.clone(),
+    })
+    .layer(axum::middleware::from_fn_with_state(
+        metrics,
+        metrics::Metrics::track,
+    ))
+    .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+}
+
+/// Serves the API over `engine` on `listener` until `shutdown` resolves:
+/// then stops accepting, lets the requests in flight finish (their
+/// transitions are durable before they answer), and closes the engine
+/// (flushing what is queued and letting go of the store).
+pub async fn serve(
+    engine: Engine,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(engine.clone());
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    engine.close().await;
+    served
+}
+
+/// Resolves on Ctrl-C or SIGTERM (the signals a service manager sends).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: finishing the requests in flight");
+}

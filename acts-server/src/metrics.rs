@@ -1,0 +1,61 @@
+//! `/metrics` in Prometheus text format: the server's own request counters
+//! and latency, recorded into a recorder of this server (not a global one,
+//! so an application embedding several servers, or tests, keep theirs
+//! apart), and the engine's admission and memory figures read at scrape
+//! time.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use acts::Engine;
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+
+/// The server's metrics.
+#[derive(Clone)]
+pub(crate) struct Metrics {
+    recorder: Arc<PrometheusRecorder>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        Self {
+            recorder: Arc::new(PrometheusBuilder::new().build_recorder()),
+        }
+    }
+
+    /// The text a scrape returns.
+    pub(crate) fn render(&self, engine: &Engine) -> String {
+        let cache = engine.cache();
+        metrics::with_local_recorder(&*self.recorder, || {
+            metrics::gauge!("acts_processes_admitted").set(cache.count() as f64);
+            metrics::gauge!("acts_processes_resident").set(cache.resident_count() as f64);
+            metrics::gauge!("acts_processes_parked").set(cache.parked().len() as f64);
+            metrics::gauge!("acts_admission_cap").set(cache.cap() as f64);
+            metrics::gauge!("acts_max_resident").set(cache.max_resident() as f64);
+        });
+        self.recorder.handle().render()
+    }
+
+    /// Counts a request by route and status and records its latency.
+    pub(crate) async fn track(State(m): State<Metrics>, request: Request, next: Next) -> Response {
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+        let method = request.method().to_string();
+        let started = Instant::now();
+        let response = next.run(request).await;
+        let status = response.status().as_u16().to_string();
+        let secs = started.elapsed().as_secs_f64();
+        metrics::with_local_recorder(&*m.recorder, || {
+            metrics::counter!("acts_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+                .increment(1);
+            metrics::histogram!("acts_http_request_seconds", "method" => method, "route" => route)
+                .record(secs);
+        });
+        response
+    }
+}

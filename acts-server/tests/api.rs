@@ -1,0 +1,357 @@
+//! The HTTP API end to end over the router (no socket): every endpoint,
+//! its success and its error statuses, the JSON error shape, the body
+//! limit, the live message stream and the metrics.
+
+use std::time::Duration;
+
+use acts::Engine;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+const APPROVAL: &str = r#"
+id: approval
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: approve }
+  - id: done
+    uses: acts.transform.set
+    params: { approved: true }
+"#;
+
+/// Hang guard for reads of the stream (never what decides an outcome).
+const GUARD: Duration = Duration::from_secs(10);
+
+async fn app() -> (Router, Engine) {
+    let engine = Engine::builder().start().await.expect("engine starts");
+    (acts_server::router(engine.clone()), engine)
+}
+
+/// Sends one request; returns the status and the body as JSON (`Null`
+/// when empty, a string when not JSON).
+async fn call(app: &Router, method: Method, uri: &str, body: Option<&str>) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_owned())))
+        .expect("a valid request");
+    let res = app.clone().oneshot(req).await.expect("the router answers");
+    let status = res.status();
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .expect("the body")
+        .to_bytes();
+    let value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+    };
+    (status, value)
+}
+
+fn error_code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or("<no error code>")
+}
+
+async fn deploy(app: &Router) {
+    let (status, body) = call(app, Method::POST, "/api/v1/models", Some(APPROVAL)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+async fn start(app: &Router, pid: &str) -> Value {
+    let (status, body) = call(
+        app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(&json!({"model": "approval", "vars": {"pid": pid}}).to_string()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body
+}
+
+/// The interrupt task of `pid` (it waits at `ask`).
+async fn irq_tid(app: &Router, pid: &str) -> String {
+    let (status, body) = call(app, Method::GET, &format!("/api/v1/processes/{pid}"), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["state"] == "interrupted")
+        .unwrap_or_else(|| panic!("an interrupt waits: {body}"))["tid"]
+        .as_str()
+        .expect("a tid")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn models_deploy_list_get_and_remove() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    let (status, body) = call(&app, Method::GET, "/api/v1/models", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body.as_array().map(Vec::len), Some(1));
+    assert_eq!(body[0]["id"], "approval");
+    let (status, body) = call(&app, Method::GET, "/api/v1/models/approval", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["definition"]["steps"][0]["id"], "ask");
+    let (status, _) = call(&app, Method::DELETE, "/api/v1/models/approval", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = call(&app, Method::GET, "/api/v1/models/approval", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error_code(&body), "not_found");
+    let (status, _) = call(&app, Method::DELETE, "/api/v1/models/approval", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_bad_model_is_a_400_that_names_the_line() {
+    let (app, _engine) = app().await;
+    let typo = "id: m\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.irqq\n";
+    let (status, body) = call(&app, Method::POST, "/api/v1/models", Some(typo)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "bad_model");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("acts.core.irqq"), "{message}");
+    assert!(message.contains("line 5"), "{message}");
+}
+
+#[tokio::test]
+async fn a_process_is_started_answered_and_read() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    let started = start(&app, "p1").await;
+    assert_eq!(started["pid"], "p1");
+    assert_eq!(started["state"], "running");
+    let tid = irq_tid(&app, "p1").await;
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/p1/tasks/{tid}/complete"),
+        Some(r#"{"note": "ok"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes/p1", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["process"]["state"], "completed");
+    assert_eq!(body["process"]["outputs"]["approved"], true);
+    // The act is done: answering it again is a conflict, and nothing changes.
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/p1/tasks/{tid}/complete"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "conflict");
+}
+
+#[tokio::test]
+async fn start_errors_have_their_statuses() {
+    let (app, _engine) = app().await;
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "nope"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = call(&app, Method::POST, "/api/v1/processes", Some("{")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(error_code(&body), "bad_request");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "approval", "typo": 1}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    deploy(&app).await;
+    start(&app, "dup").await;
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "approval", "vars": {"pid": "dup"}}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(error_code(&body), "duplicated");
+}
+
+#[tokio::test]
+async fn actions_on_unknown_things_are_404_and_unknown_actions_400() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    start(&app, "p").await;
+    let tid = irq_tid(&app, "p").await;
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/p/tasks/{tid}/aprove"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("aprove"), "{message}");
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes/p/tasks/nope/complete",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes/nope/tasks/x/complete",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&app, Method::GET, "/api/v1/processes/nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = call(&app, Method::GET, "/api/v1/nothing", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error_code(&body), "not_found");
+}
+
+#[tokio::test]
+async fn processes_are_listed_with_filters_paging_and_a_total() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    for pid in ["a", "b", "c"] {
+        start(&app, pid).await;
+    }
+    let tid = irq_tid(&app, "b").await;
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/b/tasks/{tid}/complete"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes?state=running", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["total"], 2);
+    let (_, page1) = call(&app, Method::GET, "/api/v1/processes?limit=2", None).await;
+    assert_eq!(page1["total"], 3);
+    assert_eq!(page1["processes"].as_array().map(Vec::len), Some(2));
+    let next = page1["next"].as_str().expect("a next page").to_owned();
+    let (_, page2) = call(
+        &app,
+        Method::GET,
+        &format!("/api/v1/processes?limit=2&cursor={next}"),
+        None,
+    )
+    .await;
+    assert_eq!(page2["processes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(page2["next"], Value::Null);
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes?state=runing", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) = call(&app, Method::GET, "/api/v1/processes?sate=running", None).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "an unknown filter is refused"
+    );
+}
+
+#[tokio::test]
+async fn abort_and_remove() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    start(&app, "p").await;
+    let (status, _) = call(&app, Method::POST, "/api/v1/processes/p/abort", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, body) = call(&app, Method::GET, "/api/v1/processes/p", None).await;
+    assert_eq!(body["process"]["state"], "aborted");
+    let (status, _) = call(&app, Method::DELETE, "/api/v1/processes/p", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = call(&app, Method::DELETE, "/api/v1/processes/p", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let (app, _engine) = app().await;
+    let big = "x".repeat(acts_server::MAX_BODY_BYTES + 1);
+    let (status, _) = call(&app, Method::POST, "/api/v1/models", Some(&big)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let (app, _engine) = app().await;
+    let (status, _) = call(&app, Method::GET, "/healthz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = call(&app, Method::GET, "/readyz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    deploy(&app).await;
+    start(&app, "m").await;
+    let (status, body) = call(&app, Method::GET, "/metrics", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = body.as_str().expect("text");
+    assert!(text.contains("acts_processes_admitted 1"), "{text}");
+    assert!(
+        text.contains(
+            "acts_http_requests_total{method=\"POST\",route=\"/api/v1/processes\",status=\"201\"} 1"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_message_stream_carries_what_its_filters_pass() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    let req = Request::builder()
+        .uri("/api/v1/messages?type=act&state=created")
+        .body(Body::empty())
+        .expect("a request");
+    let res = app.clone().oneshot(req).await.expect("the stream opens");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"].to_str().unwrap_or_default(),
+        "text/event-stream"
+    );
+    let mut body = res.into_body();
+    start(&app, "s").await;
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        let frame = tokio::time::timeout(GUARD, body.frame())
+            .await
+            .expect("an event arrives (hang guard)")
+            .expect("the stream is open")
+            .expect("a frame");
+        if let Ok(data) = frame.into_data() {
+            seen.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    assert!(seen.starts_with("event: act\n"), "{seen}");
+    let data = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .expect("a data line");
+    let m: Value = serde_json::from_str(data).expect("the message as JSON");
+    assert_eq!(m["pid"], "s");
+    assert_eq!(m["key"], "approve");
+    assert_eq!(m["state"], "created");
+}
