@@ -81,13 +81,16 @@ pub enum Command {
         #[arg(required = true)]
         models: Vec<PathBuf>,
     },
-    /// Start a process of a deployed model (prints its id).
+    /// Start a process of a deployed model (prints its id and state).
     Start {
         /// The model id.
         model_id: String,
         /// A start variable, KEY=JSON; repeatable.
         #[arg(long = "var", value_name = "KEY=JSON")]
         vars: Vec<String>,
+        /// Print just the process id (for scripts).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// List processes.
     Ps {
@@ -97,11 +100,17 @@ pub enum Command {
         /// Only processes of this model.
         #[arg(long)]
         model: Option<String>,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Show a process: its task tree with states, times and data.
     Show {
         /// The process id.
         pid: String,
+        /// Print `{"process": ..., "tasks": [...]}` as JSON instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Apply an action to an act: complete, submit, back, cancel, abort,
     /// skip, error, remove, set_vars.
@@ -125,7 +134,11 @@ pub enum Command {
         mode: AnswerMode,
     },
     /// List deployed models.
-    Models,
+    Models {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the tests of models: every MODEL.yml with a MODEL.test.yml (or
     /// .json) beside it, in the given folders or files, and the examples
     /// of Markdown documents (```yaml model=NAME blocks, each with an

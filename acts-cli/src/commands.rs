@@ -67,18 +67,26 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             }
             Ok(0)
         }
-        Command::Start { model_id, vars } => {
+        Command::Start {
+            model_id,
+            vars,
+            quiet,
+        } => {
             let vars = parse_vars(&vars)?;
             let info = engine
                 .executor()
                 .start(&model_id, vars)
                 .await
                 .map_err(Failure::action)?;
-            println!("{} {}", info.pid, info.state.as_str());
+            if quiet {
+                println!("{}", info.pid);
+            } else {
+                println!("{} {}", info.pid, info.state.as_str());
+            }
             Ok(0)
         }
-        Command::Ps { state, model } => ps(&engine.executor(), state, model).await,
-        Command::Show { pid } => show(&engine.executor(), &pid).await,
+        Command::Ps { state, model, json } => ps(&engine.executor(), state, model, json).await,
+        Command::Show { pid, json } => show(&engine.executor(), &pid, json).await,
         Command::Act {
             action,
             pid,
@@ -98,8 +106,13 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             Ok(0)
         }
         Command::Resume { mode } => resume(engine, mode).await,
-        Command::Models => {
-            for m in engine.executor().models().await.map_err(Failure::engine)? {
+        Command::Models { json } => {
+            let models = engine.executor().models().await.map_err(Failure::engine)?;
+            if json {
+                print_json(&models)?;
+                return Ok(0);
+            }
+            for m in models {
                 println!(
                     "{:<24} {:<10} rev {:<3} {}",
                     m.id, m.ver, m.revision, m.name
@@ -171,7 +184,20 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
     Ok(reports.iter().map(|r| driver.print(r)).max().unwrap_or(0))
 }
 
-async fn ps(exec: &Executor, state: Option<String>, model: Option<String>) -> Result<u8, Failure> {
+/// Prints `value` as one line of JSON.
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Failure::run(format!("cannot write JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+async fn ps(
+    exec: &Executor,
+    state: Option<String>,
+    model: Option<String>,
+    json: bool,
+) -> Result<u8, Failure> {
     let state = match state {
         Some(s) => Some(
             TaskState::ALL
@@ -188,6 +214,10 @@ async fn ps(exec: &Executor, state: Option<String>, model: Option<String>) -> Re
         .processes(state, model.as_deref())
         .await
         .map_err(Failure::engine)?;
+    if json {
+        print_json(&list)?;
+        return Ok(0);
+    }
     println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
     for p in list {
         let ms = match (p.start_time, p.end_time) {
@@ -212,9 +242,13 @@ fn when(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-async fn show(exec: &Executor, pid: &str) -> Result<u8, Failure> {
+async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
     let info = exec.process(pid).await.map_err(Failure::action)?;
     let tasks = exec.tasks(pid).await.map_err(Failure::action)?;
+    if json {
+        print_json(&serde_json::json!({"process": info, "tasks": tasks}))?;
+        return Ok(0);
+    }
     println!(
         "process {} of model {}: {}",
         info.pid,

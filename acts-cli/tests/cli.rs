@@ -532,3 +532,46 @@ fn a_store_held_by_another_run_names_the_holder_and_what_to_do() {
     );
     acts(&store).arg("ps").assert().success();
 }
+
+#[test]
+fn start_quiet_prints_the_pid_and_ps_show_models_print_json() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let store = format!("redb:{}", dir.path().join("j.db").display());
+    acts(&store)
+        .arg("deploy")
+        .arg(examples().join("approval.yml"))
+        .assert()
+        .success();
+    let out = acts(&store)
+        .args(["start", "approval", "--quiet", "--var", "amount=50"])
+        .output()
+        .expect("acts start runs");
+    assert!(out.status.success());
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        !pid.is_empty() && !pid.contains(' '),
+        "just the pid: {pid:?}"
+    );
+    let json_of = |args: &[&str]| -> Value {
+        let out = acts(&store).args(args).output().expect("acts runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON document")
+    };
+    let ps = json_of(&["ps", "--json"]);
+    assert_eq!(ps[0]["pid"], pid.as_str());
+    assert_eq!(ps[0]["state"], "running");
+    let show = json_of(&["show", &pid, "--json"]);
+    assert_eq!(show["process"]["pid"], pid.as_str());
+    assert!(
+        show["tasks"]
+            .as_array()
+            .is_some_and(|ts| ts.iter().any(|t| t["state"] == "interrupted")),
+        "{show}"
+    );
+    let models = json_of(&["models", "--json"]);
+    assert_eq!(models[0]["id"], "approval");
+}
