@@ -487,22 +487,36 @@ impl<T: Row> Collection<T> {
     /// secondary index.
     pub async fn get_by_id_prefix(&self, prefix: &str) -> Result<Vec<T>, CollectionError> {
         let key_prefix = Self::row_prefix().str_prefix(prefix).finish();
-        let mut range = ScanRange::prefix(&key_prefix);
         let mut rows = Vec::new();
-        loop {
-            let chunk = self
-                .store
-                .scan(range.clone().with_limit(SCAN_CHUNK))
-                .await?;
-            let exhausted = chunk.len() < SCAN_CHUNK;
-            let last = chunk.last().map(|p| p.key.clone());
+        self.scan_all(&key_prefix, SCAN_CHUNK, |chunk| {
             for pair in chunk {
                 let id = Self::id_of_row_key(&pair.key).unwrap_or_default();
                 rows.push(Self::decode(&id, &pair.value)?);
             }
+            Ok(())
+        })
+        .await?;
+        Ok(rows)
+    }
+
+    /// Every key under `prefix`, in key order, `chunk` pairs per store
+    /// read, each chunk handed to `each` (which may stop the scan with an
+    /// error).
+    async fn scan_all(
+        &self,
+        prefix: &[u8],
+        chunk: usize,
+        mut each: impl FnMut(Vec<acts_store::KvPair>) -> Result<(), CollectionError>,
+    ) -> Result<(), CollectionError> {
+        let mut range = ScanRange::prefix(prefix);
+        loop {
+            let pairs = self.store.scan(range.clone().with_limit(chunk)).await?;
+            let exhausted = pairs.len() < chunk;
+            let last = pairs.last().map(|p| p.key.clone());
+            each(pairs)?;
             match last {
                 Some(k) if !exhausted => range.start = Bound::Excluded(k),
-                _ => return Ok(rows),
+                _ => return Ok(()),
             }
         }
     }
@@ -523,25 +537,17 @@ impl<T: Row> Collection<T> {
             });
         }
         let prefix = value.encode(Self::index_prefix(field)).finish();
-        let mut range = ScanRange::prefix(&prefix);
-        loop {
-            let chunk = self
-                .store
-                .scan(range.clone().with_limit(INDEX_CHUNK))
-                .await?;
-            let exhausted = chunk.len() < INDEX_CHUNK;
-            let last = chunk.last().map(|p| p.key.clone());
+        self.scan_all(&prefix, INDEX_CHUNK, |chunk| {
+            // An index entry's value is the row id.
             each(
                 chunk
                     .into_iter()
                     .map(|p| String::from_utf8_lossy(&p.value).into_owned())
                     .collect(),
             );
-            match last {
-                Some(k) if !exhausted => range.start = Bound::Excluded(k),
-                _ => return Ok(()),
-            }
-        }
+            Ok(())
+        })
+        .await
     }
 
     /// Every row matching `query`, reading page after page until the end
