@@ -60,7 +60,12 @@ impl Conn {
     }
 
     /// Sends a request; returns the status and the body.
-    async fn call(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
+    async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: &str,
+    ) -> Result<(u16, String), String> {
         let req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.host,
@@ -253,7 +258,10 @@ async fn run(args: Args) -> Result<Value, String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?.to_string();
+    let addr = listener
+        .local_addr()
+        .map_err(|e| e.to_string())?
+        .to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(acts_server::serve(engine, listener, async move {
         let _ = stopped.await;
