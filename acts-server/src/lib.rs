@@ -12,6 +12,7 @@
 //! Start reading at [`router`] (every endpoint, in `routes.rs`) and
 //! [`serve`].
 
+mod durable;
 mod error;
 mod metrics;
 mod routes;

@@ -45,6 +45,22 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/api/v1/processes/{pid}/abort", post(abort_process))
         .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
         .route("/api/v1/messages", get(messages))
+        .route(
+            "/api/v1/channels/{id}",
+            axum::routing::delete(crate::durable::remove),
+        )
+        .route("/api/v1/channels/{id}/stream", get(crate::durable::stream))
+        .route(
+            "/api/v1/channels/{id}/ack/{msg_id}",
+            post(crate::durable::ack),
+        )
+        .route("/api/v1/deliveries", get(crate::durable::deliveries))
+        .route("/api/v1/triggers", get(crate::durable::triggers))
+        .route(
+            "/api/v1/triggers/{id}/start",
+            post(crate::durable::start_trigger),
+        )
+        .route("/api/v1/hooks/{name}", post(crate::durable::hook))
         .fallback(|| async { ApiError::not_found("no such endpoint (the API is under /api/v1)") })
         .with_state(state)
 }
@@ -243,7 +259,7 @@ async fn act(
 /// The filters of a message stream: globs, as channel options.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StreamFilter {
+pub(crate) struct StreamFilter {
     r#type: Option<String>,
     state: Option<String>,
     key: Option<String>,
@@ -251,48 +267,70 @@ struct StreamFilter {
     model: Option<String>,
 }
 
+impl StreamFilter {
+    /// The channel options these filters stand for (absent: any).
+    pub(crate) fn options(self) -> ChannelOptions {
+        let mut options = ChannelOptions::default();
+        if let Some(v) = self.r#type {
+            options = options.with_type(v);
+        }
+        if let Some(v) = self.state {
+            options = options.with_state(v);
+        }
+        if let Some(v) = self.key {
+            options = options.with_key(v);
+        }
+        if let Some(v) = self.uses {
+            options = options.with_uses(v);
+        }
+        if let Some(v) = self.model {
+            options = options.with_model(v);
+        }
+        options
+    }
+}
+
+/// One message as an event: its type as the event name, its id as the
+/// event id, the message as JSON data.
+pub(crate) fn event_of(m: &acts::Message) -> Event {
+    Event::default()
+        .event(m.r#type.to_string())
+        .id(m.id.clone())
+        .json_data(m)
+        .unwrap_or_else(|_| Event::default().comment("unserializable message"))
+}
+
 async fn messages(
     State(s): State<AppState>,
     Query(f): Query<StreamFilter>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let mut options = ChannelOptions::default();
-    if let Some(v) = f.r#type {
-        options = options.with_type(v);
-    }
-    if let Some(v) = f.state {
-        options = options.with_state(v);
-    }
-    if let Some(v) = f.key {
-        options = options.with_key(v);
-    }
-    if let Some(v) = f.uses {
-        options = options.with_uses(v);
-    }
-    if let Some(v) = f.model {
-        options = options.with_model(v);
-    }
     // The subscription ends when the client goes (the stream, and with it
     // the subscription, is dropped).
-    let channel = s.engine.channel(options);
+    let channel = s.engine.channel(f.options());
     let rx = channel.subscribe();
-    let sub = Subscription { channel, rx };
+    let sub = Subscription::new(channel, rx);
     let stream = futures_util::stream::unfold(sub, |mut sub| async move {
         let m = sub.rx.recv().await?;
-        let event = Event::default()
-            .event(m.r#type.to_string())
-            .id(m.id.clone())
-            .json_data(&m)
-            .unwrap_or_else(|_| Event::default().comment("unserializable message"));
-        Some((Ok(event), sub))
+        Some((Ok(event_of(&m)), sub))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
-/// A stream's channel: closed when the stream is dropped, so a client
-/// that goes leaves no handler behind.
-struct Subscription {
+/// A stream's channel: its handlers are removed when the stream is
+/// dropped, so a client that goes leaves nothing behind (a durable
+/// channel's registration and deliveries stay).
+pub(crate) struct Subscription {
     channel: acts::Channel,
-    rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
+    pub(crate) rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
+}
+
+impl Subscription {
+    pub(crate) fn new(
+        channel: acts::Channel,
+        rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
+    ) -> Self {
+        Self { channel, rx }
+    }
 }
 
 impl Drop for Subscription {
@@ -302,7 +340,7 @@ impl Drop for Subscription {
 }
 
 /// A JSON request body, with a 400 that says what is wrong.
-fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!(
             "the request body is not valid JSON for this call: {e}"

@@ -258,6 +258,13 @@ impl Engine {
         ))
     }
 
+    /// Acknowledges message `msg_id` on durable channel `channel` without
+    /// a handle on it (for stateless clients, e.g. over HTTP), as
+    /// [`Channel::ack`] does.
+    pub async fn ack(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        self.rt.ack_delivery(channel, msg_id).await
+    }
+
     /// Forgets durable channel `id` and its deliveries.
     pub async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
         self.rt.remove_channel(id).await

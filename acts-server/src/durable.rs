@@ -1,0 +1,133 @@
+//! Durable channels, triggers and deliveries over HTTP: register a durable
+//! channel, receive its messages as Server-Sent Events (what is still
+//! unacknowledged first, after a reconnect or a server restart), ack each
+//! message; start a trigger, send a hook; list deliveries (the dead-letter
+//! view is `state=failed`).
+
+use std::convert::Infallible;
+
+use acts::{ChannelOptions, DeliveryState};
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::routes::{AppState, StreamFilter, Subscription, event_of, json_body};
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Opens durable channel `id` with the filters of the query (registering
+/// it, or updating its filters) and streams its messages: first every one
+/// not acknowledged yet, then new ones. Each event's id is the message id
+/// to ack.
+pub(crate) async fn stream(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(f): Query<StreamFilter>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let options: ChannelOptions = f.options();
+    let channel = s.engine.durable_channel(&id, options).await?;
+    let rx = channel.subscribe();
+    channel.resend_pending().await?;
+    let sub = Subscription::new(channel, rx);
+    let stream = futures_util::stream::unfold(sub, |mut sub| async move {
+        let m = sub.rx.recv().await?;
+        Some((Ok(event_of(&m)), sub))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Acknowledges one message of durable channel `id`: it is not sent again.
+pub(crate) async fn ack(
+    State(s): State<AppState>,
+    Path((id, msg_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.engine.ack(&id, &msg_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Forgets durable channel `id` and its deliveries.
+pub(crate) async fn remove(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    if s.engine.remove_channel(&id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no durable channel '{id}'")))
+    }
+}
+
+/// The filters of a delivery listing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListDeliveries {
+    channel: Option<String>,
+    /// `pending`, `acked`, `failed` (the dead letters) or `closed`.
+    state: Option<String>,
+}
+
+pub(crate) async fn deliveries(
+    State(s): State<AppState>,
+    Query(q): Query<ListDeliveries>,
+) -> ApiResult<impl IntoResponse> {
+    let state = match q.state.as_deref() {
+        None => None,
+        Some("pending") => Some(DeliveryState::Pending),
+        Some("acked") => Some(DeliveryState::Acked),
+        Some("failed") => Some(DeliveryState::Failed),
+        Some("closed") => Some(DeliveryState::Closed),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unknown delivery state '{other}' (one of: pending, acked, failed, closed)"
+            )));
+        }
+    };
+    Ok(Json(
+        s.engine
+            .executor()
+            .deliveries(q.channel.as_deref(), state)
+            .await?,
+    ))
+}
+
+pub(crate) async fn triggers(State(s): State<AppState>) -> ApiResult<impl IntoResponse> {
+    Ok(Json(s.engine.executor().triggers().await?))
+}
+
+/// Starts the model of a manual or hook trigger (`MODEL:TRIGGER`) with the
+/// body as its payload (none: the trigger's default params).
+pub(crate) async fn start_trigger(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let payload: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        json_body(&body)?
+    };
+    let info = s.engine.executor().start_trigger(&id, payload).await?;
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+/// Sends hook event `name`: every model with a hook trigger of that name
+/// starts with the body as its payload; answers with the processes started.
+pub(crate) async fn hook(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let payload: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        json_body(&body)?
+    };
+    Ok(Json(s.engine.executor().hook(&name, payload).await?))
+}
