@@ -26,6 +26,13 @@ pub struct Cli {
     /// default warnings and scripts' console output are shown.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// What to log, as an env-filter directive (e.g. `info`,
+    /// `acts_core=debug`); overrides -v; RUST_LOG overrides both.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Log as JSON lines (one object per event) instead of text.
+    #[arg(long, global = true)]
+    pub log_json: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -74,6 +81,12 @@ pub enum Command {
         /// The address to listen on (host:port; port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:7878", env = "ACTS_LISTEN")]
         listen: String,
+    },
+    /// Print a completion script for a shell (bash, zsh, fish, elvish,
+    /// powershell), e.g. `acts completions bash > ~/.local/share/bash-completion/completions/acts`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Deploy models.
     Deploy {

@@ -121,7 +121,10 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             Ok(0)
         }
         // `dispatch` runs these itself (they need their own engine).
-        Command::Run { .. } | Command::Test { .. } | Command::Serve { .. } => {
+        Command::Run { .. }
+        | Command::Test { .. }
+        | Command::Serve { .. }
+        | Command::Completions { .. } => {
             unreachable!("run and test are dispatched before an engine is opened")
         }
     }

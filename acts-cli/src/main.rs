@@ -64,25 +64,34 @@ fn quiet_on_broken_pipe() {
     }));
 }
 
-/// Logs to stderr: `RUST_LOG` when set (an env-filter directive), else by
-/// `-v` count; scripts' `console.*` (target `acts::script`) always shows.
-fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn,acts::script=info",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
+/// Logs to stderr: `RUST_LOG` when set (an env-filter directive), else
+/// `--log-level`, else by `-v` count; scripts' `console.*` (target
+/// `acts::script`) always shows. `--log-json` writes one JSON object per
+/// event.
+fn init_logging(verbose: u8, level: Option<&str>, json: bool) {
+    let default = match (level, verbose) {
+        (Some(l), _) => l,
+        (None, 0) => "warn,acts::script=info",
+        (None, 1) => "info",
+        (None, 2) => "debug",
+        (None, _) => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(default))
+        .unwrap_or_else(|_| {
+            eprintln!("acts: --log-level '{default}' is not a filter (e.g. info, acts_core=debug); using warn");
+            tracing_subscriber::EnvFilter::new("warn")
+        });
     // A second initialisation (never in this binary) is not an error worth
     // stopping for.
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.with_target(false).without_time().try_init()
+    };
 }
 
 fn main() -> ExitCode {
@@ -96,7 +105,12 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_logging(args.verbose);
+    init_logging(args.verbose, args.log_level.as_deref(), args.log_json);
+    if let cli::Command::Completions { shell } = &args.command {
+        let mut cmd = <cli::Cli as clap::CommandFactory>::command();
+        clap_complete::generate(*shell, &mut cmd, "acts", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

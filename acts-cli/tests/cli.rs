@@ -575,3 +575,22 @@ fn start_quiet_prints_the_pid_and_ps_show_models_print_json() {
     let models = json_of(&["models", "--json"]);
     assert_eq!(models[0]["id"], "approval");
 }
+
+#[test]
+fn completions_are_printed_for_known_shells_only() {
+    let out = acts("memory:")
+        .args(["completions", "bash"])
+        .output()
+        .expect("acts runs");
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        script.contains("_acts()") && script.contains("serve"),
+        "{script}"
+    );
+    let out = acts("memory:")
+        .args(["completions", "tcsh"])
+        .output()
+        .expect("acts runs");
+    assert_eq!(out.status.code(), Some(2));
+}
