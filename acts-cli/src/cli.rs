@@ -33,6 +33,11 @@ pub struct Cli {
     /// Log as JSON lines (one object per event) instead of text.
     #[arg(long, global = true)]
     pub log_json: bool,
+    /// Talk to a running `acts serve` at this URL (e.g.
+    /// http://127.0.0.1:7878) instead of opening the store: `deploy`,
+    /// `start`, `ps`, `show`, `act` and `models` work this way.
+    #[arg(long, global = true, env = "ACTS_SERVER", value_name = "URL")]
+    pub server: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -16,6 +16,9 @@ use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
 /// Runs the command; returns the exit code.
 pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
+    if let Some(server) = &args.server {
+        return crate::client::run(server, args.command, args.strict).await;
+    }
     match args.command {
         Command::Run {
             model,
@@ -112,12 +115,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 print_json(&models)?;
                 return Ok(0);
             }
-            for m in models {
-                println!(
-                    "{:<24} {:<10} rev {:<3} {}",
-                    m.id, m.ver, m.revision, m.name
-                );
-            }
+            print_models(&models);
             Ok(0)
         }
         // `dispatch` runs these itself (they need their own engine).
@@ -188,7 +186,7 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
 }
 
 /// Prints `value` as one line of JSON.
-fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(value)
         .map_err(|e| Failure::run(format!("cannot write JSON: {e}")))?;
     println!("{text}");
@@ -221,6 +219,22 @@ async fn ps(
         print_json(&list)?;
         return Ok(0);
     }
+    print_processes(&list);
+    Ok(0)
+}
+
+/// Prints the deployed models (`acts models`).
+pub(crate) fn print_models(models: &[acts::ModelInfo]) {
+    for m in models {
+        println!(
+            "{:<24} {:<10} rev {:<3} {}",
+            m.id, m.ver, m.revision, m.name
+        );
+    }
+}
+
+/// Prints a process listing (`acts ps`).
+pub(crate) fn print_processes(list: &[acts::ProcInfo]) {
     println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
     for p in list {
         let ms = match (p.start_time, p.end_time) {
@@ -235,7 +249,6 @@ async fn ps(
             ms
         );
     }
-    Ok(0)
 }
 
 /// An engine time (ms since the epoch) as UTC date and time.
@@ -252,6 +265,12 @@ async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
         print_json(&serde_json::json!({"process": info, "tasks": tasks}))?;
         return Ok(0);
     }
+    print_process(&info, &tasks);
+    Ok(0)
+}
+
+/// Prints a process and its task tree (`acts show`).
+pub(crate) fn print_process(info: &acts::ProcInfo, tasks: &[TaskInfo]) {
     println!(
         "process {} of model {}: {}",
         info.pid,
@@ -291,8 +310,7 @@ async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
             print(tasks, Some(&t.tid), depth + 1);
         }
     }
-    print(&tasks, None, 0);
-    Ok(0)
+    print(tasks, None, 0);
 }
 
 /// The task `id` names in process `pid`: a task id, or the id of a node
@@ -300,6 +318,11 @@ async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
 /// first). Several waiting tasks of the node are bad input listing them.
 async fn task_of(exec: &Executor, pid: &str, id: &str) -> Result<String, Failure> {
     let tasks = exec.tasks(pid).await.map_err(Failure::action)?;
+    pick_task(&tasks, pid, id)
+}
+
+/// [`task_of`] over tasks already read.
+pub(crate) fn pick_task(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<String, Failure> {
     if tasks.iter().any(|t| t.tid == id) {
         return Ok(id.to_owned());
     }

@@ -19,6 +19,7 @@
 
 mod answers;
 mod cli;
+mod client;
 mod commands;
 mod doctests;
 mod driver;

@@ -149,3 +149,60 @@ fn serve_refuses_an_address_beyond_loopback() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("loopback only"), "{err}");
 }
+
+#[test]
+fn the_commands_work_through_a_running_server() {
+    let (mut child, addr) = serve("memory:");
+    let server = format!("http://{addr}");
+    let acts = |args: &[&str]| {
+        Command::new(assert_cmd::cargo::cargo_bin("acts"))
+            .args(args)
+            .env("ACTS_SERVER", &server)
+            .output()
+            .expect("acts runs")
+    };
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let model = dir.path().join("approval.yml");
+    std::fs::write(&model, APPROVAL).expect("writable");
+    let out = acts(&["deploy", model.to_str().expect("a UTF-8 path")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(&["start", "approval", "--quiet"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let out = acts(&["show", &pid, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let tid = v["tasks"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["state"] == "interrupted"))
+        .and_then(|t| t["tid"].as_str())
+        .expect("it waits")
+        .to_owned();
+    let out = acts(&["act", "complete", &pid, &tid]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(&["ps", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(list[0]["state"], "completed");
+    let out = acts(&["models"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("approval"));
+    // Bad input through the server is still bad input (exit code 2) ...
+    let out = acts(&["act", "complete", "nope", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    // ... and a command that needs the store says what to do instead.
+    let out = acts(&["run", model.to_str().expect("a UTF-8 path"), "--auto"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("with --server use"));
+    sigterm(&child);
+    assert_eq!(child.wait().expect("it stops").code(), Some(0));
+}

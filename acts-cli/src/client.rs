@@ -1,0 +1,271 @@
+//! The commands as a client of a running `acts serve` (`--server URL` or
+//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `show`, `act` and `models` go
+//! through its HTTP API instead of opening the store, so they work while
+//! the server holds it. Output is the same as on a store.
+
+use acts::{ModelInfo, ProcInfo, TaskInfo};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::answers::parse_vars;
+use crate::cli::Command;
+use crate::commands::{pick_task, print_json, print_models, print_process, print_processes};
+use crate::failure::Failure;
+
+/// A client of the server at one base URL.
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// How a server's answer failed.
+enum Refused {
+    /// The request was bad (4xx): the command's input.
+    Input(String),
+    /// The server or the network failed.
+    Run(String),
+}
+
+impl From<Refused> for Failure {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::Input(m) => Failure::input(m),
+            Refused::Run(m) => Failure::run(m),
+        }
+    }
+}
+
+impl Client {
+    fn new(base: &str) -> Result<Self, Failure> {
+        let base = base.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Failure::input(format!(
+                "--server '{base}' is not an http:// URL (e.g. http://127.0.0.1:7878)"
+            )));
+        }
+        Ok(Self {
+            http: reqwest::Client::new(),
+            base,
+        })
+    }
+
+    /// Sends a request; the answer's JSON (`Null` when it has no body).
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Value, Refused> {
+        let res = req.send().await.map_err(|e| {
+            Refused::Run(format!(
+                "cannot reach the server at {}: {e} (is `acts serve` running there?)",
+                self.base
+            ))
+        })?;
+        let status = res.status();
+        let text = res
+            .text()
+            .await
+            .map_err(|e| Refused::Run(format!("the server's answer was cut: {e}")))?;
+        let body: Value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        if status.is_success() {
+            return Ok(body);
+        }
+        let message = body["error"]["message"]
+            .as_str()
+            .map_or_else(|| format!("{status}: {body}"), str::to_owned);
+        Err(if status.is_client_error() {
+            Refused::Input(message)
+        } else {
+            Refused::Run(message)
+        })
+    }
+
+    /// The URL of API path `segments` (each percent-encoded) with `query`.
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<reqwest::Url, Refused> {
+        let mut url = reqwest::Url::parse(&self.base)
+            .map_err(|e| Refused::Input(format!("--server '{}': {e}", self.base)))?;
+        url.path_segments_mut()
+            .map_err(|()| Refused::Input(format!("--server '{}' cannot have a path", self.base)))?
+            .pop_if_empty()
+            .extend(["api", "v1"])
+            .extend(segments);
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        Ok(url)
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<T, Refused> {
+        let url = self.url(segments, query)?;
+        let v = self.send(self.http.get(url)).await?;
+        serde_json::from_value(v)
+            .map_err(|e| Refused::Run(format!("the server's answer is not understood: {e}")))
+    }
+
+    async fn post(&self, segments: &[&str], body: String) -> Result<Value, Refused> {
+        let url = self.url(segments, &[])?;
+        self.send(
+            self.http
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body),
+        )
+        .await
+    }
+}
+
+/// Runs `command` against the server at `server`; returns the exit code.
+pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<u8, Failure> {
+    let c = Client::new(server)?;
+    match command {
+        Command::Deploy { models } => {
+            for path in &models {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Failure::input(format!("cannot read model '{}': {e}", path.display()))
+                })?;
+                if strict && let Ok(loaded) = acts::Workflow::load_yaml(&text) {
+                    let warnings = acts::lint(&loaded.workflow, &loaded.unknown_keys);
+                    if let Some(w) = warnings.first() {
+                        return Err(Failure::input(format!(
+                            "{}: not deployed (--strict): {w}",
+                            path.display()
+                        )));
+                    }
+                }
+                let v = c
+                    .post(&["models"], text)
+                    .await
+                    .map_err(|r| named(r, &path.display().to_string()))?;
+                let info: ModelInfo = serde_json::from_value(v).map_err(|e| {
+                    Failure::run(format!("the server's answer is not understood: {e}"))
+                })?;
+                println!("deployed {} (revision {})", info.id, info.revision);
+            }
+            Ok(0)
+        }
+        Command::Start {
+            model_id,
+            vars,
+            quiet,
+        } => {
+            let vars = parse_vars(&vars)?;
+            let v = c
+                .post(
+                    &["processes"],
+                    json!({"model": model_id, "vars": vars}).to_string(),
+                )
+                .await?;
+            let info: ProcInfo = serde_json::from_value(v)
+                .map_err(|e| Failure::run(format!("the server's answer is not understood: {e}")))?;
+            if quiet {
+                println!("{}", info.pid);
+            } else {
+                println!("{} {}", info.pid, info.state.as_str());
+            }
+            Ok(0)
+        }
+        Command::Ps { state, model, json } => {
+            let mut list: Vec<ProcInfo> = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut q: Vec<(&str, &str)> = vec![("limit", "1000")];
+                if let Some(s) = &state {
+                    q.push(("state", s));
+                }
+                if let Some(m) = &model {
+                    q.push(("model", m));
+                }
+                if let Some(c) = &cursor {
+                    q.push(("cursor", c));
+                }
+                let page: Value = c.get(&["processes"], &q).await?;
+                let rows: Vec<ProcInfo> = serde_json::from_value(page["processes"].clone())
+                    .map_err(|e| {
+                        Failure::run(format!("the server's answer is not understood: {e}"))
+                    })?;
+                list.extend(rows);
+                match page["next"].as_str() {
+                    Some(n) => cursor = Some(n.to_owned()),
+                    None => break,
+                }
+            }
+            if json {
+                print_json(&list)?;
+            } else {
+                print_processes(&list);
+            }
+            Ok(0)
+        }
+        Command::Show { pid, json } => {
+            let v: Value = c.get(&["processes", &pid], &[]).await?;
+            if json {
+                print_json(&v)?;
+                return Ok(0);
+            }
+            let (info, tasks) = process_of(v)?;
+            print_process(&info, &tasks);
+            Ok(0)
+        }
+        Command::Act {
+            action,
+            pid,
+            tid,
+            vars,
+        } => {
+            let vars = parse_vars(&vars)?;
+            let v: Value = c.get(&["processes", &pid], &[]).await?;
+            let (_, tasks) = process_of(v)?;
+            let tid = pick_task(&tasks, &pid, &tid)?;
+            c.post(
+                &["processes", &pid, "tasks", &tid, &action],
+                Value::Object(vars).to_string(),
+            )
+            .await?;
+            println!("ok: {action} {pid} {tid}");
+            Ok(0)
+        }
+        Command::Models { json } => {
+            let models: Vec<ModelInfo> = c.get(&["models"], &[]).await?;
+            if json {
+                print_json(&models)?;
+            } else {
+                print_models(&models);
+            }
+            Ok(0)
+        }
+        other => Err(Failure::input(format!(
+            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act or models (or stop the server to use the store)",
+            name_of(&other)
+        ))),
+    }
+}
+
+/// A refusal about the model file `name`.
+fn named(r: Refused, name: &str) -> Failure {
+    match r {
+        Refused::Input(m) => Failure::input(format!("{name}: {m}")),
+        Refused::Run(m) => Failure::run(m),
+    }
+}
+
+fn process_of(v: Value) -> Result<(ProcInfo, Vec<TaskInfo>), Failure> {
+    let bad =
+        |e: serde_json::Error| Failure::run(format!("the server's answer is not understood: {e}"));
+    let info: ProcInfo = serde_json::from_value(v["process"].clone()).map_err(bad)?;
+    let tasks: Vec<TaskInfo> = serde_json::from_value(v["tasks"].clone()).map_err(bad)?;
+    Ok((info, tasks))
+}
+
+fn name_of(c: &Command) -> &'static str {
+    match c {
+        Command::Run { .. } => "run",
+        Command::Resume { .. } => "resume",
+        Command::Serve { .. } => "serve",
+        Command::Test { .. } => "test",
+        _ => "this command",
+    }
+}
