@@ -262,3 +262,28 @@ async fn a_full_queue_makes_writers_wait_not_fail() {
     assert_all_committed(all).await;
     assert_eq!(log.snapshot().len(), 50);
 }
+
+#[tokio::test]
+async fn the_writer_counts_its_commits_batches_and_failures() {
+    let failing = Arc::new(FailingStore::new(acts_store::MemoryStore::new()));
+    let writer = GroupCommitWriter::start(failing.clone(), WriterConfig::default());
+    for i in 0..3 {
+        writer
+            .write(batch("p", vec![put(&format!("k{i}"), "v")]))
+            .await
+            .expect("committed");
+    }
+    let s = writer.stats();
+    assert_eq!(s.batches, 3, "{s:?}");
+    assert!(s.commits >= 1 && s.commits <= 3, "{s:?}");
+    assert_eq!(s.failures, 0);
+    failing.set_plan(FailPlan::always(OpSet::WRITES, ErrorKind::Unavailable));
+    assert!(
+        writer
+            .write(batch("p", vec![put("k9", "v")]))
+            .await
+            .is_err()
+    );
+    let s = writer.stats();
+    assert_eq!((s.batches, s.failures), (3, 1), "{s:?}");
+}

@@ -28,13 +28,24 @@ impl Metrics {
 
     /// The text a scrape returns.
     pub(crate) fn render(&self, engine: &Engine) -> String {
-        let cache = engine.cache();
+        let st = engine.stats();
+        let cap = engine.cache().cap();
+        let max_resident = engine.cache().max_resident();
         metrics::with_local_recorder(&*self.recorder, || {
-            metrics::gauge!("acts_processes_admitted").set(cache.count() as f64);
-            metrics::gauge!("acts_processes_resident").set(cache.resident_count() as f64);
-            metrics::gauge!("acts_processes_parked").set(cache.parked().len() as f64);
-            metrics::gauge!("acts_admission_cap").set(cache.cap() as f64);
-            metrics::gauge!("acts_max_resident").set(cache.max_resident() as f64);
+            metrics::gauge!("acts_processes_admitted").set(st.admitted as f64);
+            metrics::gauge!("acts_processes_resident").set(st.resident as f64);
+            metrics::gauge!("acts_processes_parked").set(st.parked as f64);
+            metrics::gauge!("acts_admission_cap").set(cap as f64);
+            metrics::gauge!("acts_max_resident").set(max_resident as f64);
+            metrics::gauge!("acts_writes_queued").set(st.queued_writes as f64);
+            // Totals since the engine started (counters to Prometheus:
+            // rate() gives transitions per second, commit latency as
+            // commit_seconds / commits, group size as batches / commits).
+            metrics::counter!("acts_transitions_total").absolute(st.transitions);
+            metrics::counter!("acts_commits_total").absolute(st.writer.commits);
+            metrics::counter!("acts_commit_batches_total").absolute(st.writer.batches);
+            metrics::counter!("acts_commit_failures_total").absolute(st.writer.failures);
+            metrics::gauge!("acts_commit_seconds_total").set(st.writer.commit_micros as f64 / 1e6);
         });
         self.recorder.handle().render()
     }

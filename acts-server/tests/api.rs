@@ -310,6 +310,13 @@ async fn health_readiness_and_metrics() {
     assert_eq!(status, StatusCode::OK);
     let text = body.as_str().expect("text");
     assert!(text.contains("acts_processes_admitted 1"), "{text}");
+    // A deploy and a start: at least the start's transition, committed.
+    assert!(text.contains("acts_transitions_total 1"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("acts_commits_total ") && l != "acts_commits_total 0"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "acts_http_requests_total{method=\"POST\",route=\"/api/v1/processes\",status=\"201\"} 1"

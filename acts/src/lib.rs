@@ -64,8 +64,8 @@ pub use acts_core;
 pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineConfig, EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
-    ProcInfo, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo,
+    EngineConfig, EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure,
+    PackageInfo, ProcInfo, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,

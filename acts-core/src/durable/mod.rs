@@ -13,7 +13,9 @@ mod collection;
 mod writer;
 
 pub use collection::{Collection, CollectionError, Filter, IndexValue, Page, Query, Row};
-pub use writer::{GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig};
+pub use writer::{
+    GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig, WriterStats,
+};
 
 /// Implements [`Row`] for a row type: its collection, schema version, id,
 /// and each indexed field's name paired with the value indexed under it —

@@ -127,6 +127,31 @@ struct Shared {
     /// microseconds: a follower waits for them on its thread instead of
     /// going back to the end of the runtime's queue).
     inline: std::sync::atomic::AtomicBool,
+    /// What the writer has committed so far.
+    stats: WriterStatsCell,
+}
+
+/// What a writer has committed since it started ([`GroupCommitWriter::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WriterStats {
+    /// Groups committed (one backend transaction each: one fsync on a
+    /// store that syncs every commit).
+    pub commits: u64,
+    /// Batches (transitions' writes) in those groups.
+    pub batches: u64,
+    /// Groups whose commit failed.
+    pub failures: u64,
+    /// Time spent in the commits, µs.
+    pub commit_micros: u64,
+}
+
+#[derive(Default)]
+struct WriterStatsCell {
+    commits: std::sync::atomic::AtomicU64,
+    batches: std::sync::atomic::AtomicU64,
+    failures: std::sync::atomic::AtomicU64,
+    commit_micros: std::sync::atomic::AtomicU64,
 }
 
 /// How long a follower waits on its thread for an inline leader before it
@@ -158,6 +183,8 @@ struct Group {
     ops: Vec<BatchOp>,
     waiters: Vec<Waiter>,
     flushes: Vec<oneshot::Sender<()>>,
+    /// When its commit started.
+    started: Option<std::time::Instant>,
 }
 
 /// How many groups a caller commits inline before handing the lead to a
@@ -180,6 +207,7 @@ impl GroupCommitWriter {
                 removed: Mutex::new(HashMap::new()),
                 epoch: std::sync::atomic::AtomicU64::new(1),
                 inline: std::sync::atomic::AtomicBool::new(false),
+                stats: WriterStatsCell::default(),
             }),
         }
     }
@@ -246,6 +274,18 @@ impl GroupCommitWriter {
                     let _ = done.send(());
                 }
             }
+        }
+    }
+
+    /// What this writer has committed so far.
+    pub fn stats(&self) -> WriterStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = &self.shared.stats;
+        WriterStats {
+            commits: s.commits.load(Relaxed),
+            batches: s.batches.load(Relaxed),
+            failures: s.failures.load(Relaxed),
+            commit_micros: s.commit_micros.load(Relaxed),
         }
     }
 
@@ -360,8 +400,19 @@ impl Shared {
     }
 }
 
-/// Answers a group with its commit's result.
-fn settle(g: Group, result: Result<(), StoreError>) {
+/// Answers a group with its commit's result (and counts it).
+fn settle(g: Group, result: Result<(), StoreError>, stats: &WriterStatsCell) {
+    use std::sync::atomic::Ordering::Relaxed;
+    if !g.waiters.is_empty() {
+        let micros = g.started.map_or(0, |t| t.elapsed().as_micros() as u64);
+        stats.commit_micros.fetch_add(micros, Relaxed);
+        if result.is_ok() {
+            stats.commits.fetch_add(1, Relaxed);
+            stats.batches.fetch_add(g.waiters.len() as u64, Relaxed);
+        } else {
+            stats.failures.fetch_add(1, Relaxed);
+        }
+    }
     match result {
         Ok(()) => {
             for w in g.waiters {
@@ -387,6 +438,7 @@ fn settle(g: Group, result: Result<(), StoreError>) {
 
 /// Starts a group's commit and polls it once.
 fn start_commit(g: &mut Group, store: &Arc<dyn KvStore>) -> (Commit, Poll<Result<(), StoreError>>) {
+    g.started = Some(std::time::Instant::now());
     let ops = std::mem::take(&mut g.ops);
     let store = store.clone();
     let mut commit: Commit = Box::pin(async move {
@@ -427,12 +479,12 @@ fn lead_inline(shared: Arc<Shared>) {
                 // close) that resolves must find no commit holding it.
                 drop(commit);
                 drop(store);
-                settle(g, result);
+                settle(g, result, &shared.stats);
             }
             (commit, Poll::Pending) => {
                 drop(store);
                 tokio::spawn(async move {
-                    settle(g, commit.await);
+                    settle(g, commit.await, &shared.stats);
                     lead(shared).await;
                 });
                 return;
@@ -474,6 +526,6 @@ async fn lead(shared: Arc<Shared>) {
             }
             Poll::Pending => commit.await,
         };
-        settle(g, result);
+        settle(g, result, &shared.stats);
     }
 }

@@ -44,8 +44,8 @@ pub(crate) mod services;
 
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineError, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo, ProcInfo,
-    TaskInfo, TriggerInfo,
+    EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
+    ProcInfo, TaskInfo, TriggerInfo,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

@@ -198,6 +198,25 @@ impl EngineBuilder {
     }
 }
 
+/// What an engine has done since it started and holds now
+/// ([`Engine::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EngineStats {
+    /// Transitions committed.
+    pub transitions: u64,
+    /// The group-commit writer's commits, batches, failures and time.
+    pub writer: crate::durable::WriterStats,
+    /// Processes in flight (admitted).
+    pub admitted: usize,
+    /// Processes held in memory.
+    pub resident: usize,
+    /// Parked processes this engine knows of.
+    pub parked: usize,
+    /// Write batches waiting for a commit.
+    pub queued_writes: usize,
+}
+
 /// A running engine. Cheap to clone; [`close`](Self::close) stops it.
 #[derive(Clone)]
 pub struct Engine {
@@ -256,6 +275,23 @@ impl Engine {
             Some(id.to_owned()),
             Arc::downgrade(&self.rt),
         ))
+    }
+
+    /// What the engine has done since it started and holds now (for
+    /// metrics): transitions, the writer's commits, admission and memory.
+    pub fn stats(&self) -> EngineStats {
+        let cache = &self.rt.cache;
+        EngineStats {
+            transitions: self
+                .rt
+                .transitions
+                .load(std::sync::atomic::Ordering::Relaxed),
+            writer: self.rt.writer.stats(),
+            admitted: cache.count(),
+            resident: cache.resident_count(),
+            parked: cache.parked().len(),
+            queued_writes: self.rt.writer.queued(),
+        }
     }
 
     /// Acknowledges message `msg_id` on durable channel `channel` without

@@ -23,7 +23,7 @@ pub use crate::engine::kernel::cache::Cache;
 pub use crate::engine::kernel::cache::ProcHandle;
 pub use crate::engine::persist::rows::DeliveryState;
 pub use channel::Channel;
-pub use engine::{Engine, EngineBuilder};
+pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use error::EngineError;
 pub use executor::Executor;
 pub use info::{DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo};

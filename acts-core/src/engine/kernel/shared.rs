@@ -92,6 +92,8 @@ pub(crate) struct Kernel {
     /// When (engine clock, ms) the housekeeping timer last swept.
     pub(crate) last_sweep: std::sync::atomic::AtomicI64,
     pub(crate) delivery_seq: std::sync::atomic::AtomicU64,
+    /// Transitions committed since start.
+    pub(crate) transitions: std::sync::atomic::AtomicU64,
     /// Background tasks started by the engine and not finished.
     inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// Resume transitions of loaded processes not finished yet (the boot
@@ -136,6 +138,7 @@ impl Kernel {
             housekeeping_timer: parking_lot::Mutex::new(None),
             last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
             delivery_seq: std::sync::atomic::AtomicU64::new(0),
+            transitions: std::sync::atomic::AtomicU64::new(0),
             inflight: Arc::default(),
             resuming: Arc::default(),
             models: RwLock::new(HashMap::new()),
@@ -424,6 +427,7 @@ impl Kernel {
         }
         // Durable: now the world may hear of it.
         handle.commits.fetch_add(1, Ordering::AcqRel);
+        self.transitions.fetch_add(1, Ordering::Relaxed);
         self.emitter.deliver(&messages);
         self.arm_timer(&pid, next_timer);
         if terminal {
