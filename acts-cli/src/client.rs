@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::answers::parse_vars;
 use crate::cli::Command;
-use crate::commands::{pick_task, print_json, print_models, print_process, print_processes};
 use crate::failure::Failure;
+use crate::output::{pick_task, print_json, print_models, print_process, print_processes};
 
 /// A client of the server at one base URL.
 struct Client {

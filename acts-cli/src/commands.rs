@@ -3,15 +3,13 @@
 
 use std::time::Instant;
 
-use acts::{
-    Action, ChannelOptions, Clock, Engine, Executor, ManualClock, SystemClock, TaskInfo, TaskState,
-};
-use serde_json::Value;
+use acts::{Action, ChannelOptions, Clock, Engine, Executor, ManualClock, SystemClock, TaskState};
 
 use crate::answers::{AnswerFile, parse_vars};
 use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
+use crate::output::{pick_task, print_json, print_models, print_process, print_processes};
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
 /// Runs the command; returns the exit code.
@@ -185,14 +183,6 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
     Ok(reports.iter().map(|r| driver.print(r)).max().unwrap_or(0))
 }
 
-/// Prints `value` as one line of JSON.
-pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string(value)
-        .map_err(|e| Failure::run(format!("cannot write JSON: {e}")))?;
-    println!("{text}");
-    Ok(())
-}
-
 async fn ps(
     exec: &Executor,
     state: Option<String>,
@@ -223,41 +213,6 @@ async fn ps(
     Ok(0)
 }
 
-/// Prints the deployed models (`acts models`).
-pub(crate) fn print_models(models: &[acts::ModelInfo]) {
-    for m in models {
-        println!(
-            "{:<24} {:<10} rev {:<3} {}",
-            m.id, m.ver, m.revision, m.name
-        );
-    }
-}
-
-/// Prints a process listing (`acts ps`).
-pub(crate) fn print_processes(list: &[acts::ProcInfo]) {
-    println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
-    for p in list {
-        let ms = match (p.start_time, p.end_time) {
-            (Some(s), Some(e)) => (e - s).to_string(),
-            _ => "-".into(),
-        };
-        println!(
-            "{:<24} {:<16} {:<12} {:>10}",
-            p.pid,
-            p.model_id,
-            p.state.as_str(),
-            ms
-        );
-    }
-}
-
-/// An engine time (ms since the epoch) as UTC date and time.
-fn when(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
-        .unwrap_or_else(|| ms.to_string())
-}
-
 async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
     let info = exec.process(pid).await.map_err(Failure::action)?;
     let tasks = exec.tasks(pid).await.map_err(Failure::action)?;
@@ -269,79 +224,10 @@ async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// Prints a process and its task tree (`acts show`).
-pub(crate) fn print_process(info: &acts::ProcInfo, tasks: &[TaskInfo]) {
-    println!(
-        "process {} of model {}: {}",
-        info.pid,
-        info.model_id,
-        info.state.as_str()
-    );
-    if let Some(e) = &info.err {
-        println!("error: {} {}", e.ecode, e.message);
-    }
-    fn print(tasks: &[TaskInfo], parent: Option<&str>, depth: usize) {
-        for t in tasks.iter().filter(|t| t.parent.as_deref() == parent) {
-            let time = match (t.start_time, t.end_time) {
-                (None, _) => String::new(),
-                (Some(s), None) => format!(" since {}", when(s)),
-                (Some(s), Some(e)) => format!(" {} – {} ({} ms)", when(s), when(e), e - s),
-            };
-            let data: serde_json::Map<String, Value> = t
-                .data
-                .iter()
-                .filter(|(k, _)| !k.starts_with("__"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let key = t
-                .key
-                .as_deref()
-                .map(|k| format!(" [{k}]"))
-                .unwrap_or_default();
-            println!(
-                "{}{} {}{key} {} ({}){time} {}",
-                "  ".repeat(depth),
-                t.kind,
-                t.nid,
-                t.state.as_str(),
-                t.tid,
-                Value::Object(data)
-            );
-            print(tasks, Some(&t.tid), depth + 1);
-        }
-    }
-    print(tasks, None, 0);
-}
-
 /// The task `id` names in process `pid`: a task id, or the id of a node
 /// with exactly one task still waiting (what the interrupt prompt shows
 /// first). Several waiting tasks of the node are bad input listing them.
 async fn task_of(exec: &Executor, pid: &str, id: &str) -> Result<String, Failure> {
     let tasks = exec.tasks(pid).await.map_err(Failure::action)?;
     pick_task(&tasks, pid, id)
-}
-
-/// [`task_of`] over tasks already read.
-pub(crate) fn pick_task(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<String, Failure> {
-    if tasks.iter().any(|t| t.tid == id) {
-        return Ok(id.to_owned());
-    }
-    let waiting: Vec<&TaskInfo> = tasks
-        .iter()
-        .filter(|t| t.nid == id && !t.state.is_terminal())
-        .collect();
-    match waiting.as_slice() {
-        [one] => Ok(one.tid.clone()),
-        [] => Err(Failure::input(format!(
-            "process {pid} has no task '{id}' and no waiting task of a node '{id}' (`acts show {pid}` lists them)"
-        ))),
-        many => Err(Failure::input(format!(
-            "node '{id}' of process {pid} has {} waiting tasks; name one by its task id: {}",
-            many.len(),
-            many.iter()
-                .map(|t| t.tid.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
 }

@@ -24,6 +24,7 @@ mod commands;
 mod doctests;
 mod driver;
 mod failure;
+mod output;
 mod owner;
 mod serve;
 mod session;

@@ -127,6 +127,10 @@ impl Kernel {
     pub(crate) fn unload_over_limit(&self) {
         for h in self.cache.over_limit() {
             let Ok(mut slot) = h.lane.try_lock() else {
+                // Busy right now (a read or a transition): still idle
+                // afterwards unless a transition says otherwise, so it
+                // stays a candidate (at the back).
+                self.cache.note_idle(h.pid(), true);
                 continue;
             };
             let idle = slot.process.as_ref().is_some_and(|p| {

@@ -1,0 +1,121 @@
+//! What the inspection commands print — the same on a store and through a
+//! server (`--server`) — and naming a task by id or node id.
+
+use acts::{ModelInfo, ProcInfo, TaskInfo};
+use serde_json::Value;
+
+use crate::failure::Failure;
+
+/// Prints `value` as one line of JSON.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Failure::run(format!("cannot write JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Prints the deployed models (`acts models`).
+pub(crate) fn print_models(models: &[ModelInfo]) {
+    for m in models {
+        println!(
+            "{:<24} {:<10} rev {:<3} {}",
+            m.id, m.ver, m.revision, m.name
+        );
+    }
+}
+
+/// Prints a process listing (`acts ps`).
+pub(crate) fn print_processes(list: &[ProcInfo]) {
+    println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
+    for p in list {
+        let ms = match (p.start_time, p.end_time) {
+            (Some(s), Some(e)) => (e - s).to_string(),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<24} {:<16} {:<12} {:>10}",
+            p.pid,
+            p.model_id,
+            p.state.as_str(),
+            ms
+        );
+    }
+}
+
+/// An engine time (ms since the epoch) as UTC date and time.
+fn when(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Prints a process and its task tree (`acts show`).
+pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
+    println!(
+        "process {} of model {}: {}",
+        info.pid,
+        info.model_id,
+        info.state.as_str()
+    );
+    if let Some(e) = &info.err {
+        println!("error: {} {}", e.ecode, e.message);
+    }
+    fn print(tasks: &[TaskInfo], parent: Option<&str>, depth: usize) {
+        for t in tasks.iter().filter(|t| t.parent.as_deref() == parent) {
+            let time = match (t.start_time, t.end_time) {
+                (None, _) => String::new(),
+                (Some(s), None) => format!(" since {}", when(s)),
+                (Some(s), Some(e)) => format!(" {} – {} ({} ms)", when(s), when(e), e - s),
+            };
+            let data: serde_json::Map<String, Value> = t
+                .data
+                .iter()
+                .filter(|(k, _)| !k.starts_with("__"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let key = t
+                .key
+                .as_deref()
+                .map(|k| format!(" [{k}]"))
+                .unwrap_or_default();
+            println!(
+                "{}{} {}{key} {} ({}){time} {}",
+                "  ".repeat(depth),
+                t.kind,
+                t.nid,
+                t.state.as_str(),
+                t.tid,
+                Value::Object(data)
+            );
+            print(tasks, Some(&t.tid), depth + 1);
+        }
+    }
+    print(tasks, None, 0);
+}
+
+/// The task `id` names in process `pid`: a task id, or the id of a node
+/// with exactly one task still waiting (what the interrupt prompt shows
+/// first). Several waiting tasks of the node are bad input listing them.
+pub(crate) fn pick_task(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<String, Failure> {
+    if tasks.iter().any(|t| t.tid == id) {
+        return Ok(id.to_owned());
+    }
+    let waiting: Vec<&TaskInfo> = tasks
+        .iter()
+        .filter(|t| t.nid == id && !t.state.is_terminal())
+        .collect();
+    match waiting.as_slice() {
+        [one] => Ok(one.tid.clone()),
+        [] => Err(Failure::input(format!(
+            "process {pid} has no task '{id}' and no waiting task of a node '{id}' (`acts show {pid}` lists them)"
+        ))),
+        many => Err(Failure::input(format!(
+            "node '{id}' of process {pid} has {} waiting tasks; name one by its task id: {}",
+            many.len(),
+            many.iter()
+                .map(|t| t.tid.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
