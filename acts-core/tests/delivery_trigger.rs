@@ -134,6 +134,43 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
         .unwrap();
     assert_eq!(dead.len(), 1);
     assert_eq!((dead[0].channel.as_str(), dead[0].tries), ("mine", 3));
+    // An operator gives it another round: sent at once, pending again.
+    let exec = e.executor();
+    assert!(matches!(
+        exec.redeliver("mine", "no-such-message").await,
+        Err(EngineError::DeliveryNotFound { .. })
+    ));
+    exec.redeliver("mine", &first.id).await.unwrap();
+    assert_eq!(recv(&mut rx_mine).await.id, first.id);
+    let pending = exec
+        .deliveries(Some("mine"), Some(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert_eq!((pending.len(), pending[0].tries), (1, 1));
+    // Only a dead letter is redelivered or discarded.
+    assert!(matches!(
+        exec.discard("mine", &first.id).await,
+        Err(EngineError::Channel(_))
+    ));
+    // Out of tries again, then discarded: gone.
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(31));
+        e.housekeeping().await;
+    }
+    assert_eq!(
+        exec.deliveries(None, Some(DeliveryState::Failed))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    exec.discard("mine", &first.id).await.unwrap();
+    assert!(
+        exec.deliveries(Some("mine"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -97,6 +97,24 @@ pub(crate) async fn deliveries(
     ))
 }
 
+/// Gives a dead letter another round.
+pub(crate) async fn redeliver(
+    State(s): State<AppState>,
+    Path((channel, msg_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.engine.executor().redeliver(&channel, &msg_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Discards a dead letter.
+pub(crate) async fn discard(
+    State(s): State<AppState>,
+    Path((channel, msg_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    s.engine.executor().discard(&channel, &msg_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 pub(crate) async fn triggers(State(s): State<AppState>) -> ApiResult<impl IntoResponse> {
     Ok(Json(s.engine.executor().triggers().await?))
 }

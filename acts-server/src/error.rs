@@ -65,7 +65,7 @@ impl From<EngineError> for ApiError {
             }
             // An action the task's state does not allow (or an unknown
             // one, refused before this point).
-            EngineError::Action(_) => (StatusCode::CONFLICT, "conflict"),
+            EngineError::Action(_) | EngineError::Channel(_) => (StatusCode::CONFLICT, "conflict"),
             EngineError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             EngineError::Store(_) | EngineError::Commit { .. } | EngineError::Busy { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")

@@ -55,6 +55,14 @@ pub(crate) fn routes(state: AppState) -> Router {
             post(crate::durable::ack),
         )
         .route("/api/v1/deliveries", get(crate::durable::deliveries))
+        .route(
+            "/api/v1/deliveries/{channel}/{msg_id}",
+            axum::routing::delete(crate::durable::discard),
+        )
+        .route(
+            "/api/v1/deliveries/{channel}/{msg_id}/redeliver",
+            post(crate::durable::redeliver),
+        )
         .route("/api/v1/triggers", get(crate::durable::triggers))
         .route(
             "/api/v1/triggers/{id}/start",

@@ -186,3 +186,48 @@ async fn hooks_and_triggers_start_processes() {
     let (status, _) = call(&app, Method::POST, "/api/v1/triggers/nope:x/start", "").await;
     assert!(status.is_client_error(), "{status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_listed_redelivered_and_discarded() {
+    let clock = acts::ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .clock(std::sync::Arc::new(clock.clone()))
+        .config(acts::EngineConfig {
+            delivery_retry: Duration::from_secs(1),
+            delivery_max_tries: 1,
+            ..Default::default()
+        })
+        .start()
+        .await
+        .expect("engine starts");
+    let app = acts_server::router(engine.clone());
+    let (status, _) = call(&app, Method::POST, "/api/v1/models", APPROVAL).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let mut events = Events::open(&app, STREAM).await;
+    start(&app, "d").await;
+    let (msg, _) = events.next().await;
+    // Never acked: out of its one try, it is a dead letter.
+    clock.advance(Duration::from_secs(2));
+    engine.housekeeping().await;
+    let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;
+    assert_eq!(dead.as_array().map(Vec::len), Some(1), "{dead}");
+    let path = format!("/api/v1/deliveries/inbox/{msg}");
+    let (status, v) = call(&app, Method::POST, &format!("{path}/redeliver"), "").await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{v}");
+    let (again, _) = events.next().await;
+    assert_eq!(again, msg, "redelivered at once, same id");
+    // Pending again: neither redelivered nor discarded until it fails.
+    let (status, v) = call(&app, Method::POST, &format!("{path}/redeliver"), "").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    let (status, _) = call(&app, Method::DELETE, &path, "").await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    clock.advance(Duration::from_secs(2));
+    engine.housekeeping().await;
+    let (status, _) = call(&app, Method::DELETE, &path, "").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;
+    assert_eq!(dead.as_array().map(Vec::len), Some(0), "{dead}");
+    let (status, _) = call(&app, Method::DELETE, &path, "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    engine.close().await;
+}

@@ -174,6 +174,19 @@ impl Executor {
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
+    /// Gives dead letter `msg_id` of channel `channel` another round
+    /// (pending again, tries reset, sent at once to a connected client).
+    /// Only a failed delivery can be redelivered.
+    pub async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        self.rt.redeliver(channel, msg_id).await
+    }
+
+    /// Discards dead letter `msg_id` of channel `channel` (its delivery is
+    /// deleted). Only a failed delivery can be discarded.
+    pub async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        self.rt.discard(channel, msg_id).await
+    }
+
     // ---- tasks --------------------------------------------------------------
 
     /// One task of a process.

@@ -207,6 +207,53 @@ impl Kernel {
         .await
     }
 
+    /// A dead letter (a failed delivery) of `msg_id` to `channel`: the row,
+    /// or why there is none to act on.
+    async fn dead_letter(&self, channel: &str, msg_id: &str) -> Result<DeliveryRow, EngineError> {
+        let row = Collection::<DeliveryRow>::new(self.store.clone())
+            .get(&delivery_row_id(channel, msg_id))
+            .await?
+            .ok_or_else(|| EngineError::DeliveryNotFound {
+                channel: channel.to_owned(),
+                msg_id: msg_id.to_owned(),
+            })?;
+        if row.state != DeliveryState::Failed {
+            return Err(EngineError::Channel(format!(
+                "the delivery of message '{msg_id}' on channel '{channel}' is {}, not failed: only a dead letter can be redelivered or discarded",
+                row.state.as_str()
+            )));
+        }
+        Ok(row)
+    }
+
+    /// Gives a dead letter another round: pending again with its tries
+    /// reset, sent at once when the channel's client is connected (else on
+    /// the retry timer).
+    pub(crate) async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        let old = self.dead_letter(channel, msg_id).await?;
+        let new = DeliveryRow {
+            state: DeliveryState::Pending,
+            tries: 0,
+            next_at: self.now(),
+            ..old.clone()
+        };
+        self.write(
+            None,
+            Collection::<DeliveryRow>::upsert_ops(Some(&old), &new),
+        )
+        .await?;
+        self.resend(vec![new], true).await?;
+        Ok(())
+    }
+
+    /// Discards a dead letter: its delivery row is deleted (nothing is
+    /// owed any more; its process can be swept).
+    pub(crate) async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        let old = self.dead_letter(channel, msg_id).await?;
+        self.write(None, Collection::<DeliveryRow>::delete_ops(&old))
+            .await
+    }
+
     /// Deliveries of `channel` (all channels if `None`) in `state` (all if
     /// `None`), oldest first: the dead-letter view is `state = Failed`.
     pub(crate) async fn deliveries(
