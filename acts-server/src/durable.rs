@@ -135,11 +135,26 @@ pub(crate) async fn start_trigger(
     Ok((StatusCode::CREATED, Json(info)))
 }
 
+/// The options of a hook call.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HookQuery {
+    /// Wait up to this many milliseconds (at most [`MAX_HOOK_WAIT_MS`])
+    /// for the processes started to end, and answer with their outputs.
+    wait_ms: Option<u64>,
+}
+
+/// The longest a hook call may wait for its processes: 5 minutes.
+pub(crate) const MAX_HOOK_WAIT_MS: u64 = 300_000;
+
 /// Sends hook event `name`: every model with a hook trigger of that name
-/// starts with the body as its payload; answers with the processes started.
+/// starts with the body as its payload; answers with the processes started
+/// — with `?wait_ms=N`, once they have ended (or N ms have passed: the ones
+/// still running are answered as they are), with their outputs.
 pub(crate) async fn hook(
     State(s): State<AppState>,
     Path(name): Path<String>,
+    Query(q): Query<HookQuery>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let payload: Value = if body.is_empty() {
@@ -147,5 +162,40 @@ pub(crate) async fn hook(
     } else {
         json_body(&body)?
     };
-    Ok(Json(s.engine.executor().hook(&name, payload).await?))
+    let exec = s.engine.executor();
+    let Some(wait) = q.wait_ms else {
+        return Ok(Json(exec.hook(&name, payload).await?));
+    };
+    if wait > MAX_HOOK_WAIT_MS {
+        return Err(ApiError::bad_request(format!(
+            "wait_ms {wait} is longer than the limit of {MAX_HOOK_WAIT_MS}"
+        )));
+    }
+    // Listen before starting: a process that ends at once is heard.
+    let ends = s
+        .engine
+        .channel(ChannelOptions::default().with_type("workflow"));
+    let rx = ends.subscribe();
+    let mut sub = Subscription::new(ends, rx);
+    let started = exec.hook(&name, payload).await?;
+    let mut open: std::collections::HashSet<String> = started
+        .iter()
+        .filter(|p| !p.state.is_terminal())
+        .map(|p| p.pid.clone())
+        .collect();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
+    while !open.is_empty() {
+        match tokio::time::timeout_at(deadline, sub.rx.recv()).await {
+            Ok(Some(m)) if m.state != "created" => {
+                open.remove(&m.pid);
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let mut out = Vec::with_capacity(started.len());
+    for p in started {
+        out.push(exec.process(&p.pid).await?);
+    }
+    Ok(Json(out))
 }
