@@ -206,3 +206,93 @@ fn the_commands_work_through_a_running_server() {
     sigterm(&child);
     assert_eq!(child.wait().expect("it stops").code(), Some(0));
 }
+
+#[test]
+fn sigterm_under_load_loses_nothing_it_acknowledged() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = format!("redb:{}", dir.path().join("load.db").display());
+    let (child, addr) = serve(&store);
+    let (status, body) = http(&addr, "POST", "/api/v1/models", APPROVAL);
+    assert_eq!(status, 201, "{body}");
+    // Eight clients start processes as fast as they can; the server is
+    // told to stop while they do.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let addr = addr.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut acknowledged = Vec::new();
+                for i in 0..200 {
+                    let pid = format!("c{c}n{i}");
+                    let body = format!(r#"{{"model": "approval", "vars": {{"pid": "{pid}"}}}}"#);
+                    // A refused or cut connection: the server is going.
+                    let Ok(mut s) = TcpStream::connect(&addr) else {
+                        break;
+                    };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                    if write!(
+                        s,
+                        "POST /api/v1/processes HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .is_err()
+                    {
+                        break;
+                    }
+                    let mut response = String::new();
+                    if s.read_to_string(&mut response).is_err() {
+                        break;
+                    }
+                    if response.starts_with("HTTP/1.1 201") {
+                        acknowledged.push(pid);
+                        done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    } else {
+                        break;
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    // Some starts are through (the rest still coming): stop the server.
+    let guard = std::time::Instant::now();
+    while done.load(std::sync::atomic::Ordering::SeqCst) < 20 {
+        assert!(
+            guard.elapsed() < Duration::from_secs(30),
+            "starts go through (hang guard)"
+        );
+        std::thread::yield_now();
+    }
+    sigterm(&child);
+    let mut child = child;
+    assert_eq!(child.wait().expect("it stops").code(), Some(0));
+    let acknowledged: Vec<String> = clients
+        .into_iter()
+        .flat_map(|c| c.join().expect("a client thread"))
+        .collect();
+    assert!(acknowledged.len() >= 20, "the starts before the signal");
+    // Every start the server acknowledged is in the store.
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["ps", "--json", "--store", &store])
+        .output()
+        .expect("acts ps runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let stored: std::collections::HashSet<&str> = stored
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|p| p["pid"].as_str())
+        .collect();
+    for pid in &acknowledged {
+        assert!(
+            stored.contains(pid.as_str()),
+            "{pid} was acknowledged but is not stored"
+        );
+    }
+}
