@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use crate::answers::parse_vars;
 use crate::cli::Command;
 use crate::failure::Failure;
-use crate::output::{pick_task, print_json, print_models, print_process, print_processes};
+use crate::output::{
+    pick_task, print_deployed, print_json, print_models, print_process, print_processes,
+    print_started,
+};
 
 /// A client of the server at one base URL.
 struct Client {
@@ -143,7 +146,7 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
                 let info: ModelInfo = serde_json::from_value(v).map_err(|e| {
                     Failure::run(format!("the server's answer is not understood: {e}"))
                 })?;
-                println!("deployed {} (revision {})", info.id, info.revision);
+                print_deployed(&info);
             }
             Ok(0)
         }
@@ -161,11 +164,7 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
                 .await?;
             let info: ProcInfo = serde_json::from_value(v)
                 .map_err(|e| Failure::run(format!("the server's answer is not understood: {e}")))?;
-            if quiet {
-                println!("{}", info.pid);
-            } else {
-                println!("{} {}", info.pid, info.state.as_str());
-            }
+            print_started(&info, quiet);
             Ok(0)
         }
         Command::Ps { state, model, json } => {

@@ -9,7 +9,10 @@ use crate::answers::{AnswerFile, parse_vars};
 use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
-use crate::output::{pick_task, print_json, print_models, print_process, print_processes};
+use crate::output::{
+    pick_task, print_deployed, print_json, print_models, print_process, print_processes,
+    print_started,
+};
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
 /// Runs the command; returns the exit code.
@@ -64,7 +67,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
         Command::Deploy { models } => {
             for m in &models {
                 let info = deploy_file(&engine.executor(), m, strict).await?;
-                println!("deployed {} (revision {})", info.id, info.revision);
+                print_deployed(&info);
             }
             Ok(0)
         }
@@ -79,11 +82,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 .start(&model_id, vars)
                 .await
                 .map_err(Failure::action)?;
-            if quiet {
-                println!("{}", info.pid);
-            } else {
-                println!("{} {}", info.pid, info.state.as_str());
-            }
+            print_started(&info, quiet);
             Ok(0)
         }
         Command::Ps { state, model, json } => ps(&engine.executor(), state, model, json).await,

@@ -14,6 +14,20 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Prints what `acts deploy` deployed.
+pub(crate) fn print_deployed(info: &ModelInfo) {
+    println!("deployed {} (revision {})", info.id, info.revision);
+}
+
+/// Prints what `acts start` started: its id (alone with `quiet`) and state.
+pub(crate) fn print_started(info: &ProcInfo, quiet: bool) {
+    if quiet {
+        println!("{}", info.pid);
+    } else {
+        println!("{} {}", info.pid, info.state.as_str());
+    }
+}
+
 /// Prints the deployed models (`acts models`).
 pub(crate) fn print_models(models: &[ModelInfo]) {
     for m in models {

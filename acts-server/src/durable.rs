@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::routes::{AppState, StreamFilter, Subscription, event_of, json_body};
+use crate::routes::{AppState, StreamFilter, Subscription, event_of, optional_json_body};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -126,11 +126,7 @@ pub(crate) async fn start_trigger(
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
-    let payload: Value = if body.is_empty() {
-        Value::Null
-    } else {
-        json_body(&body)?
-    };
+    let payload: Value = optional_json_body(&body)?;
     let info = s.engine.executor().start_trigger(&id, payload).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
@@ -157,11 +153,7 @@ pub(crate) async fn hook(
     Query(q): Query<HookQuery>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
-    let payload: Value = if body.is_empty() {
-        Value::Null
-    } else {
-        json_body(&body)?
-    };
+    let payload: Value = optional_json_body(&body)?;
     let exec = s.engine.executor();
     let Some(wait) = q.wait_ms else {
         return Ok(Json(exec.hook(&name, payload).await?));

@@ -253,11 +253,7 @@ async fn act(
     body: Bytes,
 ) -> ApiResult<StatusCode> {
     let action = Action::from_str(&action).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let options: Vars = if body.is_empty() {
-        Vars::new()
-    } else {
-        json_body(&body)?
-    };
+    let options: Vars = optional_json_body(&body)?;
     s.engine.executor().act(&pid, &tid, action, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -344,6 +340,18 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.channel.close();
+    }
+}
+
+/// A JSON request body that may be absent (then `T::default()`: no
+/// options, a null payload).
+pub(crate) fn optional_json_body<T: serde::de::DeserializeOwned + Default>(
+    body: &Bytes,
+) -> ApiResult<T> {
+    if body.is_empty() {
+        Ok(T::default())
+    } else {
+        json_body(body)
     }
 }
 
