@@ -308,3 +308,58 @@ async fn a_store_from_before_the_wake_index_is_resumed_once_then_indexed() {
     assert_eq!(engine.next_timer_of(&pid), Some(1_000 + 3_600_000));
     engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_ended() {
+    use acts_core::durable::Collection;
+    use acts_core::engine::testing::WakeRow;
+    use acts_testkit::GatedStore;
+    let mem = Arc::new(acts_store::MemoryStore::new());
+    let clock = ManualClock::new(1_000);
+    let pid = {
+        let engine = engine_on(mem.clone(), &clock, 4096).await;
+        engine.executor().deploy_yaml(GIVES_UP).await.unwrap();
+        let pid = engine.executor().start("g", Vars::new()).await.unwrap().pid;
+        settle(&engine).await;
+        engine.close().await;
+        pid
+    };
+    let gated = Arc::new(GatedStore::from_arc(mem));
+    let engine = Engine::builder()
+        .store(gated.clone())
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .unwrap();
+    // The boot resume reads the wake rows (the process's timer among them)
+    // and is held right after the read...
+    gated.hold_scans_under(&Collection::<WakeRow>::key_prefix());
+    let resume = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.resume().await })
+    };
+    tokio::time::timeout(GUARD, gated.wait_held_scans(1))
+        .await
+        .expect("the wake scan is held (hang guard)");
+    // ... while the process is answered and ends.
+    let tid = irq_of(&engine, &pid).await;
+    engine
+        .executor()
+        .complete(&pid, &tid, Vars::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        engine.executor().process(&pid).await.unwrap().state,
+        TaskState::Completed
+    );
+    gated.release_scans();
+    resume.await.unwrap().unwrap();
+    settle(&engine).await;
+    assert_eq!(
+        engine.next_timer_of(&pid),
+        None,
+        "the row read before the end must not arm a timer for an ended process"
+    );
+    engine.close().await;
+}

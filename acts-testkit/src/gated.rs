@@ -86,6 +86,10 @@ pub struct GatedStore<S> {
     inner: Arc<S>,
     read: Gate,
     write: Gate,
+    /// Scans of ranges under this prefix are held *after* they read (see
+    /// [`hold_scans_under`](GatedStore::hold_scans_under)).
+    held_prefix: std::sync::Mutex<Option<Vec<u8>>>,
+    held: Gate,
 }
 
 impl<S: KvStore> GatedStore<S> {
@@ -100,6 +104,8 @@ impl<S: KvStore> GatedStore<S> {
             inner,
             read: Gate::new(),
             write: Gate::new(),
+            held_prefix: std::sync::Mutex::new(None),
+            held: Gate::new(),
         }
     }
 
@@ -146,6 +152,47 @@ impl<S: KvStore> GatedStore<S> {
         }
     }
 
+    /// Holds every later scan whose range starts under `prefix` *after* it
+    /// has read, before it returns its rows, until
+    /// [`release_scans`](Self::release_scans): the caller then acts on
+    /// what it read while the store has moved on (a stale read, on purpose).
+    pub fn hold_scans_under(&self, prefix: &[u8]) {
+        if let Ok(mut p) = self.held_prefix.lock() {
+            *p = Some(prefix.to_vec());
+        }
+        self.held.armed.send_replace(true);
+    }
+
+    /// Releases the scans held by [`hold_scans_under`](Self::hold_scans_under)
+    /// and holds no more.
+    pub fn release_scans(&self) {
+        self.held.armed.send_replace(false);
+        if let Ok(mut p) = self.held_prefix.lock() {
+            *p = None;
+        }
+    }
+
+    /// Resolves once at least `n` scans are held at the same time.
+    pub async fn wait_held_scans(&self, n: usize) {
+        let mut counts = self.held.counts.subscribe();
+        while self.held.parked.load(Ordering::SeqCst) < n {
+            let _ = counts.changed().await;
+        }
+    }
+
+    /// Whether a scan of `range` is held (see [`hold_scans_under`](Self::hold_scans_under)).
+    fn holds(&self, range: &ScanRange) -> bool {
+        let start = match &range.start {
+            std::ops::Bound::Included(k) | std::ops::Bound::Excluded(k) => k.as_slice(),
+            std::ops::Bound::Unbounded => &[],
+        };
+        self.held_prefix
+            .lock()
+            .ok()
+            .and_then(|p| p.as_ref().map(|p| start.starts_with(p)))
+            .unwrap_or(false)
+    }
+
     /// Resolves once at least `n` callers have ever parked at the gate (they
     /// may have been released since).
     pub async fn wait_entered(&self, kind: GateKind, n: usize) {
@@ -190,7 +237,12 @@ impl<S: KvStore> KvStore for GatedStore<S> {
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
         self.read.pass().await;
-        self.inner.scan(range).await
+        let hold = self.holds(&range);
+        let rows = self.inner.scan(range).await;
+        if hold {
+            self.held.pass().await;
+        }
+        rows
     }
 }
 

@@ -245,6 +245,12 @@ impl<T: Row> Collection<T> {
         }
     }
 
+    /// The prefix of every row key of this collection (for tools and
+    /// tests that watch the store's keys).
+    pub fn key_prefix() -> Vec<u8> {
+        Self::row_prefix().finish()
+    }
+
     fn row_prefix() -> KeyBuilder {
         KeyBuilder::new().str("r").str(T::COLLECTION)
     }
