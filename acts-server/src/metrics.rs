@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use acts::Engine;
+use acts::{DeliveryState, Engine};
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -27,7 +27,12 @@ impl Metrics {
     }
 
     /// The text a scrape returns.
-    pub(crate) fn render(&self, engine: &Engine) -> String {
+    pub(crate) async fn render(&self, engine: &Engine) -> String {
+        let exec = engine.executor();
+        // Counted from the deliveries' state index (keys only); a store
+        // that cannot answer leaves the last figures in place.
+        let pending = exec.count_deliveries(DeliveryState::Pending).await.ok();
+        let dead = exec.count_deliveries(DeliveryState::Failed).await.ok();
         let st = engine.stats();
         let cap = engine.cache().cap();
         let max_resident = engine.cache().max_resident();
@@ -38,6 +43,12 @@ impl Metrics {
             metrics::gauge!("acts_admission_cap").set(cap as f64);
             metrics::gauge!("acts_max_resident").set(max_resident as f64);
             metrics::gauge!("acts_writes_queued").set(st.queued_writes as f64);
+            if let Some(n) = pending {
+                metrics::gauge!("acts_deliveries_pending").set(n as f64);
+            }
+            if let Some(n) = dead {
+                metrics::gauge!("acts_deliveries_dead").set(n as f64);
+            }
             // Totals since the engine started (counters to Prometheus:
             // rate() gives transitions per second, commit latency as
             // commit_seconds / commits, group size as batches / commits).

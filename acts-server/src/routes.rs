@@ -88,7 +88,7 @@ async fn readyz(State(s): State<AppState>) -> Response {
 async fn metrics(State(s): State<AppState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(&s.engine),
+        s.metrics.render(&s.engine).await,
     )
         .into_response()
 }

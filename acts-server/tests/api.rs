@@ -310,6 +310,7 @@ async fn health_readiness_and_metrics() {
     assert_eq!(status, StatusCode::OK);
     let text = body.as_str().expect("text");
     assert!(text.contains("acts_processes_admitted 1"), "{text}");
+    assert!(text.contains("acts_deliveries_dead 0"), "{text}");
     // A deploy and a start: at least the start's transition, committed.
     assert!(text.contains("acts_transitions_total 1"), "{text}");
     assert!(

@@ -211,6 +211,14 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     engine.housekeeping().await;
     let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;
     assert_eq!(dead.as_array().map(Vec::len), Some(1), "{dead}");
+    let req = Request::builder()
+        .uri("/metrics")
+        .body(Body::empty())
+        .expect("a request");
+    let res = app.clone().oneshot(req).await.expect("an answer");
+    let bytes = res.into_body().collect().await.expect("a body").to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("acts_deliveries_dead 1"), "{text}");
     let path = format!("/api/v1/deliveries/inbox/{msg}");
     let (status, v) = call(&app, Method::POST, &format!("{path}/redeliver"), "").await;
     assert_eq!(status, StatusCode::NO_CONTENT, "{v}");

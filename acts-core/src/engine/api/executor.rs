@@ -174,6 +174,20 @@ impl Executor {
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
+    /// How many deliveries are in `state` over every durable channel
+    /// (counted from the state index; no delivery row is read).
+    pub async fn count_deliveries(&self, state: DeliveryState) -> Result<usize, EngineError> {
+        let mut n = 0;
+        Collection::<crate::engine::persist::rows::DeliveryRow>::new(self.rt.store.clone())
+            .index_ids(
+                "state",
+                crate::durable::IndexValue::Str(state.as_str().to_owned()),
+                |ids| n += ids.len(),
+            )
+            .await?;
+        Ok(n)
+    }
+
     /// Gives dead letter `msg_id` of channel `channel` another round
     /// (pending again, tries reset, sent at once to a connected client).
     /// Only a failed delivery can be redelivered.
