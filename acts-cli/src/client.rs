@@ -14,6 +14,7 @@ use crate::output::{
     pick_task, print_deployed, print_json, print_models, print_process, print_processes,
     print_started,
 };
+use crate::session::{print_warnings, read_model_file};
 
 /// A client of the server at one base URL.
 struct Client {
@@ -104,20 +105,25 @@ impl Client {
         query: &[(&str, &str)],
     ) -> Result<T, Refused> {
         let url = self.url(segments, query)?;
-        let v = self.send(self.http.get(url)).await?;
-        serde_json::from_value(v)
-            .map_err(|e| Refused::Run(format!("the server's answer is not understood: {e}")))
+        decode(self.send(self.http.get(url)).await?)
     }
 
-    async fn post(&self, segments: &[&str], body: String) -> Result<Value, Refused> {
+    /// Posts `body`; the answer read as `T` (`Value` for any).
+    async fn post<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: String,
+    ) -> Result<T, Refused> {
         let url = self.url(segments, &[])?;
-        self.send(
-            self.http
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body),
+        decode(
+            self.send(
+                self.http
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body),
+            )
+            .await?,
         )
-        .await
     }
 }
 
@@ -127,25 +133,12 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
     match command {
         Command::Deploy { models } => {
             for path in &models {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    Failure::input(format!("cannot read model '{}': {e}", path.display()))
-                })?;
-                if strict && let Ok(loaded) = acts::Workflow::load_yaml(&text) {
-                    let warnings = acts::lint(&loaded.workflow, &loaded.unknown_keys);
-                    if let Some(w) = warnings.first() {
-                        return Err(Failure::input(format!(
-                            "{}: not deployed (--strict): {w}",
-                            path.display()
-                        )));
-                    }
-                }
-                let v = c
+                let text = read_model_file(path, strict)?;
+                let info: ModelInfo = c
                     .post(&["models"], text)
                     .await
                     .map_err(|r| named(r, &path.display().to_string()))?;
-                let info: ModelInfo = serde_json::from_value(v).map_err(|e| {
-                    Failure::run(format!("the server's answer is not understood: {e}"))
-                })?;
+                print_warnings(path, &info);
                 print_deployed(&info);
             }
             Ok(0)
@@ -156,14 +149,12 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
             quiet,
         } => {
             let vars = parse_vars(&vars)?;
-            let v = c
+            let info: ProcInfo = c
                 .post(
                     &["processes"],
                     json!({"model": model_id, "vars": vars}).to_string(),
                 )
                 .await?;
-            let info: ProcInfo = serde_json::from_value(v)
-                .map_err(|e| Failure::run(format!("the server's answer is not understood: {e}")))?;
             print_started(&info, quiet);
             Ok(0)
         }
@@ -182,10 +173,7 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
                     q.push(("cursor", c));
                 }
                 let page: Value = c.get(&["processes"], &q).await?;
-                let rows: Vec<ProcInfo> = serde_json::from_value(page["processes"].clone())
-                    .map_err(|e| {
-                        Failure::run(format!("the server's answer is not understood: {e}"))
-                    })?;
+                let rows: Vec<ProcInfo> = decode(page["processes"].clone())?;
                 list.extend(rows);
                 match page["next"].as_str() {
                     Some(n) => cursor = Some(n.to_owned()),
@@ -219,7 +207,7 @@ pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<
             let v: Value = c.get(&["processes", &pid], &[]).await?;
             let (_, tasks) = process_of(v)?;
             let tid = pick_task(&tasks, &pid, &tid)?;
-            c.post(
+            c.post::<Value>(
                 &["processes", &pid, "tasks", &tid, &action],
                 Value::Object(vars).to_string(),
             )
@@ -251,12 +239,14 @@ fn named(r: Refused, name: &str) -> Failure {
     }
 }
 
-fn process_of(v: Value) -> Result<(ProcInfo, Vec<TaskInfo>), Failure> {
-    let bad =
-        |e: serde_json::Error| Failure::run(format!("the server's answer is not understood: {e}"));
-    let info: ProcInfo = serde_json::from_value(v["process"].clone()).map_err(bad)?;
-    let tasks: Vec<TaskInfo> = serde_json::from_value(v["tasks"].clone()).map_err(bad)?;
-    Ok((info, tasks))
+/// The server's answer read as `T`.
+fn decode<T: DeserializeOwned>(v: Value) -> Result<T, Refused> {
+    serde_json::from_value(v)
+        .map_err(|e| Refused::Run(format!("the server's answer is not understood: {e}")))
+}
+
+fn process_of(v: Value) -> Result<(ProcInfo, Vec<TaskInfo>), Refused> {
+    Ok((decode(v["process"].clone())?, decode(v["tasks"].clone())?))
 }
 
 fn name_of(c: &Command) -> &'static str {

@@ -61,6 +61,20 @@ pub(crate) async fn deploy_file(
     path: &Path,
     strict: bool,
 ) -> Result<acts::ModelInfo, Failure> {
+    let text = read_model_file(path, strict)?;
+    let info = exec.deploy_yaml(&text).await.map_err(|e| match e {
+        EngineError::Model(_) | EngineError::TooLarge { .. } => {
+            Failure::input(format!("{}: {e}", path.display()))
+        }
+        other => Failure::run(format!("{}: {other}", path.display())),
+    })?;
+    print_warnings(path, &info);
+    Ok(info)
+}
+
+/// The text of model file `path`; with `strict`, a model with warnings is
+/// bad input (checked here, before anything is deployed).
+pub(crate) fn read_model_file(path: &Path, strict: bool) -> Result<String, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::input(format!("cannot read model '{}': {e}", path.display())))?;
     if strict && let Ok(loaded) = acts::Workflow::load_yaml(&text) {
@@ -73,16 +87,14 @@ pub(crate) async fn deploy_file(
             )));
         }
     }
-    let info = exec.deploy_yaml(&text).await.map_err(|e| match e {
-        EngineError::Model(_) | EngineError::TooLarge { .. } => {
-            Failure::input(format!("{}: {e}", path.display()))
-        }
-        other => Failure::run(format!("{}: {other}", path.display())),
-    })?;
+    Ok(text)
+}
+
+/// The warnings a deployed model came with, each naming its file.
+pub(crate) fn print_warnings(path: &Path, info: &acts::ModelInfo) {
     for w in &info.warnings {
         eprintln!("acts: warning: {}: {w}", path.display());
     }
-    Ok(info)
 }
 
 /// What one run deploys and starts.

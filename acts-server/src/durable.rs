@@ -12,13 +12,13 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::routes::{AppState, StreamFilter, Subscription, event_of, optional_json_body};
+use crate::routes::{AppState, StreamFilter, Subscription, optional_json_body};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -35,12 +35,7 @@ pub(crate) async fn stream(
     let channel = s.engine.durable_channel(&id, options).await?;
     let rx = channel.subscribe();
     channel.resend_pending().await?;
-    let sub = Subscription::new(channel, rx);
-    let stream = futures_util::stream::unfold(sub, |mut sub| async move {
-        let m = sub.rx.recv().await?;
-        Some((Ok(event_of(&m)), sub))
-    });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(Subscription::new(channel, rx).into_sse())
 }
 
 /// Acknowledges one message of durable channel `id`: it is not sent again.

@@ -312,12 +312,7 @@ async fn messages(
     // the subscription, is dropped).
     let channel = s.engine.channel(f.options());
     let rx = channel.subscribe();
-    let sub = Subscription::new(channel, rx);
-    let stream = futures_util::stream::unfold(sub, |mut sub| async move {
-        let m = sub.rx.recv().await?;
-        Some((Ok(event_of(&m)), sub))
-    });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Subscription::new(channel, rx).into_sse()
 }
 
 /// A stream's channel: its handlers are removed when the stream is
@@ -334,6 +329,16 @@ impl Subscription {
         rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
     ) -> Self {
         Self { channel, rx }
+    }
+
+    /// Its messages as a Server-Sent Events response, one event each
+    /// ([`event_of`]), kept alive while idle.
+    pub(crate) fn into_sse(self) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+        let stream = futures_util::stream::unfold(self, |mut sub| async move {
+            let m = sub.rx.recv().await?;
+            Some((Ok(event_of(&m)), sub))
+        });
+        Sse::new(stream).keep_alive(KeepAlive::default())
     }
 }
 

@@ -17,6 +17,7 @@
 use std::time::Instant;
 
 use acts::{Engine, Vars};
+use acts_benches::percentile;
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -188,13 +189,6 @@ async fn library_client(engine: Engine, trips: usize) -> Result<Lat, String> {
         lat[2].push(t.elapsed().as_micros() as u64);
     }
     Ok(lat)
-}
-
-fn percentile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
 /// Runs `clients` concurrent clients; returns actions/s, all latencies

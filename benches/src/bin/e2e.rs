@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acts::{ChannelOptions, Engine, KvStore, Vars, Workflow};
+use acts_benches::percentile;
 use acts_testkit::CountingStore;
 use acts_testkit::models::{LinearStep, linear_model};
 use clap::Parser;
@@ -176,14 +177,6 @@ fn peak_rss_kib() -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// Wipes a file store's data so each scenario starts empty.

@@ -423,7 +423,8 @@ impl Cache {
     }
 
     /// Forgets the entry of `pid` if it is `handle` (its instance is gone:
-    /// discarded, removed or finished).
+    /// unloaded, discarded, removed or finished; admission is the caller's
+    /// business).
     pub(crate) fn forget(&self, pid: &str, handle: &Arc<ProcHandle>) {
         let mut s = self.state.lock();
         if matches!(s.entries.get(pid), Some(Entry::Resident(h)) if Arc::ptr_eq(h, handle)) {
@@ -488,15 +489,5 @@ impl Cache {
             }
         }
         out
-    }
-
-    /// `handle`'s instance was unloaded (marked gone under its lane): it
-    /// leaves memory; the process stays admitted.
-    pub(crate) fn unloaded(&self, handle: &Arc<ProcHandle>) {
-        let mut s = self.state.lock();
-        let pid = handle.pid();
-        if matches!(s.entries.get(pid), Some(Entry::Resident(h)) if Arc::ptr_eq(h, handle)) {
-            s.entries.remove(pid);
-        }
     }
 }

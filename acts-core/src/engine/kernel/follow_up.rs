@@ -138,7 +138,8 @@ impl Kernel {
             });
             if idle {
                 slot.process = None;
-                self.cache.unloaded(&h);
+                // Out of memory; it stays admitted.
+                self.cache.forget(h.pid(), &h);
             }
         }
     }
