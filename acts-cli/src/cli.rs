@@ -38,6 +38,16 @@ pub struct Cli {
     /// `start`, `ps`, `show`, `act` and `models` work this way.
     #[arg(long, global = true, env = "ACTS_SERVER", value_name = "URL")]
     pub server: Option<String>,
+    /// The bearer token to send to the server (`--server`), when it has
+    /// access control; better given as ACTS_TOKEN than on the command line.
+    #[arg(
+        long,
+        global = true,
+        env = "ACTS_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -81,12 +91,22 @@ pub enum Command {
     },
     /// Serve the HTTP API (JSON under /api/v1, a live message stream,
     /// /healthz, /readyz, /metrics) over the store until Ctrl-C or SIGTERM.
-    /// Without access control yet, it listens on loopback only.
+    /// Requests carry bearer tokens configured in --config or ACTS_TOKENS
+    /// (see `acts token new`); without any token every request is the local
+    /// admin, so it listens on loopback only.
     Serve {
-        /// The address to listen on (host:port; port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:7878", env = "ACTS_LISTEN")]
-        listen: String,
+        /// The address to listen on (host:port; port 0 picks a free one);
+        /// default: the config's `listen`, else 127.0.0.1:7878.
+        #[arg(long, env = "ACTS_LISTEN")]
+        listen: Option<String>,
+        /// A YAML config file: `listen: HOST:PORT` and `tokens:` (a list
+        /// of {principal, roles, sha256}).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
+    /// Make and check access tokens for `acts serve`.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Print a completion script for a shell (bash, zsh, fish, elvish,
     /// powershell), e.g. `acts completions bash > ~/.local/share/bash-completion/completions/acts`.
     Completions {
@@ -169,4 +189,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `acts token` does.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a new random token for a principal: prints the token (give it
+    /// to the principal; it is not stored anywhere) and the config entry
+    /// holding its hash (add it under `tokens:` in the serve config).
+    New {
+        /// The principal's id (what interrupts address as user:ID).
+        #[arg(long)]
+        principal: String,
+        /// A role (admin, operator, or one interrupts address as
+        /// role:NAME); repeatable.
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
+    },
+    /// Print the SHA-256 of the token read from stdin (for a config entry).
+    Hash,
 }

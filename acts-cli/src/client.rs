@@ -20,6 +20,7 @@ use crate::session::{print_warnings, read_model_file};
 struct Client {
     http: reqwest::Client,
     base: String,
+    token: Option<String>,
 }
 
 /// How a server's answer failed.
@@ -40,7 +41,7 @@ impl From<Refused> for Failure {
 }
 
 impl Client {
-    fn new(base: &str) -> Result<Self, Failure> {
+    fn new(base: &str, token: Option<&str>) -> Result<Self, Failure> {
         let base = base.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(Failure::input(format!(
@@ -50,11 +51,16 @@ impl Client {
         Ok(Self {
             http: reqwest::Client::new(),
             base,
+            token: token.map(str::to_owned),
         })
     }
 
     /// Sends a request; the answer's JSON (`Null` when it has no body).
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Value, Refused> {
+        let req = match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        };
         let res = req.send().await.map_err(|e| {
             Refused::Run(format!(
                 "cannot reach the server at {}: {e} (is `acts serve` running there?)",
@@ -128,8 +134,13 @@ impl Client {
 }
 
 /// Runs `command` against the server at `server`; returns the exit code.
-pub(crate) async fn run(server: &str, command: Command, strict: bool) -> Result<u8, Failure> {
-    let c = Client::new(server)?;
+pub(crate) async fn run(
+    server: &str,
+    token: Option<&str>,
+    command: Command,
+    strict: bool,
+) -> Result<u8, Failure> {
+    let c = Client::new(server, token)?;
     match command {
         Command::Deploy { models } => {
             for path in &models {

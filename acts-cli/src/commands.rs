@@ -17,8 +17,11 @@ use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
 /// Runs the command; returns the exit code.
 pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
+    if let Command::Token(t) = args.command {
+        return crate::token::run(t);
+    }
     if let Some(server) = &args.server {
-        return crate::client::run(server, args.command, args.strict).await;
+        return crate::client::run(server, args.token.as_deref(), args.command, args.strict).await;
     }
     match args.command {
         Command::Run {
@@ -52,7 +55,9 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             Ok(report.exit_code())
         }
         Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
-        Command::Serve { listen } => crate::serve::run(&args.store, &listen).await,
+        Command::Serve { listen, config } => {
+            crate::serve::run(&args.store, listen.as_deref(), config.as_deref()).await
+        }
         other => {
             let engine = open_engine(&args.store, None).await?;
             let code = other_command(&engine, other, args.strict).await;
@@ -119,6 +124,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
         Command::Run { .. }
         | Command::Test { .. }
         | Command::Serve { .. }
+        | Command::Token(_)
         | Command::Completions { .. } => {
             unreachable!("run and test are dispatched before an engine is opened")
         }

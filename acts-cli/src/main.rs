@@ -29,6 +29,7 @@ mod owner;
 mod serve;
 mod session;
 mod testcmd;
+mod token;
 
 use std::process::ExitCode;
 

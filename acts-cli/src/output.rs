@@ -1,7 +1,7 @@
 //! What the inspection commands print — the same on a store and through a
 //! server (`--server`) — and naming a task by id or node id.
 
-use acts::{ModelInfo, ProcInfo, TaskInfo};
+use acts::{MessageType, ModelInfo, ProcInfo, TaskInfo};
 use serde_json::Value;
 
 use crate::failure::Failure;
@@ -71,6 +71,9 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
         info.model_id,
         info.state.as_str()
     );
+    if let Some(by) = &info.started_by {
+        println!("started by: {by}");
+    }
     if let Some(e) = &info.err {
         println!("error: {} {}", e.ecode, e.message);
     }
@@ -101,6 +104,15 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
                 t.tid,
                 Value::Object(data)
             );
+            for e in &t.history {
+                println!(
+                    "{}  · {} by {} at {}",
+                    "  ".repeat(depth),
+                    e.action,
+                    e.by.as_deref().unwrap_or("the application"),
+                    when(e.at)
+                );
+            }
             print(tasks, Some(&t.tid), depth + 1);
         }
     }
@@ -114,14 +126,30 @@ pub(crate) fn pick_task(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<Strin
     if tasks.iter().any(|t| t.tid == id) {
         return Ok(id.to_owned());
     }
-    let waiting: Vec<&TaskInfo> = tasks
+    let waiting_act = |t: &&TaskInfo| t.kind == MessageType::Act && !t.state.is_terminal();
+    // An act named by its node id or key; else the waiting acts of a step
+    // named by its node id (a step with `uses:` runs its act as a child).
+    let mut waiting: Vec<&TaskInfo> = tasks
         .iter()
-        .filter(|t| t.nid == id && !t.state.is_terminal())
+        .filter(waiting_act)
+        .filter(|t| t.nid == id || t.key.as_deref() == Some(id))
         .collect();
+    if waiting.is_empty() {
+        let steps: Vec<&str> = tasks
+            .iter()
+            .filter(|t| t.nid == id && !t.state.is_terminal())
+            .map(|t| t.tid.as_str())
+            .collect();
+        waiting = tasks
+            .iter()
+            .filter(waiting_act)
+            .filter(|t| t.parent.as_deref().is_some_and(|p| steps.contains(&p)))
+            .collect();
+    }
     match waiting.as_slice() {
         [one] => Ok(one.tid.clone()),
         [] => Err(Failure::input(format!(
-            "process {pid} has no task '{id}' and no waiting task of a node '{id}' (`acts show {pid}` lists them)"
+            "process {pid} has no task '{id}' and no waiting act with node id or key '{id}' (`acts show {pid}` lists them)"
         ))),
         many => Err(Failure::input(format!(
             "node '{id}' of process {pid} has {} waiting tasks; name one by its task id: {}",

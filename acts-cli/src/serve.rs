@@ -1,23 +1,97 @@
 //! `acts serve`: the HTTP API of `acts-server` over the store, until
-//! Ctrl-C or SIGTERM.
+//! Ctrl-C or SIGTERM, with the access tokens of its config file and of
+//! `ACTS_TOKENS`.
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::Path;
+
+use acts_server::{Auth, TokenConfig};
+use serde::Deserialize;
 
 use crate::failure::Failure;
 use crate::session::open_engine_with;
 
+/// Where `acts serve` listens unless told otherwise.
+const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Largest config file read (a config is a few lines; this bounds a
+/// wrong path to a huge file).
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// The config file of `acts serve --config FILE`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeConfig {
+    /// Where to listen (`--listen` wins).
+    listen: Option<String>,
+    /// The access tokens.
+    #[serde(default)]
+    tokens: Vec<TokenConfig>,
+}
+
+/// Reads the config file, if any.
+fn read_config(path: Option<&Path>) -> Result<ServeConfig, Failure> {
+    let Some(path) = path else {
+        return Ok(ServeConfig::default());
+    };
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(Failure::input(format!(
+            "the config '{shown}' is {} bytes, more than the limit of {MAX_CONFIG_BYTES}",
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
+    serde_norway::from_str(&text).map_err(|e| {
+        Failure::input(format!(
+            "the config '{shown}' is not valid (keys: listen, tokens: [{{principal, roles, sha256}}]): {e}"
+        ))
+    })
+}
+
+/// The tokens of `ACTS_TOKENS` (a YAML or JSON list like the config's
+/// `tokens:`).
+fn env_tokens() -> Result<Vec<TokenConfig>, Failure> {
+    match std::env::var("ACTS_TOKENS") {
+        Ok(text) if !text.trim().is_empty() => serde_norway::from_str(&text).map_err(|e| {
+            Failure::input(format!(
+                "ACTS_TOKENS is not a list of {{principal, roles, sha256}}: {e}"
+            ))
+        }),
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// Serves until a stop signal; the exit code is 0 after a clean stop.
-pub(crate) async fn run(store: &str, listen: &str) -> Result<u8, Failure> {
+pub(crate) async fn run(
+    store: &str,
+    listen: Option<&str>,
+    config: Option<&Path>,
+) -> Result<u8, Failure> {
+    let cfg = read_config(config)?;
+    let mut tokens = cfg.tokens;
+    tokens.extend(env_tokens()?);
+    let auth =
+        Auth::from_tokens(&tokens).map_err(|e| Failure::input(format!("access tokens: {e}")))?;
+    let listen = listen
+        .map(str::to_owned)
+        .or(cfg.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
     let addr: SocketAddr = listen.parse().map_err(|_| {
         Failure::input(format!(
-            "--listen '{listen}' is not an address (host:port, e.g. 127.0.0.1:7878)"
+            "--listen '{listen}' is not an address (host:port, e.g. {DEFAULT_LISTEN})"
         ))
     })?;
-    if !addr.ip().is_loopback() {
+    if !auth.is_enabled() && !addr.ip().is_loopback() {
         return Err(Failure::input(format!(
-            "--listen {addr}: acts serve has no access control yet, so it listens on loopback only \
-             (127.0.0.1 or [::1]); anyone who can reach {addr} could start, answer and remove processes"
+            "--listen {addr}: no access token is configured, so every request would be the admin; \
+             acts serve then listens on loopback only (127.0.0.1 or [::1]). Make tokens with \
+             `acts token new --principal NAME --role ROLE` and list them under `tokens:` in \
+             --config FILE (or ACTS_TOKENS)"
         )));
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
@@ -33,14 +107,22 @@ pub(crate) async fn run(store: &str, listen: &str) -> Result<u8, Failure> {
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
     let engine = open_engine_with(store, None, true).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
+    let access = if auth.is_enabled() {
+        format!(
+            "{} access token(s); requests need 'Authorization: Bearer <token>'",
+            auth.len()
+        )
+    } else {
+        "no access tokens: every request is the local admin, so loopback only".to_owned()
+    };
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: listening on http://{bound} (store {store}); the API is under /api/v1; \
-         loopback only (no access control yet); Ctrl-C stops"
+         {access}; Ctrl-C stops"
     );
-    acts_server::serve(engine, listener, acts_server::shutdown_signal())
+    acts_server::serve(engine, auth, listener, acts_server::shutdown_signal())
         .await
         .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     let _ = writeln!(

@@ -1,7 +1,8 @@
 //! `acts serve` as a real process on a real socket: it answers over HTTP,
 //! stops gracefully on SIGTERM with everything acknowledged stored, points
-//! other commands at its API while it holds the store, and refuses a
-//! non-loopback address (it has no access control yet).
+//! other commands at its API while it holds the store, refuses a
+//! non-loopback address without access tokens, and with tokens from a
+//! config file listens anywhere and lets each principal do its part.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -15,8 +16,15 @@ const APPROVAL: &str = "id: approval\nver: '1'\nsteps:\n  - id: ask\n    uses: a
 /// Starts `acts serve` on a free loopback port; returns the child and the
 /// address it announced.
 fn serve(store: &str) -> (Child, String) {
+    serve_with(&["--store", store, "--listen", "127.0.0.1:0"])
+}
+
+/// Starts `acts serve ARGS`; returns the child and the address it
+/// announced.
+fn serve_with(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args(["serve", "--store", store, "--listen", "127.0.0.1:0"])
+        .arg("serve")
+        .args(args)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -295,4 +303,131 @@ fn sigterm_under_load_loses_nothing_it_acknowledged() {
             "{pid} was acknowledged but is not stored"
         );
     }
+}
+
+/// `acts token new`: the token it printed and the config entry.
+fn new_token(principal: &str, role: &str) -> (String, String) {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["token", "new", "--principal", principal, "--role", role])
+        .output()
+        .expect("acts token runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let token = text
+        .lines()
+        .find_map(|l| l.strip_prefix("token: "))
+        .expect("a token line")
+        .to_owned();
+    let entry: String = text
+        .lines()
+        .filter(|l| !l.starts_with("token: ") && !l.starts_with('#'))
+        .map(|l| format!("  {l}\n"))
+        .collect();
+    assert!(!entry.contains(&token), "the config holds only the hash");
+    (token, entry)
+}
+
+#[test]
+fn tokens_from_a_config_guard_the_server_and_the_cli_sends_them() {
+    let (root, root_entry) = new_token("root", "admin");
+    let (ann, ann_entry) = new_token("ann", "finance");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let config = dir.path().join("serve.yml");
+    std::fs::write(&config, format!("tokens:\n{root_entry}{ann_entry}")).expect("writable");
+    // With tokens it may listen beyond loopback.
+    let (mut child, addr) = serve_with(&[
+        "--store",
+        "memory:",
+        "--listen",
+        "0.0.0.0:0",
+        "--config",
+        config.to_str().expect("a UTF-8 path"),
+    ]);
+    let port = addr.rsplit(':').next().expect("a port");
+    let server = format!("http://127.0.0.1:{port}");
+    let acts = |token: Option<&str>, args: &[&str]| {
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("acts"));
+        c.args(args)
+            .env("ACTS_SERVER", &server)
+            .env_remove("ACTS_TOKEN");
+        if let Some(t) = token {
+            c.env("ACTS_TOKEN", t);
+        }
+        c.output().expect("acts runs")
+    };
+    let model = dir.path().join("approval.yml");
+    std::fs::write(&model, APPROVAL).expect("writable");
+    let model = model.to_str().expect("a UTF-8 path");
+    let out = acts(None, &["models"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a token"));
+    let out = acts(Some(&ann), &["deploy", model]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("admin role"));
+    let out = acts(Some(&root), &["deploy", model]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(Some(&ann), &["start", "approval", "--quiet"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let out = acts(Some(&ann), &["show", &pid]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("started by: ann"));
+    // The interrupt addresses nobody: Ann may not answer it, the admin may.
+    let out = acts(Some(&ann), &["act", "complete", &pid, "ask"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("addresses nobody"));
+    let out = acts(Some(&root), &["act", "complete", &pid, "ask"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(Some(&ann), &["show", &pid]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("next by root"), "{shown}");
+    sigterm(&child);
+    assert_eq!(child.wait().expect("it stops").code(), Some(0));
+}
+
+#[test]
+fn a_bad_config_is_refused_with_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let config = dir.path().join("serve.yml");
+    std::fs::write(&config, "tokens:\n  - principal: ann\n    sha256: nothex\n").expect("writable");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args([
+            "serve",
+            "--store",
+            "memory:",
+            "--config",
+            config.to_str().expect("UTF-8"),
+        ])
+        .output()
+        .expect("acts serve runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("64 hex digits") && err.contains("ann"),
+        "{err}"
+    );
+    std::fs::write(&config, "tokenz: []\n").expect("writable");
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args([
+            "serve",
+            "--store",
+            "memory:",
+            "--config",
+            config.to_str().expect("UTF-8"),
+        ])
+        .output()
+        .expect("acts serve runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tokenz"));
 }

@@ -65,6 +65,8 @@ async fn seed_row(kv: &Arc<dyn KvStore>, pid: &str, model: &str, state: TaskStat
         env: Vars::new(),
         start_vars: pid_var(pid),
         err: None,
+        started_by: None,
+        audience: Vec::new(),
         nodes: Vec::new(),
         pending: Vec::new(),
     };
@@ -794,6 +796,8 @@ async fn cache_resume_in_flight_proc_after_restart() {
         env: Vars::new(),
         start_vars: Vars::new(),
         err: None,
+        started_by: None,
+        audience: Vec::new(),
         nodes: Vec::new(),
         pending: Vec::new(),
     };
@@ -813,6 +817,7 @@ async fn cache_resume_in_flight_proc_after_restart() {
         err: None,
         start_time: 1,
         end_time: 0,
+        history: Vec::new(),
     };
     let tasks = Collection::<TaskRow>::new(kv.clone());
     tasks

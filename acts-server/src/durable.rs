@@ -17,6 +17,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::auth::Exec;
 use crate::error::ApiError;
 use crate::routes::{AppState, StreamFilter, Subscription, optional_json_body};
 
@@ -28,21 +29,25 @@ type ApiResult<T> = Result<T, ApiError>;
 /// to ack.
 pub(crate) async fn stream(
     State(s): State<AppState>,
+    x: Exec,
     Path(id): Path<String>,
     Query(f): Query<StreamFilter>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    x.need_operator("a durable channel")?;
     let options: ChannelOptions = f.options();
     let channel = s.engine.durable_channel(&id, options).await?;
-    let rx = channel.subscribe();
+    let sub = Subscription::open(channel.clone());
     channel.resend_pending().await?;
-    Ok(Subscription::new(channel, rx).into_sse())
+    Ok(sub.into_sse())
 }
 
 /// Acknowledges one message of durable channel `id`: it is not sent again.
 pub(crate) async fn ack(
     State(s): State<AppState>,
+    x: Exec,
     Path((id, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
+    x.need_operator("a durable channel")?;
     s.engine.ack(&id, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -50,8 +55,10 @@ pub(crate) async fn ack(
 /// Forgets durable channel `id` and its deliveries.
 pub(crate) async fn remove(
     State(s): State<AppState>,
+    x: Exec,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
+    x.need_operator("a durable channel")?;
     if s.engine.remove_channel(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -69,7 +76,7 @@ pub(crate) struct ListDeliveries {
 }
 
 pub(crate) async fn deliveries(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Query(q): Query<ListDeliveries>,
 ) -> ApiResult<impl IntoResponse> {
     let state = match q.state.as_deref() {
@@ -84,45 +91,40 @@ pub(crate) async fn deliveries(
             )));
         }
     };
-    Ok(Json(
-        s.engine
-            .executor()
-            .deliveries(q.channel.as_deref(), state)
-            .await?,
-    ))
+    Ok(Json(x.deliveries(q.channel.as_deref(), state).await?))
 }
 
 /// Gives a dead letter another round.
 pub(crate) async fn redeliver(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    s.engine.executor().redeliver(&channel, &msg_id).await?;
+    x.redeliver(&channel, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Discards a dead letter.
 pub(crate) async fn discard(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    s.engine.executor().discard(&channel, &msg_id).await?;
+    x.discard(&channel, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-pub(crate) async fn triggers(State(s): State<AppState>) -> ApiResult<impl IntoResponse> {
-    Ok(Json(s.engine.executor().triggers().await?))
+pub(crate) async fn triggers(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
+    Ok(Json(x.triggers().await?))
 }
 
 /// Starts the model of a manual or hook trigger (`MODEL:TRIGGER`) with the
 /// body as its payload (none: the trigger's default params).
 pub(crate) async fn start_trigger(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let payload: Value = optional_json_body(&body)?;
-    let info = s.engine.executor().start_trigger(&id, payload).await?;
+    let info = x.start_trigger(&id, payload).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -144,12 +146,12 @@ pub(crate) const MAX_HOOK_WAIT_MS: u64 = 300_000;
 /// still running are answered as they are), with their outputs.
 pub(crate) async fn hook(
     State(s): State<AppState>,
+    Exec(exec, _): Exec,
     Path(name): Path<String>,
     Query(q): Query<HookQuery>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let payload: Value = optional_json_body(&body)?;
-    let exec = s.engine.executor();
     let Some(wait) = q.wait_ms else {
         return Ok(Json(exec.hook(&name, payload).await?));
     };
@@ -159,11 +161,10 @@ pub(crate) async fn hook(
         )));
     }
     // Listen before starting: a process that ends at once is heard.
-    let ends = s
-        .engine
-        .channel(ChannelOptions::default().with_type("workflow"));
-    let rx = ends.subscribe();
-    let mut sub = Subscription::new(ends, rx);
+    let mut sub = Subscription::open(
+        s.engine
+            .channel(ChannelOptions::default().with_type("workflow")),
+    );
     let started = exec.hook(&name, payload).await?;
     let mut open: std::collections::HashSet<String> = started
         .iter()
@@ -172,7 +173,7 @@ pub(crate) async fn hook(
         .collect();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
     while !open.is_empty() {
-        match tokio::time::timeout_at(deadline, sub.rx.recv()).await {
+        match tokio::time::timeout_at(deadline, sub.next()).await {
             Ok(Some(m)) if m.state != "created" => {
                 open.remove(&m.pid);
             }

@@ -57,6 +57,9 @@ impl From<EngineError> for ApiError {
             | EngineError::DeliveryNotFound { .. }
             | EngineError::Removed(_) => (StatusCode::NOT_FOUND, "not_found"),
             EngineError::Duplicated(_) => (StatusCode::CONFLICT, "duplicated"),
+            EngineError::Denied { .. } | EngineError::Action(ActionError::Denied { .. }) => {
+                (StatusCode::FORBIDDEN, "forbidden")
+            }
             EngineError::Action(ActionError::UnknownTask { .. }) => {
                 (StatusCode::NOT_FOUND, "not_found")
             }

@@ -1,9 +1,11 @@
 //! acts as a service: the HTTP API over a running [`Engine`] — JSON under
 //! `/api/v1` (models, processes, task actions), a live message stream as
 //! Server-Sent Events, `/healthz`, `/readyz` and `/metrics` (Prometheus
-//! text) — with errors as `{"error": {"code", "message"}}`, a request size
-//! limit, and a graceful shutdown that finishes what is in flight and
-//! closes the engine. `acts serve` (in `acts-cli`) runs it.
+//! text) — with bearer-token access control ([`Auth`]; the checks
+//! themselves are the engine executor's), errors as `{"error": {"code",
+//! "message"}}`, a request size limit, and a graceful shutdown that
+//! finishes what is in flight and closes the engine. `acts serve` (in
+//! `acts-cli`) runs it.
 //!
 //! May depend on: the facade `acts` (the engine and its types), axum and
 //! tower-http, metrics; never on a store backend (the caller opens the
@@ -12,6 +14,7 @@
 //! Start reading at [`router`] (every endpoint, in `routes.rs`) and
 //! [`serve`].
 
+mod auth;
 mod durable;
 mod error;
 mod metrics;
@@ -24,20 +27,33 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use tokio::net::TcpListener;
 
+pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
+pub use routes::STREAM_QUEUE;
 
 /// The largest request body accepted (a model text, a start's vars, an
 /// action's options): 2 MiB. The engine's own limits (model size, vars
 /// size) apply below it, each with its own error.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
-/// The API over `engine` (every route; see the crate docs).
+/// The API over `engine` without tokens: every request is the local
+/// admin (see [`router_with`]).
 pub fn router(engine: Engine) -> Router {
+    router_with(engine, Auth::none())
+}
+
+/// The API over `engine` (every route; see the crate docs), each request
+/// acting for the principal of its token in `auth`.
+pub fn router_with(engine: Engine, auth: Auth) -> Router {
     let metrics = metrics::Metrics::new();
     routes::routes(routes::AppState {
         engine,
         metrics: metrics.clone(),
     })
+    .layer(axum::middleware::from_fn_with_state(
+        std::sync::Arc::new(auth),
+        auth::authenticate,
+    ))
     .layer(axum::middleware::from_fn_with_state(
         metrics,
         metrics::Metrics::track,
@@ -51,10 +67,11 @@ pub fn router(engine: Engine) -> Router {
 /// (flushing what is queued and letting go of the store).
 pub async fn serve(
     engine: Engine,
+    auth: Auth,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(engine.clone());
+    let app = router_with(engine.clone(), auth);
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;

@@ -1,8 +1,11 @@
 //! The HTTP API under `/api/v1`: models, processes, task actions and the
 //! live message stream, plus `/healthz`, `/readyz` and `/metrics`.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use acts::{Action, ChannelOptions, Engine, TaskState, Vars};
 use axum::body::Bytes;
@@ -15,7 +18,10 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
+use crate::auth::Exec;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 
@@ -85,7 +91,10 @@ async fn readyz(State(s): State<AppState>) -> Response {
     }
 }
 
-async fn metrics(State(s): State<AppState>) -> Response {
+async fn metrics(State(s): State<AppState>, x: Exec) -> Response {
+    if let Err(e) = x.need_operator("reading the metrics") {
+        return e.into_response();
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         s.metrics.render(&s.engine).await,
@@ -95,28 +104,25 @@ async fn metrics(State(s): State<AppState>) -> Response {
 
 // ---- models -----------------------------------------------------------------
 
-async fn deploy_model(State(s): State<AppState>, body: Bytes) -> ApiResult<impl IntoResponse> {
+async fn deploy_model(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResponse> {
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError::bad_request("the model must be UTF-8 text (YAML or JSON)"))?;
-    let info = s.engine.executor().deploy_yaml(text).await?;
+    let info = x.deploy_yaml(text).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
-async fn list_models(State(s): State<AppState>) -> ApiResult<impl IntoResponse> {
-    Ok(Json(s.engine.executor().models().await?))
+async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
+    Ok(Json(x.models().await?))
 }
 
-async fn get_model(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let (info, workflow) = s.engine.executor().model(&id).await?;
+async fn get_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+    let (info, workflow) = x.model(&id).await?;
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
     Ok(Json(json!({"model": info, "definition": definition})))
 }
 
-async fn remove_model(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    if s.engine.executor().remove_model(&id).await? {
+async fn remove_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    if x.remove_model(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("model '{id}' is not deployed")))
@@ -136,9 +142,9 @@ struct StartRequest {
     vars: Vars,
 }
 
-async fn start_process(State(s): State<AppState>, body: Bytes) -> ApiResult<impl IntoResponse> {
+async fn start_process(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResponse> {
     let req: StartRequest = json_body(&body)?;
-    let info = s.engine.executor().start(&req.model, req.vars).await?;
+    let info = x.start(&req.model, req.vars).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -164,7 +170,7 @@ struct ListProcesses {
 const MAX_PAGE: usize = 1000;
 
 async fn list_processes(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Query(q): Query<ListProcesses>,
 ) -> ApiResult<impl IntoResponse> {
     let state = q
@@ -190,11 +196,7 @@ async fn list_processes(
         })?,
         None => 0,
     };
-    let mut all = s
-        .engine
-        .executor()
-        .processes(state, q.model.as_deref())
-        .await?;
+    let mut all = x.processes(state, q.model.as_deref()).await?;
     all.retain(|p| {
         let started = p.start_time.unwrap_or(0);
         q.started_after.is_none_or(|a| started >= a) && q.started_before.is_none_or(|b| started < b)
@@ -216,29 +218,19 @@ async fn list_processes(
     ))
 }
 
-async fn get_process(
-    State(s): State<AppState>,
-    Path(pid): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let exec = s.engine.executor();
-    let process = exec.process(&pid).await?;
-    let tasks = exec.tasks(&pid).await?;
+async fn get_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<impl IntoResponse> {
+    let process = x.process(&pid).await?;
+    let tasks = x.tasks(&pid).await?;
     Ok(Json(json!({"process": process, "tasks": tasks})))
 }
 
-async fn abort_process(
-    State(s): State<AppState>,
-    Path(pid): Path<String>,
-) -> ApiResult<StatusCode> {
-    s.engine.executor().abort_process(&pid).await?;
+async fn abort_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
+    x.abort_process(&pid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn remove_process(
-    State(s): State<AppState>,
-    Path(pid): Path<String>,
-) -> ApiResult<StatusCode> {
-    if s.engine.executor().remove_process(&pid).await? {
+async fn remove_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
+    if x.remove_process(&pid).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("cannot find process '{pid}'")))
@@ -248,13 +240,13 @@ async fn remove_process(
 // ---- task actions -----------------------------------------------------------
 
 async fn act(
-    State(s): State<AppState>,
+    Exec(x, _): Exec,
     Path((pid, tid, action)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
     let action = Action::from_str(&action).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let options: Vars = optional_json_body(&body)?;
-    s.engine.executor().act(&pid, &tid, action, options).await?;
+    x.act(&pid, &tid, action, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -306,37 +298,99 @@ pub(crate) fn event_of(m: &acts::Message) -> Event {
 
 async fn messages(
     State(s): State<AppState>,
+    x: Exec,
     Query(f): Query<StreamFilter>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // The subscription ends when the client goes (the stream, and with it
     // the subscription, is dropped).
-    let channel = s.engine.channel(f.options());
-    let rx = channel.subscribe();
-    Subscription::new(channel, rx).into_sse()
+    Subscription::open(s.engine.channel(f.options()))
+        .for_caller(&x)
+        .into_sse()
 }
+
+/// Most messages queued for one stream's client. A client that falls this
+/// far behind is cut off — its stream ends with a `lagged` event — rather
+/// than let the server's memory grow with it (a durable channel re-sends
+/// what was not acknowledged when the client reconnects).
+pub const STREAM_QUEUE: usize = 1024;
 
 /// A stream's channel: its handlers are removed when the stream is
 /// dropped, so a client that goes leaves nothing behind (a durable
 /// channel's registration and deliveries stay).
 pub(crate) struct Subscription {
     channel: acts::Channel,
-    pub(crate) rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
+    rx: mpsc::Receiver<acts::Message>,
+    lagged: Arc<AtomicBool>,
+    /// For a caller who is not an operator: the executor that says which
+    /// processes it may see, and the pids it may (once seen, a process
+    /// stays visible: its audience only grows).
+    visible_to: Option<(acts::Executor, HashSet<String>)>,
 }
 
 impl Subscription {
-    pub(crate) fn new(
-        channel: acts::Channel,
-        rx: tokio::sync::mpsc::UnboundedReceiver<acts::Message>,
-    ) -> Self {
-        Self { channel, rx }
+    /// Listens on `channel` through a queue of [`STREAM_QUEUE`] messages.
+    pub(crate) fn open(channel: acts::Channel) -> Self {
+        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+        let sender = Mutex::new(Some(tx));
+        let lagged = Arc::new(AtomicBool::new(false));
+        let lag = lagged.clone();
+        channel.on_message(move |m| {
+            let mut slot = sender.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(tx) = slot.as_ref()
+                && let Err(TrySendError::Full(_)) = tx.try_send(m.clone())
+            {
+                // Too slow: stop queueing; the stream ends once drained.
+                lag.store(true, Ordering::Relaxed);
+                *slot = None;
+            }
+        });
+        Self {
+            channel,
+            rx,
+            lagged,
+            visible_to: None,
+        }
+    }
+
+    /// Only the messages of processes `x`'s caller may see (everything for
+    /// an operator or admin).
+    pub(crate) fn for_caller(mut self, x: &Exec) -> Self {
+        if !x.1.is_operator() {
+            self.visible_to = Some((x.0.clone(), HashSet::new()));
+        }
+        self
+    }
+
+    /// The next message the caller may see (`None`: the stream ended).
+    pub(crate) async fn next(&mut self) -> Option<acts::Message> {
+        loop {
+            let m = self.rx.recv().await?;
+            let Some((x, seen)) = &mut self.visible_to else {
+                return Some(m);
+            };
+            if seen.contains(&m.pid) || x.may_see_process(&m.pid).await.unwrap_or(false) {
+                seen.insert(m.pid.clone());
+                return Some(m);
+            }
+        }
     }
 
     /// Its messages as a Server-Sent Events response, one event each
-    /// ([`event_of`]), kept alive while idle.
+    /// ([`event_of`]), kept alive while idle; a client cut off for reading
+    /// too slowly gets a last `lagged` event.
     pub(crate) fn into_sse(self) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-        let stream = futures_util::stream::unfold(self, |mut sub| async move {
-            let m = sub.rx.recv().await?;
-            Some((Ok(event_of(&m)), sub))
+        let stream = futures_util::stream::unfold(Some(self), |sub| async move {
+            let mut sub = sub?;
+            match sub.next().await {
+                Some(m) => Some((Ok(event_of(&m)), Some(sub))),
+                None if sub.lagged.load(Ordering::Relaxed) => {
+                    let note = Event::default().event("lagged").data(format!(
+                        "the client read too slowly ({STREAM_QUEUE} messages were waiting); reconnect (a durable channel re-sends what was not acknowledged)"
+                    ));
+                    Some((Ok(note), None))
+                }
+                None => None,
+            }
         });
         Sse::new(stream).keep_alive(KeepAlive::default())
     }

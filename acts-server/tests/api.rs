@@ -363,3 +363,47 @@ async fn the_message_stream_carries_what_its_filters_pass() {
     assert_eq!(m["key"], "approve");
     assert_eq!(m["state"], "created");
 }
+
+#[tokio::test]
+async fn a_client_that_reads_too_slowly_is_cut_off_with_a_lagged_event() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    let req = Request::builder()
+        .uri("/api/v1/messages")
+        .body(Body::empty())
+        .expect("a request");
+    let res = app.clone().oneshot(req).await.expect("the stream opens");
+    let mut body = res.into_body();
+    // Nothing is read while more messages than the queue holds are sent
+    // (every start sends at least its workflow, step and act messages).
+    let starts = acts_server::STREAM_QUEUE / 3 + 10;
+    for i in 0..starts {
+        start(&app, &format!("p{i}")).await;
+    }
+    let mut text = String::new();
+    loop {
+        let frame = tokio::time::timeout(GUARD, body.frame())
+            .await
+            .expect("the stream moves (hang guard)");
+        match frame {
+            Some(Ok(f)) => {
+                if let Ok(data) = f.into_data() {
+                    text.push_str(&String::from_utf8_lossy(&data));
+                }
+            }
+            Some(Err(e)) => panic!("the stream failed: {e}"),
+            None => break,
+        }
+    }
+    let events = text.matches("\n\n").count();
+    assert_eq!(
+        events,
+        acts_server::STREAM_QUEUE + 1,
+        "the queue's worth of messages, then the note"
+    );
+    assert!(
+        text.contains("event: lagged\n"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
+}

@@ -65,14 +65,16 @@ pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
     EngineConfig, EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure,
-    PackageInfo, ProcInfo, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo,
+    PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData,
+    SealedEntry, TaskInfo, TriggerInfo, USER_ACTIONS,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
 };
 pub use acts_core::package::{PackageDefinition, RunAs};
 pub use acts_core::scheduler::{
-    Action, Message, MessageState, MessageType, RunLimits, TaskError, TaskState, UnknownAction,
+    Action, Message, MessageState, MessageType, RunLimits, TaskError, TaskEvent, TaskState,
+    UnknownAction,
 };
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};

@@ -45,7 +45,7 @@ pub(crate) mod services;
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
     EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
-    ProcInfo, TaskInfo, TriggerInfo,
+    Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TriggerInfo, USER_ACTIONS,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

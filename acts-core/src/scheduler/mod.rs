@@ -29,11 +29,10 @@ mod task_error;
 mod tasks;
 
 pub use message::{Message, MessageState, MessageType};
-pub(crate) use process::PARAMS_KEY;
 pub use process::{
-    ACTION_NAMES, Action, ActionError, ModelCatalog, Process, Request, RunLimits, Services,
-    UnknownAction,
+    ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, ModelCatalog, Process, Request,
+    RunLimits, Services, UnknownAction, addressees,
 };
 pub use state::TaskState;
 pub use task_error::TaskError;
-pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};
+pub use tasks::{Dirty, Sign, Task, TaskEvent, TaskIx, TaskTable, is_reserved};

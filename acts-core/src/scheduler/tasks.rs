@@ -59,6 +59,21 @@ pub struct Task {
     pub start_time: i64,
     /// When the task reached a terminal state (0 while it has not).
     pub end_time: i64,
+    /// The client and operator actions applied to it, oldest first.
+    pub history: Vec<TaskEvent>,
+}
+
+/// One action applied to a task, and who applied it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TaskEvent {
+    /// The action's wire name (`next`, `submit`, `abort`, `push`, ...).
+    pub action: String,
+    /// The principal who applied it (`None`: the embedding application
+    /// itself, through an executor without a principal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When (ms since the epoch on the engine's clock).
+    pub at: i64,
 }
 
 /// What changed in a task since its rows were last written (see
@@ -174,6 +189,16 @@ impl TaskTable {
         self.now = now;
     }
 
+    /// Records that `action` was applied to task `ix` by `by`, now.
+    pub fn record(&mut self, ix: TaskIx, action: &str, by: Option<&str>) {
+        let at = self.now;
+        self.task_mut(ix).history.push(TaskEvent {
+            action: action.to_owned(),
+            by: by.map(str::to_owned),
+            at,
+        });
+    }
+
     /// The time set by [`set_now`](Self::set_now).
     pub fn now(&self) -> i64 {
         self.now
@@ -269,6 +294,7 @@ impl TaskTable {
             err: None,
             start_time: 0,
             end_time: 0,
+            history: Vec::new(),
         });
         self.by_id.insert(id, ix);
         *self.runs.entry(node).or_default() += 1;

@@ -257,9 +257,14 @@ async fn run(args: Args) -> Result<Value, String> {
         .map_err(|e| e.to_string())?
         .to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(acts_server::serve(engine, listener, async move {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(acts_server::serve(
+        engine,
+        acts_server::Auth::none(),
+        listener,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     let (api_ops, api_all, api_med) = {
         let addr = addr.clone();
         measure(args.clients, move || http_client(addr.clone(), trips)).await?

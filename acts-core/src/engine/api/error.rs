@@ -96,6 +96,14 @@ pub enum EngineError {
     /// The JavaScript runtime could not check or run a script.
     #[error("{0}")]
     Script(String),
+    /// The executor's principal may not do this; nothing changed.
+    #[error("'{principal}' may not do this: {reason}")]
+    Denied {
+        /// Who asked.
+        principal: String,
+        /// Why not (what role or address would allow it).
+        reason: String,
+    },
     /// The engine was closed.
     #[error("the engine is closed")]
     Closed,

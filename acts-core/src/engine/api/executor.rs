@@ -1,7 +1,9 @@
 //! [`Executor`]: the client API — models, processes, tasks and actions.
 //!
 //! Every call that changes a process returns once its transition is
-//! durable; an error means nothing changed.
+//! durable; an error means nothing changed. An executor with a principal
+//! ([`Executor::as_principal`]) checks each call against its roles (see
+//! [`Principal`]); a denial is [`EngineError::Denied`].
 
 use std::sync::Arc;
 
@@ -11,6 +13,7 @@ use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskError, TaskState};
 
+use crate::engine::api::access::Principal;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::{
     DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
@@ -22,17 +25,77 @@ use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerR
 #[derive(Clone)]
 pub struct Executor {
     rt: Arc<Kernel>,
+    /// Who is asking (`None`: the embedding application, which may do
+    /// everything).
+    principal: Option<Arc<Principal>>,
 }
 
 impl std::fmt::Debug for Executor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Executor").finish_non_exhaustive()
+        f.debug_struct("Executor")
+            .field("principal", &self.principal.as_ref().map(|p| &p.id))
+            .finish_non_exhaustive()
     }
 }
 
 impl Executor {
     pub(crate) fn new(rt: Arc<Kernel>) -> Self {
-        Self { rt }
+        Self {
+            rt,
+            principal: None,
+        }
+    }
+
+    /// This executor acting for `principal`: every call is checked against
+    /// its roles, and what it does is recorded as done by it.
+    pub fn as_principal(&self, principal: Principal) -> Executor {
+        Self {
+            rt: self.rt.clone(),
+            principal: Some(Arc::new(principal)),
+        }
+    }
+
+    /// Who this executor acts for (`None`: the application itself).
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+
+    fn by(&self) -> Option<&str> {
+        self.principal.as_ref().map(|p| p.id.as_str())
+    }
+
+    fn need_admin(&self, what: &str) -> Result<(), EngineError> {
+        self.principal
+            .as_ref()
+            .map_or(Ok(()), |p| p.check_admin(what))
+    }
+
+    fn need_operator(&self, what: &str) -> Result<(), EngineError> {
+        self.principal
+            .as_ref()
+            .map_or(Ok(()), |p| p.check_operator(what))
+    }
+
+    fn check_see(&self, p: &crate::scheduler::Process) -> Result<(), EngineError> {
+        self.principal
+            .as_ref()
+            .map_or(Ok(()), |who| who.check_see(p))
+    }
+
+    /// Whether this executor may see process `pid` (`false` when it does
+    /// not exist). What a message stream for a principal filters on.
+    pub async fn may_see_process(&self, pid: &str) -> Result<bool, EngineError> {
+        let Some(who) = &self.principal else {
+            return Ok(true);
+        };
+        if who.is_operator() {
+            return Ok(true);
+        }
+        Ok(self
+            .rt
+            .with_process(pid, |p| who.may_see_process(p))
+            .await?
+            .unwrap_or(false))
     }
 
     // ---- models ---------------------------------------------------------
@@ -40,6 +103,7 @@ impl Executor {
     /// Validates and deploys `workflow` (a new deploy of an id replaces it
     /// for processes started afterwards).
     pub async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
+        self.need_admin("deploying a model")?;
         let mut info = self.rt.deploy(workflow, &Default::default()).await?;
         info.warnings = crate::model::lint(workflow, &[]);
         Ok(info)
@@ -50,6 +114,7 @@ impl Executor {
     /// have, an interrupt without a key) comes back in
     /// [`ModelInfo::warnings`].
     pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
+        self.need_admin("deploying a model")?;
         let loaded = Workflow::load_yaml_within(text, &self.rt.config.model_limits)?;
         let mut info = self.rt.deploy(&loaded.workflow, &loaded.source).await?;
         info.warnings = crate::model::lint(&loaded.workflow, &loaded.unknown_keys);
@@ -73,6 +138,7 @@ impl Executor {
     /// Removes a model (its running processes are not affected). Returns
     /// whether it existed.
     pub async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
+        self.need_admin("removing a model")?;
         self.rt.remove_model(id).await
     }
 
@@ -84,19 +150,20 @@ impl Executor {
     /// a process with no interrupt may already be finished. Over the cache
     /// cap it is parked (state `none`) and starts when a slot frees.
     pub async fn start(&self, model_id: &str, vars: Vars) -> Result<ProcInfo, EngineError> {
-        self.rt.start(model_id, vars).await
+        self.rt.start(model_id, vars, self.by()).await
     }
 
     /// A process, with its outputs.
     pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
         self.rt
-            .with_process(pid, ProcInfo::of)
+            .with_process(pid, |p| self.check_see(p).map(|()| ProcInfo::of(p)))
             .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
     }
 
     /// Processes, optionally only those in `state` and of model `model`
     /// (oldest first; outputs are left empty — read one process for them).
+    /// A user's listing holds only the processes they may see.
     pub async fn processes(
         &self,
         state: Option<TaskState>,
@@ -110,18 +177,39 @@ impl Executor {
             q = q.filter(Filter::eq("mid", m));
         }
         let rows = self.rt.proc_rows(&q).await?;
-        Ok(rows.iter().map(ProcInfo::of_row).collect())
+        Ok(rows
+            .iter()
+            .filter(|r| {
+                self.principal.as_ref().is_none_or(|who| {
+                    who.may_see(
+                        r.started_by.as_deref(),
+                        r.audience.iter().map(String::as_str),
+                    )
+                })
+            })
+            .map(ProcInfo::of_row)
+            .collect())
     }
 
     /// Aborts a running process: running tasks are aborted, waiting ones
     /// skipped, and the process ends `aborted`.
     pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
-        self.rt.on_process(pid, |p, svc| p.abort_process(svc)).await
+        self.need_operator("aborting a process")?;
+        let by = self.by();
+        self.rt
+            .on_process(pid, |p, svc| {
+                p.abort_process(svc)?;
+                let root = p.root();
+                p.tasks.record(root, "abort", by);
+                Ok(())
+            })
+            .await
     }
 
     /// Removes a process and all its rows (a running one stops). Returns
     /// whether it existed.
     pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
+        self.need_operator("removing a process")?;
         self.rt.remove_process(pid).await
     }
 
@@ -144,13 +232,13 @@ impl Executor {
         trigger_id: &str,
         payload: Value,
     ) -> Result<ProcInfo, EngineError> {
-        self.rt.start_trigger(trigger_id, payload).await
+        self.rt.start_trigger(trigger_id, payload, self.by()).await
     }
 
     /// Sends hook event `name`: every model with a hook trigger of that id
     /// starts with `payload`. Returns the processes started.
     pub async fn hook(&self, name: &str, payload: Value) -> Result<Vec<ProcInfo>, EngineError> {
-        self.rt.hook(name, payload).await
+        self.rt.hook(name, payload, self.by()).await
     }
 
     /// The triggers of every deployed model (with the schedules' next and
@@ -170,6 +258,7 @@ impl Executor {
         channel: Option<&str>,
         state: Option<DeliveryState>,
     ) -> Result<Vec<DeliveryInfo>, EngineError> {
+        self.need_operator("reading deliveries")?;
         let rows = self.rt.deliveries(channel, state).await?;
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
@@ -177,6 +266,7 @@ impl Executor {
     /// How many deliveries are in `state` over every durable channel
     /// (counted from the state index; no delivery row is read).
     pub async fn count_deliveries(&self, state: DeliveryState) -> Result<usize, EngineError> {
+        self.need_operator("reading deliveries")?;
         let mut n = 0;
         Collection::<crate::engine::persist::rows::DeliveryRow>::new(self.rt.store.clone())
             .index_ids(
@@ -192,12 +282,14 @@ impl Executor {
     /// (pending again, tries reset, sent at once to a connected client).
     /// Only a failed delivery can be redelivered.
     pub async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        self.need_operator("redelivering a dead letter")?;
         self.rt.redeliver(channel, msg_id).await
     }
 
     /// Discards dead letter `msg_id` of channel `channel` (its delivery is
     /// deleted). Only a failed delivery can be discarded.
     pub async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+        self.need_operator("discarding a dead letter")?;
         self.rt.discard(channel, msg_id).await
     }
 
@@ -207,10 +299,11 @@ impl Executor {
     pub async fn task(&self, pid: &str, tid: &str) -> Result<TaskInfo, EngineError> {
         self.rt
             .with_process(pid, |p| {
-                p.tasks.find_id(tid).and_then(|ix| TaskInfo::of(p, ix))
+                self.check_see(p)
+                    .map(|()| p.tasks.find_id(tid).and_then(|ix| TaskInfo::of(p, ix)))
             })
             .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))??
             .ok_or_else(|| EngineError::TaskNotFound {
                 pid: pid.to_owned(),
                 tid: tid.to_owned(),
@@ -221,18 +314,21 @@ impl Executor {
     pub async fn tasks(&self, pid: &str) -> Result<Vec<TaskInfo>, EngineError> {
         self.rt
             .with_process(pid, |p| {
-                p.tasks
-                    .all()
-                    .filter_map(|(ix, _)| TaskInfo::of(p, ix))
-                    .collect()
+                self.check_see(p).map(|()| {
+                    p.tasks
+                        .all()
+                        .filter_map(|(ix, _)| TaskInfo::of(p, ix))
+                        .collect()
+                })
             })
             .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
     }
 
     // ---- actions ------------------------------------------------------------
 
-    /// Applies `action` to act `tid` of process `pid` with `options`.
+    /// Applies `action` to act `tid` of process `pid` with `options`
+    /// (recorded in the task's history with who applied it).
     pub async fn act(
         &self,
         pid: &str,
@@ -240,7 +336,9 @@ impl Executor {
         action: Action,
         options: Vars,
     ) -> Result<(), EngineError> {
-        self.rt.act(pid, tid, action, options).await
+        self.rt
+            .act(pid, tid, action, options, self.principal.as_deref())
+            .await
     }
 
     /// Completes an act (`next`), folding `vars` into it.
@@ -306,9 +404,17 @@ impl Executor {
     /// Runs a new act under step task `tid`; `act` holds its definition
     /// (`uses` required; `params`, `id`, `name`, `key` ...).
     pub async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
+        self.need_operator("pushing an act")?;
         self.rt.check_vars_size("the pushed act", &act)?;
+        let by = self.by();
         self.rt
-            .on_process(pid, |p, svc| p.push(tid, act, svc))
+            .on_process(pid, |p, svc| {
+                p.push(tid, act, svc)?;
+                if let Some(ix) = p.tasks.find_id(tid) {
+                    p.tasks.record(ix, "push", by);
+                }
+                Ok(())
+            })
             .await
     }
 }

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::Vars;
-use crate::scheduler::{MessageType, Process, TaskError, TaskIx, TaskState};
+use crate::scheduler::{MessageType, Process, TaskError, TaskEvent, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
 use crate::engine::persist::rows::{
@@ -73,6 +73,9 @@ pub struct ProcInfo {
     pub outputs: Vars,
     /// The error it ended with.
     pub err: Option<TaskError>,
+    /// The principal who started it (`None`: no principal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
 }
 
 impl ProcInfo {
@@ -86,6 +89,7 @@ impl ProcInfo {
             end_time: set(root.map_or(0, |r| r.end_time)),
             outputs: p.outputs(),
             err: root.and_then(|r| r.err.clone()),
+            started_by: p.audience.started_by.clone(),
         }
     }
 
@@ -98,6 +102,7 @@ impl ProcInfo {
             end_time: set(r.end_time),
             outputs: Vars::new(),
             err: r.err.clone(),
+            started_by: r.started_by.clone(),
         }
     }
 }
@@ -136,20 +141,16 @@ pub struct TaskInfo {
     pub data: Vars,
     /// Its error.
     pub err: Option<TaskError>,
+    /// The actions applied to it and who applied them, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<TaskEvent>,
 }
 
 impl TaskInfo {
     pub(crate) fn of(p: &Process, ix: TaskIx) -> Option<Self> {
         let t = p.tasks.get(ix)?;
         let node = p.tree.node(t.node)?;
-        let params = match &*node.content {
-            NodeContent::Act(a) => t
-                .data
-                .get(crate::scheduler::PARAMS_KEY)
-                .cloned()
-                .unwrap_or_else(|| a.params.clone()),
-            _ => serde_json::Value::Null,
-        };
+        let params = p.act_params(ix);
         let key = params
             .get("key")
             .and_then(serde_json::Value::as_str)
@@ -175,6 +176,7 @@ impl TaskInfo {
             end_time: set(t.end_time),
             data: t.data.clone(),
             err: t.err.clone(),
+            history: t.history.clone(),
         })
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! May use: every room of the engine (it is the top).
 
+pub(crate) mod access;
 pub(crate) mod channel;
 mod engine;
 pub(crate) mod error;
@@ -22,6 +23,7 @@ pub use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
 pub use crate::engine::persist::rows::DeliveryState;
+pub use access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use error::EngineError;

@@ -88,6 +88,8 @@ impl Kernel {
             env: Vars::new(),
             start_vars: vars,
             err: None,
+            started_by: None,
+            audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),
         };
@@ -198,7 +200,9 @@ impl Kernel {
                 "package",
                 format!("package '{uses}' is not registered with this engine"),
             );
-            let _ = self.act(&pid, &tid, Action::Error, err.to_vars()).await;
+            let _ = self
+                .act(&pid, &tid, Action::Error, err.to_vars(), None)
+                .await;
             return;
         };
         let ctx = PackageContext {
@@ -215,7 +219,7 @@ impl Kernel {
             Ok(vars) => (Action::Complete, vars),
             Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),
         };
-        if let Err(e) = self.act(&pid, &tid, action, options).await {
+        if let Err(e) = self.act(&pid, &tid, action, options, None).await {
             warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
         }
     }

@@ -4,9 +4,10 @@
 //! off (continuations, subflow children, timers, packages, refill).
 //!
 //! May use: `persist` (rows), the services' hooks, and the API's error,
-//! info and package types; never the executor, the builder or channels
+//! info, package and access types; never the executor, the builder or channels
 //! beyond the emitter.
 
+pub(crate) mod actions;
 pub(crate) mod cache;
 pub(crate) mod config;
 pub(crate) mod emitter;

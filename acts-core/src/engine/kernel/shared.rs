@@ -105,7 +105,7 @@ pub(crate) struct Kernel {
 }
 
 /// What a transition closure may return.
-type Outcome<T> = Result<T, ActionError>;
+pub(crate) type Outcome<T> = Result<T, ActionError>;
 
 impl Kernel {
     #[allow(clippy::too_many_arguments)]
@@ -448,36 +448,6 @@ impl Kernel {
             self.spawn(rt.continue_process(handle.clone()));
         }
         Ok(out)
-    }
-
-    // ---- actions ------------------------------------------------------------
-
-    /// Runs `f` as one transition of existing process `pid` (a missing
-    /// process is `ProcessNotFound`).
-    pub(crate) async fn on_process<T>(
-        &self,
-        pid: &str,
-        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
-    ) -> Result<T, EngineError> {
-        self.check_open()?;
-        let handle = self
-            .handle(pid)
-            .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        self.transition(&handle, Vec::new(), f).await
-    }
-
-    /// Applies a client action to act `tid` of process `pid`.
-    pub(crate) async fn act(
-        &self,
-        pid: &str,
-        tid: &str,
-        action: Action,
-        options: Vars,
-    ) -> Result<(), EngineError> {
-        self.check_vars_size("the action's options", &options)?;
-        self.on_process(pid, |p, svc| p.act(tid, action, options, svc))
-            .await
     }
 
     /// Runs what a fired timer is for.

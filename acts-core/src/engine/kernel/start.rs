@@ -23,10 +23,12 @@ impl Kernel {
     /// Starts a process of model `model_id` with start options `vars` (a
     /// `pid` option names it). Over the cache cap the process is parked and
     /// starts when a slot frees; the returned state is then `none`.
+    /// `started_by` is the principal who asked (kept with the process).
     pub(crate) async fn start(
         &self,
         model_id: &str,
         mut vars: Vars,
+        started_by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
         self.check_open()?;
         self.check_vars_size("the start options", &vars)?;
@@ -66,7 +68,7 @@ impl Kernel {
             })?;
         let pid = external_pid.clone().unwrap_or_else(long_id);
         vars.insert("pid".into(), Value::String(pid.clone()));
-        self.start_with(&model, pid, vars, external_pid.is_some())
+        self.start_with(&model, pid, vars, external_pid.is_some(), started_by)
             .await
     }
 
@@ -76,6 +78,7 @@ impl Kernel {
         pid: String,
         vars: Vars,
         check_store: bool,
+        started_by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
         let now = self.now();
         let base = ProcRow {
@@ -89,10 +92,13 @@ impl Kernel {
             env: Vars::new(),
             start_vars: Vars::new(),
             err: None,
+            started_by: started_by.map(str::to_owned),
+            audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),
         };
-        let process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
+        let mut process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
+        process.audience.started_by = base.started_by.clone();
         let born = self.writer.epoch();
         let handle = ProcHandle::new(process, Persisted::fresh(base.clone()), born);
         // A fresh mutex: nobody else can hold it yet.

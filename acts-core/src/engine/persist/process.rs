@@ -91,6 +91,8 @@ struct TaskView<'a> {
     err: &'a Option<TaskError>,
     start_time: i64,
     end_time: i64,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    history: &'a [crate::scheduler::TaskEvent],
 }
 
 /// A task's scope row, borrowed (serializes as a [`VarsRow`]).
@@ -114,6 +116,7 @@ fn task_view<'a>(p: &'a Process, ix: crate::scheduler::TaskIx, task: &'a Task) -
         err: &task.err,
         start_time: task.start_time,
         end_time: task.end_time,
+        history: &task.history,
     }
 }
 
@@ -196,6 +199,7 @@ pub(crate) fn transition_ops(
         || start_time != old.start_time
         || err != old.err.as_ref()
         || p.env != old.env
+        || p.audience.len() != old.audience.len()
         || !old.start_vars.is_empty();
     if changed {
         let row = ProcRow {
@@ -207,6 +211,8 @@ pub(crate) fn transition_ops(
             // Rows written before node rows existed keep their nodes.
             nodes: old.nodes.clone(),
             start_vars: Vars::new(),
+            started_by: old.started_by.clone(),
+            audience: p.audience.names().map(str::to_owned).collect(),
             id: old.id.clone(),
             mid: old.mid.clone(),
             model: old.model.clone(),
@@ -379,11 +385,14 @@ pub(crate) fn rebuild(
             err: t.err.clone(),
             start_time: t.start_time,
             end_time: t.end_time,
+            history: t.history.clone(),
         });
     }
     let parked = row.state == TaskState::None && rebuilt.is_empty();
     let mut process = Process::restore(pid, tree, rebuilt, row.env.clone())
         .map_err(|e| format!("process '{}': {e}", row.id))?;
+    process.audience =
+        crate::scheduler::Audience::restore(row.started_by.clone(), row.audience.clone());
     process
         .restore_jobs(&row.pending)
         .map_err(|e| format!("process '{}': {e}", row.id))?;
@@ -460,6 +469,7 @@ mod tests {
             err: Some(TaskError::new("E1", "failed")),
             start_time: task.start_time,
             end_time: task.end_time,
+            history: Vec::new(),
         };
         assert_eq!(view, serde_json::to_value(&row).unwrap());
         let back: TaskRow = serde_json::from_value(view).unwrap();

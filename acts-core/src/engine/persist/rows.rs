@@ -73,6 +73,13 @@ pub struct ProcRow {
     /// The error the process ended with: `(ecode, message)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub err: Option<TaskError>,
+    /// The principal who started it (`None`: no principal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
+    /// The names its interrupts addressed (`user:<id>`, `role:<name>`),
+    /// what a user's listing filters on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audience: Vec<String>,
     /// The dynamic nodes of its tree, in creation order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeData>,
@@ -116,6 +123,9 @@ pub struct TaskRow {
     pub start_time: i64,
     /// End time (ms, 0 while not terminal).
     pub end_time: i64,
+    /// The actions applied to it, and by whom.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<crate::scheduler::TaskEvent>,
 }
 
 /// The id prefix of every task and scope row of process `pid`.

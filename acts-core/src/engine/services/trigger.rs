@@ -101,11 +101,12 @@ impl Kernel {
 
     /// Starts the model of trigger `trigger_id` (`<model>:<trigger>`) with `payload` (null:
     /// the trigger's default params): manual and hook triggers start the
-    /// model; a schedule cannot be fired by hand.
+    /// model; a schedule cannot be fired by hand. `by`: who asked.
     pub(crate) async fn start_trigger(
         &self,
         trigger_id: &str,
         payload: Value,
+        by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
         let row = Collection::<TriggerRow>::new(self.store.clone())
             .get(trigger_id)
@@ -144,22 +145,23 @@ impl Kernel {
                 });
             }
         };
-        self.start(&row.mid, vars).await
+        self.start(&row.mid, vars, by).await
     }
 
     /// Fires every hook trigger whose id is `name` (across models) with
-    /// `payload`; returns the processes started.
+    /// `payload`; returns the processes started. `by`: who asked.
     pub(crate) async fn hook(
         &self,
         name: &str,
         payload: Value,
+        by: Option<&str>,
     ) -> Result<Vec<ProcInfo>, EngineError> {
         let rows = Collection::<TriggerRow>::new(self.store.clone())
             .query_all(&Query::new().filter(Filter::eq("kind", "hook")))
             .await?;
         let mut started = Vec::new();
         for r in rows.into_iter().filter(|r| r.trigger == name) {
-            started.push(self.start_trigger(&r.id, payload.clone()).await?);
+            started.push(self.start_trigger(&r.id, payload.clone(), by).await?);
         }
         Ok(started)
     }
@@ -187,7 +189,7 @@ impl Kernel {
             .collect();
         for row in due {
             let vars = row.params.as_object().cloned().unwrap_or_default();
-            if let Err(e) = self.start(&row.mid, vars).await {
+            if let Err(e) = self.start(&row.mid, vars, None).await {
                 warn!(event = %row.id, error = %e, "scheduled start failed; the schedule moves on");
             }
             let cron = row.schedule.clone().unwrap_or_default();

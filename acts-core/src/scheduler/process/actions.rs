@@ -172,6 +172,14 @@ pub enum ActionError {
         /// Why.
         message: String,
     },
+    /// The principal may not do this (nothing changed).
+    #[error("'{principal}' may not do this: {reason}")]
+    Denied {
+        /// Who asked.
+        principal: String,
+        /// Why not.
+        reason: String,
+    },
     /// A required option is missing.
     #[error("action on task '{pid}:{tid}': missing option '{option}'")]
     MissingOption {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 mod actions;
+mod audience;
 mod failure;
 mod flow;
 mod outputs;
@@ -23,6 +24,7 @@ mod timeouts;
 mod undo;
 
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
+pub use audience::{Audience, MAX_AUDIENCE, addressees};
 pub use resume::Request;
 
 use crate::model::{Act, Variant, Vars};
@@ -102,6 +104,8 @@ pub struct Process {
     pub tasks: TaskTable,
     /// Process environment (`$env`).
     pub env: Vars,
+    /// Who started it and whom its interrupts addressed.
+    pub audience: Audience,
     root: Option<TaskIx>,
     queue: VecDeque<Job>,
     messages: Vec<Message>,
@@ -124,6 +128,7 @@ impl Process {
             tree: ProcessTree::new(model),
             tasks: TaskTable::new(),
             env: Vars::new(),
+            audience: Audience::default(),
             root: None,
             queue: VecDeque::new(),
             messages: Vec::new(),

@@ -39,7 +39,10 @@ impl Process {
         }
         self.tasks.set_data(t, &data);
         match run_as {
-            RunAs::Irq => self.tasks.set_state(t, TaskState::Interrupt),
+            RunAs::Irq => {
+                self.audience.note(&params);
+                self.tasks.set_state(t, TaskState::Interrupt);
+            }
             RunAs::Msg => {}
             RunAs::Func => match act.uses.as_str() {
                 "acts.transform.set" => {

@@ -136,6 +136,7 @@ impl Process {
             tree,
             tasks,
             env,
+            audience: super::Audience::default(),
             root,
             queue: VecDeque::new(),
             messages: Vec::new(),
