@@ -4,6 +4,8 @@
 #   redis-server  - the Redis backend's tests start a private server
 #   redis-tools   - redis-cli, with which scripts/test.sh runs one for the
 #                   engine suites
+#   chromium, chromium-driver - the dashboard's browser test drives a
+#                   headless Chromium through WebDriver
 # Runs `apt-get update` at most once. Safe to run again and again.
 set -euo pipefail
 
@@ -14,6 +16,8 @@ fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"

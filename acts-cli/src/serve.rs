@@ -119,8 +119,8 @@ pub(crate) async fn run(
     // write of these notes is not a reason to stop.
     let _ = writeln!(
         std::io::stderr(),
-        "acts serve: listening on http://{bound} (store {store}); the API is under /api/v1; \
-         {access}; Ctrl-C stops"
+        "acts serve: listening on http://{bound} (store {store}); the dashboard is at \
+         http://{bound}/ and the API under /api/v1; {access}; Ctrl-C stops"
     );
     acts_server::serve(engine, auth, listener, acts_server::shutdown_signal())
         .await

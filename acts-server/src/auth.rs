@@ -154,7 +154,7 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Response {
     let path = req.uri().path();
-    if path == "/healthz" || path == "/readyz" {
+    if path == "/healthz" || path == "/readyz" || crate::dashboard::is_asset(path) {
         return next.run(req).await;
     }
     match auth.caller(req.headers()) {

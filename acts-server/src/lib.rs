@@ -12,9 +12,11 @@
 //! store).
 //!
 //! Start reading at [`router`] (every endpoint, in `routes.rs`) and
-//! [`serve`].
+//! [`serve`]; the web dashboard (served at `/`) is `ui/` (embedded by
+//! `dashboard.rs`).
 
 mod auth;
+mod dashboard;
 mod durable;
 mod error;
 mod metrics;
@@ -49,6 +51,7 @@ pub fn router_with(engine: Engine, auth: Auth) -> Router {
     routes::routes(routes::AppState {
         engine,
         metrics: metrics.clone(),
+        tokens: auth.is_enabled(),
     })
     .layer(axum::middleware::from_fn_with_state(
         std::sync::Arc::new(auth),

@@ -30,6 +30,9 @@ use crate::metrics::Metrics;
 pub(crate) struct AppState {
     pub engine: Engine,
     pub metrics: Metrics,
+    /// Whether access tokens are configured (the dashboard offers to sign
+    /// out only then).
+    pub tokens: bool,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -41,6 +44,10 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .route("/", get(crate::dashboard::index))
+        .route("/ui/{file}", get(crate::dashboard::file))
+        .route("/api/v1/me", get(whoami))
+        .route("/api/v1/inbox", get(inbox))
         .route("/api/v1/models", get(list_models).post(deploy_model))
         .route("/api/v1/models/{id}", get(get_model).delete(remove_model))
         .route("/api/v1/processes", get(list_processes).post(start_process))
@@ -102,6 +109,42 @@ async fn metrics(State(s): State<AppState>, x: Exec) -> Response {
         .into_response()
 }
 
+/// Who the caller is: principal, roles, and what they may do (the
+/// dashboard shows only what they may use; the executor decides).
+async fn whoami(State(s): State<AppState>, Exec(_, who): Exec) -> Json<Value> {
+    Json(json!({
+        "principal": who.id,
+        "roles": who.roles,
+        "admin": who.is_admin(),
+        "operator": who.is_operator(),
+        "tokens": s.tokens,
+    }))
+}
+
+/// Most open interrupts one inbox answer lists.
+const INBOX_LIMIT: usize = 500;
+
+/// The open interrupts the caller may answer, with their process's model.
+async fn inbox(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
+    let tasks = x.inbox(INBOX_LIMIT).await?;
+    let mut models = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        if !models.contains_key(&t.pid) {
+            let mid = x
+                .process(&t.pid)
+                .await
+                .map(|p| p.model_id)
+                .unwrap_or_default();
+            models.insert(t.pid.clone(), mid);
+        }
+        let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
+        v["model_id"] = Value::String(models[&t.pid].clone());
+        out.push(v);
+    }
+    Ok(Json(out))
+}
+
 // ---- models -----------------------------------------------------------------
 
 async fn deploy_model(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResponse> {
@@ -118,7 +161,10 @@ async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
 async fn get_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
     let (info, workflow) = x.model(&id).await?;
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
-    Ok(Json(json!({"model": info, "definition": definition})))
+    let yaml = workflow.to_yaml().ok();
+    Ok(Json(
+        json!({"model": info, "definition": definition, "yaml": yaml}),
+    ))
 }
 
 async fn remove_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {

@@ -345,3 +345,74 @@ async fn a_users_stream_carries_only_the_processes_they_may_see() {
     let m: Value = serde_json::from_str(data).expect("JSON");
     assert_eq!(m["pid"], mine.as_str(), "not {hidden}: {seen}");
 }
+
+#[tokio::test]
+async fn the_dashboard_needs_no_token_but_its_data_does() {
+    let app = app().await;
+    let req = Request::builder()
+        .uri("/")
+        .body(Body::empty())
+        .expect("request");
+    let res = app.clone().oneshot(req).await.expect("answer");
+    assert_eq!(res.status(), StatusCode::OK);
+    let csp = res.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let html = res.into_body().collect().await.expect("body").to_bytes();
+    assert!(String::from_utf8_lossy(&html).contains("/ui/app.js"));
+    for (path, status) in [
+        ("/ui/app.js", StatusCode::OK),
+        ("/ui/app.css", StatusCode::OK),
+        ("/ui/secrets", StatusCode::NOT_FOUND),
+    ] {
+        assert_eq!(
+            call(&app, None, Method::GET, path, None).await.0,
+            status,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        call(&app, None, Method::GET, "/api/v1/me", None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (s, me) = call(&app, Some("ann"), Method::GET, "/api/v1/me", None).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        me,
+        json!({"principal": "ann", "roles": ["finance"], "admin": false, "operator": false, "tokens": true})
+    );
+    // The inbox: what the caller may answer, with the process's model.
+    for m in [EXPENSE, PRIVATE] {
+        call(&app, Some("root"), Method::POST, "/api/v1/models", Some(m)).await;
+    }
+    let expense = start(&app, "root", "expense").await;
+    let private = start(&app, "root", "private").await;
+    let inbox = |who: &'static str| {
+        let app = app.clone();
+        async move {
+            let (s, v) = call(&app, Some(who), Method::GET, "/api/v1/inbox", None).await;
+            assert_eq!(s, StatusCode::OK, "{v}");
+            let mut pids: Vec<String> = v
+                .as_array()
+                .expect("a list")
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}:{}",
+                        t["model_id"].as_str().unwrap_or(""),
+                        t["pid"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            pids.sort();
+            pids
+        }
+    };
+    assert_eq!(inbox("ann").await, vec![format!("expense:{expense}")]);
+    assert_eq!(inbox("bob").await, vec![format!("private:{private}")]);
+    let mut both = vec![format!("expense:{expense}"), format!("private:{private}")];
+    both.sort();
+    assert_eq!(inbox("olga").await, both);
+}

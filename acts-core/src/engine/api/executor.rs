@@ -191,6 +191,45 @@ impl Executor {
             .collect())
     }
 
+    /// The open interrupts this executor may answer, oldest process first:
+    /// for a user those addressed to them or one of their roles, for an
+    /// operator, an admin or the application all of them. At most `limit`
+    /// (each running process it may see is read until then).
+    pub async fn inbox(&self, limit: usize) -> Result<Vec<TaskInfo>, EngineError> {
+        let running = self.processes(Some(TaskState::Running), None).await?;
+        let mut out = Vec::new();
+        for p in running {
+            if out.len() >= limit {
+                break;
+            }
+            let open = self
+                .rt
+                .with_process(&p.pid, |proc_| {
+                    proc_
+                        .tasks
+                        .all()
+                        .filter(|(_, t)| t.state == TaskState::Interrupt)
+                        .filter(|(ix, _)| {
+                            self.principal.as_ref().is_none_or(|who| {
+                                who.is_operator()
+                                    || who.is_addressed_by(
+                                        crate::scheduler::addressees(&proc_.act_params(*ix))
+                                            .iter()
+                                            .map(String::as_str),
+                                    )
+                            })
+                        })
+                        .filter_map(|(ix, _)| TaskInfo::of(proc_, ix))
+                        .collect::<Vec<_>>()
+                })
+                .await?
+                .unwrap_or_default();
+            out.extend(open);
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
     /// Aborts a running process: running tasks are aborted, waiting ones
     /// skipped, and the process ends `aborted`.
     pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {

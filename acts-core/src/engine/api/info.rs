@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Vars;
+use crate::model::{Variant, Vars};
 use crate::scheduler::{MessageType, Process, TaskError, TaskEvent, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
@@ -144,6 +144,9 @@ pub struct TaskInfo {
     /// The actions applied to it and who applied them, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<TaskEvent>,
+    /// What an act's answer must hold (its `exposes`; empty: anything).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposes: Vec<Variant>,
 }
 
 impl TaskInfo {
@@ -177,6 +180,10 @@ impl TaskInfo {
             data: t.data.clone(),
             err: t.err.clone(),
             history: t.history.clone(),
+            exposes: match &*node.content {
+                NodeContent::Act(a) => a.exposes.clone(),
+                _ => Vec::new(),
+            },
         })
     }
 }
