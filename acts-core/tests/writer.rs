@@ -286,4 +286,14 @@ async fn the_writer_counts_its_commits_batches_and_failures() {
     );
     let s = writer.stats();
     assert_eq!((s.batches, s.failures), (3, 1), "{s:?}");
+    // Every commit is in one latency bucket (failed ones too); every
+    // committed group in one size bucket, and the sizes add up to the
+    // batches (here one batch per group: the writes were sequential).
+    assert_eq!(
+        s.commit_micros_buckets.iter().sum::<u64>(),
+        s.commits + s.failures,
+        "{s:?}"
+    );
+    assert_eq!(s.group_size_buckets.iter().sum::<u64>(), s.commits, "{s:?}");
+    assert_eq!(s.group_size_buckets[0], 3, "groups of one batch: {s:?}");
 }

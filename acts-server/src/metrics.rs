@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use acts::acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS};
 use acts::{DeliveryState, Engine};
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
@@ -33,6 +34,12 @@ impl Metrics {
         // that cannot answer leaves the last figures in place.
         let pending = exec.count_deliveries(DeliveryState::Pending).await.ok();
         let dead = exec.count_deliveries(DeliveryState::Failed).await.ok();
+        let mut by_state = Vec::new();
+        for state in acts::TaskState::ALL {
+            if let Ok(n) = exec.count_processes(state).await {
+                by_state.push((state.as_str(), n));
+            }
+        }
         let st = engine.stats();
         let cap = engine.cache().cap();
         let max_resident = engine.cache().max_resident();
@@ -57,8 +64,36 @@ impl Metrics {
             metrics::counter!("acts_commit_batches_total").absolute(st.writer.batches);
             metrics::counter!("acts_commit_failures_total").absolute(st.writer.failures);
             metrics::gauge!("acts_commit_seconds_total").set(st.writer.commit_micros as f64 / 1e6);
+            for (state, n) in by_state {
+                metrics::gauge!("acts_processes", "state" => state).set(n as f64);
+            }
+            let sc = st.scripts;
+            metrics::counter!("acts_script_evaluations_total").absolute(sc.evaluations);
+            metrics::counter!("acts_script_limit_hits_total", "limit" => "time")
+                .absolute(sc.timeouts);
+            metrics::counter!("acts_script_limit_hits_total", "limit" => "memory")
+                .absolute(sc.out_of_memory);
+            metrics::counter!("acts_script_failures_total").absolute(sc.failures);
         });
-        self.recorder.handle().render()
+        let mut text = self.recorder.handle().render();
+        let w = &st.writer;
+        histogram(
+            &mut text,
+            "acts_commit_seconds",
+            "Time of one group commit (one backend transaction), failed ones too.",
+            &COMMIT_MICROS_BOUNDS.map(|us| us as f64 / 1e6),
+            &w.commit_micros_buckets,
+            w.commit_micros as f64 / 1e6,
+        );
+        histogram(
+            &mut text,
+            "acts_commit_group_size",
+            "Transitions' batches in one committed group.",
+            &GROUP_SIZE_BOUNDS.map(|n| n as f64),
+            &w.group_size_buckets,
+            w.batches as f64,
+        );
+        text
     }
 
     /// Counts a request by route and status and records its latency.
@@ -80,4 +115,24 @@ impl Metrics {
         });
         response
     }
+}
+
+/// Appends Prometheus histogram `name` with per-bucket (not cumulative)
+/// `counts` under `bounds` (one more count: above them all) and `sum`.
+fn histogram(out: &mut String, name: &str, help: &str, bounds: &[f64], counts: &[u64], sum: f64) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    let mut cumulative = 0;
+    for (i, n) in counts.iter().enumerate() {
+        cumulative += n;
+        match bounds.get(i) {
+            Some(le) => {
+                let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+            }
+            None => {
+                let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+            }
+        }
+    }
+    let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
 }

@@ -324,6 +324,77 @@ async fn health_readiness_and_metrics() {
         ),
         "{text}"
     );
+    // Processes by state, from the state index.
+    assert_eq!(
+        metric(text, "acts_processes{state=\"running\"}"),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(text, "acts_processes{state=\"completed\"}"),
+        0.0,
+        "{text}"
+    );
+    // The commit histograms: every commit in a bucket, and the sums.
+    let commits = metric(text, "acts_commits_total");
+    assert_eq!(metric(text, "acts_commit_group_size_count"), commits);
+    assert_eq!(
+        metric(text, "acts_commit_group_size_bucket{le=\"+Inf\"}"),
+        commits
+    );
+    assert_eq!(
+        metric(text, "acts_commit_group_size_sum"),
+        metric(text, "acts_commit_batches_total")
+    );
+    assert_eq!(
+        metric(text, "acts_commit_seconds_count"),
+        commits + metric(text, "acts_commit_failures_total")
+    );
+    assert!(
+        text.contains("# TYPE acts_commit_seconds histogram"),
+        "{text}"
+    );
+    // Script evaluations: a code step runs one.
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        "/api/v1/models",
+        Some("id: code\nver: '1'\nsteps:\n  - id: c\n    uses: acts.transform.code\n    params: 'return { x: 1 + 1 }'\n"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "code"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (_, body) = call(&app, Method::GET, "/metrics", None).await;
+    let text = body.as_str().expect("text");
+    assert!(
+        metric(text, "acts_script_evaluations_total") >= 1.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(text, "acts_script_limit_hits_total{limit=\"time\"}"),
+        0.0,
+        "{text}"
+    );
+    assert_eq!(
+        metric(text, "acts_processes{state=\"completed\"}"),
+        1.0,
+        "{text}"
+    );
+}
+
+/// The value of the sample `name` (with its labels) in a scrape.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no sample '{name}' in:\n{text}"))
 }
 
 #[tokio::test]

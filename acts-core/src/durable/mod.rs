@@ -14,7 +14,8 @@ mod writer;
 
 pub use collection::{Collection, CollectionError, Filter, IndexValue, Page, Query, Row};
 pub use writer::{
-    GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig, WriterStats,
+    COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, GroupCommitWriter, WriteBatch, WriteError,
+    WriteOutcome, WriterConfig, WriterStats,
 };
 
 /// Implements [`Row`] for a row type: its collection, schema version, id,

@@ -17,6 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -131,6 +132,16 @@ struct Shared {
     stats: WriterStatsCell,
 }
 
+/// Upper bounds (inclusive, µs) of the buckets of
+/// [`WriterStats::commit_micros_buckets`]; one more bucket holds the rest.
+pub const COMMIT_MICROS_BOUNDS: [u64; 12] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000,
+];
+
+/// Upper bounds (inclusive, batches) of the buckets of
+/// [`WriterStats::group_size_buckets`]; one more bucket holds the rest.
+pub const GROUP_SIZE_BOUNDS: [u64; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+
 /// What a writer has committed since it started ([`GroupCommitWriter::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -144,14 +155,32 @@ pub struct WriterStats {
     pub failures: u64,
     /// Time spent in the commits, µs.
     pub commit_micros: u64,
+    /// How many commits (failed ones too) took at most each of
+    /// [`COMMIT_MICROS_BOUNDS`] and not the one before (the last bucket:
+    /// longer than all of them).
+    pub commit_micros_buckets: [u64; 13],
+    /// How many committed groups held at most each of
+    /// [`GROUP_SIZE_BOUNDS`] batches and more than the one before (the
+    /// last bucket: more than all of them).
+    pub group_size_buckets: [u64; 11],
 }
 
 #[derive(Default)]
 struct WriterStatsCell {
-    commits: std::sync::atomic::AtomicU64,
-    batches: std::sync::atomic::AtomicU64,
-    failures: std::sync::atomic::AtomicU64,
-    commit_micros: std::sync::atomic::AtomicU64,
+    commits: AtomicU64,
+    batches: AtomicU64,
+    failures: AtomicU64,
+    commit_micros: AtomicU64,
+    commit_micros_buckets: [AtomicU64; 13],
+    group_size_buckets: [AtomicU64; 11],
+}
+
+/// The bucket of `value` under `bounds` (the last for a value above all).
+fn bucket(bounds: &[u64], value: u64) -> usize {
+    bounds
+        .iter()
+        .position(|b| value <= *b)
+        .unwrap_or(bounds.len())
 }
 
 /// How long a follower waits on its thread for an inline leader before it
@@ -286,6 +315,10 @@ impl GroupCommitWriter {
             batches: s.batches.load(Relaxed),
             failures: s.failures.load(Relaxed),
             commit_micros: s.commit_micros.load(Relaxed),
+            commit_micros_buckets: std::array::from_fn(|i| {
+                s.commit_micros_buckets[i].load(Relaxed)
+            }),
+            group_size_buckets: std::array::from_fn(|i| s.group_size_buckets[i].load(Relaxed)),
         }
     }
 
@@ -406,9 +439,12 @@ fn settle(g: Group, result: Result<(), StoreError>, stats: &WriterStatsCell) {
     if !g.waiters.is_empty() {
         let micros = g.started.map_or(0, |t| t.elapsed().as_micros() as u64);
         stats.commit_micros.fetch_add(micros, Relaxed);
+        stats.commit_micros_buckets[bucket(&COMMIT_MICROS_BOUNDS, micros)].fetch_add(1, Relaxed);
         if result.is_ok() {
+            let size = g.waiters.len() as u64;
             stats.commits.fetch_add(1, Relaxed);
-            stats.batches.fetch_add(g.waiters.len() as u64, Relaxed);
+            stats.batches.fetch_add(size, Relaxed);
+            stats.group_size_buckets[bucket(&GROUP_SIZE_BOUNDS, size)].fetch_add(1, Relaxed);
         } else {
             stats.failures.fetch_add(1, Relaxed);
         }

@@ -3,6 +3,7 @@
 //! fresh context for statement lists), with time and memory limits.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -75,10 +76,34 @@ struct Worker {
 /// settle with [`ScriptError::Unsettled`].
 pub struct ScriptEngine {
     limits: ScriptLimits,
+    stats: StatsCell,
     pool: Mutex<Vec<Worker>>,
     max_idle: usize,
     /// Expressions already warned about (bounded: forgotten when full).
     warned: Mutex<std::collections::HashSet<String>>,
+}
+
+/// What a [`ScriptEngine`]'s evaluations came to since it was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScriptStats {
+    /// Evaluations (expressions, conditions, code, statement lists).
+    pub evaluations: u64,
+    /// Evaluations stopped at the time limit.
+    pub timeouts: u64,
+    /// Evaluations stopped at the memory limit.
+    pub out_of_memory: u64,
+    /// Evaluations that failed otherwise (a thrown error, a syntax error, a
+    /// rejected promise, a result of the wrong type ...).
+    pub failures: u64,
+}
+
+#[derive(Default)]
+struct StatsCell {
+    evaluations: AtomicU64,
+    timeouts: AtomicU64,
+    out_of_memory: AtomicU64,
+    failures: AtomicU64,
 }
 
 impl std::fmt::Debug for ScriptEngine {
@@ -104,6 +129,18 @@ impl ScriptEngine {
             pool: Mutex::new(Vec::new()),
             max_idle: std::thread::available_parallelism().map_or(4, |n| n.get() * 2),
             warned: Mutex::default(),
+            stats: StatsCell::default(),
+        }
+    }
+
+    /// What the evaluations so far came to.
+    pub fn stats(&self) -> ScriptStats {
+        let s = &self.stats;
+        ScriptStats {
+            evaluations: s.evaluations.load(Relaxed),
+            timeouts: s.timeouts.load(Relaxed),
+            out_of_memory: s.out_of_memory.load(Relaxed),
+            failures: s.failures.load(Relaxed),
         }
     }
 
@@ -146,7 +183,22 @@ impl ScriptEngine {
         scope: ScriptScope,
     ) -> Result<ScriptOutput, ScriptError> {
         let time = self.limits.time;
-        self.with_worker(|w| w.eval(kind, source, scope, time))
+        let result = self.with_worker(|w| w.eval(kind, source, scope, time));
+        let s = &self.stats;
+        s.evaluations.fetch_add(1, Relaxed);
+        match &result {
+            Ok(_) => {}
+            Err(ScriptError::Timeout { .. }) => {
+                s.timeouts.fetch_add(1, Relaxed);
+            }
+            Err(ScriptError::OutOfMemory { .. }) => {
+                s.out_of_memory.fetch_add(1, Relaxed);
+            }
+            Err(_) => {
+                s.failures.fetch_add(1, Relaxed);
+            }
+        }
+        result
     }
 
     /// Runs `f` on a runtime of the pool (a new one if none is idle) and

@@ -24,7 +24,7 @@ mod realm;
 mod scope;
 pub mod substitute;
 
-pub use engine::{ScriptEngine, ScriptLimits, ScriptOutput};
+pub use engine::{ScriptEngine, ScriptLimits, ScriptOutput, ScriptStats};
 pub use error::ScriptError;
 pub use helpers::HELPER_NAMES;
 pub use kind::ScriptKind;

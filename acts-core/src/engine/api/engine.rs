@@ -215,6 +215,8 @@ pub struct EngineStats {
     pub parked: usize,
     /// Write batches waiting for a commit.
     pub queued_writes: usize,
+    /// Script evaluations and the limits they hit.
+    pub scripts: crate::script::ScriptStats,
 }
 
 /// A running engine. Cheap to clone; [`close`](Self::close) stops it.
@@ -291,6 +293,7 @@ impl Engine {
             resident: cache.resident_count(),
             parked: cache.parked().len(),
             queued_writes: self.rt.writer.queued(),
+            scripts: self.rt.scripts.stats(),
         }
     }
 
