@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo run --release -p acts-benches --bin api_load -- --store memory: --clients 16 --trips 2000
 //! cargo run --release -p acts-benches --bin api_load -- --store 'redb:/tmp/api.db' --clients 16 --trips 500
+//! cargo run --release -p acts-benches --bin api_load -- --store memory: --clients 16 --trips 2000 --token
 //! ```
 //!
 //! A round trip is three API actions: start a one-interrupt process
@@ -26,7 +27,10 @@ use tokio::net::TcpStream;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const ONE_IRQ: &str = "id: one_irq\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n";
+const ONE_IRQ: &str = "id: one_irq\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask, to: [role:bench] }\n";
+
+/// The token of the bench's user (with `--token`).
+const BENCH_TOKEN: &str = "bench-user-token";
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -39,6 +43,11 @@ struct Args {
     /// Round trips per client.
     #[arg(long, default_value_t = 1000)]
     trips: usize,
+    /// Run the server with access tokens and the clients as a user (role
+    /// `bench`, whom the interrupt addresses): every request is
+    /// authenticated and every call checked.
+    #[arg(long)]
+    token: bool,
 }
 
 /// One keep-alive HTTP/1.1 connection.
@@ -46,10 +55,12 @@ struct Conn {
     reader: BufReader<tokio::net::tcp::OwnedReadHalf>,
     writer: tokio::net::tcp::OwnedWriteHalf,
     host: String,
+    /// The Authorization header line, if any.
+    auth: String,
 }
 
 impl Conn {
-    async fn open(addr: &str) -> Result<Self, String> {
+    async fn open(addr: &str, token: Option<&str>) -> Result<Self, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
         let (r, w) = stream.into_split();
@@ -57,6 +68,7 @@ impl Conn {
             reader: BufReader::new(r),
             writer: w,
             host: addr.to_owned(),
+            auth: token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n")),
         })
     }
 
@@ -68,8 +80,9 @@ impl Conn {
         body: &str,
     ) -> Result<(u16, String), String> {
         let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             self.host,
+            self.auth,
             body.len()
         );
         self.writer
@@ -125,8 +138,8 @@ fn irq_of(process: &Value) -> Option<String> {
 /// Per-call latencies (µs): start, read, complete.
 type Lat = [Vec<u64>; 3];
 
-async fn http_client(addr: String, trips: usize) -> Result<Lat, String> {
-    let mut conn = Conn::open(&addr).await?;
+async fn http_client(addr: String, trips: usize, token: bool) -> Result<Lat, String> {
+    let mut conn = Conn::open(&addr, token.then_some(BENCH_TOKEN)).await?;
     let mut lat: Lat = Default::default();
     let start_body = json!({"model": "one_irq"}).to_string();
     for _ in 0..trips {
@@ -259,7 +272,15 @@ async fn run(args: Args) -> Result<Value, String> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(acts_server::serve(
         engine,
-        acts_server::Auth::none(),
+        if args.token {
+            acts_server::Auth::from_tokens(&[acts_server::TokenConfig {
+                principal: "bench".into(),
+                roles: vec!["bench".into()],
+                sha256: acts_server::hash_token(BENCH_TOKEN),
+            }])?
+        } else {
+            acts_server::Auth::none()
+        },
         listener,
         async move {
             let _ = stopped.await;
@@ -267,7 +288,11 @@ async fn run(args: Args) -> Result<Value, String> {
     ));
     let (api_ops, api_all, api_med) = {
         let addr = addr.clone();
-        measure(args.clients, move || http_client(addr.clone(), trips)).await?
+        let token = args.token;
+        measure(args.clients, move || {
+            http_client(addr.clone(), trips, token)
+        })
+        .await?
     };
     let _ = stop.send(());
     server
@@ -277,6 +302,7 @@ async fn run(args: Args) -> Result<Value, String> {
     Ok(json!({
         "store": args.store,
         "clients": args.clients,
+        "token": args.token,
         "round_trips": args.clients * args.trips,
         "api_actions_per_sec": api_ops.round(),
         "api_p50_us": percentile(&api_all, 0.5),
