@@ -56,6 +56,7 @@ pub(crate) fn routes(state: AppState) -> Router {
             get(get_process).delete(remove_process),
         )
         .route("/api/v1/processes/{pid}/abort", post(abort_process))
+        .route("/api/v1/processes/{pid}/model", get(process_model))
         .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
         .route("/api/v1/messages", get(messages))
         .route(
@@ -268,6 +269,13 @@ async fn get_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<imp
     let process = x.process(&pid).await?;
     let tasks = x.tasks(&pid).await?;
     Ok(Json(json!({"process": process, "tasks": tasks})))
+}
+
+/// The model the process runs (as deployed when it started).
+async fn process_model(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<impl IntoResponse> {
+    let workflow = x.process_model(&pid).await?;
+    let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
+    Ok(Json(json!({"definition": definition})))
 }
 
 async fn abort_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {

@@ -207,6 +207,30 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
         StatusCode::FORBIDDEN
     );
     assert_eq!(
+        call(
+            &app,
+            Some("bob"),
+            Method::GET,
+            &format!("{uri}/model"),
+            None
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        call(
+            &app,
+            Some("ann"),
+            Method::GET,
+            &format!("{uri}/model"),
+            None
+        )
+        .await
+        .0,
+        StatusCode::OK
+    );
+    assert_eq!(
         call(&app, Some("ann"), Method::GET, &uri, None).await.0,
         StatusCode::OK
     );

@@ -478,3 +478,29 @@ async fn a_client_that_reads_too_slowly_is_cut_off_with_a_lagged_event() {
         &text[text.len().saturating_sub(300)..]
     );
 }
+
+#[tokio::test]
+async fn a_process_runs_the_model_it_started_on() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    start(&app, "old").await;
+    let changed = APPROVAL.replace("id: done", "id: finished");
+    let (status, _) = call(&app, Method::POST, "/api/v1/models", Some(&changed)).await;
+    assert_eq!(status, StatusCode::CREATED);
+    start(&app, "new").await;
+    let step_ids = |v: &Value| -> Vec<String> {
+        v["definition"]["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .map(|s| s["id"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let (status, old) = call(&app, Method::GET, "/api/v1/processes/old/model", None).await;
+    assert_eq!(status, StatusCode::OK, "{old}");
+    assert_eq!(step_ids(&old), vec!["ask", "done"]);
+    let (_, new) = call(&app, Method::GET, "/api/v1/processes/new/model", None).await;
+    assert_eq!(step_ids(&new), vec!["ask", "finished"]);
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes/nope/model", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}

@@ -253,7 +253,7 @@ async function processesPage() {
 async function processPage(pid) {
   const { process: p, tasks } = await api('GET', '/processes/' + encodeURIComponent(pid));
   let def = null;
-  try { def = (await api('GET', '/models/' + encodeURIComponent(p.model_id))).definition; } catch (_) { /* removed since */ }
+  try { def = (await api('GET', `/processes/${encodeURIComponent(pid)}/model`)).definition; } catch (_) { /* unreadable: drawn without */ }
   const live = h('ul', { class: 'timeline', id: 'live' });
   const actions = [];
   if (me.operator && !isTerminal(p.state)) {
@@ -277,7 +277,7 @@ async function processPage(pid) {
       actions.length ? h('div', { class: 'row' }, actions) : null),
     waiting.length ? [h('h2', {}, 'Waiting for an answer'), waiting.map((t) => answerCard({ ...t, model_id: p.model_id }, () => route()))] : null,
     h('h2', {}, 'Workflow'),
-    h('div', { class: 'card graph', id: 'graph' }, def ? graphOf(def, tasks) : h('p', { class: 'muted' }, 'The model is no longer deployed.')),
+    h('div', { class: 'card graph', id: 'graph' }, def ? graphOf(def, tasks) : h('p', { class: 'muted' }, 'The model cannot be read.')),
     h('div', { class: 'grid2' },
       h('section', {}, h('h2', {}, 'Outputs'), h('div', { class: 'card' }, h('pre', {}, pretty(p.outputs)))),
       h('section', {}, h('h2', {}, 'Variables'), h('div', { class: 'card' }, h('pre', {}, pretty(rootData(tasks)))))),

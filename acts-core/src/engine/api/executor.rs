@@ -161,6 +161,27 @@ impl Executor {
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
     }
 
+    /// The model process `pid` runs: as deployed when it started (a later
+    /// deploy of its id does not change it).
+    pub async fn process_model(&self, pid: &str) -> Result<Workflow, EngineError> {
+        let row = self
+            .rt
+            .proc_row(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        if let Some(who) = &self.principal
+            && !who.may_see(
+                row.started_by.as_deref(),
+                row.audience.iter().map(String::as_str),
+            )
+        {
+            return Err(who.denied(format!(
+                "process '{pid}' was neither started by them nor has an interrupt addressed to them or their roles"
+            )));
+        }
+        Ok(Workflow::from_json(&row.model)?)
+    }
+
     /// Processes, optionally only those in `state` and of model `model`
     /// (oldest first; outputs are left empty — read one process for them).
     /// A user's listing holds only the processes they may see.
