@@ -80,9 +80,16 @@ impl Client {
         if status.is_success() {
             return Ok(body);
         }
-        let message = body["error"]["message"]
+        let mut message = body["error"]["message"]
             .as_str()
             .map_or_else(|| format!("{status}: {body}"), str::to_owned);
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            message.push_str(if self.token.is_some() {
+                " (the token of ACTS_TOKEN / --token was refused; `acts token new` makes one for the server's config)"
+            } else {
+                " (give the CLI your token with ACTS_TOKEN=... or --token)"
+            });
+        }
         Err(if status.is_client_error() {
             Refused::Input(message)
         } else {

@@ -96,9 +96,10 @@ pub(crate) fn describe_holder(url: &str) -> String {
     }
     if let Some(api) = record["api"].as_str() {
         return format!(
-            "`acts serve` (process {pid}) serves it at {api}: use its API there \
-             (e.g. `curl {api}/api/v1/processes`), or stop it (Ctrl-C in its terminal, or \
-             `kill -TERM {pid}`) to use the file directly"
+            "`acts serve` (process {pid}) serves it at {api}: use it there — \
+             `acts --server {api} ps` (with ACTS_TOKEN=... if it has access tokens), its \
+             dashboard at {api}/, or its API (`curl {api}/api/v1/processes`) — or stop it \
+             (Ctrl-C in its terminal, or `kill -TERM {pid}`) to use the file directly"
         );
     }
     let command = record["command"].as_str().unwrap_or("acts");
