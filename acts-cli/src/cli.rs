@@ -151,7 +151,8 @@ pub enum Command {
         json: bool,
     },
     /// Apply an action to an act: complete, submit, back, cancel, abort,
-    /// skip, error, remove, set_vars.
+    /// skip, error, remove, set_vars; or push a new act under a running
+    /// step (`push PID STEP --var uses='"acts.core.irq"' --var params=...`).
     Act {
         /// The action.
         action: String,

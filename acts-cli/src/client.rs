@@ -11,7 +11,7 @@ use crate::answers::parse_vars;
 use crate::cli::Command;
 use crate::failure::Failure;
 use crate::output::{
-    pick_task, print_deployed, print_json, print_models, print_process, print_processes,
+    pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
     print_started,
 };
 use crate::session::{print_warnings, read_model_file};
@@ -224,7 +224,11 @@ pub(crate) async fn run(
             let vars = parse_vars(&vars)?;
             let v: Value = c.get(&["processes", &pid], &[]).await?;
             let (_, tasks) = process_of(v)?;
-            let tid = pick_task(&tasks, &pid, &tid)?;
+            let tid = if action == "push" {
+                pick_step(&tasks, &pid, &tid)?
+            } else {
+                pick_task(&tasks, &pid, &tid)?
+            };
             c.post::<Value>(
                 &["processes", &pid, "tasks", &tid, &action],
                 Value::Object(vars).to_string(),

@@ -10,7 +10,7 @@ use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
 use crate::output::{
-    pick_task, print_deployed, print_json, print_models, print_process, print_processes,
+    pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
     print_started,
 };
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
@@ -98,11 +98,18 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             tid,
             vars,
         } => {
-            let a = action
-                .parse::<Action>()
-                .map_err(|e| Failure::input(e.to_string()))?;
             let vars = parse_vars(&vars)?;
             let exec = engine.executor();
+            if action == "push" {
+                let tasks = exec.tasks(&pid).await.map_err(Failure::action)?;
+                let tid = pick_step(&tasks, &pid, &tid)?;
+                exec.push(&pid, &tid, vars).await.map_err(Failure::action)?;
+                println!("ok: push {pid} {tid}");
+                return Ok(0);
+            }
+            let a = action
+                .parse::<Action>()
+                .map_err(|e| Failure::input(format!("{e} (or push)")))?;
             let tid = task_of(&exec, &pid, &tid).await?;
             exec.act(&pid, &tid, a, vars)
                 .await

@@ -119,6 +119,32 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
     print(tasks, None, 0);
 }
 
+/// The step task `id` names in process `pid` (what `push` acts under): a
+/// task id, or the node id of exactly one running step.
+pub(crate) fn pick_step(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<String, Failure> {
+    if tasks.iter().any(|t| t.tid == id) {
+        return Ok(id.to_owned());
+    }
+    let running: Vec<&TaskInfo> = tasks
+        .iter()
+        .filter(|t| t.kind == MessageType::Step && t.nid == id && !t.state.is_terminal())
+        .collect();
+    match running.as_slice() {
+        [one] => Ok(one.tid.clone()),
+        [] => Err(Failure::input(format!(
+            "process {pid} has no task '{id}' and no running step '{id}' to push an act under (`acts show {pid}` lists them)"
+        ))),
+        many => Err(Failure::input(format!(
+            "step '{id}' of process {pid} runs {} times; name one by its task id: {}",
+            many.len(),
+            many.iter()
+                .map(|t| t.tid.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// The task `id` names in process `pid`: a task id, or the id of a node
 /// with exactly one task still waiting (what the interrupt prompt shows
 /// first). Several waiting tasks of the node are bad input listing them.

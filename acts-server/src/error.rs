@@ -63,9 +63,9 @@ impl From<EngineError> for ApiError {
             EngineError::Action(ActionError::UnknownTask { .. }) => {
                 (StatusCode::NOT_FOUND, "not_found")
             }
-            EngineError::Action(ActionError::BadOptions { .. }) => {
-                (StatusCode::BAD_REQUEST, "bad_request")
-            }
+            EngineError::Action(
+                ActionError::BadOptions { .. } | ActionError::MissingOption { .. },
+            ) => (StatusCode::BAD_REQUEST, "bad_request"),
             // An action the task's state does not allow (or an unknown
             // one, refused before this point).
             EngineError::Action(_) | EngineError::Channel(_) => (StatusCode::CONFLICT, "conflict"),

@@ -298,8 +298,13 @@ async fn act(
     Path((pid, tid, action)): Path<(String, String, String)>,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    let action = Action::from_str(&action).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let options: Vars = optional_json_body(&body)?;
+    if action == "push" {
+        x.push(&pid, &tid, options).await?;
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    let action = Action::from_str(&action)
+        .map_err(|e| ApiError::bad_request(format!("{e} (or push, under a step task)")))?;
     x.act(&pid, &tid, action, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -504,3 +504,47 @@ async fn a_process_runs_the_model_it_started_on() {
     let (status, body) = call(&app, Method::GET, "/api/v1/processes/nope/model", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 }
+
+#[tokio::test]
+async fn an_act_is_pushed_under_a_running_step() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    start(&app, "p").await;
+    let (_, body) = call(&app, Method::GET, "/api/v1/processes/p", None).await;
+    let step = body["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["kind"] == "step" && t["state"] == "running")
+        .expect("a running step")["tid"]
+        .as_str()
+        .expect("tid")
+        .to_owned();
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/p/tasks/{step}/push"),
+        Some(r#"{"uses": "acts.core.irq", "params": {"key": "extra"}}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (_, body) = call(&app, Method::GET, "/api/v1/processes/p", None).await;
+    let pushed = body["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["key"] == "extra")
+        .expect("the pushed act")
+        .clone();
+    assert_eq!(pushed["state"], "interrupted");
+    assert_eq!(pushed["parent"], step.as_str());
+    // Push needs options with `uses`.
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        &format!("/api/v1/processes/p/tasks/{step}/push"),
+        Some("{}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
