@@ -548,3 +548,49 @@ async fn an_act_is_pushed_under_a_running_step() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 }
+
+#[tokio::test]
+async fn a_store_that_cannot_answer_is_a_503_and_a_closing_engine_too() {
+    use acts_testkit::{FailPlan, FailingStore, OpSet};
+    let failing = std::sync::Arc::new(FailingStore::new(acts::MemoryStore::new()));
+    let engine = Engine::builder()
+        .store(failing.clone())
+        .start()
+        .await
+        .expect("engine starts");
+    let app = acts_server::router(engine.clone());
+    deploy(&app).await;
+    failing.set_plan(FailPlan::always(
+        OpSet::ALL,
+        acts_store::ErrorKind::Unavailable,
+    ));
+    let (status, body) = call(&app, Method::GET, "/readyz", None).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "unavailable");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "approval"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "unavailable");
+    // Nothing was started: once the store answers again, none is there.
+    failing.heal();
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["total"], 0, "{body}");
+    let (status, _) = call(&app, Method::GET, "/readyz", None).await;
+    assert_eq!(status, StatusCode::OK);
+    engine.close().await;
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "approval"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(error_code(&body), "closing");
+}
