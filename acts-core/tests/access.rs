@@ -71,16 +71,6 @@ async fn irq(x: &Executor, pid: &str, key: &str) -> String {
         .tid
 }
 
-async fn settle(engine: &Engine) {
-    tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the engine settles (hang guard)");
-}
-
 #[tokio::test]
 async fn only_an_admin_deploys_and_removes_models() {
     let engine = engine_on(Arc::new(MemoryStore::new())).await;

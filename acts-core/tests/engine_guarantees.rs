@@ -260,17 +260,6 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
     engine.close().await;
 }
 
-/// Waits (hang guard only) until the engine has nothing in progress.
-async fn settle(engine: &Engine) {
-    tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the engine settles (hang guard)");
-}
-
 /// Starts `model`, lets it run to its end, checks that it ended in error
 /// and returns its pid and error message.
 async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {

@@ -45,17 +45,6 @@ async fn engine_on(kv: Arc<dyn KvStore>, clock: &ManualClock, max_resident: usiz
         .expect("engine starts")
 }
 
-/// Waits (hang guard) until the engine has nothing in progress.
-async fn settle(engine: &Engine) {
-    tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() {
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the engine settles (hang guard)");
-}
-
 /// The interrupt task of waiting process `pid`.
 async fn irq_of(engine: &Engine, pid: &str) -> String {
     engine

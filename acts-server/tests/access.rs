@@ -3,7 +3,8 @@
 //! nothing; a user's listing and message stream hold only what they may
 //! see; every action's principal is in the task's history.
 
-use std::time::Duration;
+mod common;
+use common::*;
 
 use acts::Engine;
 use acts_server::{Auth, TokenConfig, hash_token};
@@ -33,8 +34,6 @@ steps:
     uses: acts.core.irq
     params: { key: bob, to: user:bob }
 "#;
-
-const GUARD: Duration = Duration::from_secs(10);
 
 fn token(principal: &str, roles: &[&str]) -> TokenConfig {
     TokenConfig {
@@ -80,6 +79,11 @@ async fn call(
     let value = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (status, value)
+}
+
+/// Only the status of one request as `who`.
+async fn status(app: &Router, who: Option<&str>, method: Method, uri: &str) -> StatusCode {
+    call(app, who, method, uri, None).await.0
 }
 
 fn code(v: &Value) -> &str {
@@ -142,19 +146,15 @@ async fn requests_need_a_known_token_but_health_checks_do_not() {
     }
     // Metrics are an operator's.
     assert_eq!(
-        call(&app, None, Method::GET, "/metrics", None).await.0,
+        status(&app, None, Method::GET, "/metrics").await,
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
-        call(&app, Some("ann"), Method::GET, "/metrics", None)
-            .await
-            .0,
+        status(&app, Some("ann"), Method::GET, "/metrics").await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        call(&app, Some("olga"), Method::GET, "/metrics", None)
-            .await
-            .0,
+        status(&app, Some("olga"), Method::GET, "/metrics").await,
         StatusCode::OK
     );
 }
@@ -203,7 +203,7 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
     let private = start(&app, "root", "private").await;
     let uri = format!("/api/v1/processes/{pid}");
     assert_eq!(
-        call(&app, Some("bob"), Method::GET, &uri, None).await.0,
+        status(&app, Some("bob"), Method::GET, &uri).await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
@@ -231,7 +231,7 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
         StatusCode::OK
     );
     assert_eq!(
-        call(&app, Some("ann"), Method::GET, &uri, None).await.0,
+        status(&app, Some("ann"), Method::GET, &uri).await,
         StatusCode::OK
     );
     let total = |v: &Value| v["total"].as_u64().unwrap_or(u64::MAX);
@@ -287,15 +287,11 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
 
     // Deliveries and durable channels: an operator's.
     assert_eq!(
-        call(&app, Some("ann"), Method::GET, "/api/v1/deliveries", None)
-            .await
-            .0,
+        status(&app, Some("ann"), Method::GET, "/api/v1/deliveries").await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        call(&app, Some("olga"), Method::GET, "/api/v1/deliveries", None)
-            .await
-            .0,
+        status(&app, Some("olga"), Method::GET, "/api/v1/deliveries").await,
         StatusCode::OK
     );
     assert_eq!(
@@ -351,22 +347,8 @@ async fn a_users_stream_carries_only_the_processes_they_may_see() {
     // First a process Ann may not see, then one she may.
     let hidden = start(&app, "root", "private").await;
     let mine = start(&app, "root", "expense").await;
-    let mut seen = String::new();
-    while !seen.contains("\n\n") {
-        let frame = tokio::time::timeout(GUARD, body.frame())
-            .await
-            .expect("an event arrives (hang guard)")
-            .expect("the stream is open")
-            .expect("a frame");
-        if let Ok(data) = frame.into_data() {
-            seen.push_str(&String::from_utf8_lossy(&data));
-        }
-    }
-    let data = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .expect("a data line");
-    let m: Value = serde_json::from_str(data).expect("JSON");
+    let seen = next_event(&mut body).await;
+    let m = event_data(&seen);
     assert_eq!(m["pid"], mine.as_str(), "not {hidden}: {seen}");
 }
 
@@ -386,19 +368,15 @@ async fn the_dashboard_needs_no_token_but_its_data_does() {
     assert!(csp.contains("script-src 'self'"), "{csp}");
     let html = res.into_body().collect().await.expect("body").to_bytes();
     assert!(String::from_utf8_lossy(&html).contains("/ui/app.js"));
-    for (path, status) in [
+    for (path, want) in [
         ("/ui/app.js", StatusCode::OK),
         ("/ui/app.css", StatusCode::OK),
         ("/ui/secrets", StatusCode::NOT_FOUND),
     ] {
-        assert_eq!(
-            call(&app, None, Method::GET, path, None).await.0,
-            status,
-            "{path}"
-        );
+        assert_eq!(status(&app, None, Method::GET, path).await, want, "{path}");
     }
     assert_eq!(
-        call(&app, None, Method::GET, "/api/v1/me", None).await.0,
+        status(&app, None, Method::GET, "/api/v1/me").await,
         StatusCode::UNAUTHORIZED
     );
     let (s, me) = call(&app, Some("ann"), Method::GET, "/api/v1/me", None).await;

@@ -2,7 +2,8 @@
 //! its success and its error statuses, the JSON error shape, the body
 //! limit, the live message stream and the metrics.
 
-use std::time::Duration;
+mod common;
+use common::*;
 
 use acts::Engine;
 use axum::Router;
@@ -23,9 +24,6 @@ steps:
     uses: acts.transform.set
     params: { approved: true }
 "#;
-
-/// Hang guard for reads of the stream (never what decides an outcome).
-const GUARD: Duration = Duration::from_secs(10);
 
 async fn app() -> (Router, Engine) {
     let engine = Engine::builder().start().await.expect("engine starts");
@@ -413,23 +411,9 @@ async fn the_message_stream_carries_what_its_filters_pass() {
     );
     let mut body = res.into_body();
     start(&app, "s").await;
-    let mut seen = String::new();
-    while !seen.contains("\n\n") {
-        let frame = tokio::time::timeout(GUARD, body.frame())
-            .await
-            .expect("an event arrives (hang guard)")
-            .expect("the stream is open")
-            .expect("a frame");
-        if let Ok(data) = frame.into_data() {
-            seen.push_str(&String::from_utf8_lossy(&data));
-        }
-    }
+    let seen = next_event(&mut body).await;
     assert!(seen.starts_with("event: act\n"), "{seen}");
-    let data = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("data: "))
-        .expect("a data line");
-    let m: Value = serde_json::from_str(data).expect("the message as JSON");
+    let m = event_data(&seen);
     assert_eq!(m["pid"], "s");
     assert_eq!(m["key"], "approve");
     assert_eq!(m["state"], "created");

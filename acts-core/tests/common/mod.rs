@@ -86,3 +86,14 @@ pub async fn store() -> Arc<dyn KvStore> {
         Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory, redb, rocksdb or redis"),
     }
 }
+
+/// Waits (hang guard only) until `engine` has nothing in progress.
+pub async fn settle(engine: &acts_core::engine::Engine) {
+    tokio::time::timeout(GUARD, async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the engine settles (hang guard)");
+}

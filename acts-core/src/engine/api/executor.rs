@@ -255,11 +255,20 @@ impl Executor {
     /// no process row is read). An operator's or admin's.
     pub async fn count_processes(&self, state: TaskState) -> Result<usize, EngineError> {
         self.need_operator("counting every process")?;
+        self.count_in_state::<crate::engine::persist::rows::ProcRow>(state.as_str())
+            .await
+    }
+
+    /// How many rows of `R` have `state` (from its state index: keys only).
+    async fn count_in_state<R: crate::durable::Row>(
+        &self,
+        state: &str,
+    ) -> Result<usize, EngineError> {
         let mut n = 0;
-        Collection::<crate::engine::persist::rows::ProcRow>::new(self.rt.store.clone())
+        Collection::<R>::new(self.rt.store.clone())
             .index_ids(
                 "state",
-                crate::durable::IndexValue::Str(state.as_str().to_owned()),
+                crate::durable::IndexValue::Str(state.to_owned()),
                 |ids| n += ids.len(),
             )
             .await?;
@@ -342,15 +351,8 @@ impl Executor {
     /// (counted from the state index; no delivery row is read).
     pub async fn count_deliveries(&self, state: DeliveryState) -> Result<usize, EngineError> {
         self.need_operator("reading deliveries")?;
-        let mut n = 0;
-        Collection::<crate::engine::persist::rows::DeliveryRow>::new(self.rt.store.clone())
-            .index_ids(
-                "state",
-                crate::durable::IndexValue::Str(state.as_str().to_owned()),
-                |ids| n += ids.len(),
-            )
-            .await?;
-        Ok(n)
+        self.count_in_state::<crate::engine::persist::rows::DeliveryRow>(state.as_str())
+            .await
     }
 
     /// Gives dead letter `msg_id` of channel `channel` another round
