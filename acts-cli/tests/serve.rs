@@ -396,21 +396,21 @@ fn tokens_from_a_config_guard_the_server_and_the_cli_sends_them() {
     assert_eq!(child.wait().expect("it stops").code(), Some(0));
 }
 
+/// `acts serve` on memory with config file `config` (run to its end).
+fn serve_with_config(config: &std::path::Path) -> std::process::Output {
+    Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["serve", "--store", "memory:", "--config"])
+        .arg(config)
+        .output()
+        .expect("acts serve runs")
+}
+
 #[test]
 fn a_bad_config_is_refused_with_what_is_wrong() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let config = dir.path().join("serve.yml");
     std::fs::write(&config, "tokens:\n  - principal: ann\n    sha256: nothex\n").expect("writable");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args([
-            "serve",
-            "--store",
-            "memory:",
-            "--config",
-            config.to_str().expect("UTF-8"),
-        ])
-        .output()
-        .expect("acts serve runs");
+    let out = serve_with_config(&config);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -418,16 +418,7 @@ fn a_bad_config_is_refused_with_what_is_wrong() {
         "{err}"
     );
     std::fs::write(&config, "tokenz: []\n").expect("writable");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .args([
-            "serve",
-            "--store",
-            "memory:",
-            "--config",
-            config.to_str().expect("UTF-8"),
-        ])
-        .output()
-        .expect("acts serve runs");
+    let out = serve_with_config(&config);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tokenz"));
 }

@@ -207,27 +207,11 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        call(
-            &app,
-            Some("bob"),
-            Method::GET,
-            &format!("{uri}/model"),
-            None
-        )
-        .await
-        .0,
+        status(&app, Some("bob"), Method::GET, &format!("{uri}/model")).await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        call(
-            &app,
-            Some("ann"),
-            Method::GET,
-            &format!("{uri}/model"),
-            None
-        )
-        .await
-        .0,
+        status(&app, Some("ann"), Method::GET, &format!("{uri}/model")).await,
         StatusCode::OK
     );
     assert_eq!(
@@ -295,27 +279,11 @@ async fn each_role_may_do_its_part_and_a_denial_changes_nothing() {
         StatusCode::OK
     );
     assert_eq!(
-        call(
-            &app,
-            Some("ann"),
-            Method::GET,
-            "/api/v1/channels/c1/stream",
-            None
-        )
-        .await
-        .0,
+        status(&app, Some("ann"), Method::GET, "/api/v1/channels/c1/stream").await,
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        call(
-            &app,
-            Some("ann"),
-            Method::DELETE,
-            "/api/v1/channels/c1",
-            None
-        )
-        .await
-        .0,
+        status(&app, Some("ann"), Method::DELETE, "/api/v1/channels/c1").await,
         StatusCode::FORBIDDEN
     );
     // The operator aborts Bob's process.

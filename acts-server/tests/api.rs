@@ -395,15 +395,20 @@ fn metric(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no sample '{name}' in:\n{text}"))
 }
 
+/// Opens a stream (its response, to read the body of).
+async fn open_stream(app: &Router, uri: &str) -> axum::response::Response {
+    let req = Request::builder()
+        .uri(uri)
+        .body(Body::empty())
+        .expect("a request");
+    app.clone().oneshot(req).await.expect("the stream opens")
+}
+
 #[tokio::test]
 async fn the_message_stream_carries_what_its_filters_pass() {
     let (app, _engine) = app().await;
     deploy(&app).await;
-    let req = Request::builder()
-        .uri("/api/v1/messages?type=act&state=created")
-        .body(Body::empty())
-        .expect("a request");
-    let res = app.clone().oneshot(req).await.expect("the stream opens");
+    let res = open_stream(&app, "/api/v1/messages?type=act&state=created").await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(
         res.headers()["content-type"].to_str().unwrap_or_default(),
@@ -423,11 +428,7 @@ async fn the_message_stream_carries_what_its_filters_pass() {
 async fn a_client_that_reads_too_slowly_is_cut_off_with_a_lagged_event() {
     let (app, _engine) = app().await;
     deploy(&app).await;
-    let req = Request::builder()
-        .uri("/api/v1/messages")
-        .body(Body::empty())
-        .expect("a request");
-    let res = app.clone().oneshot(req).await.expect("the stream opens");
+    let res = open_stream(&app, "/api/v1/messages").await;
     let mut body = res.into_body();
     // Nothing is read while more messages than the queue holds are sent
     // (every start sends at least its workflow, step and act messages).
@@ -551,13 +552,15 @@ async fn a_store_that_cannot_answer_is_a_503_and_a_closing_engine_too() {
     let (status, body) = call(&app, Method::GET, "/readyz", None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "unavailable");
-    let (status, body) = call(
-        &app,
-        Method::POST,
-        "/api/v1/processes",
-        Some(r#"{"model": "approval"}"#),
-    )
-    .await;
+    let start_one = || {
+        call(
+            &app,
+            Method::POST,
+            "/api/v1/processes",
+            Some(r#"{"model": "approval"}"#),
+        )
+    };
+    let (status, body) = start_one().await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "unavailable");
     // Nothing was started: once the store answers again, none is there.
@@ -568,13 +571,7 @@ async fn a_store_that_cannot_answer_is_a_503_and_a_closing_engine_too() {
     let (status, _) = call(&app, Method::GET, "/readyz", None).await;
     assert_eq!(status, StatusCode::OK);
     engine.close().await;
-    let (status, body) = call(
-        &app,
-        Method::POST,
-        "/api/v1/processes",
-        Some(r#"{"model": "approval"}"#),
-    )
-    .await;
+    let (status, body) = start_one().await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "closing");
 }
