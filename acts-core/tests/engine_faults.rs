@@ -214,3 +214,118 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     assert_eq!(parent.outputs.get("returned"), Some(&json!(true)));
     engine.close().await;
 }
+
+/// Found by the simulator (`acts-sim`, seed 27): a subflow child whose
+/// first load failed on a store fault was dropped from the queue and never
+/// started, so its parent waited for ever. Now it waits again and the
+/// housekeeping tick starts it once the store answers.
+#[tokio::test]
+async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
+    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .store(failing.clone() as Arc<dyn KvStore>)
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml("id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { from_child: 1 }\n")
+        .await
+        .expect("child deploys");
+    exec.deploy_yaml("id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n  - id: after\n    uses: acts.transform.set\n    params: { done: true }\n")
+        .await
+        .expect("parent deploys");
+    // Reads fail: the parent's transition (writes only) commits and asks
+    // for its child, whose load then fails.
+    failing.set_plan(fail(OpSet::READS));
+    let pid = exec
+        .start("parent", Vars::new())
+        .await
+        .expect("the parent starts")
+        .pid;
+    wait_idle(&engine).await;
+    assert!(failing.failures() > 0, "the child's load failed");
+    failing.heal();
+    assert_eq!(
+        exec.process(&pid).await.expect("readable").state,
+        TaskState::Running,
+        "the parent waits for its child"
+    );
+    // The next housekeeping tick starts the child; the parent completes.
+    clock.advance(Duration::from_secs(20));
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            wait_idle(&engine).await;
+            if exec.process(&pid).await.expect("readable").state == TaskState::Completed {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the parent completes after the child ran (hang guard)");
+    engine.close().await;
+}
+
+async fn wait_idle(engine: &Engine) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the engine settles (hang guard)");
+}
+
+/// Found by the simulator (`acts-sim`, seed 113): a timeout whose tick
+/// failed on a store fault was lost for good — the fired timer stayed in
+/// the engine's timer map, so arming it again at the same due did nothing.
+/// Now the fired timer is forgotten and the failed tick retried on the
+/// housekeeping tick once the store answers.
+#[tokio::test]
+async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
+    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .store(failing.clone() as Arc<dyn KvStore>)
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml("id: t\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n    timeouts:\n      - id: t1\n        if: $cost_in('1h')\n        uses: acts.core.action\n        params: { action: abort }\n")
+        .await
+        .expect("deploys");
+    let pid = exec.start("t", Vars::new()).await.expect("starts").pid;
+    wait_idle(&engine).await;
+    // The timeout is due while the store cannot be read: its tick fails.
+    // (Out of memory, so the tick must read it.)
+    assert!(engine.cache().evict(&pid));
+    failing.set_plan(fail(OpSet::READS));
+    clock.advance(Duration::from_secs(2 * 3600));
+    wait_idle(&engine).await;
+    assert!(failing.failures() > 0, "the tick's read failed");
+    failing.heal();
+    assert_eq!(
+        exec.process(&pid).await.expect("readable").state,
+        TaskState::Running,
+        "the tick failed: nothing happened yet"
+    );
+    // The next housekeeping tick retries it: the timeout aborts the process.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            clock.advance(Duration::from_secs(20));
+            wait_idle(&engine).await;
+            if exec.process(&pid).await.expect("readable").state == TaskState::Aborted {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the timeout fires after the store heals (hang guard)");
+    engine.close().await;
+}

@@ -13,11 +13,22 @@ use crate::durable::Collection;
 use crate::model::Vars;
 use crate::scheduler::{Action, Request, TaskError, TaskState};
 
+use crate::engine::api::error::EngineError;
 use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::shared::DeployedModel;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
 use crate::engine::persist::rows::ProcRow;
+
+/// An automatic transition that failed on a store fault, to retry.
+pub(crate) enum Stalled {
+    /// The resume of a loaded in-flight process.
+    Resume(Arc<ProcHandle>),
+    /// The continuation of a process with work left.
+    Continue(Arc<ProcHandle>),
+    /// A fired timer's transition.
+    Tick,
+}
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with
@@ -36,8 +47,63 @@ impl Kernel {
                 .await;
             if let Err(e) = r {
                 warn!(pid = %handle.pid(), error = %e, "continuing the process failed");
+                self.stall(handle.pid(), Stalled::Continue(handle.clone()), &e);
             }
         })
+    }
+
+    /// Notes that an automatic transition of `pid` failed with `e`: on a
+    /// store fault it is retried on the housekeeping tick (found by the
+    /// simulator: a subflow child whose first transition failed on a store
+    /// fault was never run, and its parent waited for ever).
+    pub(crate) fn stall(&self, pid: &str, what: Stalled, e: &EngineError) {
+        if matches!(e, EngineError::Store(_) | EngineError::Commit { .. }) {
+            self.stalled.lock().insert(pid.to_owned(), what);
+        }
+    }
+
+    /// Retries every stalled process's automatic transition. An instance
+    /// still in memory runs the transition that failed; one discarded by a
+    /// failed commit is loaded again (a load of an in-flight process
+    /// resumes it), unless it is parked (the parked scan starts it). What
+    /// fails again stays stalled.
+    pub(crate) async fn retry_stalled(self: &Arc<Self>) {
+        let stalled: Vec<(String, Stalled)> = self.stalled.lock().drain().collect();
+        if !stalled.is_empty() {
+            tracing::info!(count = stalled.len(), "retrying stalled processes");
+        }
+        for (pid, what) in stalled {
+            // `None`: its lane is busy (someone works on it).
+            let live = match &what {
+                Stalled::Resume(h) | Stalled::Continue(h) => {
+                    h.lane.try_lock().ok().map(|slot| slot.process.is_some())
+                }
+                Stalled::Tick => Some(false),
+            };
+            let Some(live) = live else {
+                self.stalled.lock().insert(pid, what);
+                continue;
+            };
+            match (what, live) {
+                (Stalled::Resume(h), true) => self.clone().resume_process(h).await,
+                (Stalled::Continue(h), true) => self.clone().continue_process(h).await,
+                (Stalled::Tick, _) => {
+                    if let Err(e) = self.tick(&pid).await {
+                        self.stall(&pid, Stalled::Tick, &e);
+                    }
+                }
+                (what, false) => match self.proc_row(&pid).await {
+                    Ok(Some(row)) if row.state == TaskState::None => {}
+                    Ok(None) => {}
+                    Ok(Some(_)) => {
+                        if let Err(e) = self.handle(&pid).await {
+                            self.stall(&pid, what, &e);
+                        }
+                    }
+                    Err(e) => self.stall(&pid, what, &e),
+                },
+            }
+        }
     }
 
     /// The transition that resumes a loaded in-flight process (boxed, as
@@ -66,6 +132,7 @@ impl Kernel {
                 .await;
             if let Err(e) = r {
                 warn!(pid = %handle.pid(), error = %e, "resuming the process failed");
+                self.stall(handle.pid(), Stalled::Resume(handle.clone()), &e);
             }
         })
     }

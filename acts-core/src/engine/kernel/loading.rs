@@ -174,7 +174,7 @@ impl Kernel {
                 }
             });
         }
-        for (pid, cell, _parked) in self.cache.claim_refill() {
+        for (pid, cell, parked) in self.cache.claim_refill() {
             let rt = rt.clone();
             self.spawn(async move {
                 match rt.join_load(&pid, &cell).await {
@@ -184,8 +184,12 @@ impl Kernel {
                         rt.refill();
                     }
                     Err(e) => {
-                        warn!(pid = %pid, error = %e, "cannot load a queued process");
-                        rt.refill();
+                        // Not dropped: it waits again and the housekeeping
+                        // tick retries it (found by the simulator: a
+                        // subflow child whose first load failed on a store
+                        // fault was never started).
+                        warn!(pid = %pid, error = %e, "cannot load a queued process; retried on the next housekeeping tick");
+                        rt.cache.unclaim_failed(&pid, parked);
                     }
                 }
             });

@@ -111,6 +111,21 @@ impl Cache {
         }
         out
     }
+    /// Takes back a claim whose load failed (the store could not answer):
+    /// an in-flight pid waits in the queue again; a parked one is found
+    /// again by the next scan of parked rows. Neither is retried at once
+    /// (the store just failed): the housekeeping tick refills.
+    pub(crate) fn unclaim_failed(&self, pid: &str, parked: bool) {
+        let mut s = self.state.lock();
+        if s.entries.contains_key(pid) {
+            return; // loaded meanwhile by someone else
+        }
+        if parked {
+            s.parked_unknown = true;
+        } else if s.queued.insert(pid.to_owned()) {
+            s.resume_queue.push_back(pid.to_owned());
+        }
+    }
     /// Starts a scan for parked rows unless one is running or the cap is
     /// reached; returns whether the caller should scan.
     pub(crate) fn begin_scan(&self) -> bool {

@@ -98,6 +98,10 @@ pub(crate) struct Kernel {
     inflight: Arc<std::sync::atomic::AtomicUsize>,
     /// Resume transitions of loaded processes not finished yet (the boot
     /// resume keeps this small, so memory stays bounded).
+    /// Processes whose automatic transition (a resume, a continuation, a
+    /// timer) failed on the store: retried on the housekeeping tick.
+    pub(crate) stalled:
+        parking_lot::Mutex<HashMap<String, crate::engine::kernel::follow_up::Stalled>>,
     pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
     pub(crate) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
@@ -141,6 +145,7 @@ impl Kernel {
             transitions: std::sync::atomic::AtomicU64::new(0),
             inflight: Arc::default(),
             resuming: Arc::default(),
+            stalled: parking_lot::Mutex::default(),
             models: RwLock::new(HashMap::new()),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -401,6 +406,9 @@ impl Kernel {
         // Whether the process was in the store before this transition (a
         // start's first transition stores it).
         let was_stored = slot.persisted.row_stored;
+        // A parked process (a subflow child, a start over the cap) whose
+        // first transition this is.
+        let was_parked = was_stored && slot.persisted.row.state == TaskState::None;
         let mut ops = persist::transition_ops(process, &mut slot.persisted, wake);
         ops.extend(extra);
         let committed = match self.delivery_ops(&messages, known_pending).await {
@@ -417,8 +425,16 @@ impl Kernel {
             let never_stored = !was_stored;
             slot.process = None;
             self.cache.forget(&pid, handle);
-            if never_stored && handle.give_place_back() {
+            if (never_stored || was_parked) && handle.give_place_back() {
                 self.cache.release(&pid);
+            }
+            if was_parked {
+                // Still parked in the store: found again by the next scan
+                // of parked rows (the housekeeping tick), not retried at
+                // once (found by the simulator: a subflow child whose first
+                // transition failed on a store fault kept its place and
+                // never ran).
+                self.cache.unclaim_failed(&pid, true);
             }
             warn!(pid = %pid, error = %e, "transition not committed; process discarded");
             drop(guard);
@@ -454,8 +470,20 @@ impl Kernel {
     pub(crate) async fn on_timer(&self, key: TimerKey) {
         match key {
             TimerKey::Process(pid) => {
+                // The timer fired: it is armed no more. (A stale entry made
+                // a later arm at the same due a no-op, so a tick that
+                // failed on a store fault lost the timeout for good —
+                // found by the simulator.)
+                {
+                    let now = self.now();
+                    let mut timers = self.proc_timers.lock();
+                    if timers.get(&pid).is_some_and(|(_, due)| *due <= now) {
+                        timers.remove(&pid);
+                    }
+                }
                 if let Err(e) = self.tick(&pid).await {
                     warn!(pid = %pid, error = %e, "timeout tick failed");
+                    self.stall(&pid, crate::engine::kernel::follow_up::Stalled::Tick, &e);
                 }
             }
             TimerKey::Schedules => self.fire_schedules().await,
@@ -535,7 +563,10 @@ impl Kernel {
             return Ok(false);
         };
         let in_flight = !stored.row.state.is_terminal() && stored.row.state != TaskState::None;
-        let ops = persist::delete_ops(&stored);
+        // Its messages and deliveries go with it (nothing is owed to a
+        // client about a process that no longer exists).
+        let mut ops = persist::delete_ops(&stored);
+        ops.extend(self.process_message_ops(pid).await?);
         self.write(None, ops).await?;
         if in_flight && !released && !queued {
             // Admitted and not resident (unloaded): its place is free.

@@ -343,7 +343,6 @@ impl Kernel {
         let cutoff = self.now() - retention.as_millis() as i64;
         let procs = Collection::<ProcRow>::new(self.store.clone());
         let deliveries = Collection::<DeliveryRow>::new(self.store.clone());
-        let messages = Collection::<MessageRow>::new(self.store.clone());
         let mut swept = 0;
         for state in TaskState::ALL.into_iter().filter(|s| s.is_terminal()) {
             let rows = procs
@@ -365,17 +364,42 @@ impl Kernel {
                     continue;
                 };
                 let mut ops = persist::delete_ops(&stored);
-                for d in &owed {
-                    ops.extend(Collection::<DeliveryRow>::delete_ops(d));
-                }
-                for m in messages.query_all(&by_pid).await? {
-                    ops.extend(Collection::<MessageRow>::delete_ops(&m));
-                }
+                ops.extend(self.message_delete_ops(&row.id, &owed).await?);
                 self.write(None, ops).await?;
                 swept += 1;
             }
         }
         Ok(swept)
+    }
+
+    /// The ops that delete process `pid`'s messages and `deliveries` (its
+    /// deliveries, read by the caller).
+    async fn message_delete_ops(
+        &self,
+        pid: &str,
+        deliveries: &[DeliveryRow],
+    ) -> Result<Vec<BatchOp>, EngineError> {
+        let by_pid = Query::new().filter(Filter::eq("pid", pid));
+        let mut ops = Vec::new();
+        for d in deliveries {
+            ops.extend(Collection::<DeliveryRow>::delete_ops(d));
+        }
+        for m in Collection::<MessageRow>::new(self.store.clone())
+            .query_all(&by_pid)
+            .await?
+        {
+            ops.extend(Collection::<MessageRow>::delete_ops(&m));
+        }
+        Ok(ops)
+    }
+
+    /// The ops that delete every message and delivery of process `pid`
+    /// (what removing the process removes with it).
+    pub(crate) async fn process_message_ops(&self, pid: &str) -> Result<Vec<BatchOp>, EngineError> {
+        let deliveries = Collection::<DeliveryRow>::new(self.store.clone())
+            .query_all(&Query::new().filter(Filter::eq("pid", pid)))
+            .await?;
+        self.message_delete_ops(pid, &deliveries).await
     }
 
     /// The periodic work: re-send due deliveries, drop expired snapshot
@@ -389,6 +413,12 @@ impl Kernel {
         self.sealed.sweep(self.now());
         if let Err(e) = self.retry_outbox().await {
             warn!(error = %e, "reading the outbox failed; retried on the next tick");
+        }
+        // Queued and parked work whose load failed earlier gets its place;
+        // processes whose automatic transition failed run again.
+        self.refill();
+        if let Some(rt) = self.this() {
+            rt.retry_stalled().await;
         }
         let now = self.now();
         let last = self.last_sweep.load(std::sync::atomic::Ordering::Acquire);

@@ -1,0 +1,364 @@
+//! Driving one process of a generated workflow to its end on an engine:
+//! deploy, start, answer every waiting act as the client decides, move the
+//! manual clock when only a timeout can act — tolerating store faults
+//! (a failed call is tried again) and stopping early for a planned
+//! restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, DeliveryState, Engine, EngineError, ProcInfo, TaskInfo};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Action, Message, TaskState};
+use acts_core::time::ManualClock;
+use acts_store::KvStore;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::client::{Answer, answer};
+use crate::workflow::{CHILD, Spec};
+
+/// The simulated process's id.
+pub const PID: &str = "p1";
+
+/// How long the simulator waits for the engine to settle (a hang guard:
+/// the outcome never depends on it).
+const GUARD: Duration = Duration::from_secs(20);
+
+/// Most rounds of the client in one run (a generated workflow ends well
+/// within it: `back` is used once per act).
+const MAX_ROUNDS: usize = 400;
+
+/// What happened, for a failing seed's report.
+#[derive(Debug, Default, Clone)]
+pub struct Trace(pub Vec<String>);
+
+impl Trace {
+    /// Adds a line.
+    pub fn note(&mut self, line: impl Into<String>) {
+        self.0.push(line.into());
+    }
+}
+
+/// How a drive ended.
+pub enum Driven {
+    /// The process ended.
+    Ended(ProcInfo),
+    /// The planned restart point was reached.
+    Restart,
+}
+
+/// One simulated run's engine: its store, clock and durable client.
+pub struct Sim {
+    /// The engine.
+    pub engine: Engine,
+    /// Its manual clock.
+    pub clock: ManualClock,
+    /// The durable client channel (never acks).
+    pub rx: UnboundedReceiver<Message>,
+    _channel: acts_core::engine::Channel,
+}
+
+impl Sim {
+    /// An engine on `store` with a durable client that reconnected (what
+    /// it is still owed comes first).
+    /// An engine that cannot start on a failing store is tried again (a
+    /// few times, then after `heal`).
+    pub async fn open(
+        store: Arc<dyn KvStore>,
+        now: i64,
+        heal: &dyn Fn() -> bool,
+    ) -> Result<Self, String> {
+        let clock = ManualClock::new(now);
+        let mut tries = 0;
+        let engine = loop {
+            let started = Engine::builder()
+                .store(store.clone())
+                .clock(Arc::new(clock.clone()))
+                .resume_on_start(false)
+                .start()
+                .await;
+            match started {
+                Ok(e) => break e,
+                Err(e) if transient(&e) && tries < 20 => {
+                    tries += 1;
+                    if tries == 10 {
+                        heal();
+                    }
+                }
+                Err(e) => return Err(format!("the engine does not start: {e}")),
+            }
+        };
+        let channel = retry(|| engine.durable_channel("client", ChannelOptions::default()))
+            .await
+            .map_err(|e| format!("the client's channel: {e}"))?;
+        let rx = channel.subscribe();
+        retry(|| channel.resend_pending())
+            .await
+            .map_err(|e| format!("re-send: {e}"))?;
+        // What ran out of tries while nobody listened (the client never
+        // acks, and waiting for a timeout moves the clock by hours) is a
+        // dead letter: an operator redelivers it, as after an outage.
+        let exec = engine.executor();
+        let dead = retry(|| exec.deliveries(Some("client"), Some(DeliveryState::Failed)))
+            .await
+            .map_err(|e| format!("dead letters: {e}"))?;
+        for d in dead {
+            retry(|| exec.redeliver("client", &d.msg_id))
+                .await
+                .map_err(|e| format!("redeliver: {e}"))?;
+        }
+        Ok(Self {
+            engine,
+            clock,
+            rx,
+            _channel: channel,
+        })
+    }
+
+    /// Everything the client heard so far.
+    pub fn heard(&mut self) -> Vec<Message> {
+        let mut out = Vec::new();
+        while let Ok(m) = self.rx.try_recv() {
+            out.push(m);
+        }
+        out
+    }
+}
+
+/// Calls `f` until it does not fail on the store (a store fault is
+/// transient here: the plan heals), at most 200 times.
+pub async fn retry<T, F, Fut>(mut f: F) -> Result<T, EngineError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, EngineError>>,
+{
+    let mut tries = 0;
+    loop {
+        match f().await {
+            Err(e) if transient(&e) && tries < 200 => {
+                tries += 1;
+                tokio::task::yield_now().await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `e` comes from the store being unable to answer (what the fault
+/// plan injects), not from the call itself.
+pub fn transient(e: &EngineError) -> bool {
+    matches!(
+        e,
+        EngineError::Store(_) | EngineError::Commit { .. } | EngineError::Busy { .. }
+    )
+}
+
+/// Waits until the engine has nothing in progress. On the single-threaded
+/// runtime the engine's timer task runs only when the simulator yields:
+/// it yields a few times first, so a timer the clock made due (the
+/// housekeeping tick, which `is_idle` does not wait for) gets to run.
+pub async fn settle(engine: &Engine) -> Result<(), String> {
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::timeout(GUARD, async {
+        while !engine.is_idle() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .map_err(|_| "the engine did not settle (hang guard)".to_owned())
+}
+
+/// Drives [`PID`] on `sim` until it ends, or until `restart_after` client
+/// actions were applied. `heal` is called when the run is stuck (a store
+/// outage may have stopped it); it returns whether there was anything to
+/// heal.
+pub async fn drive(
+    sim: &Sim,
+    spec: &Spec,
+    seed: u64,
+    trace: &mut Trace,
+    restart_after: Option<usize>,
+    heal: &dyn Fn() -> bool,
+) -> Result<Driven, String> {
+    let engine = &sim.engine;
+    let exec = engine.executor();
+    let mut resumed = false;
+    let mut deployed = false;
+    let mut started = false;
+    let mut acted_count = 0;
+    let mut idle_rounds = 0;
+    // How many times the client moved the clock on for each act it leaves
+    // to a timeout (a timeout that does not settle its act is answered
+    // after a few; under store faults the tick may have to wait for the
+    // housekeeping retry, which the heal after five idle rounds allows).
+    let mut waited: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for _ in 0..MAX_ROUNDS {
+        settle(engine).await?;
+        if !resumed {
+            resumed = engine.resume().await.is_ok();
+        }
+        if !deployed {
+            let child = !spec.uses_subflow() || exec.deploy_yaml(CHILD).await.is_ok();
+            deployed = child && exec.deploy_yaml(&spec.model()).await.is_ok();
+            if !deployed {
+                stuck(&mut idle_rounds, heal, "the deploy keeps failing")?;
+                continue;
+            }
+        }
+        if !started {
+            match exec.process(PID).await {
+                Ok(_) => started = true,
+                Err(EngineError::ProcessNotFound(_)) => {
+                    let mut v = Vars::new();
+                    v.insert("pid".into(), json!(PID));
+                    match exec.start("main", v).await {
+                        Ok(_) | Err(EngineError::Duplicated(_)) => started = true,
+                        Err(e) if transient(&e) => {}
+                        Err(e) => return Err(format!("start: {e}")),
+                    }
+                }
+                Err(e) if transient(&e) => {}
+                Err(e) => return Err(format!("reading the process: {e}")),
+            }
+            if !started {
+                stuck(&mut idle_rounds, heal, "the start keeps failing")?;
+            }
+            continue;
+        }
+        let (info, tasks) = match (exec.process(PID).await, exec.tasks(PID).await) {
+            (Ok(i), Ok(t)) => (i, t),
+            (Err(e), _) | (_, Err(e)) if transient(&e) => {
+                stuck(&mut idle_rounds, heal, "the process cannot be read")?;
+                continue;
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(format!("reading the process: {e}")),
+        };
+        if info.state.is_terminal() {
+            return Ok(Driven::Ended(info));
+        }
+        if restart_after.is_some_and(|n| acted_count >= n) {
+            return Ok(Driven::Restart);
+        }
+        match act_once(sim, spec, seed, &tasks, &waited, trace).await? {
+            Step::Acted => {
+                acted_count += 1;
+                idle_rounds = 0;
+            }
+            Step::Waiting(tids) => {
+                trace.note("clock +2h (only timeouts can act)");
+                sim.clock.advance(Duration::from_secs(2 * 3600));
+                for tid in tids {
+                    *waited.entry(tid).or_default() += 1;
+                }
+                stuck(&mut idle_rounds, heal, "only timeouts can act")?;
+            }
+            Step::Retry => stuck(&mut idle_rounds, heal, "an answer keeps failing")?,
+            Step::Nothing => {
+                // Nothing waits for the client: the engine is working (a
+                // subflow child, a continuation) or it is stuck.
+                sim.clock.advance(Duration::from_secs(60));
+                let others = match exec.processes(None, None).await {
+                    Ok(all) => all
+                        .iter()
+                        .map(|p| format!("{} {}", p.pid, p.state))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    Err(e) => format!("(cannot list: {e})"),
+                };
+                let open: Vec<String> = tasks
+                    .iter()
+                    .filter(|t| !t.state.is_terminal())
+                    .map(|t| format!("{}:{} {}", t.kind, t.nid, t.state))
+                    .collect();
+                stuck(
+                    &mut idle_rounds,
+                    heal,
+                    &format!(
+                        "process {PID} is {} and nothing waits for the client (open tasks: {}; processes: {others})",
+                        info.state,
+                        open.join(", ")
+                    ),
+                )?;
+            }
+        }
+    }
+    Err(format!(
+        "the process did not end within {MAX_ROUNDS} rounds"
+    ))
+}
+
+/// Counts a round without progress: after a few, the store is healed; a
+/// run that stays stuck with nothing to heal is a failure.
+fn stuck(rounds: &mut usize, heal: &dyn Fn() -> bool, why: &str) -> Result<(), String> {
+    *rounds += 1;
+    if (*rounds).is_multiple_of(5) && !heal() && *rounds >= 20 {
+        return Err(format!("stuck: {why}"));
+    }
+    Ok(())
+}
+
+enum Step {
+    Acted,
+    /// Every waiting act is left to its timeout (these).
+    Waiting(Vec<String>),
+    Retry,
+    Nothing,
+}
+
+/// Answers the first waiting act the client does not leave to a timeout.
+async fn act_once(
+    sim: &Sim,
+    spec: &Spec,
+    seed: u64,
+    tasks: &[TaskInfo],
+    waited: &std::collections::HashMap<String, usize>,
+    trace: &mut Trace,
+) -> Result<Step, String> {
+    let exec = sim.engine.executor();
+    let waiting: Vec<&TaskInfo> = tasks
+        .iter()
+        .filter(|t| t.kind == "act" && t.state == TaskState::Interrupt)
+        .collect();
+    if waiting.is_empty() {
+        return Ok(Step::Nothing);
+    }
+    let mut left = Vec::new();
+    for t in waiting {
+        let key = t.key.clone().unwrap_or_default();
+        let occurrence = tasks
+            .iter()
+            .filter(|x| x.kind == "act" && x.key.as_deref() == Some(&key))
+            .position(|x| x.tid == t.tid)
+            .map_or(1, |i| i + 1);
+        let Answer::Act(action, options) = answer(
+            seed,
+            spec,
+            &key,
+            occurrence,
+            waited.get(&t.tid).is_some_and(|n| *n > 6),
+        ) else {
+            left.push(t.tid.clone());
+            continue;
+        };
+        trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
+        return match exec.act(PID, &t.tid, action, options).await {
+            Ok(()) => Ok(Step::Acted),
+            Err(e) if transient(&e) => Ok(Step::Retry),
+            Err(EngineError::Action(refused)) => {
+                // Not possible as the process stands (e.g. a back to a
+                // step that did not run): complete it instead.
+                trace.note(format!("  refused ({refused}); complete instead"));
+                match exec.act(PID, &t.tid, Action::Complete, Vars::new()).await {
+                    Ok(()) | Err(EngineError::Action(_)) => Ok(Step::Acted),
+                    Err(e) if transient(&e) => Ok(Step::Retry),
+                    Err(e) => Err(format!("complete {key}: {e}")),
+                }
+            }
+            Err(e) => Err(format!("{} {key}: {e}", action.as_str())),
+        };
+    }
+    Ok(Step::Waiting(left))
+}

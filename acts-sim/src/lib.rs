@@ -1,0 +1,85 @@
+//! Deterministic simulation of the acts engine.
+//!
+//! From one seed, [`run_seed`] draws a workflow ([`workflow::generate`]:
+//! sequences, if/else branches, parallel fan-outs of interrupts,
+//! interrupts with step timeouts and catches, subflows, set and code acts)
+//! and a client ([`client::answer`]: complete, submit, skip, error, back,
+//! abort or wait for the timeout, decided by the seed, the act's key and
+//! its occurrence — never by timing), runs it fault-free on a recording
+//! store, and then again cut after random committed batches (a crash,
+//! then a restart on the durable prefix), on a store that fails calls at
+//! random until it heals, and (optionally) on a redb file closed and
+//! reopened every few actions. Every run must end as the fault-free one
+//! did (state, outputs, error code), the durable client must hear every
+//! end message, the engine must hold nothing once the process ended, no
+//! row may lack its process, and removing the processes and the channel
+//! must leave nothing behind. A failing seed is shrunk to a smaller
+//! workflow that still fails ([`shrink`]) and reported with the command
+//! that replays it.
+//!
+//! May depend on: `acts-core` (with its `testing` rows), the store
+//! contract and redb backend, `acts-testkit` (crash and failing stores).
+//! Start reading at [`run_seed`]; `docs/TESTING.md` says how to run it.
+
+pub mod check;
+pub mod client;
+pub mod drive;
+pub mod workflow;
+
+pub use check::{Failure, Outcome, Plan, Report, check};
+pub use workflow::{Spec, generate};
+
+/// Checks seed `seed` under `plan` on a single-threaded runtime.
+pub fn run_seed(seed: u64, plan: Plan) -> Result<Report, Failure> {
+    run_spec(seed, &generate(seed), plan)
+}
+
+/// Checks `spec` with the client of `seed` under `plan` on a
+/// single-threaded runtime.
+pub fn run_spec(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure {
+            run: "setup".into(),
+            what: format!("cannot build the runtime: {e}"),
+            trace: drive::Trace::default(),
+        })?;
+    rt.block_on(check(seed, spec, plan))
+}
+
+/// The smallest workflow reachable from `spec` by removing steps that
+/// still fails with the client of `seed` (each accepted removal is tried
+/// again from the smaller spec; at most `budget` checks).
+pub fn shrink(seed: u64, spec: &Spec, plan: Plan, budget: usize) -> (Spec, Failure) {
+    let mut best = spec.clone();
+    let mut failure = match run_spec(seed, spec, plan) {
+        Err(f) => f,
+        Ok(_) => {
+            return (
+                best,
+                Failure {
+                    run: "shrink".into(),
+                    what: "the spec passes: nothing to shrink".into(),
+                    trace: drive::Trace::default(),
+                },
+            );
+        }
+    };
+    let mut tries = 0;
+    'outer: loop {
+        for smaller in best.shrinks() {
+            if tries >= budget {
+                break 'outer;
+            }
+            tries += 1;
+            if let Err(f) = run_spec(seed, &smaller, plan) {
+                best = smaller;
+                failure = f;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    (best, failure)
+}

@@ -1,0 +1,389 @@
+//! Random workflows: a small tree of step specs drawn from a seed, the
+//! model (JSON, which the YAML loader reads) it stands for, and the smaller
+//! trees a failing one shrinks to.
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde_json::{Value, json};
+
+/// The child model a subflow step starts: doubles `n`.
+pub const CHILD: &str = r#"{"id": "child", "ver": "1", "steps": [{"id": "c1", "uses": "acts.transform.code", "params": "return { doubled: n * 2 }"}], "exposes": [{"name": "doubled"}]}"#;
+
+/// What a timeout does to the step that waited too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnTimeout {
+    /// `acts.core.action: abort`.
+    Abort,
+    /// `acts.core.action: skip`.
+    Skip,
+    /// `acts.core.action: next`.
+    Next,
+}
+
+impl OnTimeout {
+    fn name(self) -> &'static str {
+        match self {
+            OnTimeout::Abort => "abort",
+            OnTimeout::Skip => "skip",
+            OnTimeout::Next => "next",
+        }
+    }
+}
+
+/// One step of a generated workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `acts.transform.set` of one var.
+    Set {
+        /// Node id.
+        id: String,
+        /// The value set (under `v_<id>`).
+        value: i64,
+    },
+    /// `acts.transform.code` computing `c_<id> = n + add`.
+    Code {
+        /// Node id.
+        id: String,
+        /// What is added to `n`.
+        add: i64,
+    },
+    /// An interrupt (key = its id), with an optional timeout and catch.
+    Irq {
+        /// Node id and key.
+        id: String,
+        /// A step timeout after an hour, and what it does.
+        timeout: Option<OnTimeout>,
+        /// A catch of error `E1` that asks again (key `<id>_r`).
+        catches: bool,
+    },
+    /// `acts.core.parallel` of interrupts (key = its id) over `items`.
+    Parallel {
+        /// Node id and the acts' key.
+        id: String,
+        /// How many items.
+        items: usize,
+    },
+    /// An if (`n > threshold`) / else pair of branches.
+    Branches {
+        /// Node id.
+        id: String,
+        /// The if's threshold.
+        threshold: i64,
+        /// The if branch's steps.
+        then: Vec<Step>,
+        /// The else branch's steps.
+        otherwise: Vec<Step>,
+    },
+    /// A subflow of [`CHILD`] with `n = 3`.
+    Subflow {
+        /// Node id.
+        id: String,
+    },
+}
+
+/// A generated workflow: its start value of `n` and its steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    /// The workflow's `n`.
+    pub n: i64,
+    /// Its steps.
+    pub steps: Vec<Step>,
+}
+
+/// Draws a workflow from `seed`: 1 to 6 steps, branches nested at most
+/// twice.
+pub fn generate(seed: u64) -> Spec {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut next_id = 0usize;
+    let n = rng.random_range(0..10);
+    let len = rng.random_range(1..=6);
+    let steps = (0..len).map(|_| step(&mut rng, &mut next_id, 0)).collect();
+    Spec { n, steps }
+}
+
+fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
+    *next_id += 1;
+    let id = format!("s{next_id}");
+    let roll = rng.random_range(0..100);
+    match roll {
+        0..15 => Step::Set {
+            id,
+            value: rng.random_range(0..100),
+        },
+        15..27 => Step::Code {
+            id,
+            add: rng.random_range(0..10),
+        },
+        27..62 => Step::Irq {
+            id,
+            timeout: match rng.random_range(0..6) {
+                0 => Some(OnTimeout::Abort),
+                1 => Some(OnTimeout::Skip),
+                2 => Some(OnTimeout::Next),
+                _ => None,
+            },
+            catches: rng.random_bool(0.3),
+        },
+        62..72 => Step::Parallel {
+            id,
+            items: rng.random_range(1..=3),
+        },
+        72..90 if depth < 2 => {
+            let mut branch = |rng: &mut StdRng| {
+                (0..rng.random_range(1..=2))
+                    .map(|_| step(rng, next_id, depth + 1))
+                    .collect()
+            };
+            let then = branch(rng);
+            let otherwise = branch(rng);
+            Step::Branches {
+                id,
+                threshold: rng.random_range(0..10),
+                then,
+                otherwise,
+            }
+        }
+        72..90 => Step::Set { id, value: 1 },
+        _ => Step::Subflow { id },
+    }
+}
+
+impl Spec {
+    /// The model, as JSON text (what `deploy_yaml` reads).
+    pub fn model(&self) -> String {
+        json!({
+            "id": "main",
+            "ver": "1",
+            "vars": [{"name": "n", "value": self.n}],
+            "steps": self.steps.iter().map(Step::to_json).collect::<Vec<_>>(),
+        })
+        .to_string()
+    }
+
+    /// Whether a subflow step is in it (then [`CHILD`] is deployed too).
+    pub fn uses_subflow(&self) -> bool {
+        fn any(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match s {
+                Step::Subflow { .. } => true,
+                Step::Branches {
+                    then, otherwise, ..
+                } => any(then) || any(otherwise),
+                _ => false,
+            })
+        }
+        any(&self.steps)
+    }
+
+    /// The interrupt steps that catch `E1` (a client may fail them on
+    /// purpose).
+    pub fn catching(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.walk(&mut |s| {
+            if let Step::Irq {
+                id, catches: true, ..
+            } = s
+            {
+                out.push(id.clone());
+            }
+        });
+        out
+    }
+
+    /// Whether the interrupt with `key` has a step timeout.
+    pub fn has_timeout(&self, key: &str) -> bool {
+        let mut found = false;
+        self.walk(&mut |s| {
+            if let Step::Irq {
+                id,
+                timeout: Some(_),
+                ..
+            } = s
+                && id == key
+            {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// The top-level steps before the one that holds the act with `key`
+    /// (what a `back` from it may go to; none for a catch's act).
+    pub fn earlier_top_steps(&self, key: &str) -> Vec<String> {
+        fn holds(s: &Step, key: &str) -> bool {
+            s.id() == key
+                || match s {
+                    Step::Branches {
+                        then, otherwise, ..
+                    } => then.iter().chain(otherwise).any(|x| holds(x, key)),
+                    _ => false,
+                }
+        }
+        match self.steps.iter().position(|s| holds(s, key)) {
+            Some(i) => self.steps[..i].iter().map(|s| s.id().to_owned()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn walk(&self, f: &mut impl FnMut(&Step)) {
+        fn go(steps: &[Step], f: &mut impl FnMut(&Step)) {
+            for s in steps {
+                f(s);
+                if let Step::Branches {
+                    then, otherwise, ..
+                } = s
+                {
+                    go(then, f);
+                    go(otherwise, f);
+                }
+            }
+        }
+        go(&self.steps, f);
+    }
+
+    /// How many steps, nested ones too.
+    pub fn size(&self) -> usize {
+        let mut n = 0;
+        self.walk(&mut |_| n += 1);
+        n
+    }
+
+    /// Every spec one step smaller: each step removed in turn (a branch
+    /// keeps at least one step), and each branches step replaced by one of
+    /// its branches' steps.
+    pub fn shrinks(&self) -> Vec<Spec> {
+        fn smaller(steps: &[Step]) -> Vec<Vec<Step>> {
+            let mut out = Vec::new();
+            for i in 0..steps.len() {
+                if steps.len() > 1 {
+                    let mut v = steps.to_vec();
+                    v.remove(i);
+                    out.push(v);
+                }
+                if let Step::Branches {
+                    id,
+                    threshold,
+                    then,
+                    otherwise,
+                } = &steps[i]
+                {
+                    for inner in [then, otherwise] {
+                        let mut v = steps.to_vec();
+                        v.splice(i..=i, inner.iter().cloned());
+                        out.push(v);
+                    }
+                    for t in smaller(then) {
+                        let mut v = steps.to_vec();
+                        v[i] = Step::Branches {
+                            id: id.clone(),
+                            threshold: *threshold,
+                            then: t,
+                            otherwise: otherwise.clone(),
+                        };
+                        out.push(v);
+                    }
+                    for o in smaller(otherwise) {
+                        let mut v = steps.to_vec();
+                        v[i] = Step::Branches {
+                            id: id.clone(),
+                            threshold: *threshold,
+                            then: then.clone(),
+                            otherwise: o,
+                        };
+                        out.push(v);
+                    }
+                }
+            }
+            out
+        }
+        smaller(&self.steps)
+            .into_iter()
+            .map(|steps| Spec { n: self.n, steps })
+            .collect()
+    }
+}
+
+impl Step {
+    /// Its node id.
+    pub fn id(&self) -> &str {
+        match self {
+            Step::Set { id, .. }
+            | Step::Code { id, .. }
+            | Step::Irq { id, .. }
+            | Step::Parallel { id, .. }
+            | Step::Branches { id, .. }
+            | Step::Subflow { id } => id,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Step::Set { id, value } => json!({
+                "id": id, "uses": "acts.transform.set", "params": { format!("v_{id}"): value },
+            }),
+            Step::Code { id, add } => json!({
+                "id": id, "uses": "acts.transform.code",
+                "params": format!("return {{ c_{id}: n + {add} }}"),
+            }),
+            Step::Irq {
+                id,
+                timeout,
+                catches,
+            } => {
+                let mut s = json!({"id": id, "uses": "acts.core.irq", "params": {"key": id}});
+                if let Some(t) = timeout {
+                    s["timeouts"] = json!([{
+                        "id": format!("{id}_t"), "if": "$cost_in('1h')",
+                        "uses": "acts.core.action", "params": {"action": t.name()},
+                    }]);
+                }
+                if *catches {
+                    s["catches"] = json!([{
+                        "id": format!("{id}_c"), "if": "$ecode() == 'E1'",
+                        "uses": "acts.core.irq", "params": {"key": format!("{id}_r")},
+                    }]);
+                }
+                s
+            }
+            Step::Parallel { id, items } => json!({
+                "id": id, "uses": "acts.core.parallel",
+                "params": {
+                    "in": (0..*items).map(|i| format!("item{i}")).collect::<Vec<_>>(),
+                    "acts": [{"uses": "acts.core.irq", "params": {"key": id}}],
+                },
+            }),
+            Step::Branches {
+                id,
+                threshold,
+                then,
+                otherwise,
+            } => json!({
+                "id": id,
+                "branches": [
+                    {"id": format!("{id}_if"), "if": format!("n > {threshold}"),
+                     "steps": then.iter().map(Step::to_json).collect::<Vec<_>>()},
+                    {"id": format!("{id}_else"), "else": true,
+                     "steps": otherwise.iter().map(Step::to_json).collect::<Vec<_>>()},
+                ],
+            }),
+            Step::Subflow { id } => json!({
+                "id": id, "uses": "acts.core.subflow",
+                "params": {"to": "child", "options": {"n": 3}},
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_workflow_and_shrinks_are_smaller() {
+        assert_eq!(generate(7), generate(7));
+        let specs: Vec<Spec> = (0..50).map(generate).collect();
+        assert!(specs.iter().any(|s| s.size() > 3));
+        for s in &specs {
+            assert!(s.shrinks().iter().all(|x| x.size() < s.size()));
+        }
+    }
+}

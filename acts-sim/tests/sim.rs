@@ -1,0 +1,57 @@
+//! The simulator in CI: a few hundred seeds on memory (each fault-free,
+//! cut at random committed batches, and on a failing store), the seeds
+//! that found bugs (each a regression test: it fails without its fix), and
+//! a few dozen seeds on a redb file closed and reopened every few actions.
+//! A failing seed is reported with the command that replays it.
+
+use acts_sim::{Plan, run_seed};
+
+/// Checks `seeds` under `plan`; panics with every failure and its replay
+/// command.
+fn check_all(seeds: impl IntoIterator<Item = u64>, plan: Plan, flag: &str) {
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for seed in seeds {
+        match run_seed(seed, plan) {
+            Ok(r) => runs += r.runs,
+            Err(f) => failures.push(format!(
+                "seed {seed}: run '{}': {}\n  replay: cargo run --release -p acts-sim -- --seed {seed}{flag}",
+                f.run, f.what
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(runs > 0);
+}
+
+#[test]
+fn two_hundred_seeds_on_memory() {
+    check_all(0..200, Plan::default(), "");
+}
+
+/// The seeds that found the bugs listed in `docs/TESTING.md` (each fails
+/// when its fix is taken out).
+#[test]
+fn the_seeds_that_found_bugs() {
+    check_all(
+        [0, 11, 13, 14, 15, 22, 23, 40, 73, 113],
+        Plan {
+            cuts: 6,
+            ..Plan::default()
+        },
+        "",
+    );
+}
+
+#[test]
+fn thirty_seeds_on_a_reopened_redb_file() {
+    check_all(
+        0..30,
+        Plan {
+            cuts: 1,
+            store_faults: false,
+            redb: true,
+        },
+        " --redb",
+    );
+}
