@@ -382,3 +382,54 @@ async fn a_parked_process_starts_when_the_place_frees_while_its_row_is_written()
         "B started in the freed place"
     );
 }
+
+/// Found by the simulator (`acts-sim`, seed 1404): a `back` from one item
+/// of a parallel fan-out left the other items' interrupts answerable;
+/// answering one carried the abandoned run on, so the step after the
+/// fan-out ran twice and the process stalled. Now what the back passes
+/// over is skipped: only the new run's interrupts wait.
+#[tokio::test]
+async fn back_from_a_parallel_item_skips_the_other_items_of_the_abandoned_run() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: fan\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { a: 1 }\n  - id: s2\n    uses: acts.core.parallel\n    params:\n      in: ['x', 'y']\n      acts:\n        - { uses: acts.core.irq, params: { key: each } }\n  - id: s3\n    uses: acts.core.irq\n    params: { key: after }\n",
+    )
+    .await
+    .unwrap();
+    let pid = exec.start("fan", Vars::new()).await.unwrap().pid;
+    settle(&engine).await;
+    let waiting = |tasks: &[acts_core::engine::TaskInfo]| -> Vec<String> {
+        tasks
+            .iter()
+            .filter(|t| t.kind == "act" && t.state == TaskState::Interrupt)
+            .map(|t| t.tid.clone())
+            .collect()
+    };
+    let first = waiting(&exec.tasks(&pid).await.unwrap());
+    assert_eq!(first.len(), 2);
+    exec.back(&pid, &first[0], "s1").await.unwrap();
+    settle(&engine).await;
+    let tasks = exec.tasks(&pid).await.unwrap();
+    let old_sibling = tasks.iter().find(|t| t.tid == first[1]).unwrap();
+    assert_eq!(
+        old_sibling.state,
+        TaskState::Skipped,
+        "passed over by the back"
+    );
+    let now = waiting(&tasks);
+    assert_eq!(now.len(), 2, "the new run's two items wait");
+    assert!(now.iter().all(|t| !first.contains(t)));
+    for t in now {
+        exec.complete(&pid, &t, Vars::new()).await.unwrap();
+    }
+    settle(&engine).await;
+    let tasks = exec.tasks(&pid).await.unwrap();
+    let after: Vec<_> = tasks.iter().filter(|t| t.nid == "s3").collect();
+    assert_eq!(after.len(), 1, "the step after the fan-out runs once");
+    engine.close().await;
+}

@@ -34,7 +34,7 @@ fn two_hundred_seeds_on_memory() {
 #[test]
 fn the_seeds_that_found_bugs() {
     check_all(
-        [0, 11, 13, 14, 15, 22, 23, 40, 73, 113],
+        [0, 11, 13, 14, 15, 22, 23, 40, 73, 113, 1404],
         Plan {
             cuts: 6,
             ..Plan::default()

@@ -287,7 +287,23 @@ impl Worker {
     ) -> Result<ScriptOutput, ScriptError> {
         let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
         self.ensure_realm()?;
-        let vars = Value::Object(scope.globals()).to_string();
+        let globals = scope.globals();
+        // Measured without recursion: a value nested deeper than data can
+        // be is refused before it is serialized (found by the fuzzer: one
+        // thousands of levels deep overflowed the stack).
+        if let Some((name, _)) = globals
+            .iter()
+            .find(|(_, v)| helpers::depth(v) > helpers::MAX_DEPTH)
+        {
+            return Err(ScriptError::Exception {
+                message: format!(
+                    "variable '{name}' is nested more than {} levels deep",
+                    helpers::MAX_DEPTH
+                ),
+                script: source.to_owned(),
+            });
+        }
+        let vars = Value::Object(globals).to_string();
         *self.state.lock() = EvalState {
             scope,
             effects: Vec::new(),
@@ -408,13 +424,19 @@ fn finish<'js>(
     let value =
         settle(ctx, value, deadline).map_err(|e| promise_error(e, source, time, deadline))?;
     let text = ctx.json_stringify(value).catch(ctx).map_err(fail)?;
-    Ok(match text {
+    match text {
+        // A result that cannot be read back (nested too deep) is an error,
+        // never a silent null (found by the fuzzer).
         Some(t) => parse_json(
             &t.to_string()
                 .map_err(|e| ScriptError::Setup(e.to_string()))?,
-        ),
-        None => Value::Null,
-    })
+        )
+        .map_err(|message| ScriptError::Exception {
+            message: format!("its result: {message}"),
+            script: source.to_owned(),
+        }),
+        None => Ok(Value::Null),
+    }
 }
 
 /// Runs `source` in `ctx`: code and pure expressions as a function whose

@@ -136,8 +136,36 @@ fn json_text(v: &Value) -> String {
 }
 
 /// Parses JSON text a helper received (the prelude always sends JSON).
-pub(super) fn parse_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
+pub(super) fn parse_json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| {
+        format!("the value cannot cross into the process's data: {e} (at most {MAX_DEPTH} levels of nesting)")
+    })
+}
+
+/// The deepest nesting of a value that crosses between a script and the
+/// process's data (what JSON reading allows).
+pub const MAX_DEPTH: usize = 128;
+
+/// How deeply `v` nests (iteratively: a value of any depth is measured
+/// without recursion).
+pub(super) fn depth(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|x| (x, d + 1))),
+            Value::Object(m) => stack.extend(m.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// A JSON value a helper received from a script, or the exception it
+/// throws back.
+fn from_script(text: &str) -> rquickjs::Result<Value> {
+    parse_json(text).map_err(|m| rquickjs::Error::new_from_js_message("value", "JSON", m))
 }
 
 /// Installs the natives and runs `prelude` (from [`prelude_for`] or
@@ -171,22 +199,30 @@ pub(super) fn install<'js>(
     let s = state.clone();
     g.set(
         "__acts_set",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            let value = parse_json(&value);
-            let mut st = s.lock();
-            st.scope.own.insert(name.clone(), value.clone());
-            st.effects.push(ScriptEffect::Set { name, value });
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |name: String, value: String| -> rquickjs::Result<()> {
+                let value = from_script(&value)?;
+                let mut st = s.lock();
+                st.scope.own.insert(name.clone(), value.clone());
+                st.effects.push(ScriptEffect::Set { name, value });
+                Ok(())
+            },
+        )?,
     )?;
     let s = state.clone();
     g.set(
         "__acts_set_process_var",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            let value = parse_json(&value);
-            s.lock()
-                .effects
-                .push(ScriptEffect::SetProcessVar { name, value });
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |name: String, value: String| -> rquickjs::Result<()> {
+                let value = from_script(&value)?;
+                s.lock()
+                    .effects
+                    .push(ScriptEffect::SetProcessVar { name, value });
+                Ok(())
+            },
+        )?,
     )?;
     let s = state.clone();
     g.set(
@@ -245,15 +281,19 @@ pub(super) fn install<'js>(
     let s = state.clone();
     g.set(
         "__acts_env_set",
-        Function::new(ctx.clone(), move |name: String, value: String| {
-            if name.starts_with("__") || name == "WORK_DIR" {
-                return; // read-only keys are silently kept, as in the reference
-            }
-            let value = parse_json(&value);
-            let mut st = s.lock();
-            st.scope.env.insert(name.clone(), value.clone());
-            st.effects.push(ScriptEffect::SetEnv { name, value });
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |name: String, value: String| -> rquickjs::Result<()> {
+                if name.starts_with("__") || name == "WORK_DIR" {
+                    return Ok(()); // read-only keys are silently kept, as in the reference
+                }
+                let value = from_script(&value)?;
+                let mut st = s.lock();
+                st.scope.env.insert(name.clone(), value.clone());
+                st.effects.push(ScriptEffect::SetEnv { name, value });
+                Ok(())
+            },
+        )?,
     )?;
     g.set("os", std::env::consts::OS)?;
     ctx.eval_with_options::<Function, _>(prelude, options)

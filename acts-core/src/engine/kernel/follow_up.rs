@@ -18,17 +18,8 @@ use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::shared::DeployedModel;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::kernel::stalled::Stalled;
 use crate::engine::persist::rows::ProcRow;
-
-/// An automatic transition that failed on a store fault, to retry.
-pub(crate) enum Stalled {
-    /// The resume of a loaded in-flight process.
-    Resume(Arc<ProcHandle>),
-    /// The continuation of a process with work left.
-    Continue(Arc<ProcHandle>),
-    /// A fired timer's transition.
-    Tick,
-}
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with

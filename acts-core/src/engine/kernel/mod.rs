@@ -17,6 +17,7 @@ pub(crate) mod loading;
 pub(crate) mod models;
 pub(crate) mod refill;
 pub(crate) mod shared;
+pub(crate) mod stalled;
 pub(crate) mod start;
 
 pub use config::EngineConfig;

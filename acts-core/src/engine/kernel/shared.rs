@@ -101,7 +101,7 @@ pub(crate) struct Kernel {
     /// Processes whose automatic transition (a resume, a continuation, a
     /// timer) failed on the store: retried on the housekeeping tick.
     pub(crate) stalled:
-        parking_lot::Mutex<HashMap<String, crate::engine::kernel::follow_up::Stalled>>,
+        parking_lot::Mutex<HashMap<String, crate::engine::kernel::stalled::Stalled>>,
     pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
     pub(crate) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
     closed: AtomicBool,
@@ -483,7 +483,7 @@ impl Kernel {
                 }
                 if let Err(e) = self.tick(&pid).await {
                     warn!(pid = %pid, error = %e, "timeout tick failed");
-                    self.stall(&pid, crate::engine::kernel::follow_up::Stalled::Tick, &e);
+                    self.stall(&pid, crate::engine::kernel::stalled::Stalled::Tick, &e);
                 }
             }
             TimerKey::Schedules => self.fire_schedules().await,

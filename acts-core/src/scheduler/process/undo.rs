@@ -61,8 +61,29 @@ impl Process {
         self.skip_waiting_siblings(t, svc);
         self.tasks.set_state(t, TaskState::Backed);
         self.emit(t, svc);
+        self.skip_abandoned(t, &path, svc);
         self.settle_path(&path, svc);
         Ok(())
+    }
+
+    /// Skips what the passed-over tasks of a `back` from `t` still hold
+    /// open besides `t`'s own line: e.g. the other items of a parallel
+    /// fan-out, whose interrupts would otherwise stay answerable and, when
+    /// answered, carry the abandoned run on (found by the simulator, seed
+    /// 1404: the step after the fan-out ran twice and the process stalled).
+    fn skip_abandoned(&mut self, t: TaskIx, path: &[TaskIx], svc: Services<'_>) {
+        let mut keep = self.tasks.ancestors(t);
+        keep.push(t);
+        let mut queue: VecDeque<TaskIx> =
+            path.iter().flat_map(|p| self.tasks.children(*p)).collect();
+        while let Some(d) = queue.pop_front() {
+            queue.extend(self.tasks.children(d));
+            if keep.contains(&d) || path.contains(&d) || self.state_of(d).is_terminal() {
+                continue;
+            }
+            self.tasks.set_state(d, TaskState::Skipped);
+            self.emit(d, svc);
+        }
     }
 
     /// `cancel`: the step that owns act `t` (finished with success) runs
