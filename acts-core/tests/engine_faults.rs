@@ -215,21 +215,13 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     engine.close().await;
 }
 
-/// Found by the simulator (`acts-sim`, seed 27): a subflow child whose
-/// first load failed on a store fault was dropped from the queue and never
-/// started, so its parent waited for ever. Now it waits again and the
-/// housekeeping tick starts it once the store answers.
+/// A subflow child whose first load fails on a store fault starts once the
+/// store answers again (the housekeeping tick). The simulator's seeds 0,
+/// 22 and 40 are the regressions for the bugs behind this (they fail
+/// without the fixes; this scenario recovers through either path).
 #[tokio::test]
 async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
-    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
-    let clock = acts_core::time::ManualClock::new(1_000_000);
-    let engine = Engine::builder()
-        .store(failing.clone() as Arc<dyn KvStore>)
-        .clock(Arc::new(clock.clone()))
-        .resume_on_start(false)
-        .start()
-        .await
-        .expect("engine starts");
+    let (failing, clock, engine) = clocked().await;
     let exec = engine.executor();
     exec.deploy_yaml("id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { from_child: 1 }\n")
         .await
@@ -279,22 +271,12 @@ async fn wait_idle(engine: &Engine) {
     .expect("the engine settles (hang guard)");
 }
 
-/// Found by the simulator (`acts-sim`, seed 113): a timeout whose tick
-/// failed on a store fault was lost for good — the fired timer stayed in
-/// the engine's timer map, so arming it again at the same due did nothing.
-/// Now the fired timer is forgotten and the failed tick retried on the
-/// housekeeping tick once the store answers.
+/// A timeout whose tick fails on a store fault fires once the store
+/// answers again (the housekeeping tick retries it). The simulator's seed
+/// 113 is the regression for the lost-timer bug found there.
 #[tokio::test]
 async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
-    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
-    let clock = acts_core::time::ManualClock::new(1_000_000);
-    let engine = Engine::builder()
-        .store(failing.clone() as Arc<dyn KvStore>)
-        .clock(Arc::new(clock.clone()))
-        .resume_on_start(false)
-        .start()
-        .await
-        .expect("engine starts");
+    let (failing, clock, engine) = clocked().await;
     let exec = engine.executor();
     exec.deploy_yaml("id: t\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n    timeouts:\n      - id: t1\n        if: $cost_in('1h')\n        uses: acts.core.action\n        params: { action: abort }\n")
         .await
@@ -328,4 +310,22 @@ async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
     .await
     .expect("the timeout fires after the store heals (hang guard)");
     engine.close().await;
+}
+
+/// An engine on a failing store with a manual clock, not resuming at start.
+async fn clocked() -> (
+    Arc<FailingStore<MemoryStore>>,
+    acts_core::time::ManualClock,
+    Engine,
+) {
+    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
+    let clock = acts_core::time::ManualClock::new(1_000_000);
+    let engine = Engine::builder()
+        .store(failing.clone() as Arc<dyn KvStore>)
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .expect("engine starts");
+    (failing, clock, engine)
 }

@@ -248,21 +248,11 @@ const START: i64 = 1_000_000;
 /// record (what the clock said at the crash, as far as anything stored
 /// knows), so timers stand as they stood.
 async fn resume_time(store: &Arc<dyn KvStore>) -> Result<i64, String> {
-    let q = Query::new();
-    let e = |e: acts_core::durable::CollectionError| format!("reading rows: {e}");
     let mut t = START;
-    for p in Collection::<ProcRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
+    for p in rows::<ProcRow>(store).await? {
         t = t.max(p.timestamp).max(p.start_time).max(p.end_time);
     }
-    for task in Collection::<TaskRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
+    for task in rows::<TaskRow>(store).await? {
         t = t.max(task.start_time).max(task.end_time);
     }
     Ok(t)
@@ -301,44 +291,36 @@ async fn run_to_end_at(
 
 /// Rows that belong to no process.
 async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
-    let q = Query::new();
-    let e = |e: acts_core::durable::CollectionError| format!("reading rows: {e}");
-    let procs: HashSet<String> = Collection::<ProcRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
+    let procs: HashSet<String> = rows::<ProcRow>(store)
+        .await?
         .into_iter()
         .map(|p| p.id)
         .collect();
     let mut owners: Vec<(&str, String)> = Vec::new();
-    for t in Collection::<TaskRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
-        owners.push(("task", t.pid));
-    }
-    for v in Collection::<VarsRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
-        owners.push(("vars", v.pid));
-    }
-    for n in Collection::<NodeRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
-        owners.push(("node", n.pid));
-    }
-    for w in Collection::<WakeRow>::new(store.clone())
-        .query_all(&q)
-        .await
-        .map_err(e)?
-    {
-        owners.push(("wake", w.id));
-    }
+    owners.extend(
+        rows::<TaskRow>(store)
+            .await?
+            .into_iter()
+            .map(|t| ("task", t.pid)),
+    );
+    owners.extend(
+        rows::<VarsRow>(store)
+            .await?
+            .into_iter()
+            .map(|v| ("vars", v.pid)),
+    );
+    owners.extend(
+        rows::<NodeRow>(store)
+            .await?
+            .into_iter()
+            .map(|n| ("node", n.pid)),
+    );
+    owners.extend(
+        rows::<WakeRow>(store)
+            .await?
+            .into_iter()
+            .map(|w| ("wake", w.id)),
+    );
     match owners.into_iter().find(|(_, pid)| !procs.contains(pid)) {
         Some((kind, pid)) => Err(format!(
             "a {kind} row of process '{pid}', which has no process row"
@@ -365,65 +347,14 @@ async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), Stri
         .map_err(|e| format!("removing the channel: {e}"))?;
     sim.engine.close().await;
     trace.note(format!("removed {} processes and the channel", all.len()));
-    let q = Query::new();
-    let e = |e: acts_core::durable::CollectionError| format!("reading rows: {e}");
     let left = [
-        (
-            "process",
-            Collection::<ProcRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "task",
-            Collection::<TaskRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "vars",
-            Collection::<VarsRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "node",
-            Collection::<NodeRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "wake",
-            Collection::<WakeRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "delivery",
-            Collection::<DeliveryRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
-        (
-            "message",
-            Collection::<MessageRow>::new(store.clone())
-                .query_all(&q)
-                .await
-                .map_err(e)?
-                .len(),
-        ),
+        ("process", rows::<ProcRow>(&store).await?.len()),
+        ("task", rows::<TaskRow>(&store).await?.len()),
+        ("vars", rows::<VarsRow>(&store).await?.len()),
+        ("node", rows::<NodeRow>(&store).await?.len()),
+        ("wake", rows::<WakeRow>(&store).await?.len()),
+        ("delivery", rows::<DeliveryRow>(&store).await?.len()),
+        ("message", rows::<MessageRow>(&store).await?.len()),
     ];
     match left.iter().find(|(_, n)| *n > 0) {
         Some((kind, n)) => Err(format!(
@@ -466,6 +397,14 @@ async fn redb_run(
         }
     }
     Err("the process did not end within 100 reopens".into())
+}
+
+/// Every row of collection `R` in `store`.
+async fn rows<R: acts_core::durable::Row>(store: &Arc<dyn KvStore>) -> Result<Vec<R>, String> {
+    Collection::<R>::new(store.clone())
+        .query_all(&Query::new())
+        .await
+        .map_err(|e| format!("reading rows: {e}"))
 }
 
 /// A store as the engine takes it.
