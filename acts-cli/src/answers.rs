@@ -275,4 +275,54 @@ mod tests {
         assert!(parse_typed("fly").is_err());
         assert!(parse_typed("complete [1]").is_err());
     }
+
+    /// A JSON value of any shape (what an answers file may hold).
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[a-z_]{0,8}|\\PC{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 5, |inner| {
+            let key = prop_oneof![
+                Just("action".to_owned()),
+                Just("vars".to_owned()),
+                Just("target".to_owned()),
+                Just("delay_ms".to_owned()),
+                "[a-z_]{1,6}",
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(key, inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever an answers file holds, reading it and using it is an
+        /// answer or an error, never a panic.
+        #[test]
+        fn any_answers_file_reads_or_fails_cleanly(v in any_json()) {
+            if let Ok(mut file) = AnswerFile::from_value(v) {
+                for key in ["a", "b", "action", "x"] {
+                    if let Some(a) = file.next(Some(key), key) {
+                        let _ = a.verb();
+                    }
+                }
+            }
+        }
+
+        /// A typed answer line and `--var` pairs of any text.
+        #[test]
+        fn any_typed_line_and_var_pair_parse_or_fail_cleanly(
+            line in "\\PC{0,60}",
+            pairs in proptest::collection::vec("\\PC{0,20}", 0..4),
+        ) {
+            let _ = parse_typed(&line);
+            let _ = parse_vars(&pairs);
+        }
+    }
 }

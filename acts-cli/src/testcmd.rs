@@ -372,3 +372,42 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
     }
     Ok(u8::from(failed > 0))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// A test file of any text is read or refused, never a panic.
+        #[test]
+        fn any_test_file_text_reads_or_fails_cleanly(text in "\\PC{0,300}") {
+            let _ = serde_norway::from_str::<TestFile>(&text);
+        }
+
+        /// YAML-shaped test files.
+        #[test]
+        fn yaml_shaped_test_files_read_or_fail_cleanly(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("vars: "),
+                    proptest::strategy::Just("answers:\n"),
+                    proptest::strategy::Just("expect:\n"),
+                    proptest::strategy::Just("  state: "),
+                    proptest::strategy::Just("  outputs: {"),
+                    proptest::strategy::Just("  messages:\n"),
+                    proptest::strategy::Just("    - "),
+                    proptest::strategy::Just("{ action: complete }"),
+                    proptest::strategy::Just("}"),
+                    proptest::strategy::Just("["),
+                    proptest::strategy::Just("]"),
+                    proptest::strategy::Just("\n"),
+                    proptest::strategy::Just("&a "),
+                    proptest::strategy::Just("*a"),
+                ],
+                0..30,
+            )
+        ) {
+            let _ = serde_norway::from_str::<TestFile>(&parts.concat());
+        }
+    }
+}
