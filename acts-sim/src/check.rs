@@ -31,6 +31,8 @@ pub struct Plan {
     pub store_faults: bool,
     /// Whether to run once more on a redb file, closing and reopening it.
     pub redb: bool,
+    /// The grammar workflows are drawn with.
+    pub grammar: crate::workflow::Grammar,
 }
 
 impl Default for Plan {
@@ -39,6 +41,7 @@ impl Default for Plan {
             cuts: 3,
             store_faults: true,
             redb: false,
+            grammar: crate::workflow::Grammar::V1,
         }
     }
 }

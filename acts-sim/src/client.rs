@@ -70,7 +70,8 @@ pub fn answer(seed: u64, spec: &Spec, key: &str, occurrence: usize, waited: bool
             let to = &earlier[rng.random_range(0..earlier.len())];
             (Action::Back, vars(json!({ "to": to })))
         }
-        97..100 => (Action::Abort, Vars::new()),
+        97..98 => (Action::Abort, Vars::new()),
+        98..99 => (Action::Remove, Vars::new()),
         _ => (
             Action::Complete,
             vars(json!({ format!("a_{key}"): occurrence })),

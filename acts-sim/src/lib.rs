@@ -27,11 +27,11 @@ pub mod drive;
 pub mod workflow;
 
 pub use check::{Failure, Outcome, Plan, Report, check};
-pub use workflow::{Spec, generate};
+pub use workflow::{Grammar, Spec, generate, generate_with};
 
 /// Checks seed `seed` under `plan` on a single-threaded runtime.
 pub fn run_seed(seed: u64, plan: Plan) -> Result<Report, Failure> {
-    run_spec(seed, &generate(seed), plan)
+    run_spec(seed, &generate_with(seed, plan.grammar), plan)
 }
 
 /// Checks `spec` with the client of `seed` under `plan` on a

@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use acts_sim::{Plan, generate, run_seed, shrink};
+use acts_sim::{Grammar, Plan, generate_with, run_seed, shrink};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -40,6 +40,11 @@ struct Args {
     /// Stop at the first failing seed.
     #[arg(long)]
     fail_fast: bool,
+    /// The workflow grammar: 1 (set, code, interrupts with timeouts and
+    /// catches, parallel, branches, subflows) or 2 (also sequences, while
+    /// loops, a backward next).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    grammar: u8,
 }
 
 fn parse_range(s: &str) -> Option<std::ops::Range<u64>> {
@@ -60,6 +65,11 @@ fn main() -> ExitCode {
         cuts: args.cuts,
         store_faults: !args.no_store_faults,
         redb: args.redb,
+        grammar: if args.grammar == 2 {
+            Grammar::V2
+        } else {
+            Grammar::V1
+        },
     };
     let seeds = match args.seed {
         Some(s) => s..s + 1,
@@ -75,7 +85,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let (mut passed, mut failed, mut runs) = (0u64, Vec::new(), 0usize);
     for seed in seeds.clone() {
-        let spec = generate(seed);
+        let spec = generate_with(seed, plan.grammar);
         if trace {
             println!("seed {seed}: model {}", spec.model());
         }
@@ -105,8 +115,13 @@ fn main() -> ExitCode {
                     println!("    {line}");
                 }
                 println!(
-                    "replay: cargo run --release -p acts-sim -- --seed {seed}{}",
-                    if plan.redb { " --redb" } else { "" }
+                    "replay: cargo run --release -p acts-sim -- --seed {seed}{}{}",
+                    if plan.redb { " --redb" } else { "" },
+                    if plan.grammar == Grammar::V2 {
+                        " --grammar 2"
+                    } else {
+                        ""
+                    }
                 );
                 failed.push(seed);
                 if args.fail_fast {

@@ -79,6 +79,27 @@ pub enum Step {
         /// Node id.
         id: String,
     },
+    /// `acts.core.sequence` of interrupts (key = its id) over `items`,
+    /// one after the other.
+    Sequence {
+        /// Node id and the acts' key.
+        id: String,
+        /// How many items.
+        items: usize,
+    },
+    /// A `while` loop: a code step that counts `l_<id>` up to `times`.
+    Loop {
+        /// Node id.
+        id: String,
+        /// How many rounds.
+        times: usize,
+    },
+    /// A backward `next` to the first top-level step, taken once (guarded
+    /// by an `if` on its own counter `j_<id>`).
+    Jump {
+        /// Node id.
+        id: String,
+    },
 }
 
 /// A generated workflow: its start value of `n` and its steps.
@@ -90,18 +111,99 @@ pub struct Spec {
     pub steps: Vec<Step>,
 }
 
+/// The grammars a seed can be drawn with. A grammar never changes once
+/// released (a seed that found a bug must keep drawing the same workflow):
+/// new step kinds come as a new grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grammar {
+    /// Set, code, interrupts (timeouts, catches), parallel, branches,
+    /// subflows.
+    #[default]
+    V1,
+    /// V1 plus sequences, `while` loops and a backward `next`.
+    V2,
+}
+
+/// Draws a workflow from `seed` with grammar [`Grammar::V1`].
+pub fn generate(seed: u64) -> Spec {
+    generate_with(seed, Grammar::V1)
+}
+
 /// Draws a workflow from `seed`: 1 to 6 steps, branches nested at most
 /// twice.
-pub fn generate(seed: u64) -> Spec {
+pub fn generate_with(seed: u64, grammar: Grammar) -> Spec {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut next_id = 0usize;
     let n = rng.random_range(0..10);
     let len = rng.random_range(1..=6);
-    let steps = (0..len).map(|_| step(&mut rng, &mut next_id, 0)).collect();
+    let steps = (0..len)
+        .map(|_| step(&mut rng, &mut next_id, 0, grammar))
+        .collect();
     Spec { n, steps }
 }
 
-fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
+fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -> Step {
+    if grammar == Grammar::V1 {
+        return step_v1(rng, next_id, depth);
+    }
+    *next_id += 1;
+    let id = format!("s{next_id}");
+    let roll = rng.random_range(0..100);
+    match roll {
+        0..15 => Step::Set {
+            id,
+            value: rng.random_range(0..100),
+        },
+        15..27 => Step::Code {
+            id,
+            add: rng.random_range(0..10),
+        },
+        27..62 => Step::Irq {
+            id,
+            timeout: match rng.random_range(0..6) {
+                0 => Some(OnTimeout::Abort),
+                1 => Some(OnTimeout::Skip),
+                2 => Some(OnTimeout::Next),
+                _ => None,
+            },
+            catches: rng.random_bool(0.3),
+        },
+        62..68 => Step::Parallel {
+            id,
+            items: rng.random_range(1..=3),
+        },
+        68..72 => Step::Sequence {
+            id,
+            items: rng.random_range(1..=3),
+        },
+        72..90 if depth < 2 => {
+            let mut branch = |rng: &mut StdRng| {
+                (0..rng.random_range(1..=2))
+                    .map(|_| step(rng, next_id, depth + 1, grammar))
+                    .collect()
+            };
+            let then = branch(rng);
+            let otherwise = branch(rng);
+            Step::Branches {
+                id,
+                threshold: rng.random_range(0..10),
+                then,
+                otherwise,
+            }
+        }
+        72..90 => Step::Set { id, value: 1 },
+        90..94 => Step::Subflow { id },
+        94..97 => Step::Loop {
+            id,
+            times: rng.random_range(1..=3),
+        },
+        _ if depth == 0 => Step::Jump { id },
+        _ => Step::Set { id, value: 2 },
+    }
+}
+
+/// Grammar V1's step (frozen: see [`Grammar`]).
+fn step_v1(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
     *next_id += 1;
     let id = format!("s{next_id}");
     let roll = rng.random_range(0..100);
@@ -131,7 +233,7 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
         72..90 if depth < 2 => {
             let mut branch = |rng: &mut StdRng| {
                 (0..rng.random_range(1..=2))
-                    .map(|_| step(rng, next_id, depth + 1))
+                    .map(|_| step_v1(rng, next_id, depth + 1))
                     .collect()
             };
             let then = branch(rng);
@@ -151,11 +253,26 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
 impl Spec {
     /// The model, as JSON text (what `deploy_yaml` reads).
     pub fn model(&self) -> String {
+        let first = self.steps.first().map(|s| s.id().to_owned());
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut v = s.to_json();
+                // A jump goes back to the first step; as the first step it
+                // has nowhere to go back to.
+                if let (Step::Jump { .. }, Some(to), true) = (s, &first, i > 0) {
+                    v["next"] = json!(to);
+                }
+                v
+            })
+            .collect();
         json!({
             "id": "main",
             "ver": "1",
             "vars": [{"name": "n", "value": self.n}],
-            "steps": self.steps.iter().map(Step::to_json).collect::<Vec<_>>(),
+            "steps": steps,
         })
         .to_string()
     }
@@ -311,6 +428,9 @@ impl Step {
             | Step::Irq { id, .. }
             | Step::Parallel { id, .. }
             | Step::Branches { id, .. }
+            | Step::Sequence { id, .. }
+            | Step::Loop { id, .. }
+            | Step::Jump { id }
             | Step::Subflow { id } => id,
         }
     }
@@ -368,6 +488,25 @@ impl Step {
             Step::Subflow { id } => json!({
                 "id": id, "uses": "acts.core.subflow",
                 "params": {"to": "child", "options": {"n": 3}},
+            }),
+            Step::Sequence { id, items } => json!({
+                "id": id, "uses": "acts.core.sequence",
+                "params": {
+                    "in": (0..*items).map(|i| format!("item{i}")).collect::<Vec<_>>(),
+                    "acts": [{"uses": "acts.core.irq", "params": {"key": id}}],
+                },
+            }),
+            Step::Loop { id, times } => json!({
+                "id": id,
+                "while": format!("($get('l_{id}') || 0) < {times}"),
+                "uses": "acts.transform.code",
+                "params": format!("return {{ l_{id}: ($get('l_{id}') || 0) + 1 }}"),
+            }),
+            Step::Jump { id } => json!({
+                "id": id,
+                "if": format!("($get('j_{id}') || 0) < 1"),
+                "uses": "acts.transform.code",
+                "params": format!("return {{ j_{id}: ($get('j_{id}') || 0) + 1 }}"),
             }),
         }
     }

@@ -51,7 +51,20 @@ fn thirty_seeds_on_a_reopened_redb_file() {
             cuts: 1,
             store_faults: false,
             redb: true,
+            ..Plan::default()
         },
         " --redb",
+    );
+}
+
+#[test]
+fn a_hundred_seeds_of_grammar_two() {
+    check_all(
+        0..100,
+        Plan {
+            grammar: acts_sim::Grammar::V2,
+            ..Plan::default()
+        },
+        " --grammar 2",
     );
 }
