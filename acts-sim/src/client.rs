@@ -71,6 +71,8 @@ pub fn answer(seed: u64, spec: &Spec, key: &str, occurrence: usize, waited: bool
             (Action::Back, vars(json!({ "to": to })))
         }
         97..98 => (Action::Abort, Vars::new()),
+        // Grammar 1's client is frozen with it (see `Grammar`).
+        98..100 if spec.grammar == crate::workflow::Grammar::V1 => (Action::Abort, Vars::new()),
         98..99 => (Action::Remove, Vars::new()),
         _ => (
             Action::Complete,

@@ -109,6 +109,8 @@ pub struct Spec {
     pub n: i64,
     /// Its steps.
     pub steps: Vec<Step>,
+    /// The grammar it was drawn with (the client's answers follow it too).
+    pub grammar: Grammar,
 }
 
 /// The grammars a seed can be drawn with. A grammar never changes once
@@ -139,7 +141,7 @@ pub fn generate_with(seed: u64, grammar: Grammar) -> Spec {
     let steps = (0..len)
         .map(|_| step(&mut rng, &mut next_id, 0, grammar))
         .collect();
-    Spec { n, steps }
+    Spec { n, steps, grammar }
 }
 
 fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -> Step {
@@ -414,7 +416,11 @@ impl Spec {
         }
         smaller(&self.steps)
             .into_iter()
-            .map(|steps| Spec { n: self.n, steps })
+            .map(|steps| Spec {
+                n: self.n,
+                steps,
+                grammar: self.grammar,
+            })
             .collect()
     }
 }
