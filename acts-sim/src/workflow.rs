@@ -144,12 +144,13 @@ pub fn generate_with(seed: u64, grammar: Grammar) -> Spec {
     Spec { n, steps, grammar }
 }
 
+/// One step drawn with `grammar`. Grammar 1's draws (which arms, which
+/// random calls, in which order) must never change: grammar 2 only takes
+/// over rolls grammar 1 gives to a parallel or a subflow.
 fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -> Step {
-    if grammar == Grammar::V1 {
-        return step_v1(rng, next_id, depth);
-    }
     *next_id += 1;
     let id = format!("s{next_id}");
+    let v2 = grammar == Grammar::V2;
     let roll = rng.random_range(0..100);
     match roll {
         0..15 => Step::Set {
@@ -170,11 +171,11 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
             },
             catches: rng.random_bool(0.3),
         },
-        62..68 => Step::Parallel {
+        68..72 if v2 => Step::Sequence {
             id,
             items: rng.random_range(1..=3),
         },
-        68..72 => Step::Sequence {
+        62..72 => Step::Parallel {
             id,
             items: rng.random_range(1..=3),
         },
@@ -194,60 +195,12 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
             }
         }
         72..90 => Step::Set { id, value: 1 },
-        90..94 => Step::Subflow { id },
-        94..97 => Step::Loop {
+        94..97 if v2 => Step::Loop {
             id,
             times: rng.random_range(1..=3),
         },
-        _ if depth == 0 => Step::Jump { id },
-        _ => Step::Set { id, value: 2 },
-    }
-}
-
-/// Grammar V1's step (frozen: see [`Grammar`]).
-fn step_v1(rng: &mut StdRng, next_id: &mut usize, depth: usize) -> Step {
-    *next_id += 1;
-    let id = format!("s{next_id}");
-    let roll = rng.random_range(0..100);
-    match roll {
-        0..15 => Step::Set {
-            id,
-            value: rng.random_range(0..100),
-        },
-        15..27 => Step::Code {
-            id,
-            add: rng.random_range(0..10),
-        },
-        27..62 => Step::Irq {
-            id,
-            timeout: match rng.random_range(0..6) {
-                0 => Some(OnTimeout::Abort),
-                1 => Some(OnTimeout::Skip),
-                2 => Some(OnTimeout::Next),
-                _ => None,
-            },
-            catches: rng.random_bool(0.3),
-        },
-        62..72 => Step::Parallel {
-            id,
-            items: rng.random_range(1..=3),
-        },
-        72..90 if depth < 2 => {
-            let mut branch = |rng: &mut StdRng| {
-                (0..rng.random_range(1..=2))
-                    .map(|_| step_v1(rng, next_id, depth + 1))
-                    .collect()
-            };
-            let then = branch(rng);
-            let otherwise = branch(rng);
-            Step::Branches {
-                id,
-                threshold: rng.random_range(0..10),
-                then,
-                otherwise,
-            }
-        }
-        72..90 => Step::Set { id, value: 1 },
+        97.. if v2 && depth == 0 => Step::Jump { id },
+        97.. if v2 => Step::Set { id, value: 2 },
         _ => Step::Subflow { id },
     }
 }
