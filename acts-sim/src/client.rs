@@ -35,6 +35,21 @@ fn mix(seed: u64, key: &str, occurrence: usize) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Whether the client pushes a new act (key `<key>_p`) under the step of
+/// the first act with `key` before answering it: grammar 2 only, one act
+/// in ten, never for a pushed or a catch's act.
+pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    if spec.grammar != crate::workflow::Grammar::V2
+        || occurrence != 1
+        || key.ends_with("_p")
+        || key.ends_with("_r")
+    {
+        return false;
+    }
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x7075_7368, key, occurrence));
+    rng.random_bool(0.1)
+}
+
 /// The answer to the `occurrence`-th act with `key` (1 for the first) of a
 /// process of `spec`; `waited`: the client already let its timeout act
 /// (and the act still waits), so it answers now.

@@ -15,7 +15,7 @@ use acts_store::KvStore;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::client::{Answer, answer};
+use crate::client::{Answer, answer, pushes};
 use crate::workflow::{CHILD, Spec};
 
 /// The simulated process's id.
@@ -333,6 +333,24 @@ async fn act_once(
             .filter(|x| x.kind == "act" && x.key.as_deref() == Some(&key))
             .position(|x| x.tid == t.tid)
             .map_or(1, |i| i + 1);
+        if pushes(seed, spec, &key, occurrence) {
+            let pushed_key = format!("{key}_p");
+            let done = tasks
+                .iter()
+                .any(|x| x.key.as_deref() == Some(pushed_key.as_str()));
+            if let (false, Some(step)) = (done, step_of(tasks, t)) {
+                trace.note(format!("{key}#{occurrence}: push {pushed_key}"));
+                let mut act = Vars::new();
+                act.insert("uses".into(), json!("acts.core.irq"));
+                act.insert("params".into(), json!({ "key": pushed_key }));
+                match exec.push(PID, &step, act).await {
+                    Ok(()) => return Ok(Step::Acted),
+                    Err(e) if transient(&e) => return Ok(Step::Retry),
+                    // Not possible as the process stands: answer instead.
+                    Err(_) => {}
+                }
+            }
+        }
         let Answer::Act(action, options) = answer(
             seed,
             spec,
@@ -361,4 +379,17 @@ async fn act_once(
         };
     }
     Ok(Step::Waiting(left))
+}
+
+/// The task id of the step that holds act `t` (its nearest step ancestor).
+fn step_of(tasks: &[TaskInfo], t: &TaskInfo) -> Option<String> {
+    let mut parent = t.parent.clone();
+    while let Some(p) = parent {
+        let task = tasks.iter().find(|x| x.tid == p)?;
+        if task.kind == "step" {
+            return Some(task.tid.clone());
+        }
+        parent = task.parent.clone();
+    }
+    None
 }
