@@ -197,14 +197,7 @@ impl Exec {
     /// otherwise (for what the server owns rather than the executor:
     /// durable channels, metrics).
     pub(crate) fn need_operator(&self, what: &str) -> Result<(), ApiError> {
-        if self.1.is_operator() {
-            Ok(())
-        } else {
-            Err(ApiError::from(acts::EngineError::Denied {
-                principal: self.1.id.clone(),
-                reason: format!("{what} needs the operator or admin role"),
-            }))
-        }
+        Ok(self.1.check_operator(what)?)
     }
 }
 

@@ -127,22 +127,16 @@ const INBOX_LIMIT: usize = 500;
 
 /// The open interrupts the caller may answer, with their process's model.
 async fn inbox(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
-    let tasks = x.inbox(INBOX_LIMIT).await?;
-    let mut models = std::collections::HashMap::new();
-    let mut out = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        if !models.contains_key(&t.pid) {
-            let mid = x
-                .process(&t.pid)
-                .await
-                .map(|p| p.model_id)
-                .unwrap_or_default();
-            models.insert(t.pid.clone(), mid);
-        }
-        let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
-        v["model_id"] = Value::String(models[&t.pid].clone());
-        out.push(v);
-    }
+    let out: Vec<Value> = x
+        .inbox(INBOX_LIMIT)
+        .await?
+        .into_iter()
+        .map(|(p, t)| {
+            let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
+            v["model_id"] = Value::String(p.model_id);
+            v
+        })
+        .collect();
     Ok(Json(out))
 }
 

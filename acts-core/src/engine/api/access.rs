@@ -104,19 +104,38 @@ impl Principal {
 
     /// `Ok` if it may see process `p`; the denial otherwise.
     pub(crate) fn check_see(&self, p: &Process) -> Result<(), EngineError> {
-        if self.may_see_process(p) {
+        let a = &p.audience;
+        self.check_sees(&p.pid, a.started_by.as_deref(), a.names())
+    }
+
+    /// `Ok` if it may see process `pid` started by `started_by` whose
+    /// interrupts addressed `names`; the denial otherwise.
+    pub(crate) fn check_sees<'a>(
+        &self,
+        pid: &str,
+        started_by: Option<&str>,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), EngineError> {
+        if self.may_see(started_by, names) {
             Ok(())
         } else {
             Err(self.denied(format!(
-                "process '{}' was neither started by them nor has an interrupt addressed to them or their roles",
-                p.pid
+                "process '{pid}' was neither started by them nor has an interrupt addressed to them or their roles"
             )))
         }
     }
 
+    /// Whether it may answer act `ix` of process `p`: an operator any, a
+    /// user those whose `params.to` addresses them or their roles.
+    pub(crate) fn may_answer(&self, p: &Process, ix: crate::scheduler::TaskIx) -> bool {
+        self.is_operator()
+            || self.is_addressed_by(addressees(&p.act_params(ix)).iter().map(String::as_str))
+    }
+
     /// `Ok` if it has the operator's rights; the denial for `what`
-    /// otherwise.
-    pub(crate) fn check_operator(&self, what: &str) -> Result<(), EngineError> {
+    /// otherwise (what the HTTP server checks for what it owns: durable
+    /// channels, metrics).
+    pub fn check_operator(&self, what: &str) -> Result<(), EngineError> {
         if self.is_operator() {
             Ok(())
         } else {

@@ -169,15 +169,12 @@ impl Executor {
             .proc_row(pid)
             .await?
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        if let Some(who) = &self.principal
-            && !who.may_see(
+        if let Some(who) = &self.principal {
+            who.check_sees(
+                pid,
                 row.started_by.as_deref(),
                 row.audience.iter().map(String::as_str),
-            )
-        {
-            return Err(who.denied(format!(
-                "process '{pid}' was neither started by them nor has an interrupt addressed to them or their roles"
-            )));
+            )?;
         }
         Ok(Workflow::from_json(&row.model)?)
     }
@@ -214,9 +211,10 @@ impl Executor {
 
     /// The open interrupts this executor may answer, oldest process first:
     /// for a user those addressed to them or one of their roles, for an
-    /// operator, an admin or the application all of them. At most `limit`
-    /// (each running process it may see is read until then).
-    pub async fn inbox(&self, limit: usize) -> Result<Vec<TaskInfo>, EngineError> {
+    /// operator, an admin or the application all of them, each with its
+    /// process (as listed: no outputs). At most `limit` (each running
+    /// process it may see is read until then).
+    pub async fn inbox(&self, limit: usize) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
         let running = self.processes(Some(TaskState::Running), None).await?;
         let mut out = Vec::new();
         for p in running {
@@ -231,16 +229,12 @@ impl Executor {
                         .all()
                         .filter(|(_, t)| t.state == TaskState::Interrupt)
                         .filter(|(ix, _)| {
-                            self.principal.as_ref().is_none_or(|who| {
-                                who.is_operator()
-                                    || who.is_addressed_by(
-                                        crate::scheduler::addressees(&proc_.act_params(*ix))
-                                            .iter()
-                                            .map(String::as_str),
-                                    )
-                            })
+                            self.principal
+                                .as_ref()
+                                .is_none_or(|who| who.may_answer(proc_, *ix))
                         })
                         .filter_map(|(ix, _)| TaskInfo::of(proc_, ix))
+                        .map(|t| (p.clone(), t))
                         .collect::<Vec<_>>()
                 })
                 .await?
