@@ -35,7 +35,8 @@ pub struct Cli {
     pub log_json: bool,
     /// Talk to a running `acts serve` at this URL (e.g.
     /// http://127.0.0.1:7878) instead of opening the store: `deploy`,
-    /// `start`, `ps`, `show`, `act` and `models` work this way.
+    /// `start`, `ps`, `show`, `act`, `control`, `models` and `versions` work
+    /// this way.
     #[arg(long, global = true, env = "ACTS_SERVER", value_name = "URL")]
     pub server: Option<String>,
     /// The bearer token to send to the server (`--server`), when it has
@@ -129,6 +130,37 @@ pub enum Command {
         /// Print just the process id (for scripts).
         #[arg(long, short)]
         quiet: bool,
+        /// Run this version of the model (its revision, as `acts versions`
+        /// lists them) instead of the latest.
+        #[arg(long, value_name = "REVISION")]
+        rev: Option<u32>,
+    },
+    /// Operator controls of a process: `pause` (its timers and automatic
+    /// steps hold, client actions are refused), `resume` (what fell due
+    /// runs), `terminate` (it ends aborted, the reason as its error). Each
+    /// is recorded in the process's history (`acts show`).
+    Control {
+        /// pause, resume or terminate.
+        #[arg(value_parser = ["pause", "resume", "terminate"])]
+        control: String,
+        /// The process id.
+        pid: String,
+        /// Why (kept in the history; for pause and terminate).
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// List the versions of a model (every deploy that changed it), with
+    /// how many processes run on each; or remove one no process uses.
+    Versions {
+        /// The model id.
+        model_id: String,
+        /// Remove this version (refused while it is the latest or any
+        /// stored process runs on it).
+        #[arg(long, value_name = "REVISION")]
+        remove: Option<u32>,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// List processes.
     Ps {

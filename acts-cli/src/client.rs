@@ -1,9 +1,9 @@
 //! The commands as a client of a running `acts serve` (`--server URL` or
-//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `show`, `act` and `models` go
+//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `show`, `act`, `control`, `models` and `versions` go
 //! through its HTTP API instead of opening the store, so they work while
 //! the server holds it. Output is the same as on a store.
 
-use acts::{ModelInfo, ProcInfo, TaskInfo};
+use acts::{ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -12,7 +12,7 @@ use crate::cli::Command;
 use crate::failure::Failure;
 use crate::output::{
     pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
-    print_started,
+    print_started, print_versions,
 };
 use crate::session::{print_warnings, read_model_file};
 
@@ -121,6 +121,12 @@ impl Client {
         decode(self.send(self.http.get(url)).await?)
     }
 
+    /// Deletes the resource at `segments`.
+    async fn delete(&self, segments: &[&str]) -> Result<(), Refused> {
+        let url = self.url(segments, &[])?;
+        self.send(self.http.delete(url)).await.map(drop)
+    }
+
     /// Posts `body`; the answer read as `T` (`Value` for any).
     async fn post<T: DeserializeOwned>(
         &self,
@@ -165,14 +171,14 @@ pub(crate) async fn run(
             model_id,
             vars,
             quiet,
+            rev,
         } => {
             let vars = parse_vars(&vars)?;
-            let info: ProcInfo = c
-                .post(
-                    &["processes"],
-                    json!({"model": model_id, "vars": vars}).to_string(),
-                )
-                .await?;
+            let mut body = json!({"model": model_id, "vars": vars});
+            if let Some(r) = rev {
+                body["rev"] = json!(r);
+            }
+            let info: ProcInfo = c.post(&["processes"], body.to_string()).await?;
             print_started(&info, quiet);
             Ok(0)
         }
@@ -237,6 +243,40 @@ pub(crate) async fn run(
             println!("ok: {action} {pid} {tid}");
             Ok(0)
         }
+        Command::Control {
+            control,
+            pid,
+            reason,
+        } => {
+            let body = if control == "resume" {
+                String::new()
+            } else {
+                json!({ "reason": reason }).to_string()
+            };
+            let _: Value = c.post(&["processes", &pid, &control], body).await?;
+            println!("ok: {control} {pid}");
+            Ok(0)
+        }
+        Command::Versions {
+            model_id,
+            remove,
+            json,
+        } => {
+            if let Some(rev) = remove {
+                let rev = rev.to_string();
+                c.delete(&["models", &model_id, "versions", &rev]).await?;
+                println!("removed: {model_id} version {rev}");
+                return Ok(0);
+            }
+            let versions: Vec<ModelVersionInfo> =
+                c.get(&["models", &model_id, "versions"], &[]).await?;
+            if json {
+                print_json(&versions)?;
+            } else {
+                print_versions(&versions);
+            }
+            Ok(0)
+        }
         Command::Models { json } => {
             let models: Vec<ModelInfo> = c.get(&["models"], &[]).await?;
             if json {
@@ -247,7 +287,7 @@ pub(crate) async fn run(
             Ok(0)
         }
         other => Err(Failure::input(format!(
-            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act or models (or stop the server to use the store)",
+            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act, control, models or versions (or stop the server to use the store)",
             name_of(&other)
         ))),
     }

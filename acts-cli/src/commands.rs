@@ -11,7 +11,7 @@ use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
 use crate::output::{
     pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
-    print_started,
+    print_started, print_versions,
 };
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
@@ -80,14 +80,58 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             model_id,
             vars,
             quiet,
+            rev,
         } => {
             let vars = parse_vars(&vars)?;
-            let info = engine
-                .executor()
-                .start(&model_id, vars)
-                .await
-                .map_err(Failure::action)?;
+            let exec = engine.executor();
+            let info = match rev {
+                Some(r) => exec.start_version(&model_id, r, vars).await,
+                None => exec.start(&model_id, vars).await,
+            }
+            .map_err(Failure::action)?;
             print_started(&info, quiet);
+            Ok(0)
+        }
+        Command::Control {
+            control,
+            pid,
+            reason,
+        } => {
+            let exec = engine.executor();
+            match control.as_str() {
+                "pause" => exec.pause_process(&pid, &reason).await,
+                "resume" => exec.unpause_process(&pid).await,
+                _ => exec.terminate_process(&pid, &reason).await,
+            }
+            .map_err(Failure::action)?;
+            println!("ok: {control} {pid}");
+            Ok(0)
+        }
+        Command::Versions {
+            model_id,
+            remove,
+            json,
+        } => {
+            let exec = engine.executor();
+            if let Some(rev) = remove {
+                if !exec
+                    .remove_version(&model_id, rev)
+                    .await
+                    .map_err(Failure::action)?
+                {
+                    return Err(Failure::input(format!(
+                        "model '{model_id}' has no version {rev} (`acts versions {model_id}` lists them)"
+                    )));
+                }
+                println!("removed: {model_id} version {rev}");
+                return Ok(0);
+            }
+            let versions = exec.versions(&model_id).await.map_err(Failure::action)?;
+            if json {
+                print_json(&versions)?;
+            } else {
+                print_versions(&versions);
+            }
             Ok(0)
         }
         Command::Ps { state, model, json } => ps(&engine.executor(), state, model, json).await,

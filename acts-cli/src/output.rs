@@ -1,7 +1,7 @@
 //! What the inspection commands print — the same on a store and through a
 //! server (`--server`) — and naming a task by id or node id.
 
-use acts::{MessageType, ModelInfo, ProcInfo, TaskInfo};
+use acts::{MessageType, ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
 use serde_json::Value;
 
 use crate::failure::Failure;
@@ -16,7 +16,14 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
 
 /// Prints what `acts deploy` deployed.
 pub(crate) fn print_deployed(info: &ModelInfo) {
-    println!("deployed {} (revision {})", info.id, info.revision);
+    if info.unchanged {
+        println!(
+            "unchanged: {} (revision {} has the same content)",
+            info.id, info.revision
+        );
+    } else {
+        println!("deployed {} (revision {})", info.id, info.revision);
+    }
 }
 
 /// Prints what `acts start` started: its id (alone with `quiet`) and state.
@@ -34,6 +41,25 @@ pub(crate) fn print_models(models: &[ModelInfo]) {
         println!(
             "{:<24} {:<10} rev {:<3} {}",
             m.id, m.ver, m.revision, m.name
+        );
+    }
+}
+
+/// Prints a model's versions (`acts versions`).
+pub(crate) fn print_versions(versions: &[ModelVersionInfo]) {
+    println!(
+        "{:<5} {:<10} {:<20} {:>9} {:>10}  LATEST",
+        "REV", "VER", "DEPLOYED", "PROCESSES", "UNFINISHED"
+    );
+    for v in versions {
+        println!(
+            "{:<5} {:<10} {:<20} {:>9} {:>10}  {}",
+            v.model.revision,
+            v.model.ver,
+            when(v.model.deployed_at),
+            v.processes,
+            v.unfinished,
+            if v.latest { "yes" } else { "" }
         );
     }
 }
@@ -77,6 +103,18 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
     if let Some(e) = &info.err {
         println!("error: {} {}", e.ecode, e.message);
     }
+    if let Some(p) = &info.paused {
+        println!(
+            "paused by {} at {}{}",
+            p.by.as_deref().unwrap_or("the application"),
+            when(p.at),
+            if p.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", p.reason)
+            }
+        );
+    }
     fn print(tasks: &[TaskInfo], parent: Option<&str>, depth: usize) {
         for t in tasks.iter().filter(|t| t.parent.as_deref() == parent) {
             let time = match (t.start_time, t.end_time) {
@@ -105,8 +143,15 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
                 Value::Object(data)
             );
             for e in &t.history {
+                let from = e
+                    .from
+                    .map_or_else(String::new, |s| format!(" (was {})", s.as_str()));
+                let detail = e
+                    .detail
+                    .as_deref()
+                    .map_or_else(String::new, |d| format!(": {d}"));
                 println!(
-                    "{}  · {} by {} at {}",
+                    "{}  · {} by {} at {}{from}{detail}",
                     "  ".repeat(depth),
                     e.action,
                     e.by.as_deref().unwrap_or("the application"),

@@ -594,3 +594,62 @@ fn completions_are_printed_for_known_shells_only() {
         .expect("acts runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn versions_are_listed_started_by_revision_and_guarded_on_removal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let v1 = "id: m\nver: '1.0'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n";
+    let file = model_file(&dir, "m.yml", v1);
+    let deploy = |expect: &str| {
+        let out = acts(&store).arg("deploy").arg(&file).assert().success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(text.starts_with(expect), "{text}");
+    };
+    deploy("deployed m (revision 1)");
+    deploy("unchanged: m (revision 1");
+    acts(&store)
+        .args(["start", "m", "--var", "pid=\"p1\""])
+        .assert()
+        .success();
+    model_file(&dir, "m.yml", &v1.replace("1.0", "2.0"));
+    deploy("deployed m (revision 2)");
+    let out = acts(&store)
+        .args(["start", "m", "--rev", "1", "-q"])
+        .assert()
+        .success();
+    assert!(!out.get_output().stdout.is_empty());
+    let listed = acts(&store)
+        .args(["versions", "m", "--json"])
+        .assert()
+        .success();
+    let versions: Value = serde_json::from_slice(&listed.get_output().stdout).unwrap();
+    let rows: Vec<(u64, &str, u64, bool)> = versions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["revision"].as_u64().unwrap(),
+                v["ver"].as_str().unwrap(),
+                v["unfinished"].as_u64().unwrap(),
+                v["latest"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [(1, "1.0", 2, false), (2, "2.0", 0, true)]);
+    let refused = acts(&store)
+        .args(["versions", "m", "--remove", "1"])
+        .assert()
+        .code(1);
+    let why = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(why.contains("'p1'") || why.contains("unfinished"), "{why}");
+    acts(&store)
+        .args(["versions", "m", "--remove", "7"])
+        .assert()
+        .code(2);
+    acts(&store)
+        .args(["start", "m", "--rev", "7"])
+        .assert()
+        .code(1);
+}

@@ -193,6 +193,28 @@ fn the_commands_work_through_a_running_server() {
         .and_then(|t| t["tid"].as_str())
         .expect("it waits")
         .to_owned();
+    // Operator controls through the server: paused, refused, resumed.
+    let out = acts(&["control", "pause", &pid, "--reason", "audit"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(&["act", "complete", &pid, &tid]);
+    assert!(!out.status.success());
+    let why = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        why.contains("is paused") && why.contains("(audit)"),
+        "{why}"
+    );
+    let out = acts(&["show", &pid]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pause by"));
+    let out = acts(&["control", "resume", &pid]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = acts(&["act", "complete", &pid, &tid]);
     assert!(
         out.status.success(),
@@ -204,6 +226,21 @@ fn the_commands_work_through_a_running_server() {
     assert_eq!(list[0]["state"], "completed");
     let out = acts(&["models"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("approval"));
+    // Versions through the server: listed, started by revision, guarded.
+    let out = acts(&["versions", "approval", "--json"]);
+    let versions: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(versions[0]["revision"], 1);
+    assert_eq!(versions[0]["latest"], true);
+    assert_eq!(versions[0]["processes"], 1);
+    let out = acts(&["start", "approval", "--rev", "1", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = acts(&["versions", "approval", "--remove", "1"]);
+    assert_eq!(out.status.code(), Some(2), "refused: it is the latest");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("latest"));
     // Bad input through the server is still bad input (exit code 2) ...
     let out = acts(&["act", "complete", "nope", "x"]);
     assert_eq!(out.status.code(), Some(2));

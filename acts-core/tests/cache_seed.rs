@@ -57,6 +57,8 @@ async fn seed_row(kv: &Arc<dyn KvStore>, pid: &str, model: &str, state: TaskStat
     let row = ProcRow {
         id: pid.into(),
         mid: workflow.id.clone(),
+        // A row as stored before versions: it carries its model.
+        rev: 0,
         model: workflow.to_json(),
         state,
         timestamp: ts,
@@ -66,6 +68,7 @@ async fn seed_row(kv: &Arc<dyn KvStore>, pid: &str, model: &str, state: TaskStat
         start_vars: pid_var(pid),
         err: None,
         started_by: None,
+        paused: None,
         audience: Vec::new(),
         nodes: Vec::new(),
         pending: Vec::new(),
@@ -788,6 +791,8 @@ async fn cache_resume_in_flight_proc_after_restart() {
     let row = ProcRow {
         id: pid.into(),
         mid: "m2".into(),
+        // A row as stored before versions: it carries its model.
+        rev: 0,
         model: w.to_json(),
         state: TaskState::Running,
         timestamp: 1,
@@ -797,6 +802,7 @@ async fn cache_resume_in_flight_proc_after_restart() {
         start_vars: Vars::new(),
         err: None,
         started_by: None,
+        paused: None,
         audience: Vec::new(),
         nodes: Vec::new(),
         pending: Vec::new(),

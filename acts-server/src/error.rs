@@ -52,11 +52,13 @@ impl From<EngineError> for ApiError {
                 (StatusCode::BAD_REQUEST, "bad_request")
             }
             EngineError::ModelNotFound(_)
+            | EngineError::VersionNotFound { .. }
             | EngineError::ProcessNotFound(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::DeliveryNotFound { .. }
             | EngineError::Removed(_) => (StatusCode::NOT_FOUND, "not_found"),
             EngineError::Duplicated(_) => (StatusCode::CONFLICT, "duplicated"),
+            EngineError::VersionInUse { .. } => (StatusCode::CONFLICT, "version_in_use"),
             EngineError::Denied { .. } | EngineError::Action(ActionError::Denied { .. }) => {
                 (StatusCode::FORBIDDEN, "forbidden")
             }

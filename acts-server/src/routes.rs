@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use acts::{Action, ChannelOptions, Engine, TaskState, Vars};
+use acts::{Action, ChannelOptions, Engine, ModelInfo, TaskState, Vars, Workflow};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -50,12 +50,20 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/api/v1/inbox", get(inbox))
         .route("/api/v1/models", get(list_models).post(deploy_model))
         .route("/api/v1/models/{id}", get(get_model).delete(remove_model))
+        .route("/api/v1/models/{id}/versions", get(list_versions))
+        .route(
+            "/api/v1/models/{id}/versions/{rev}",
+            get(get_version).delete(remove_version),
+        )
         .route("/api/v1/processes", get(list_processes).post(start_process))
         .route(
             "/api/v1/processes/{pid}",
             get(get_process).delete(remove_process),
         )
         .route("/api/v1/processes/{pid}/abort", post(abort_process))
+        .route("/api/v1/processes/{pid}/pause", post(pause_process))
+        .route("/api/v1/processes/{pid}/resume", post(unpause_process))
+        .route("/api/v1/processes/{pid}/terminate", post(terminate_process))
         .route("/api/v1/processes/{pid}/model", get(process_model))
         .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
         .route("/api/v1/messages", get(messages))
@@ -155,11 +163,39 @@ async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
 
 async fn get_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
     let (info, workflow) = x.model(&id).await?;
+    Ok(model_json(&info, &workflow))
+}
+
+/// A model version and its definition (JSON and YAML).
+fn model_json(info: &ModelInfo, workflow: &Workflow) -> Json<Value> {
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
     let yaml = workflow.to_yaml().ok();
-    Ok(Json(
-        json!({"model": info, "definition": definition, "yaml": yaml}),
-    ))
+    Json(json!({"model": info, "definition": definition, "yaml": yaml}))
+}
+
+async fn list_versions(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
+    Ok(Json(x.versions(&id).await?))
+}
+
+async fn get_version(
+    Exec(x, _): Exec,
+    Path((id, rev)): Path<(String, u32)>,
+) -> ApiResult<impl IntoResponse> {
+    let (info, workflow) = x.model_version(&id, rev).await?;
+    Ok(model_json(&info, &workflow))
+}
+
+async fn remove_version(
+    Exec(x, _): Exec,
+    Path((id, rev)): Path<(String, u32)>,
+) -> ApiResult<StatusCode> {
+    if x.remove_version(&id, rev).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!(
+            "model '{id}' has no version {rev}"
+        )))
+    }
 }
 
 async fn remove_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
@@ -181,11 +217,17 @@ struct StartRequest {
     /// Start variables (a `pid` names the process).
     #[serde(default)]
     vars: Vars,
+    /// The model version to run (default: the latest).
+    #[serde(default)]
+    rev: Option<u32>,
 }
 
 async fn start_process(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResponse> {
     let req: StartRequest = json_body(&body)?;
-    let info = x.start(&req.model, req.vars).await?;
+    let info = match req.rev {
+        Some(rev) => x.start_version(&req.model, rev, req.vars).await?,
+        None => x.start(&req.model, req.vars).await?,
+    };
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -274,6 +316,47 @@ async fn process_model(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<i
 
 async fn abort_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
     x.abort_process(&pid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The optional body of an operator control: why.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ControlRequest {
+    #[serde(default)]
+    reason: String,
+}
+
+/// The control's body: none, or `{"reason": "..."}`.
+fn control_body(body: &Bytes) -> ApiResult<ControlRequest> {
+    if body.is_empty() {
+        return Ok(ControlRequest::default());
+    }
+    json_body(body)
+}
+
+async fn pause_process(
+    Exec(x, _): Exec,
+    Path(pid): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let req = control_body(&body)?;
+    x.pause_process(&pid, &req.reason).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn unpause_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
+    x.unpause_process(&pid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn terminate_process(
+    Exec(x, _): Exec,
+    Path(pid): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let req = control_body(&body)?;
+    x.terminate_process(&pid, &req.reason).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -273,7 +273,7 @@ async fn run_to_end_at(
 ) -> Result<(Outcome, Vec<Message>), String> {
     let mut sim = Sim::open(store.clone(), now, heal).await?;
     let info = match drive(&sim, spec, seed, trace, restart_after, heal).await? {
-        Driven::Ended(info) => info,
+        Driven::Ended(info) => *info,
         Driven::Restart => return Err("a restart where none was planned".into()),
     };
     settle(&sim.engine).await?;
@@ -391,7 +391,7 @@ async fn redb_run(
                 settle(&sim.engine).await?;
                 sim.engine.close().await;
                 orphans(&store).await?;
-                return Ok(Outcome::from(&info));
+                return Ok(Outcome::from(&*info));
             }
             Driven::Restart => {
                 trace.note(format!("close and reopen the file (round {round})"));

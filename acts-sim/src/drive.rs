@@ -43,7 +43,7 @@ impl Trace {
 /// How a drive ended.
 pub enum Driven {
     /// The process ended.
-    Ended(ProcInfo),
+    Ended(Box<ProcInfo>),
     /// The planned restart point was reached.
     Restart,
 }
@@ -237,7 +237,7 @@ pub async fn drive(
             (Err(e), _) | (_, Err(e)) => return Err(format!("reading the process: {e}")),
         };
         if info.state.is_terminal() {
-            return Ok(Driven::Ended(info));
+            return Ok(Driven::Ended(Box::new(info)));
         }
         if restart_after.is_some_and(|n| acted_count >= n) {
             return Ok(Driven::Restart);

@@ -64,9 +64,9 @@ pub use acts_core;
 pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineConfig, EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure,
-    PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData,
-    SealedEntry, TaskInfo, TriggerInfo, USER_ACTIONS,
+    EngineConfig, EngineError, EngineStats, Executor, ModelInfo, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, SealOptions,
+    SealedData, SealedEntry, TaskInfo, TriggerInfo, USER_ACTIONS,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,

@@ -44,8 +44,9 @@ pub(crate) mod services;
 
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineError, EngineStats, Executor, ModelInfo, PackageContext, PackageFailure, PackageInfo,
-    Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TriggerInfo, USER_ACTIONS,
+    EngineError, EngineStats, Executor, ModelInfo, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo,
+    TriggerInfo, USER_ACTIONS,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

@@ -26,13 +26,15 @@ pub use scope_size::json_len;
 pub mod seal;
 mod state;
 mod task_error;
+mod task_event;
 mod tasks;
 
 pub use message::{Message, MessageState, MessageType};
 pub use process::{
-    ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, ModelCatalog, Process, Request,
-    RunLimits, Services, UnknownAction, addressees,
+    ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, MAX_REASON_BYTES, ModelCatalog,
+    Pause, Process, Request, RunLimits, Services, UnknownAction, addressees,
 };
 pub use state::TaskState;
 pub use task_error::TaskError;
-pub use tasks::{Dirty, Sign, Task, TaskEvent, TaskIx, TaskTable, is_reserved};
+pub use task_event::TaskEvent;
+pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};

@@ -16,6 +16,7 @@ use crate::tree::{NodeIx, ProcessTree};
 
 use super::state::TaskState;
 use super::task_error::TaskError;
+use super::task_event::TaskEvent;
 
 /// Whether `key` is engine-owned in a process's data: `pid` (the process's
 /// id) and the `$parent_*` keys of a subflow child. User data — act
@@ -61,19 +62,6 @@ pub struct Task {
     pub end_time: i64,
     /// The client and operator actions applied to it, oldest first.
     pub history: Vec<TaskEvent>,
-}
-
-/// One action applied to a task, and who applied it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TaskEvent {
-    /// The action's wire name (`next`, `submit`, `abort`, `push`, ...).
-    pub action: String,
-    /// The principal who applied it (`None`: the embedding application
-    /// itself, through an executor without a principal).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// When (ms since the epoch on the engine's clock).
-    pub at: i64,
 }
 
 /// What changed in a task since its rows were last written (see
@@ -191,12 +179,21 @@ impl TaskTable {
 
     /// Records that `action` was applied to task `ix` by `by`, now.
     pub fn record(&mut self, ix: TaskIx, action: &str, by: Option<&str>) {
-        let at = self.now;
-        self.task_mut(ix).history.push(TaskEvent {
-            action: action.to_owned(),
-            by: by.map(str::to_owned),
-            at,
-        });
+        self.record_event(
+            ix,
+            TaskEvent {
+                action: action.to_owned(),
+                by: by.map(str::to_owned),
+                at: self.now,
+                from: None,
+                detail: None,
+            },
+        );
+    }
+
+    /// Records `event` in task `ix`'s history.
+    pub fn record_event(&mut self, ix: TaskIx, event: TaskEvent) {
+        self.task_mut(ix).history.push(event);
     }
 
     /// The time set by [`set_now`](Self::set_now).
@@ -326,6 +323,12 @@ impl TaskTable {
         if !state.is_terminal() {
             task.sign.0 &= !Sign::NEXT_COMPLETE;
         }
+    }
+
+    /// Records why a task ended without changing its state (an operator's
+    /// reason for terminating a process).
+    pub fn attach_err(&mut self, ix: TaskIx, err: TaskError) {
+        self.task_mut(ix).err = Some(err);
     }
 
     /// Fails the task: records the error in its data (`ecode`, `message`)

@@ -25,6 +25,10 @@ use super::node::{ChildKind, Node, NodeContent, NodeIx, long_id};
 pub struct ModelTree {
     pub(super) nodes: Vec<Node>,
     pub(super) by_id: HashMap<String, NodeIx>,
+    /// The model version (the engine's revision) this tree is of; 0 when
+    /// unknown (a tree built outside the engine's catalog, or of a process
+    /// stored before versions existed).
+    pub revision: u32,
 }
 
 impl ModelTree {
@@ -42,6 +46,7 @@ impl ModelTree {
         let mut tree = ModelTree {
             nodes: Vec::new(),
             by_id: HashMap::new(),
+            revision: 0,
         };
         let model_id = workflow.id.clone();
         let root = tree.push(

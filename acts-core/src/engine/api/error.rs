@@ -20,6 +20,25 @@ pub enum EngineError {
     /// No deployed model has that id.
     #[error("model '{0}' is not deployed (deploy it first, or check the id)")]
     ModelNotFound(String),
+    /// The model has no such version.
+    #[error("model '{model}' has no version {revision} (`acts versions {model}` lists them)")]
+    VersionNotFound {
+        /// The model.
+        model: String,
+        /// The revision asked for.
+        revision: u32,
+    },
+    /// A version cannot be removed: unfinished processes run on it, or it
+    /// is the model's latest. Nothing was removed.
+    #[error("model '{model}': version {revision} cannot be removed: {reason}")]
+    VersionInUse {
+        /// The model.
+        model: String,
+        /// The revision.
+        revision: u32,
+        /// Why (and what to do).
+        reason: String,
+    },
     /// No process has that id.
     #[error("cannot find process '{0}'")]
     ProcessNotFound(String),

@@ -16,7 +16,7 @@ use crate::scheduler::{Action, TaskError, TaskState};
 use crate::engine::api::access::Principal;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::{
-    DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
+    DeliveryInfo, ModelInfo, ModelVersionInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
 };
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerRow};
@@ -135,11 +135,37 @@ impl Executor {
         Ok(rows.iter().map(ModelInfo::from).collect())
     }
 
-    /// Removes a model (its running processes are not affected). Returns
-    /// whether it existed.
+    /// Removes a model: no process starts from it any more. Processes
+    /// running on its versions end on them (those versions are kept, see
+    /// [`versions`](Self::versions)). Returns whether it existed.
     pub async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
         self.need_admin("removing a model")?;
         self.rt.remove_model(id).await
+    }
+
+    /// Every stored version of model `id`, oldest first: its revision,
+    /// `ver`, when it was deployed, whether new processes start on it, and
+    /// how many stored (and unfinished) processes run on it.
+    pub async fn versions(&self, id: &str) -> Result<Vec<ModelVersionInfo>, EngineError> {
+        self.rt.versions(id).await
+    }
+
+    /// Version `revision` of model `id` and its definition.
+    pub async fn model_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<(ModelInfo, Workflow), EngineError> {
+        let m = self.rt.model_version(id, revision).await?;
+        Ok((ModelInfo::from(&m.row), m.workflow.clone()))
+    }
+
+    /// Removes version `revision` of model `id`; refused (nothing removed)
+    /// while it is the latest or any stored process runs on it. Returns
+    /// whether it existed.
+    pub async fn remove_version(&self, id: &str, revision: u32) -> Result<bool, EngineError> {
+        self.need_admin("removing a model version")?;
+        self.rt.remove_version(id, revision).await
     }
 
     // ---- processes ----------------------------------------------------------
@@ -150,7 +176,20 @@ impl Executor {
     /// a process with no interrupt may already be finished. Over the cache
     /// cap it is parked (state `none`) and starts when a slot frees.
     pub async fn start(&self, model_id: &str, vars: Vars) -> Result<ProcInfo, EngineError> {
-        self.rt.start(model_id, vars, self.by()).await
+        self.rt.start(model_id, None, vars, self.by()).await
+    }
+
+    /// [`start`](Self::start) on version `revision` of the model rather
+    /// than its latest (see [`versions`](Self::versions)).
+    pub async fn start_version(
+        &self,
+        model_id: &str,
+        revision: u32,
+        vars: Vars,
+    ) -> Result<ProcInfo, EngineError> {
+        self.rt
+            .start(model_id, Some(revision), vars, self.by())
+            .await
     }
 
     /// A process, with its outputs.
@@ -176,7 +215,7 @@ impl Executor {
                 row.audience.iter().map(String::as_str),
             )?;
         }
-        Ok(Workflow::from_json(&row.model)?)
+        Ok(self.rt.deployed_of(&row).await?.workflow.clone())
     }
 
     /// Processes, optionally only those in `state` and of model `model`
@@ -281,6 +320,33 @@ impl Executor {
                 p.tasks.record(root, "abort", by);
                 Ok(())
             })
+            .await
+    }
+
+    /// Pauses process `pid` (operator): its automatic steps and timers hold
+    /// and client actions are refused until [`unpause_process`](Self::unpause_process);
+    /// recorded in its history with `reason`.
+    pub async fn pause_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
+        self.need_operator("pausing a process")?;
+        let by = self.by();
+        self.rt.on_process(pid, |p, _| p.pause(by, reason)).await
+    }
+
+    /// Resumes a paused process (operator): timeouts that fell due while
+    /// it was paused fire, and its held work runs.
+    pub async fn unpause_process(&self, pid: &str) -> Result<(), EngineError> {
+        self.need_operator("resuming a paused process")?;
+        let by = self.by();
+        self.rt.on_process(pid, |p, svc| p.unpause(by, svc)).await
+    }
+
+    /// Terminates process `pid` (operator): it ends `aborted`, with error
+    /// `terminated` carrying `reason`, recorded in its history.
+    pub async fn terminate_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
+        self.need_operator("terminating a process")?;
+        let by = self.by();
+        self.rt
+            .on_process(pid, |p, svc| p.terminate(by, reason, svc))
             .await
     }
 
@@ -480,6 +546,7 @@ impl Executor {
         let by = self.by();
         self.rt
             .on_process(pid, |p, svc| {
+                p.refuse_if_paused()?;
                 p.push(tid, act, svc)?;
                 if let Some(ix) = p.tasks.find_id(tid) {
                     p.tasks.record(ix, "push", by);

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Variant, Vars};
-use crate::scheduler::{MessageType, Process, TaskError, TaskEvent, TaskIx, TaskState};
+use crate::scheduler::{MessageType, Pause, Process, TaskError, TaskEvent, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
 use crate::engine::persist::rows::{
@@ -39,6 +39,10 @@ pub struct ModelInfo {
     /// a key); empty when read back later.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Whether the deploy found the model's latest version identical and
+    /// changed nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
 }
 
 impl From<&ModelRow> for ModelInfo {
@@ -50,8 +54,24 @@ impl From<&ModelRow> for ModelInfo {
             revision: r.revision,
             deployed_at: r.deployed_at,
             warnings: Vec::new(),
+            unchanged: false,
         }
     }
+}
+
+/// One version of a model, as `versions` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ModelVersionInfo {
+    /// The version (its `revision` is the engine's version number).
+    #[serde(flatten)]
+    pub model: ModelInfo,
+    /// Whether new processes start on it.
+    pub latest: bool,
+    /// Stored processes that run (or ran) on it.
+    pub processes: usize,
+    /// Of those, the ones that have not ended.
+    pub unfinished: usize,
 }
 
 /// A process.
@@ -62,6 +82,10 @@ pub struct ProcInfo {
     pub pid: String,
     /// Model id.
     pub model_id: String,
+    /// The model version it runs (the revision it started on; 0 for a
+    /// process stored before versions existed).
+    #[serde(default)]
+    pub model_rev: u32,
     /// State (`none` while parked).
     pub state: TaskState,
     /// When it started (`None` while parked).
@@ -76,6 +100,9 @@ pub struct ProcInfo {
     /// The principal who started it (`None`: no principal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_by: Option<String>,
+    /// Set while an operator holds it paused: by whom, since when, why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Pause>,
 }
 
 impl ProcInfo {
@@ -84,12 +111,14 @@ impl ProcInfo {
         Self {
             pid: p.pid.clone(),
             model_id: p.model_id(),
+            model_rev: p.tree.model().revision,
             state: p.state(),
             start_time: set(root.map_or(0, |r| r.start_time)),
             end_time: set(root.map_or(0, |r| r.end_time)),
             outputs: p.outputs(),
             err: root.and_then(|r| r.err.clone()),
             started_by: p.audience.started_by.clone(),
+            paused: p.paused.clone(),
         }
     }
 
@@ -97,12 +126,14 @@ impl ProcInfo {
         Self {
             pid: r.id.clone(),
             model_id: r.mid.clone(),
+            model_rev: r.rev,
             state: r.state,
             start_time: set(r.start_time),
             end_time: set(r.end_time),
             outputs: Vars::new(),
             err: r.err.clone(),
             started_by: r.started_by.clone(),
+            paused: r.paused.clone(),
         }
     }
 }

@@ -28,5 +28,7 @@ pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use error::EngineError;
 pub use executor::Executor;
-pub use info::{DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo};
+pub use info::{
+    DeliveryInfo, ModelInfo, ModelVersionInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
+};
 pub use package::{ActPackage, PackageContext, PackageFailure};

@@ -43,6 +43,7 @@ impl Kernel {
             if let Some(who) = actor {
                 who.check_act(p, tid, action)?;
             }
+            p.refuse_if_paused()?;
             p.act(tid, action, options, svc)?;
             if let Some(ix) = p.tasks.find_id(tid) {
                 p.tasks

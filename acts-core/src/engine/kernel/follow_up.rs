@@ -16,7 +16,7 @@ use crate::scheduler::{Action, Request, TaskError, TaskState};
 use crate::engine::api::error::EngineError;
 use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::ProcHandle;
-use crate::engine::kernel::shared::DeployedModel;
+use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
 use crate::engine::kernel::stalled::Stalled;
 use crate::engine::persist::rows::ProcRow;
@@ -138,7 +138,8 @@ impl Kernel {
         let row = ProcRow {
             id: pid.to_owned(),
             mid: model.row.id.clone(),
-            model: model.row.model.clone(),
+            rev: model.row.revision,
+            model: String::new(),
             state: TaskState::None,
             timestamp: self.now(),
             start_time: 0,
@@ -147,6 +148,7 @@ impl Kernel {
             start_vars: vars,
             err: None,
             started_by: None,
+            paused: None,
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

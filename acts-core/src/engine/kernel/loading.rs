@@ -150,7 +150,7 @@ impl Kernel {
             return Ok(None);
         };
         let state = stored.row.state;
-        let model = persist::model_of(&stored.row).map_err(EngineError::Corrupt)?;
+        let model = self.tree_of(&stored.row).await?;
         let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
         Ok(Some((ProcHandle::new(process, persisted, born), state)))
     }

@@ -9,6 +9,7 @@
 
 pub(crate) mod actions;
 pub(crate) mod cache;
+pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
@@ -19,5 +20,6 @@ pub(crate) mod refill;
 pub(crate) mod shared;
 pub(crate) mod stalled;
 pub(crate) mod start;
+pub(crate) mod versions;
 
 pub use config::EngineConfig;

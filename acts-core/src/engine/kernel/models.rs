@@ -1,8 +1,14 @@
-//! The model catalog: deploying, reading and removing models (and
-//! publishing the package definitions for tools). The catalog
-//! in memory holds every deployed model (read at start, kept in step by
-//! deploy and remove), so a transition asks it — never the store — which
-//! models a subflow may start.
+//! The model catalog: deploying, reading and removing models and their
+//! versions (and publishing the package definitions for tools). The
+//! catalog in memory holds the latest version of every deployed model
+//! (read at start, kept in step by deploy and remove), so a transition
+//! asks it — never the store — which models a subflow may start; older
+//! versions are read when a process of one is loaded, and kept.
+//!
+//! A deploy whose content equals the latest version changes nothing; any
+//! other deploy stores a new version (the next revision). A process runs
+//! the version it started on to its end ([`ProcRow::rev`]), so a version
+//! that unfinished processes use is never deleted.
 
 use std::sync::Arc;
 
@@ -16,36 +22,21 @@ use crate::tree::ModelTree;
 
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::ModelInfo;
-use crate::engine::kernel::shared::{DeployedModel, Kernel};
-use crate::engine::persist::rows::ModelRow;
-
-impl DeployedModel {
-    /// The model a stored row holds.
-    pub(crate) fn from_row(row: ModelRow) -> Result<Self, EngineError> {
-        let workflow = Workflow::from_json(&row.model).map_err(|e| {
-            EngineError::Corrupt(format!(
-                "model '{}': the stored model is unreadable: {e}",
-                row.id
-            ))
-        })?;
-        let tree = Arc::new(ModelTree::build(&workflow)?);
-        Ok(Self {
-            row,
-            workflow,
-            tree,
-        })
-    }
-}
+use crate::engine::kernel::catalog::{DeployedModel, VersionPin};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow, version_row_id};
 
 impl ModelCatalog for Kernel {
     fn has_model(&self, id: &str) -> bool {
-        self.models.read().contains_key(id)
+        self.models.latest.read().contains_key(id)
     }
 }
 
 impl Kernel {
-    /// Validates and stores a model; a later deploy of the same id
-    /// replaces it for new processes.
+    /// Validates and stores a model. Content equal to the model's latest
+    /// version changes nothing (the same version is returned); any other
+    /// content becomes a new version, which processes started afterwards
+    /// run.
     pub(crate) async fn deploy(
         &self,
         workflow: &Workflow,
@@ -63,18 +54,47 @@ impl Kernel {
         }
         validate(workflow, source, &self.packages)?;
         self.check_scripts(workflow, source)?;
-        let tree = Arc::new(ModelTree::build(workflow)?);
+        let mut tree = ModelTree::build(workflow)?;
+        let _changes = self.models.changes.lock().await;
         let models = Collection::<ModelRow>::new(self.store.clone());
         let old = models.get(&workflow.id).await?;
+        if let Some(old) = old.as_ref().filter(|o| o.model == json) {
+            return Ok(ModelInfo {
+                unchanged: true,
+                ..ModelInfo::from(old)
+            });
+        }
+        let revision = match &old {
+            Some(o) => o.revision + 1,
+            // Versions of a removed model that processes still ran on keep
+            // their numbers: a new deploy continues after them.
+            None => self.last_revision(&workflow.id).await? + 1,
+        };
         let row = ModelRow {
             id: workflow.id.clone(),
             name: workflow.name.clone(),
             ver: workflow.ver.clone(),
             model: json,
             deployed_at: self.now(),
-            revision: old.as_ref().map_or(1, |o| o.revision + 1),
+            revision,
         };
         let mut ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        if let Some(o) = &old {
+            // A store written before versions existed holds the previous
+            // latest in the model row only: keep it as a version.
+            let versions = Collection::<ModelVersionRow>::new(self.store.clone());
+            if versions
+                .get(&version_row_id(&o.id, o.revision))
+                .await?
+                .is_none()
+            {
+                ops.extend(Collection::<ModelVersionRow>::upsert_ops(None, &o.into()));
+            }
+        }
+        ops.extend(Collection::<ModelVersionRow>::upsert_ops(
+            None,
+            &(&row).into(),
+        ));
         // The model's triggers go in the same batch.
         ops.extend(self.trigger_ops(workflow).await?);
         self.write(None, ops).await?;
@@ -82,19 +102,28 @@ impl Kernel {
             self.arm_schedules().await?;
         }
         let info = ModelInfo::from(&row);
-        self.models.write().insert(
-            row.id.clone(),
-            Arc::new(DeployedModel {
-                row,
-                workflow: workflow.clone(),
-                tree,
-            }),
-        );
+        tree.revision = revision;
+        let deployed = Arc::new(DeployedModel {
+            row,
+            workflow: workflow.clone(),
+            tree: Arc::new(tree),
+        });
+        if let Some(prev) = self
+            .models
+            .latest
+            .write()
+            .insert(workflow.id.clone(), deployed)
+        {
+            // Processes may still run the version this one replaces.
+            let key = (prev.row.id.clone(), prev.row.revision);
+            self.models.older.write().insert(key, prev);
+        }
         Ok(info)
     }
 
-    /// Model `id`, from the in-memory catalog, else read from the store
-    /// (a model the start could not read: the error says why).
+    /// The latest version of model `id`, from the in-memory catalog, else
+    /// read from the store (a model the start could not read: the error
+    /// says why).
     pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
         if let Some(m) = self.deployed(id) {
             return Ok(m);
@@ -104,8 +133,78 @@ impl Kernel {
             .await?
             .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
         let m = Arc::new(DeployedModel::from_row(row)?);
-        self.models.write().insert(id.to_owned(), m.clone());
+        self.models.latest.write().insert(id.to_owned(), m.clone());
         Ok(m)
+    }
+
+    /// Version `revision` of model `id` (the latest, a kept older one, or
+    /// read from the store and kept).
+    pub(crate) async fn model_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<Arc<DeployedModel>, EngineError> {
+        if let Some(m) = self.deployed(id).filter(|m| m.row.revision == revision) {
+            return Ok(m);
+        }
+        let key = (id.to_owned(), revision);
+        if let Some(m) = self.models.older.read().get(&key) {
+            return Ok(m.clone());
+        }
+        let versions = Collection::<ModelVersionRow>::new(self.store.clone());
+        let row = match versions.get(&version_row_id(id, revision)).await? {
+            Some(v) => ModelRow::from(&v),
+            // A store written before versions existed: its latest version
+            // lives in the model row only.
+            None => Collection::<ModelRow>::new(self.store.clone())
+                .get(id)
+                .await?
+                .filter(|m| m.revision == revision)
+                .ok_or_else(|| EngineError::VersionNotFound {
+                    model: id.to_owned(),
+                    revision,
+                })?,
+        };
+        let m = Arc::new(DeployedModel::from_row(row)?);
+        self.models.older.write().insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// The model tree a stored process runs: its version's, or — for a
+    /// process stored before versions existed — built from the model it
+    /// carries.
+    pub(crate) async fn tree_of(&self, row: &ProcRow) -> Result<Arc<ModelTree>, EngineError> {
+        Ok(self.deployed_of(row).await?.tree.clone())
+    }
+
+    /// The model version a stored process runs (see [`Kernel::tree_of`]).
+    pub(crate) async fn deployed_of(
+        &self,
+        row: &ProcRow,
+    ) -> Result<Arc<DeployedModel>, EngineError> {
+        if row.model.is_empty() {
+            return self
+                .model_version(&row.mid, row.rev)
+                .await
+                .map_err(|e| match e {
+                    EngineError::VersionNotFound { .. } => EngineError::Corrupt(format!(
+                        "process '{}': its model '{}' version {} is not stored",
+                        row.id, row.mid, row.rev
+                    )),
+                    other => other,
+                });
+        }
+        let legacy = ModelRow {
+            id: row.mid.clone(),
+            name: String::new(),
+            ver: String::new(),
+            model: row.model.clone(),
+            deployed_at: 0,
+            revision: 0,
+        };
+        DeployedModel::from_row(legacy)
+            .map(Arc::new)
+            .map_err(|e| EngineError::Corrupt(format!("process '{}': {e}", row.id)))
     }
 
     /// Model `id` if it is deployed, without touching the store: the
@@ -113,7 +212,47 @@ impl Kernel {
     /// deploy and remove), so a transition never reads a model under its
     /// lane.
     pub(crate) fn deployed(&self, id: &str) -> Option<Arc<DeployedModel>> {
-        self.models.read().get(id).cloned()
+        self.models.latest.read().get(id).cloned()
+    }
+
+    /// The latest version of model `id`, pinned (see [`VersionPin`]):
+    /// what a start uses until its process row is durable.
+    pub(crate) async fn pinned_latest(
+        &self,
+        id: &str,
+    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
+        self.model(id).await?;
+        self.pin_deployed(id)
+            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))
+    }
+
+    /// The latest version of model `id` from the catalog, pinned; `None`
+    /// if it is not deployed (or being removed). Looked up and pinned under
+    /// the catalog's lock, so a removal either sees the pin or the lookup
+    /// fails.
+    pub(crate) fn pin_deployed(&self, id: &str) -> Option<(Arc<DeployedModel>, VersionPin)> {
+        let latest = self.models.latest.read();
+        let m = latest.get(id)?.clone();
+        let pin = VersionPin::take(&self.models.pins, id, m.row.revision)?;
+        Some((m, pin))
+    }
+
+    /// Version `revision` of model `id`, pinned.
+    pub(crate) async fn pinned_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
+        // Pinned first: a removal that started earlier refuses the pin, one
+        // that finished earlier left nothing to read.
+        let pin = VersionPin::take(&self.models.pins, id, revision).ok_or_else(|| {
+            EngineError::VersionNotFound {
+                model: id.to_owned(),
+                revision,
+            }
+        })?;
+        let m = self.model_version(id, revision).await?;
+        Ok((m, pin))
     }
 
     /// Reads every deployed model into the catalog (at start). A model
@@ -131,21 +270,8 @@ impl Kernel {
                 Err(e) => error!(model = %id, error = %e, "a deployed model cannot be read"),
             }
         }
-        self.models.write().extend(loaded);
+        self.models.latest.write().extend(loaded);
         Ok(())
-    }
-
-    pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
-        self.check_open()?;
-        let models = Collection::<ModelRow>::new(self.store.clone());
-        let Some(row) = models.get(id).await? else {
-            return Ok(false);
-        };
-        let mut ops = Collection::<ModelRow>::delete_ops(&row);
-        ops.extend(self.trigger_delete_ops(id).await?);
-        self.write(None, ops).await?;
-        self.models.write().remove(id);
-        Ok(true)
     }
 
     /// Every script of `workflow` parses: a syntax error is a deploy error

@@ -26,19 +26,17 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use acts_store::{BatchOp, KvStore};
-use parking_lot::RwLock;
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
 use crate::durable::{
     Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome,
 };
-use crate::model::{Vars, Workflow};
+use crate::model::Vars;
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError, TaskState};
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
-use crate::tree::ModelTree;
 
 use crate::engine::api::error::EngineError;
 use crate::engine::api::package::ActPackage;
@@ -46,15 +44,8 @@ use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 use crate::engine::persist;
-use crate::engine::persist::rows::{DeliveryRow, ModelRow, OpRow, ProcRow};
+use crate::engine::persist::rows::{DeliveryRow, OpRow, ProcRow};
 use crate::engine::services::sealed::SealedData;
-
-/// A deployed model, ready to start processes from.
-pub(crate) struct DeployedModel {
-    pub row: ModelRow,
-    pub workflow: Workflow,
-    pub tree: Arc<ModelTree>,
-}
 
 /// What an engine timer is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +94,8 @@ pub(crate) struct Kernel {
     pub(crate) stalled:
         parking_lot::Mutex<HashMap<String, crate::engine::kernel::stalled::Stalled>>,
     pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
-    pub(crate) models: RwLock<HashMap<String, Arc<DeployedModel>>>,
+    /// The deployed models and the versions processes run on.
+    pub(crate) models: crate::engine::kernel::catalog::Catalog,
     closed: AtomicBool,
     pub(crate) me: Weak<Kernel>,
 }
@@ -146,7 +138,7 @@ impl Kernel {
             inflight: Arc::default(),
             resuming: Arc::default(),
             stalled: parking_lot::Mutex::default(),
-            models: RwLock::new(HashMap::new()),
+            models: Default::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),
         })
@@ -353,6 +345,8 @@ impl Kernel {
         let Some(process) = slot.process.as_mut() else {
             return Err(EngineError::ProcessNotFound(pid));
         };
+        // The model versions of subflow children this batch creates.
+        let mut pins = Vec::new();
         let svc = self.services();
         process.set_now(self.now());
         let out = f(process, svc)?;
@@ -372,8 +366,11 @@ impl Kernel {
                         child_pid,
                         to,
                         options,
-                    } => match self.deployed(to) {
-                        Some(m) => {
+                    } => match self.pin_deployed(to) {
+                        Some((m, pin)) => {
+                            // Held until the batch naming the version is
+                            // durable (the end of this transition).
+                            pins.push(pin);
                             extra.extend(self.child_row_ops(&m, child_pid, options.clone()));
                             requests.push(r);
                         }
@@ -397,7 +394,8 @@ impl Kernel {
         // The job budget ran out: commit what is done, continue in a new
         // transition (the queue is stored with the row, so a restart
         // continues from the same place).
-        let continues = !terminal && process.has_queued_work();
+        // (A paused process keeps its queue for the resume.)
+        let continues = !terminal && process.has_queued_work() && process.paused.is_none();
         if terminal && let Some(op) = persist::subflow_return(process) {
             extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
         }

@@ -12,7 +12,7 @@ use crate::tree::long_id;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::ProcInfo;
 use crate::engine::kernel::cache::{Admission, ProcHandle};
-use crate::engine::kernel::shared::DeployedModel;
+use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
 use crate::engine::persist::rows::ProcRow;
@@ -24,15 +24,21 @@ impl Kernel {
     /// `pid` option names it). Over the cache cap the process is parked and
     /// starts when a slot frees; the returned state is then `none`.
     /// `started_by` is the principal who asked (kept with the process).
+    /// It runs the model's latest version, or version `revision`.
     pub(crate) async fn start(
         &self,
         model_id: &str,
+        revision: Option<u32>,
         mut vars: Vars,
         started_by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
         self.check_open()?;
         self.check_vars_size("the start options", &vars)?;
-        let model = self.model(model_id).await?;
+        // Pinned until the process row naming the version is durable.
+        let (model, _pin) = match revision {
+            None => self.pinned_latest(model_id).await?,
+            Some(r) => self.pinned_version(model_id, r).await?,
+        };
         let external_pid = match vars.get("pid") {
             Some(Value::String(p)) => Some(check_pid(p)?.to_owned()),
             Some(other) => {
@@ -84,7 +90,8 @@ impl Kernel {
         let base = ProcRow {
             id: pid.clone(),
             mid: model.row.id.clone(),
-            model: model.row.model.clone(),
+            rev: model.row.revision,
+            model: String::new(),
             state: TaskState::None,
             timestamp: now,
             start_time: 0,
@@ -93,6 +100,7 @@ impl Kernel {
             start_vars: Vars::new(),
             err: None,
             started_by: started_by.map(str::to_owned),
+            paused: None,
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use acts_store::{BatchOp, KvStore};
 
 use crate::durable::{Collection, CollectionError};
-use crate::model::{Vars, Workflow};
+use crate::model::Vars;
 use crate::scheduler::{Process, Task, TaskError, TaskState, TaskTable};
 use crate::tree::{ModelTree, NodeData};
 
@@ -200,6 +200,7 @@ pub(crate) fn transition_ops(
         || err != old.err.as_ref()
         || p.env != old.env
         || p.audience.len() != old.audience.len()
+        || p.paused != old.paused
         || !old.start_vars.is_empty();
     if changed {
         let row = ProcRow {
@@ -212,9 +213,11 @@ pub(crate) fn transition_ops(
             nodes: old.nodes.clone(),
             start_vars: Vars::new(),
             started_by: old.started_by.clone(),
+            paused: p.paused.clone(),
             audience: p.audience.names().map(str::to_owned).collect(),
             id: old.id.clone(),
             mid: old.mid.clone(),
+            rev: old.rev,
             model: old.model.clone(),
             timestamp: old.timestamp,
             pending,
@@ -314,16 +317,6 @@ pub(crate) async fn read_process(
     }))
 }
 
-/// The model tree of a stored process (from the model JSON it started
-/// with).
-pub(crate) fn model_of(row: &ProcRow) -> Result<Arc<ModelTree>, String> {
-    let workflow = Workflow::from_json(&row.model)
-        .map_err(|e| format!("process '{}': its stored model is unreadable: {e}", row.id))?;
-    ModelTree::build(&workflow)
-        .map(Arc::new)
-        .map_err(|e| format!("process '{}': its stored model is invalid: {e}", row.id))
-}
-
 /// Rebuilds a process from its rows (nothing queued yet), with what is
 /// stored for it.
 pub(crate) fn rebuild(
@@ -393,6 +386,7 @@ pub(crate) fn rebuild(
         .map_err(|e| format!("process '{}': {e}", row.id))?;
     process.audience =
         crate::scheduler::Audience::restore(row.started_by.clone(), row.audience.clone());
+    process.paused = row.paused.clone();
     process
         .restore_jobs(&row.pending)
         .map_err(|e| format!("process '{}': {e}", row.id))?;

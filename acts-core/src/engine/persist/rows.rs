@@ -1,6 +1,7 @@
 //! The engine's row types, one [`Row`] per collection.
 //!
-//! - [`ModelRow`]: a deployed model (its JSON text).
+//! - [`ModelRow`]: a deployed model's latest version (its JSON text).
+//! - [`ModelVersionRow`]: every version of a model (what processes run).
 //! - [`ProcRow`]: a process — state, times, environment and the dynamic
 //!   nodes of its tree. A row in state `none` is *parked*: stored, not yet
 //!   started (its start options wait in `start_vars`).
@@ -46,6 +47,61 @@ impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
     "deployed_at" => IndexValue::Int(r.deployed_at),
 });
 
+/// One version of a model: what a deploy that changed the model's content
+/// stored. A process runs the version it started on (its
+/// [`ProcRow::rev`]) to its end, whatever is deployed later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelVersionRow {
+    /// Model id.
+    pub mid: String,
+    /// The engine's revision number of this version (1, 2, …).
+    pub revision: u32,
+    /// Display name.
+    pub name: String,
+    /// The model's own `ver`.
+    pub ver: String,
+    /// The model as JSON.
+    pub model: String,
+    /// When it was deployed, ms on the engine clock.
+    pub deployed_at: i64,
+}
+
+/// The row id of version `revision` of model `mid` (zero-padded, so a
+/// model's versions sort by revision).
+pub fn version_row_id(mid: &str, revision: u32) -> String {
+    format!("{mid}@{revision:010}")
+}
+
+impl_row!(ModelVersionRow, "model_versions", version = 1, |r| version_row_id(&r.mid, r.revision), {
+    "mid" => IndexValue::Str(r.mid.clone()),
+});
+
+impl From<&ModelVersionRow> for ModelRow {
+    fn from(v: &ModelVersionRow) -> Self {
+        ModelRow {
+            id: v.mid.clone(),
+            name: v.name.clone(),
+            ver: v.ver.clone(),
+            model: v.model.clone(),
+            deployed_at: v.deployed_at,
+            revision: v.revision,
+        }
+    }
+}
+
+impl From<&ModelRow> for ModelVersionRow {
+    fn from(m: &ModelRow) -> Self {
+        ModelVersionRow {
+            mid: m.id.clone(),
+            revision: m.revision,
+            name: m.name.clone(),
+            ver: m.ver.clone(),
+            model: m.model.clone(),
+            deployed_at: m.deployed_at,
+        }
+    }
+}
+
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcRow {
@@ -53,8 +109,14 @@ pub struct ProcRow {
     pub id: String,
     /// Model id.
     pub mid: String,
-    /// The model as deployed when the process started (JSON), so a later
-    /// deploy does not change a running process.
+    /// The model version it runs ([`ModelVersionRow::revision`]): the one
+    /// it started on, whatever is deployed later. 0 for a process stored
+    /// before versions existed, which carries its model in `model`.
+    #[serde(default)]
+    pub rev: u32,
+    /// The model JSON of a process stored before versions existed (empty
+    /// since: the version row holds it, once for all its processes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub model: String,
     /// State (the root task's; `none` while parked).
     pub state: TaskState,
@@ -76,6 +138,9 @@ pub struct ProcRow {
     /// The principal who started it (`None`: no principal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_by: Option<String>,
+    /// Set while an operator holds it paused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<crate::scheduler::Pause>,
     /// The names its interrupts addressed (`user:<id>`, `role:<name>`),
     /// what a user's listing filters on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -93,6 +158,7 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     "state" => IndexValue::Str(r.state.as_str().to_owned()),
     "mid" => IndexValue::Str(r.mid.clone()),
     "timestamp" => IndexValue::Int(r.timestamp),
+    "version" => IndexValue::Str(format!("{}@{}", r.mid, r.rev)),
 });
 
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).

@@ -145,7 +145,7 @@ impl Kernel {
                 });
             }
         };
-        self.start(&row.mid, vars, by).await
+        self.start(&row.mid, None, vars, by).await
     }
 
     /// Fires every hook trigger whose id is `name` (across models) with
@@ -189,7 +189,7 @@ impl Kernel {
             .collect();
         for row in due {
             let vars = row.params.as_object().cloned().unwrap_or_default();
-            if let Err(e) = self.start(&row.mid, vars, None).await {
+            if let Err(e) = self.start(&row.mid, None, vars, None).await {
                 warn!(event = %row.id, error = %e, "scheduled start failed; the schedule moves on");
             }
             let cron = row.schedule.clone().unwrap_or_default();

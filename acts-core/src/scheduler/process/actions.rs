@@ -172,6 +172,15 @@ pub enum ActionError {
         /// Why.
         message: String,
     },
+    /// The process as a whole is not in a state for this (paused, not
+    /// started, not paused); nothing changed.
+    #[error("process '{pid}': {message}")]
+    ProcessState {
+        /// The process.
+        pid: String,
+        /// Why, and what to do.
+        message: String,
+    },
     /// The principal may not do this (nothing changed).
     #[error("'{principal}' may not do this: {reason}")]
     Denied {

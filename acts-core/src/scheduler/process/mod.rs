@@ -13,6 +13,7 @@ use serde_json::Value;
 
 mod actions;
 mod audience;
+mod control;
 mod failure;
 mod flow;
 mod outputs;
@@ -25,6 +26,7 @@ mod undo;
 
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
 pub use audience::{Audience, MAX_AUDIENCE, addressees};
+pub use control::{MAX_REASON_BYTES, Pause};
 pub use resume::Request;
 
 use crate::model::{Act, Variant, Vars};
@@ -106,6 +108,8 @@ pub struct Process {
     pub env: Vars,
     /// Who started it and whom its interrupts addressed.
     pub audience: Audience,
+    /// Set while an operator holds it (see [`Process::pause`]).
+    pub paused: Option<Pause>,
     root: Option<TaskIx>,
     queue: VecDeque<Job>,
     messages: Vec<Message>,
@@ -129,6 +133,7 @@ impl Process {
             tasks: TaskTable::new(),
             env: Vars::new(),
             audience: Audience::default(),
+            paused: None,
             root: None,
             queue: VecDeque::new(),
             messages: Vec::new(),
@@ -217,6 +222,10 @@ impl Process {
     /// [`has_queued_work`](Self::has_queued_work) is true and the next
     /// call continues.
     pub fn run(&mut self, svc: Services<'_>) {
+        if self.paused.is_some() {
+            // Held by an operator: the queue waits for `unpause`.
+            return;
+        }
         self.limits = svc.limits;
         self.tasks.set_max_scope_bytes(svc.limits.max_scope_bytes);
         let mut budget = svc.limits.jobs_per_run.max(1);

@@ -137,6 +137,7 @@ impl Process {
             tasks,
             env,
             audience: super::Audience::default(),
+            paused: None,
             root,
             queue: VecDeque::new(),
             messages: Vec::new(),

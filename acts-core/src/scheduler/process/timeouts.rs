@@ -79,6 +79,9 @@ impl Process {
     /// bound of the timeout's `$cost_in` (a timeout without one is due at
     /// once). `None` when nothing can time out.
     pub fn next_timer(&self) -> Option<i64> {
+        if self.paused.is_some() {
+            return None; // its timers hold while it is paused
+        }
         let mut due: Option<i64> = None;
         for (owner, rules) in self.timeout_owners() {
             let fired = self.fired(owner);
@@ -116,6 +119,9 @@ impl Process {
     /// timeout step not fired yet whose `if` holds (one per step per tick;
     /// a fired timeout that is still running holds the later ones back).
     pub fn tick(&mut self, svc: Services<'_>) {
+        if self.paused.is_some() {
+            return; // due timeouts fire when it is resumed
+        }
         let now = self.tasks.now();
         for (owner, rules) in self.timeout_owners() {
             let start = self.tasks.get(owner).map_or(0, |t| t.start_time);

@@ -1,0 +1,158 @@
+//! Operator controls of a whole process: pause, resume (unpause) and
+//! terminate. Each is applied by one transition and recorded in the root
+//! task's history with who, when, from which state and why.
+//!
+//! While a process is paused its job queue does not run (automatic steps
+//! hold), its timeouts neither arm nor fire (those that fall due fire when
+//! it is resumed), and client actions are refused (the engine checks
+//! [`Process::paused`] before applying one). What arrives from outside —
+//! an application package's result, a subflow child's return — is still
+//! applied to its act, but what follows it waits for the resume.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ActionError, Process, Services};
+use crate::scheduler::TaskEvent;
+use crate::scheduler::task_error::TaskError;
+
+/// Most bytes of an operator's reason.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+/// Why and since when a process is paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    /// Who paused it (`None`: the embedding application).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When (ms on the engine clock).
+    pub at: i64,
+    /// The operator's reason (may be empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+impl Process {
+    /// The error a client action on a paused process gets.
+    pub fn refuse_if_paused(&self) -> Result<(), ActionError> {
+        match &self.paused {
+            None => Ok(()),
+            Some(p) => Err(ActionError::ProcessState {
+                pid: self.pid.clone(),
+                message: format!(
+                    "the process is paused{}{}; an operator must resume it first",
+                    p.by.as_deref()
+                        .map_or_else(String::new, |b| format!(" by '{b}'")),
+                    if p.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", p.reason)
+                    }
+                ),
+            }),
+        }
+    }
+
+    /// Fails on a reason longer than [`MAX_REASON_BYTES`].
+    fn check_reason(&self, reason: &str) -> Result<(), ActionError> {
+        if reason.len() > MAX_REASON_BYTES {
+            return Err(self.not_allowed(format!(
+                "the reason is {} bytes, more than the limit of {MAX_REASON_BYTES}",
+                reason.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Fails unless the process has started and not ended.
+    fn check_live(&self, what: &str) -> Result<(), ActionError> {
+        let state = self.state();
+        if state.is_terminal() {
+            return Err(ActionError::AlreadyCompleted {
+                pid: self.pid.clone(),
+                tid: "$".into(),
+                state,
+            });
+        }
+        if state == crate::scheduler::TaskState::None {
+            return Err(self.not_allowed(format!(
+                "it has not started yet (it waits for an admission slot), so it cannot be {what}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn not_allowed(&self, message: String) -> ActionError {
+        ActionError::ProcessState {
+            pid: self.pid.clone(),
+            message,
+        }
+    }
+
+    /// Records operator control `action` on the root task.
+    fn record_control(&mut self, action: &str, by: Option<&str>, reason: &str) {
+        let root = self.root();
+        let event = TaskEvent {
+            action: action.to_owned(),
+            by: by.map(str::to_owned),
+            at: self.tasks.now(),
+            from: Some(self.state()),
+            detail: (!reason.is_empty()).then(|| reason.to_owned()),
+        };
+        // Marks the root's row changed: the history lives in it.
+        self.tasks.record_event(root, event);
+    }
+
+    /// Pauses the process (see the module docs).
+    pub fn pause(&mut self, by: Option<&str>, reason: &str) -> Result<(), ActionError> {
+        self.check_reason(reason)?;
+        self.check_live("paused")?;
+        if self.paused.is_some() {
+            return Err(self.not_allowed("it is paused already".into()));
+        }
+        self.record_control("pause", by, reason);
+        self.paused = Some(Pause {
+            by: by.map(str::to_owned),
+            at: self.tasks.now(),
+            reason: reason.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Resumes a paused process: timeouts that fell due fire, and the work
+    /// that waited runs.
+    pub fn unpause(&mut self, by: Option<&str>, svc: Services<'_>) -> Result<(), ActionError> {
+        self.check_live("resumed")?;
+        if self.paused.is_none() {
+            return Err(self.not_allowed("it is not paused".into()));
+        }
+        self.record_control("resume", by, "");
+        self.paused = None;
+        self.tick(svc);
+        self.run(svc);
+        Ok(())
+    }
+
+    /// Ends the process as aborted, with the operator's reason as its error
+    /// (ecode `terminated`); a paused process can be terminated.
+    pub fn terminate(
+        &mut self,
+        by: Option<&str>,
+        reason: &str,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        self.check_reason(reason)?;
+        self.check_live("terminated")?;
+        self.record_control("terminate", by, reason);
+        self.paused = None;
+        self.abort_process(svc)?;
+        let root = self.root();
+        let message = if reason.is_empty() {
+            "terminated by an operator".to_owned()
+        } else {
+            reason.to_owned()
+        };
+        self.tasks
+            .attach_err(root, TaskError::new("terminated", message));
+        Ok(())
+    }
+}

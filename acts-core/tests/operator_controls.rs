@@ -1,0 +1,356 @@
+//! Operator controls of a process: pause (timers and automatic steps hold,
+//! client actions are refused), resume (due timeouts fire, held work
+//! runs), terminate with a reason — each one atomic batch, recorded in the
+//! root task's history, and surviving a crash right after it (testkit
+//! `CrashStore`). Runs on every backend (`ACTS_TEST_STORE`) but the crash
+//! tests, which need the crash store.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, Executor, Principal};
+use acts_core::model::Vars;
+use acts_core::scheduler::{ActionError, TaskState};
+use acts_core::time::ManualClock;
+use acts_store::KvStore;
+use acts_testkit::CrashStore;
+use common::{ends, irq_created, recv_where, settle, store, vars};
+use serde_json::json;
+
+/// An approval with a reminder an hour after it is asked.
+const REMINDED: &str = r#"
+id: reminded
+ver: "1"
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+    timeouts:
+      - id: remind
+        if: $cost_in("1h")
+        uses: acts.core.msg
+        params: { key: reminder }
+  - id: done
+    uses: acts.transform.set
+    params: { approved: true }
+"#;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+async fn engine_on(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .clock(Arc::new(clock.clone()))
+        .start()
+        .await
+        .expect("engine starts")
+}
+
+/// The task of node `nid` in process `pid`, if one was created.
+async fn task_of(exec: &Executor, pid: &str, nid: &str) -> Option<acts_core::engine::TaskInfo> {
+    exec.tasks(pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.nid == nid)
+}
+
+/// The interrupt `approve` of `pid` (its act's task id).
+async fn approve_tid(exec: &Executor, pid: &str) -> String {
+    exec.tasks(pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .expect("the approval was asked")
+        .tid
+}
+
+/// The actions recorded on the root task of `pid`: (action, from, detail).
+async fn controls(exec: &Executor, pid: &str) -> Vec<(String, Option<TaskState>, Option<String>)> {
+    task_of(exec, pid, "reminded")
+        .await
+        .expect("the root task")
+        .history
+        .into_iter()
+        .map(|e| (e.action, e.from, e.detail))
+        .collect()
+}
+
+async fn started(engine: &Engine, pid: &str) {
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.deploy_yaml(REMINDED).await.expect("deploys");
+    exec.start("reminded", vars(json!({ "pid": pid })))
+        .await
+        .expect("starts");
+    recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
+}
+
+#[tokio::test]
+async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine_on(store().await, &clock).await;
+    let exec = engine.executor();
+    started(&engine, "p").await;
+    exec.pause_process("p", "vendor outage").await.unwrap();
+    let info = exec.process("p").await.unwrap();
+    let pause = info.paused.expect("paused");
+    assert_eq!(
+        (pause.reason.as_str(), pause.at),
+        ("vendor outage", 1_000_000)
+    );
+    // Its reminder falls due while it is paused: nothing fires.
+    clock.advance(2 * HOUR);
+    settle(&engine).await;
+    assert!(
+        task_of(&exec, "p", "remind").await.is_none(),
+        "the timer held"
+    );
+    // A client's answer is refused, and says why.
+    let tid = approve_tid(&exec, "p").await;
+    let refused = exec.complete("p", &tid, Vars::new()).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("paused") && refused.to_string().contains("vendor outage"),
+        "{refused}"
+    );
+    assert!(matches!(
+        exec.pause_process("p", "again").await,
+        Err(EngineError::Action(ActionError::ProcessState { .. }))
+    ));
+    // Resumed: the reminder that fell due fires at once; then the answer
+    // is taken and the process ends.
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.unpause_process("p").await.unwrap();
+    assert!(exec.process("p").await.unwrap().paused.is_none());
+    assert!(
+        task_of(&exec, "p", "remind").await.is_some(),
+        "fired on resume"
+    );
+    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    assert_eq!(recv_where(&mut rx, ends("p")).await.state, "completed");
+    assert_eq!(
+        controls(&exec, "p").await,
+        [
+            (
+                "pause".to_owned(),
+                Some(TaskState::Running),
+                Some("vendor outage".to_owned())
+            ),
+            ("resume".to_owned(), Some(TaskState::Running), None),
+        ]
+    );
+    assert!(matches!(
+        exec.unpause_process("p").await,
+        Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
+    ));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn what_a_subflow_returns_to_a_paused_parent_waits_for_the_resume() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine_on(store().await, &clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        "id: child\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n",
+    )
+    .await
+    .unwrap();
+    exec.deploy_yaml(
+        "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n  - id: after\n    uses: acts.transform.set\n    params: { after: true }\n",
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.start("parent", vars(json!({ "pid": "parent" })))
+        .await
+        .unwrap();
+    let ask = recv_where(&mut rx, irq_created).await;
+    exec.pause_process("parent", "").await.unwrap();
+    // The child is not paused: it ends, and its return reaches the parent.
+    exec.complete(&ask.pid, &ask.tid, Vars::new())
+        .await
+        .unwrap();
+    recv_where(&mut rx, ends(&ask.pid)).await;
+    settle(&engine).await;
+    let call: Vec<TaskState> = exec
+        .tasks("parent")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.uses.as_deref() == Some("acts.core.subflow"))
+        .map(|t| t.state)
+        .collect();
+    // The subflow act completed; its step waits for its next pass.
+    assert_eq!(
+        call,
+        [TaskState::Running, TaskState::Completed],
+        "the return is applied"
+    );
+    assert!(
+        task_of(&exec, "parent", "after").await.is_none(),
+        "the next step waits"
+    );
+    assert_eq!(
+        exec.process("parent").await.unwrap().state,
+        TaskState::Running
+    );
+    exec.unpause_process("parent").await.unwrap();
+    assert_eq!(recv_where(&mut rx, ends("parent")).await.state, "completed");
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn terminate_ends_the_process_with_the_operators_reason() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine_on(store().await, &clock).await;
+    let exec = engine.executor();
+    started(&engine, "p").await;
+    exec.pause_process("p", "looking").await.unwrap();
+    exec.terminate_process("p", "duplicate order")
+        .await
+        .unwrap();
+    let info = exec.process("p").await.unwrap();
+    assert_eq!(info.state, TaskState::Aborted);
+    assert!(info.paused.is_none());
+    let err = info.err.expect("the reason is its error");
+    assert_eq!(
+        (err.ecode.as_str(), err.message.as_str()),
+        ("terminated", "duplicate order")
+    );
+    let actions: Vec<String> = controls(&exec, "p")
+        .await
+        .into_iter()
+        .map(|c| c.0)
+        .collect();
+    assert_eq!(actions, ["pause", "terminate"]);
+    assert!(matches!(
+        exec.terminate_process("p", "").await,
+        Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
+    ));
+    // Limits and rights.
+    started(&engine, "q").await;
+    let long = "x".repeat(acts_core::scheduler::MAX_REASON_BYTES + 1);
+    assert!(exec.pause_process("q", &long).await.is_err());
+    assert!(exec.process("q").await.unwrap().paused.is_none());
+    let user = exec.as_principal(Principal::new("ann", ["finance"]));
+    assert!(matches!(
+        user.pause_process("q", "").await,
+        Err(EngineError::Denied { .. })
+    ));
+    assert!(matches!(
+        exec.pause_process("nope", "").await,
+        Err(EngineError::ProcessNotFound(_))
+    ));
+    engine.close().await;
+}
+
+/// Applies `control` to a waiting process on a crash store, then cuts the
+/// store right after the control's batch (and, separately, right before
+/// it), and returns the two recovered stores: (after, before).
+async fn crash_around(
+    control: impl AsyncFnOnce(&Executor),
+    pause_first: bool,
+) -> (Arc<dyn KvStore>, Arc<dyn KvStore>) {
+    let clock = ManualClock::new(1_000_000);
+    let crash = Arc::new(CrashStore::new());
+    let engine = engine_on(crash.clone(), &clock).await;
+    started(&engine, "p").await;
+    let exec = engine.executor();
+    if pause_first {
+        exec.pause_process("p", "first").await.expect("pauses");
+    }
+    engine.flush().await.expect("flushed");
+    let before = crash.committed().await;
+    control(&exec).await;
+    let after = crash.committed().await;
+    assert_eq!(after, before + 1, "one control, one batch");
+    crash.crash_after(after);
+    drop(engine);
+    (
+        Arc::new(crash.recover().await),
+        Arc::new(crash.recover_prefix(before).await),
+    )
+}
+
+#[tokio::test]
+async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied() {
+    let clock = ManualClock::new(5_000_000);
+    // Pause.
+    let (after, before) = crash_around(
+        async |x: &Executor| x.pause_process("p", "hold").await.unwrap(),
+        false,
+    )
+    .await;
+    let engine = engine_on(after, &clock).await;
+    let exec = engine.executor();
+    assert_eq!(
+        exec.process("p").await.unwrap().paused.unwrap().reason,
+        "hold"
+    );
+    clock.advance(2 * HOUR);
+    settle(&engine).await;
+    assert!(
+        task_of(&exec, "p", "remind").await.is_none(),
+        "still held after the crash"
+    );
+    let tid = approve_tid(&exec, "p").await;
+    assert!(exec.complete("p", &tid, Vars::new()).await.is_err());
+    engine.close().await;
+    let engine = engine_on(before, &clock).await;
+    assert!(
+        engine
+            .executor()
+            .process("p")
+            .await
+            .unwrap()
+            .paused
+            .is_none()
+    );
+    engine.close().await;
+
+    // Resume.
+    let (after, before) = crash_around(
+        async |x: &Executor| x.unpause_process("p").await.unwrap(),
+        true,
+    )
+    .await;
+    let engine = engine_on(after, &clock).await;
+    let exec = engine.executor();
+    assert!(exec.process("p").await.unwrap().paused.is_none());
+    let tid = approve_tid(&exec, "p").await;
+    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    engine.close().await;
+    let engine = engine_on(before, &clock).await;
+    assert!(
+        engine
+            .executor()
+            .process("p")
+            .await
+            .unwrap()
+            .paused
+            .is_some()
+    );
+    engine.close().await;
+
+    // Terminate.
+    let (after, before) = crash_around(
+        async |x: &Executor| x.terminate_process("p", "stop").await.unwrap(),
+        true,
+    )
+    .await;
+    let engine = engine_on(after, &clock).await;
+    let info = engine.executor().process("p").await.unwrap();
+    assert_eq!(info.state, TaskState::Aborted);
+    assert_eq!(info.err.unwrap().message, "stop");
+    engine.close().await;
+    let engine = engine_on(before, &clock).await;
+    assert_eq!(
+        engine.executor().process("p").await.unwrap().state,
+        TaskState::Running
+    );
+    engine.close().await;
+}
