@@ -170,6 +170,11 @@ pub enum Command {
         /// Only processes of this model.
         #[arg(long)]
         model: Option<String>,
+        /// Only stuck processes: in flight, not paused, with no interrupt,
+        /// timer, package or subflow to wait for, for longer than SECONDS
+        /// (default 600). Ignores --state and --model.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "600")]
+        stuck: Option<u64>,
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,

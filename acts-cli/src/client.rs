@@ -182,7 +182,23 @@ pub(crate) async fn run(
             print_started(&info, quiet);
             Ok(0)
         }
-        Command::Ps { state, model, json } => {
+        Command::Ps {
+            stuck: Some(secs),
+            json,
+            ..
+        } => {
+            let secs = secs.to_string();
+            let list: Vec<ProcInfo> = c.get(&["stuck"], &[("after_secs", &secs)]).await?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print_processes(&list);
+            }
+            Ok(0)
+        }
+        Command::Ps {
+            state, model, json, ..
+        } => {
             let mut list: Vec<ProcInfo> = Vec::new();
             let mut cursor: Option<String> = None;
             loop {

@@ -134,7 +134,26 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             }
             Ok(0)
         }
-        Command::Ps { state, model, json } => ps(&engine.executor(), state, model, json).await,
+        Command::Ps {
+            stuck: Some(secs),
+            json,
+            ..
+        } => {
+            let list = engine
+                .executor()
+                .stuck_processes(Some(std::time::Duration::from_secs(secs)))
+                .await
+                .map_err(Failure::engine)?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print_processes(&list);
+            }
+            Ok(0)
+        }
+        Command::Ps {
+            state, model, json, ..
+        } => ps(&engine.executor(), state, model, json).await,
         Command::Show { pid, json } => show(&engine.executor(), &pid, json).await,
         Command::Act {
             action,

@@ -414,6 +414,7 @@ impl Driver {
                 self.on_message(&root, &m);
                 if m.r#type == MessageType::Workflow
                     && m.state != MessageState::Created
+                    && m.state != MessageState::Stuck
                     && m.pid == root
                 {
                     open.retain(|p| *p != root);

@@ -209,6 +209,9 @@ fn the_commands_work_through_a_running_server() {
     );
     let out = acts(&["show", &pid]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("pause by"));
+    let out = acts(&["ps", "--stuck", "--json"]);
+    let stuck: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(stuck, serde_json::json!([]), "paused is not stuck");
     let out = acts(&["control", "resume", &pid]);
     assert!(
         out.status.success(),

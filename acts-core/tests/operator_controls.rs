@@ -354,3 +354,83 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
     );
     engine.close().await;
 }
+
+/// A chain of automatic steps long enough to take several transitions.
+fn chain(steps: usize) -> String {
+    let mut m = String::from("id: chain\nver: '1'\nsteps:\n");
+    for i in 0..steps {
+        m.push_str(&format!(
+            "  - id: s{i}\n    uses: acts.transform.set\n    params: {{ n{i}: {i} }}\n"
+        ));
+    }
+    m
+}
+
+#[tokio::test]
+async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting_one() {
+    use acts_core::engine::EngineConfig;
+    use acts_store::{ErrorKind, MemoryStore};
+    use acts_testkit::{FailPlan, FailingStore, OpSet};
+
+    let clock = ManualClock::new(1_000_000);
+    let failing = Arc::new(FailingStore::new(MemoryStore::new()));
+    let mut config = EngineConfig::default();
+    // Each transition runs a few jobs, so the chain commits many times.
+    config.run_limits.jobs_per_run = 4;
+    config.stuck_after = Duration::from_secs(600);
+    let engine = Engine::builder()
+        .store(failing.clone())
+        .clock(Arc::new(clock.clone()))
+        .config(config)
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    started(&engine, "waits").await;
+    exec.deploy_yaml(&chain(12)).await.unwrap();
+    // The chain's first transition commits; every later write fails (a
+    // store gone read-only): it cannot move, and nothing it waits for
+    // would move it.
+    failing.set_plan(FailPlan::after(OpSet::WRITES, 1, ErrorKind::Unavailable));
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let info = exec
+        .start("chain", vars(json!({ "pid": "chain" })))
+        .await
+        .unwrap();
+    assert_eq!(info.state, TaskState::Running);
+    settle(&engine).await;
+    // Not yet past the threshold: nothing to report.
+    clock.advance(Duration::from_secs(300));
+    engine.housekeeping().await;
+    assert!(exec.stuck_processes(None).await.unwrap().is_empty());
+    clock.advance(Duration::from_secs(400));
+    engine.housekeeping().await;
+    let stuck: Vec<String> = exec
+        .stuck_processes(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(stuck, ["chain"], "the waiting process is not stuck");
+    assert_eq!(engine.stats().stuck, 1);
+    let m = recv_where(&mut rx, |m| m.state == "stuck").await;
+    assert_eq!((m.pid.as_str(), m.r#type.as_str()), ("chain", "workflow"));
+    assert_eq!(m.inputs["quiet_since"], json!(1_000_000));
+    // Reported once, not on every tick.
+    engine.housekeeping().await;
+    // The store comes back: the chain moves on and ends; nothing is stuck.
+    failing.heal();
+    engine.housekeeping().await;
+    assert_eq!(recv_where(&mut rx, ends("chain")).await.state, "completed");
+    engine.housekeeping().await;
+    assert!(exec.stuck_processes(None).await.unwrap().is_empty());
+    assert_eq!(engine.stats().stuck, 0);
+    let user = exec.as_principal(Principal::new("ann", ["finance"]));
+    assert!(user.stuck_processes(None).await.is_err());
+    // The waiting one was never reported.
+    while let Ok(m) = rx.try_recv() {
+        assert!(m.state != "stuck" || m.pid == "chain", "{m:?}");
+    }
+    engine.close().await;
+}

@@ -174,7 +174,7 @@ pub(crate) async fn hook(
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
     while !open.is_empty() {
         match tokio::time::timeout_at(deadline, sub.next()).await {
-            Ok(Some(m)) if m.state != "created" => {
+            Ok(Some(m)) if m.state != "created" && m.state != "stuck" => {
                 open.remove(&m.pid);
             }
             Ok(Some(_)) => {}

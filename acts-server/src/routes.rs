@@ -60,6 +60,7 @@ pub(crate) fn routes(state: AppState) -> Router {
             "/api/v1/processes/{pid}",
             get(get_process).delete(remove_process),
         )
+        .route("/api/v1/stuck", get(stuck_processes))
         .route("/api/v1/processes/{pid}/abort", post(abort_process))
         .route("/api/v1/processes/{pid}/pause", post(pause_process))
         .route("/api/v1/processes/{pid}/resume", post(unpause_process))
@@ -317,6 +318,23 @@ async fn process_model(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<i
 async fn abort_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
     x.abort_process(&pid).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The threshold of a stuck listing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StuckQuery {
+    /// Quiet for longer than this many seconds (default: the engine's
+    /// `stuck_after`).
+    after_secs: Option<u64>,
+}
+
+async fn stuck_processes(
+    Exec(x, _): Exec,
+    Query(q): Query<StuckQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let after = q.after_secs.map(std::time::Duration::from_secs);
+    Ok(Json(x.stuck_processes(after).await?))
 }
 
 /// The optional body of an operator control: why.

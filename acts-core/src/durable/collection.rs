@@ -6,48 +6,17 @@
 //! - index entry: `("i", collection, field, value, id)` → the row id, for
 //!   every indexed field of the row.
 
-use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use acts_store::keys::{KeyBuilder, KeyReader};
+
+pub use super::query::{Filter, IndexValue, Page, Query};
 use acts_store::{BatchOp, KvStore, ScanRange, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-/// A value an index orders by.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum IndexValue {
-    /// A boolean (false first).
-    Bool(bool),
-    /// A signed integer (times, counters).
-    Int(i64),
-    /// A string.
-    Str(String),
-}
-
-impl IndexValue {
-    fn encode(&self, key: KeyBuilder) -> KeyBuilder {
-        match self {
-            IndexValue::Bool(b) => key.raw(&[0x01, u8::from(*b)]),
-            IndexValue::Int(i) => key.raw(&[0x02]).i64(*i),
-            IndexValue::Str(s) => key.raw(&[0x03]).str(s),
-        }
-    }
-
-    /// The index value a JSON filter operand stands for (`None` if it has
-    /// no index form).
-    fn from_json(v: &Value) -> Option<Self> {
-        match v {
-            Value::Bool(b) => Some(IndexValue::Bool(*b)),
-            Value::Number(n) => n.as_i64().map(IndexValue::Int),
-            Value::String(s) => Some(IndexValue::Str(s.clone())),
-            _ => None,
-        }
-    }
-}
 
 /// A row type stored in a [`Collection`].
 pub trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
@@ -102,109 +71,6 @@ pub enum CollectionError {
         /// What is wrong.
         message: String,
     },
-}
-
-/// A condition on a row's fields (compared as JSON: numbers with numbers,
-/// strings with strings).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Filter {
-    /// `field == value`.
-    Eq(String, Value),
-    /// `field != value`.
-    Ne(String, Value),
-    /// `field` is one of the values.
-    In(String, Vec<Value>),
-    /// `field < value`.
-    Lt(String, Value),
-    /// `field <= value`.
-    Le(String, Value),
-    /// `field > value`.
-    Gt(String, Value),
-    /// `field >= value`.
-    Ge(String, Value),
-    /// All of them.
-    And(Vec<Filter>),
-    /// Any of them.
-    Or(Vec<Filter>),
-}
-
-fn compare(a: &Value, b: &Value) -> Option<Ordering> {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
-        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
-        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
-        _ => None,
-    }
-}
-
-impl Filter {
-    /// `field == value`.
-    pub fn eq(field: &str, value: impl Into<Value>) -> Self {
-        Filter::Eq(field.into(), value.into())
-    }
-
-    fn matches(&self, row: &Value) -> bool {
-        let get = |f: &str| row.get(f).unwrap_or(&Value::Null);
-        let ord = |f: &str, v: &Value| compare(get(f), v);
-        match self {
-            Filter::Eq(f, v) => get(f) == v,
-            Filter::Ne(f, v) => get(f) != v,
-            Filter::In(f, vs) => vs.contains(get(f)),
-            Filter::Lt(f, v) => ord(f, v) == Some(Ordering::Less),
-            Filter::Le(f, v) => matches!(ord(f, v), Some(Ordering::Less | Ordering::Equal)),
-            Filter::Gt(f, v) => ord(f, v) == Some(Ordering::Greater),
-            Filter::Ge(f, v) => matches!(ord(f, v), Some(Ordering::Greater | Ordering::Equal)),
-            Filter::And(all) => all.iter().all(|x| x.matches(row)),
-            Filter::Or(any) => any.iter().any(|x| x.matches(row)),
-        }
-    }
-}
-
-/// What to read: filters, an order, a page size and where to continue.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Query {
-    /// Every row must match all of these.
-    pub filters: Vec<Filter>,
-    /// Order by this indexed field; `true` for descending.
-    pub order_by: Option<(String, bool)>,
-    /// Rows per page (`None`: everything in one page).
-    pub limit: Option<usize>,
-    /// Continue after this cursor (from a previous [`Page`]).
-    pub after: Option<Vec<u8>>,
-}
-
-impl Query {
-    /// Every row.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a filter.
-    pub fn filter(mut self, f: Filter) -> Self {
-        self.filters.push(f);
-        self
-    }
-
-    /// Orders by an indexed field.
-    pub fn order_by(mut self, field: &str, descending: bool) -> Self {
-        self.order_by = Some((field.into(), descending));
-        self
-    }
-
-    /// Sets the page size.
-    pub fn limit(mut self, n: usize) -> Self {
-        self.limit = Some(n);
-        self
-    }
-}
-
-/// One page of a query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
-    /// The rows, in query order.
-    pub rows: Vec<T>,
-    /// Where the next page starts; `None` when there is no more.
-    pub next: Option<Vec<u8>>,
 }
 
 /// How a row is stored: its schema version and its data.
@@ -276,6 +142,7 @@ impl<T: Row> Collection<T> {
         T::INDEXED
             .iter()
             .zip(row.index_values())
+            .filter(|(_, value)| *value != IndexValue::Absent)
             .map(|(field, value)| value.encode(Self::index_prefix(field)).str(&id).finish())
             .collect()
     }
@@ -554,6 +421,36 @@ impl<T: Row> Collection<T> {
             Ok(())
         })
         .await
+    }
+
+    /// The ids of the rows whose indexed integer `field` is below `bound`,
+    /// smallest first, at most `limit`, read from the index alone: the
+    /// read stops at the bound (rows above it cost nothing).
+    pub async fn index_ids_below(
+        &self,
+        field: &str,
+        bound: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, CollectionError> {
+        if !T::INDEXED.contains(&field) {
+            return Err(CollectionError::BadQuery {
+                collection: T::COLLECTION,
+                message: format!("'{field}' has no index"),
+            });
+        }
+        let start = Self::index_prefix(field).raw(&[0x02]).finish();
+        let end = IndexValue::Int(bound)
+            .encode(Self::index_prefix(field))
+            .finish();
+        let pairs = self
+            .store
+            .scan(ScanRange::between(start, end).with_limit(limit))
+            .await?;
+        // An index entry's value is the row id.
+        Ok(pairs
+            .into_iter()
+            .map(|p| String::from_utf8_lossy(&p.value).into_owned())
+            .collect())
     }
 
     /// Every row matching `query`, reading page after page until the end

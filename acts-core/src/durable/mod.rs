@@ -10,6 +10,7 @@
 //! which keeps each indexed field's name next to the value it indexes.
 
 mod collection;
+mod query;
 mod writer;
 
 pub use collection::{Collection, CollectionError, Filter, IndexValue, Page, Query, Row};

@@ -116,6 +116,10 @@ wire_enum! {
         Skipped => "skipped",
         /// Removed.
         Removed => "removed",
+        /// (Workflow messages only.) The stuck detector found the process
+        /// quiet — in flight with nothing to wait for — for longer than
+        /// its threshold; `inputs.quiet_since` says since when.
+        Stuck => "stuck",
     }
 }
 

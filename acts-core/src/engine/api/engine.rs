@@ -217,6 +217,8 @@ pub struct EngineStats {
     pub queued_writes: usize,
     /// Script evaluations and the limits they hit.
     pub scripts: crate::script::ScriptStats,
+    /// Processes the stuck detector found stuck at its last check.
+    pub stuck: usize,
 }
 
 /// A running engine. Cheap to clone; [`close`](Self::close) stops it.
@@ -294,6 +296,7 @@ impl Engine {
             parked: cache.parked().len(),
             queued_writes: self.rt.writer.queued(),
             scripts: self.rt.scripts.stats(),
+            stuck: self.rt.stuck_reported.lock().len(),
         }
     }
 

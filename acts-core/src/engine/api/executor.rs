@@ -350,6 +350,21 @@ impl Executor {
             .await
     }
 
+    /// The processes that have been *quiet* — in flight, not paused, with
+    /// no interrupt, timer, package or subflow to wait for — for longer
+    /// than `after` (default: the engine's `stuck_after`), the longest
+    /// quiet first, at most 1,000 (operator). Read from an index of quiet
+    /// processes, never by scanning every process.
+    pub async fn stuck_processes(
+        &self,
+        after: Option<std::time::Duration>,
+    ) -> Result<Vec<ProcInfo>, EngineError> {
+        self.need_operator("listing stuck processes")?;
+        let after = after.unwrap_or(self.rt.config.stuck_after);
+        let rows = self.rt.stuck(after, 1000).await?;
+        Ok(rows.iter().map(ProcInfo::of_row).collect())
+    }
+
     /// Removes a process and all its rows (a running one stops). Returns
     /// whether it existed.
     pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {

@@ -55,6 +55,12 @@ pub struct EngineConfig {
     /// line);
     /// then it fails with [`EngineError::Busy`](crate::engine::EngineError::Busy). Default 30 s.
     pub admission_wait: Duration,
+    /// How long a process may stay *quiet* — in flight, not paused, with
+    /// no interrupt, timer, package or subflow to wait for — before the
+    /// stuck detector reports it (a warning, a `workflow`/`stuck` message
+    /// on the channels, `acts_processes_stuck`, `acts ps --stuck`).
+    /// Checked on each housekeeping tick. Default: 10 minutes.
+    pub stuck_after: Duration,
 }
 
 impl Default for EngineConfig {
@@ -72,6 +78,7 @@ impl Default for EngineConfig {
             model_limits: ModelLimits::default(),
             max_vars_bytes: 1024 * 1024,
             admission_wait: Duration::from_secs(30),
+            stuck_after: Duration::from_secs(600),
         }
     }
 }

@@ -61,7 +61,7 @@ impl Emitter {
                 for f in &h.message {
                     f(m);
                 }
-                if m.r#type == MessageType::Workflow {
+                if m.r#type == MessageType::Workflow && m.state != MessageState::Stuck {
                     let list = match m.state {
                         MessageState::Created => &h.start,
                         MessageState::Error => &h.error,

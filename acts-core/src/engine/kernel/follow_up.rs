@@ -149,6 +149,7 @@ impl Kernel {
             err: None,
             started_by: None,
             paused: None,
+            quiet_since: None,
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

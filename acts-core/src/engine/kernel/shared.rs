@@ -94,6 +94,8 @@ pub(crate) struct Kernel {
     pub(crate) stalled:
         parking_lot::Mutex<HashMap<String, crate::engine::kernel::stalled::Stalled>>,
     pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
+    /// Stuck processes reported so far: pid → the quiet time reported.
+    pub(crate) stuck_reported: parking_lot::Mutex<HashMap<String, i64>>,
     /// The deployed models and the versions processes run on.
     pub(crate) models: crate::engine::kernel::catalog::Catalog,
     closed: AtomicBool,
@@ -138,6 +140,7 @@ impl Kernel {
             inflight: Arc::default(),
             resuming: Arc::default(),
             stalled: parking_lot::Mutex::default(),
+            stuck_reported: Default::default(),
             models: Default::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),

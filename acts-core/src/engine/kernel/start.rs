@@ -101,6 +101,7 @@ impl Kernel {
             err: None,
             started_by: started_by.map(str::to_owned),
             paused: None,
+            quiet_since: None,
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

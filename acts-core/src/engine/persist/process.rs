@@ -169,6 +169,8 @@ pub(crate) fn transition_ops(
         root.and_then(|r| r.err.as_ref()),
     );
     let old = &persisted.row;
+    // Quiet again: the detector measures from this transition.
+    let quiet_since = p.is_quiet().then(|| p.tasks.now());
     let pending = if p.has_queued_work() {
         p.queued_jobs()
     } else {
@@ -201,6 +203,7 @@ pub(crate) fn transition_ops(
         || p.env != old.env
         || p.audience.len() != old.audience.len()
         || p.paused != old.paused
+        || quiet_since != old.quiet_since
         || !old.start_vars.is_empty();
     if changed {
         let row = ProcRow {
@@ -214,6 +217,7 @@ pub(crate) fn transition_ops(
             start_vars: Vars::new(),
             started_by: old.started_by.clone(),
             paused: p.paused.clone(),
+            quiet_since,
             audience: p.audience.names().map(str::to_owned).collect(),
             id: old.id.clone(),
             mid: old.mid.clone(),
@@ -222,7 +226,7 @@ pub(crate) fn transition_ops(
             timestamp: old.timestamp,
             pending,
         };
-        if row.state == old.state && persisted.row_stored {
+        if row.state == old.state && row.quiet_since == old.quiet_since && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
         } else {
             ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));

@@ -138,6 +138,11 @@ pub struct ProcRow {
     /// The principal who started it (`None`: no principal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_by: Option<String>,
+    /// Since when (ms) it has been *quiet* — in flight with nothing to
+    /// wait for (see `Process::is_quiet`); the stuck detector reads the
+    /// sparse `quiet` index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_since: Option<i64>,
     /// Set while an operator holds it paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::scheduler::Pause>,
@@ -159,6 +164,7 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     "mid" => IndexValue::Str(r.mid.clone()),
     "timestamp" => IndexValue::Int(r.timestamp),
     "version" => IndexValue::Str(format!("{}@{}", r.mid, r.rev)),
+    "quiet" => r.quiet_since.map_or(IndexValue::Absent, IndexValue::Int),
 });
 
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).

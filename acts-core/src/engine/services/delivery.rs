@@ -109,7 +109,7 @@ impl Kernel {
         // Tasks that end in this transition: (pid, tid).
         let ended: std::collections::HashSet<(&str, &str)> = messages
             .iter()
-            .filter(|m| m.state != MessageState::Created)
+            .filter(|m| m.state != MessageState::Created && m.state != MessageState::Stuck)
             .map(|m| (m.pid.as_str(), m.tid.as_str()))
             .collect();
         let pids: std::collections::BTreeSet<&str> = ended.iter().map(|(p, _)| *p).collect();
@@ -419,6 +419,9 @@ impl Kernel {
         self.refill();
         if let Some(rt) = self.this() {
             rt.retry_stalled().await;
+        }
+        if let Err(e) = self.report_stuck().await {
+            warn!(error = %e, "checking for stuck processes failed; retried on the next tick");
         }
         let now = self.now();
         let last = self.last_sweep.load(std::sync::atomic::Ordering::Acquire);

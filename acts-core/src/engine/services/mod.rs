@@ -1,11 +1,13 @@
 //! The services built on the kernel: durable deliveries (ack, retry,
 //! dead letters) and housekeeping (the sweeper, outbox retries), triggers
-//! (manual, hook, cron), and sealed data (the reference's snapshots).
+//! (manual, hook, cron), sealed data (the reference's snapshots), and the
+//! stuck detector.
 //!
 //! May use: the kernel, `persist`, and the API's error and info types.
 
 pub(crate) mod delivery;
 pub(crate) mod sealed;
+pub(crate) mod stuck;
 pub(crate) mod trigger;
 
 pub use sealed::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

@@ -12,8 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ActionError, Process, Services};
-use crate::scheduler::TaskEvent;
 use crate::scheduler::task_error::TaskError;
+use crate::scheduler::{Sign, TaskEvent, TaskState};
 
 /// Most bytes of an operator's reason.
 pub const MAX_REASON_BYTES: usize = 1024;
@@ -50,6 +50,23 @@ impl Process {
                 ),
             }),
         }
+    }
+
+    /// Whether nothing but a fault can be holding the process: it is in
+    /// flight and not paused, yet no interrupt waits for a client, no
+    /// timeout is armed and no act waits for a package or a subflow. A
+    /// process quiet for long made no progress it could make (the stuck
+    /// detector reports it).
+    pub fn is_quiet(&self) -> bool {
+        let state = self.state();
+        if state.is_terminal() || state == TaskState::None || self.paused.is_some() {
+            return false;
+        }
+        let waits = self.tasks.all().any(|(_, t)| {
+            t.state == TaskState::Interrupt
+                || (t.state == TaskState::Running && t.sign.has(Sign::EXTERNAL))
+        });
+        !waits && self.next_timer().is_none()
     }
 
     /// Fails on a reason longer than [`MAX_REASON_BYTES`].
