@@ -175,6 +175,14 @@ pub enum Command {
         /// (default 600). Ignores --state and --model.
         #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "600")]
         stuck: Option<u64>,
+        /// Only processes whose variable (one the model declares in its
+        /// `index:`) matches: VAR=VALUE, VAR>=VALUE, VAR<=VALUE (VALUE as
+        /// JSON, else text); repeatable on one variable; needs --model.
+        #[arg(long = "where", value_name = "CONDITION")]
+        wheres: Vec<String>,
+        /// Print how many processes match instead of listing them.
+        #[arg(long)]
+        count: bool,
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,

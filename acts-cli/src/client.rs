@@ -121,6 +121,27 @@ impl Client {
         decode(self.send(self.http.get(url)).await?)
     }
 
+    /// Posts `body` as JSON with `query`; the answer read as `T`.
+    async fn post_query<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        body: &impl serde::Serialize,
+    ) -> Result<T, Refused> {
+        let url = self.url(segments, query)?;
+        let text = serde_json::to_string(body)
+            .map_err(|e| Refused::Input(format!("the query cannot be sent: {e}")))?;
+        decode(
+            self.send(
+                self.http
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(text),
+            )
+            .await?,
+        )
+    }
+
     /// Deletes the resource at `segments`.
     async fn delete(&self, segments: &[&str]) -> Result<(), Refused> {
         let url = self.url(segments, &[])?;
@@ -189,6 +210,38 @@ pub(crate) async fn run(
         } => {
             let secs = secs.to_string();
             let list: Vec<ProcInfo> = c.get(&["stuck"], &[("after_secs", &secs)]).await?;
+            if json {
+                print_json(&list)?;
+            } else {
+                print_processes(&list);
+            }
+            Ok(0)
+        }
+        Command::Ps {
+            state,
+            model,
+            wheres,
+            count,
+            json,
+            ..
+        } if count || !wheres.is_empty() => {
+            let mut q = crate::query::where_query(model.as_deref(), state.as_deref(), &wheres)?;
+            if count {
+                let page: Value = c
+                    .post_query(&["processes", "query"], &[("count", "true")], &q)
+                    .await?;
+                println!("{}", page["total"]);
+                return Ok(0);
+            }
+            let mut list: Vec<ProcInfo> = Vec::new();
+            loop {
+                let page: Value = c.post_query(&["processes", "query"], &[], &q).await?;
+                list.extend(decode::<Vec<ProcInfo>>(page["processes"].clone())?);
+                match page["next"].as_str() {
+                    Some(n) => q.cursor = Some(n.to_owned()),
+                    None => break,
+                }
+            }
             if json {
                 print_json(&list)?;
             } else {

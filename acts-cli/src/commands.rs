@@ -152,6 +152,37 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             Ok(0)
         }
         Command::Ps {
+            state,
+            model,
+            wheres,
+            count,
+            json,
+            ..
+        } if count || !wheres.is_empty() => {
+            let mut q = crate::query::where_query(model.as_deref(), state.as_deref(), &wheres)?;
+            let exec = engine.executor();
+            if count {
+                let n = exec.count_matching(&q).await.map_err(Failure::action)?;
+                println!("{n}");
+                return Ok(0);
+            }
+            let mut list = Vec::new();
+            loop {
+                let page = exec.find_processes(&q).await.map_err(Failure::action)?;
+                list.extend(page.processes);
+                match page.next {
+                    Some(c) => q.cursor = Some(c),
+                    None => break,
+                }
+            }
+            if json {
+                print_json(&list)?;
+            } else {
+                print_processes(&list);
+            }
+            Ok(0)
+        }
+        Command::Ps {
             state, model, json, ..
         } => ps(&engine.executor(), state, model, json).await,
         Command::Show { pid, json } => show(&engine.executor(), &pid, json).await,
@@ -264,18 +295,10 @@ async fn ps(
     model: Option<String>,
     json: bool,
 ) -> Result<u8, Failure> {
-    let state = match state {
-        Some(s) => Some(
-            TaskState::ALL
-                .into_iter()
-                .find(|x| x.as_str() == s)
-                .ok_or_else(|| {
-                    let all: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
-                    Failure::input(format!("unknown state '{s}' (one of: {})", all.join(", ")))
-                })?,
-        ),
-        None => None,
-    };
+    let state = state
+        .as_deref()
+        .map(crate::query::parse_state)
+        .transpose()?;
     let list = exec
         .processes(state, model.as_deref())
         .await

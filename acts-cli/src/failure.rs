@@ -56,7 +56,10 @@ impl Failure {
             | EngineError::Inputs { .. }
             | EngineError::BadPid { .. }
             | EngineError::TooLarge { .. }
-            | EngineError::Duplicated(_) => Failure::input(e.to_string()),
+            | EngineError::Duplicated(_)
+            | EngineError::VersionNotFound { .. }
+            | EngineError::VersionInUse { .. }
+            | EngineError::Query(_) => Failure::input(e.to_string()),
             other => Failure::engine(other),
         }
     }

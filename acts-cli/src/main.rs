@@ -26,6 +26,7 @@ mod driver;
 mod failure;
 mod output;
 mod owner;
+mod query;
 mod serve;
 mod session;
 mod testcmd;

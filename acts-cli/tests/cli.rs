@@ -641,7 +641,7 @@ fn versions_are_listed_started_by_revision_and_guarded_on_removal() {
     let refused = acts(&store)
         .args(["versions", "m", "--remove", "1"])
         .assert()
-        .code(1);
+        .code(2);
     let why = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
     assert!(why.contains("'p1'") || why.contains("unfinished"), "{why}");
     acts(&store)
@@ -651,5 +651,77 @@ fn versions_are_listed_started_by_revision_and_guarded_on_removal() {
     acts(&store)
         .args(["start", "m", "--rev", "7"])
         .assert()
-        .code(1);
+        .code(2);
+}
+
+#[test]
+fn ps_finds_processes_by_an_indexed_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let file = model_file(
+        &dir,
+        "orders.yml",
+        "id: orders\nver: '1'\nindex: [customer, amount]\nsteps:\n  - id: review\n    uses: acts.core.irq\n    params: { key: review }\n",
+    );
+    acts(&store).arg("deploy").arg(&file).assert().success();
+    for (pid, customer, amount) in [
+        ("a1", "acme", 100),
+        ("a2", "acme", 300),
+        ("g1", "globex", 200),
+    ] {
+        acts(&store)
+            .args(["start", "orders", "--var"])
+            .arg(format!("pid=\"{pid}\""))
+            .arg("--var")
+            .arg(format!("customer=\"{customer}\""))
+            .arg("--var")
+            .arg(format!("amount={amount}"))
+            .assert()
+            .success();
+    }
+    let out = acts(&store)
+        .args([
+            "ps",
+            "--model",
+            "orders",
+            "--where",
+            "customer=acme",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let list: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let pids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_str().unwrap())
+        .collect();
+    assert_eq!(pids, ["a1", "a2"]);
+    let out = acts(&store)
+        .args([
+            "ps",
+            "--model",
+            "orders",
+            "--where",
+            "amount>=150",
+            "--where",
+            "amount<=250",
+            "--count",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout).trim(),
+        "1"
+    );
+    let out = acts(&store)
+        .args(["ps", "--model", "orders", "--where", "region=eu"])
+        .assert()
+        .code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("does not index 'region'"));
+    acts(&store)
+        .args(["ps", "--where", "customer=acme"])
+        .assert()
+        .code(2);
 }

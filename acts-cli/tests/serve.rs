@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-const APPROVAL: &str = "id: approval\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: approve }\n";
+const APPROVAL: &str = "id: approval\nver: '1'\nindex: [amount]\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: approve }\n";
 
 /// Starts `acts serve` on a free loopback port; returns the child and the
 /// address it announced.
@@ -209,6 +209,27 @@ fn the_commands_work_through_a_running_server() {
     );
     let out = acts(&["show", &pid]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("pause by"));
+    let out = acts(&[
+        "ps",
+        "--model",
+        "approval",
+        "--where",
+        "amount>=0",
+        "--count",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0",
+        "no amount given"
+    );
+    let out = acts(&["ps", "--model", "approval", "--where", "region=eu"]);
+    assert_eq!(out.status.code(), Some(2), "approval indexes only amount");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not index"));
     let out = acts(&["ps", "--stuck", "--json"]);
     let stuck: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(stuck, serde_json::json!([]), "paused is not stuck");

@@ -45,6 +45,7 @@ impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         let (status, code) = match &e {
             EngineError::Model(_) => (StatusCode::BAD_REQUEST, "bad_model"),
+            EngineError::Query(_) => (StatusCode::BAD_REQUEST, "bad_query"),
             EngineError::BadPid { .. } | EngineError::Inputs { .. } => {
                 (StatusCode::BAD_REQUEST, "bad_request")
             }

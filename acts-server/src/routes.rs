@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use acts::{Action, ChannelOptions, Engine, ModelInfo, TaskState, Vars, Workflow};
+use acts::{Action, ChannelOptions, Engine, ModelInfo, ProcessQuery, TaskState, Vars, Workflow};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -56,6 +56,7 @@ pub(crate) fn routes(state: AppState) -> Router {
             get(get_version).delete(remove_version),
         )
         .route("/api/v1/processes", get(list_processes).post(start_process))
+        .route("/api/v1/processes/query", post(query_processes))
         .route(
             "/api/v1/processes/{pid}",
             get(get_process).delete(remove_process),
@@ -230,6 +231,33 @@ async fn start_process(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResp
         None => x.start(&req.model, req.vars).await?,
     };
     Ok((StatusCode::CREATED, Json(info)))
+}
+
+/// Whether a query also counts its matches.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryOptions {
+    /// Also count every match (`total`; an operator's).
+    #[serde(default)]
+    count: bool,
+}
+
+/// A query (the body: an `acts::ProcessQuery` as JSON).
+async fn query_processes(
+    Exec(x, _): Exec,
+    Query(o): Query<QueryOptions>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let query: ProcessQuery = json_body(&body)?;
+    let page = x.find_processes(&query).await?;
+    let total = if o.count {
+        Some(x.count_matching(&query).await?)
+    } else {
+        None
+    };
+    Ok(Json(
+        json!({"processes": page.processes, "next": page.next, "total": total}),
+    ))
 }
 
 /// The filters and page of a process listing.

@@ -65,8 +65,9 @@ pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
     EngineConfig, EngineError, EngineStats, Executor, ModelInfo, ModelVersionInfo, PackageContext,
-    PackageFailure, PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, SealOptions,
-    SealedData, SealedEntry, TaskInfo, TriggerInfo, USER_ACTIONS,
+    PackageFailure, PackageInfo, Principal, ProcInfo, ProcessPage, ProcessQuery, ROLE_ADMIN,
+    ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, TaskInfo, TriggerInfo, USER_ACTIONS,
+    VarFilter,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,

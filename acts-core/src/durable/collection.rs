@@ -260,7 +260,6 @@ impl<T: Row> Collection<T> {
 
     /// One page of `query`.
     pub async fn query(&self, query: &Query) -> Result<Page<T>, CollectionError> {
-        let filter = Filter::And(query.filters.clone());
         // Which keys to walk: the order field's index, else an index that
         // an equality filter pins to one value, else the rows themselves.
         let (prefix, from_index) = match &query.order_by {
@@ -287,8 +286,35 @@ impl<T: Row> Collection<T> {
             },
         };
         let descending = query.order_by.as_ref().is_some_and(|(_, d)| *d);
+        self.walk(ScanRange::prefix(&prefix), from_index, descending, query)
+            .await
+    }
+
+    /// The rows whose index entries lie in `range` (keys of an index whose
+    /// values are row ids, e.g. an index kept outside the collection's own)
+    /// and match `query`'s filters, in key order (`descending`: reversed),
+    /// a page of `query.limit` continuing after `query.after`.
+    pub async fn query_index_range(
+        &self,
+        range: ScanRange,
+        descending: bool,
+        query: &Query,
+    ) -> Result<Page<T>, CollectionError> {
+        self.walk(range, true, descending, query).await
+    }
+
+    /// Walks `range` (index entries when `from_index`, else rows) for the
+    /// rows matching `query`.
+    async fn walk(
+        &self,
+        range: ScanRange,
+        from_index: bool,
+        descending: bool,
+        query: &Query,
+    ) -> Result<Page<T>, CollectionError> {
+        let filter = Filter::And(query.filters.clone());
         let limit = query.limit.unwrap_or(usize::MAX);
-        let mut range = ScanRange::prefix(&prefix).with_reverse(descending);
+        let mut range = range.with_reverse(descending);
         let mut rows = Vec::new();
         let mut last_key: Option<Vec<u8>> = None;
         if let Some(after) = &query.after {

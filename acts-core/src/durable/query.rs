@@ -21,7 +21,17 @@ pub enum IndexValue {
 }
 
 impl IndexValue {
-    pub(super) fn encode(&self, key: KeyBuilder) -> KeyBuilder {
+    /// The smallest value of the same kind (where its kind's keys start).
+    pub(crate) fn kind_floor(&self) -> Self {
+        match self {
+            IndexValue::Bool(_) => IndexValue::Bool(false),
+            IndexValue::Int(_) => IndexValue::Int(i64::MIN),
+            IndexValue::Str(_) => IndexValue::Str(String::new()),
+            IndexValue::Absent => IndexValue::Absent,
+        }
+    }
+
+    pub(crate) fn encode(&self, key: KeyBuilder) -> KeyBuilder {
         match self {
             IndexValue::Bool(b) => key.raw(&[0x01, u8::from(*b)]),
             IndexValue::Int(i) => key.raw(&[0x02]).i64(*i),
@@ -83,7 +93,12 @@ impl Filter {
     }
 
     pub(super) fn matches(&self, row: &Value) -> bool {
-        let get = |f: &str| row.get(f).unwrap_or(&Value::Null);
+        // A field, or a dotted path into nested objects (`indexed.customer`).
+        let get = |f: &str| {
+            row.get(f)
+                .or_else(|| f.split('.').try_fold(row, |v, k| v.get(k)))
+                .unwrap_or(&Value::Null)
+        };
         let ord = |f: &str, v: &Value| compare(get(f), v);
         match self {
             Filter::Eq(f, v) => get(f) == v,

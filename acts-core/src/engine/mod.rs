@@ -45,8 +45,8 @@ pub(crate) mod services;
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
     EngineError, EngineStats, Executor, ModelInfo, ModelVersionInfo, PackageContext,
-    PackageFailure, PackageInfo, Principal, ProcInfo, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo,
-    TriggerInfo, USER_ACTIONS,
+    PackageFailure, PackageInfo, Principal, ProcInfo, ProcessPage, ProcessQuery, ROLE_ADMIN,
+    ROLE_OPERATOR, TaskInfo, TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

@@ -76,6 +76,7 @@ impl Kind {
                 ("options", Free),
                 ("metadata", Free),
                 ("exposes", Free),
+                ("index", Free),
             ],
             Step => &[
                 ("id", Free),

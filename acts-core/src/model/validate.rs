@@ -69,6 +69,9 @@ pub fn validate(
     v.run()
 }
 
+/// Most variables a model may index.
+pub const MAX_INDEXED_VARS: usize = 8;
+
 /// A cycle of `needs` among sibling branches (`a needs b needs a`), if any.
 fn needs_cycle(branches: &[crate::model::Branch]) -> Option<Vec<String>> {
     fn visit(
@@ -138,9 +141,46 @@ impl Validator<'_> {
             ));
         }
         self.triggers()?;
+        self.index()?;
         // The model id is the root node's id: no step or branch may reuse it.
         self.claim_id(NodeKind::Workflow, &w.id)?;
         self.steps(&w.steps, "steps of the workflow")?;
+        Ok(())
+    }
+
+    /// `index:` names distinct variables, at most [`MAX_INDEXED_VARS`].
+    fn index(&self) -> Result<(), ModelError> {
+        let names = &self.workflow.index;
+        if names.len() > MAX_INDEXED_VARS {
+            return Err(self.err(
+                None,
+                Some(("id", &self.workflow.id, 0)),
+                format!(
+                    "`index` names {} variables; at most {MAX_INDEXED_VARS} can be indexed",
+                    names.len()
+                ),
+            ));
+        }
+        let mut seen = HashSet::new();
+        for name in names {
+            let fine = !name.is_empty()
+                && name.len() <= 64
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !fine {
+                return Err(self.err(
+                    None,
+                    Some(("index", name, 0)),
+                    format!("`index` entry '{name}' is not a variable name (letters, digits and _, at most 64)"),
+                ));
+            }
+            if !seen.insert(name) {
+                return Err(self.err(
+                    None,
+                    Some(("index", name, 0)),
+                    format!("`index` names '{name}' twice"),
+                ));
+            }
+        }
         Ok(())
     }
 

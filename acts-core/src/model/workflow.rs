@@ -49,6 +49,11 @@ pub struct Workflow {
     /// Output filter of the process.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exposes: Vec<Variant>,
+    /// Process variables to index (`index: [customer, amount]`): their
+    /// values (strings, integers, booleans) are kept in an index as the
+    /// process runs, so processes can be found by them without a scan.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<String>,
 }
 
 /// A model loaded from text, with the positions of its nodes when the text

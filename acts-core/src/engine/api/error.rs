@@ -39,6 +39,10 @@ pub enum EngineError {
         /// Why (and what to do).
         reason: String,
     },
+    /// A query that cannot be answered as asked (what is wrong, and how
+    /// to ask instead); nothing was read.
+    #[error("query: {0}")]
+    Query(String),
     /// No process has that id.
     #[error("cannot find process '{0}'")]
     ProcessNotFound(String),

@@ -24,10 +24,10 @@ use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerR
 /// The client API of an engine (cheap to clone).
 #[derive(Clone)]
 pub struct Executor {
-    rt: Arc<Kernel>,
+    pub(super) rt: Arc<Kernel>,
     /// Who is asking (`None`: the embedding application, which may do
     /// everything).
-    principal: Option<Arc<Principal>>,
+    pub(super) principal: Option<Arc<Principal>>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -70,7 +70,7 @@ impl Executor {
             .map_or(Ok(()), |p| p.check_admin(what))
     }
 
-    fn need_operator(&self, what: &str) -> Result<(), EngineError> {
+    pub(super) fn need_operator(&self, what: &str) -> Result<(), EngineError> {
         self.principal
             .as_ref()
             .map_or(Ok(()), |p| p.check_operator(what))

@@ -15,6 +15,7 @@ pub(crate) mod channel;
 mod engine;
 pub(crate) mod error;
 pub(crate) mod executor;
+pub(crate) mod find;
 pub(crate) mod info;
 pub(crate) mod package;
 
@@ -28,6 +29,7 @@ pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use error::EngineError;
 pub use executor::Executor;
+pub use find::{MAX_PAGE, ProcessPage, ProcessQuery, VarFilter};
 pub use info::{
     DeliveryInfo, ModelInfo, ModelVersionInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
 };

@@ -150,6 +150,7 @@ impl Kernel {
             started_by: None,
             paused: None,
             quiet_since: None,
+            indexed: Vars::new(),
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

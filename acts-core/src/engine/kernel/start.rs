@@ -102,6 +102,7 @@ impl Kernel {
             started_by: started_by.map(str::to_owned),
             paused: None,
             quiet_since: None,
+            indexed: Vars::new(),
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),

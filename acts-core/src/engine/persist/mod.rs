@@ -6,5 +6,6 @@
 
 pub(crate) mod process;
 pub(crate) mod rows;
+pub(crate) mod var_index;
 
 pub(crate) use process::*;

@@ -169,6 +169,21 @@ pub(crate) fn transition_ops(
         root.and_then(|r| r.err.as_ref()),
     );
     let old = &persisted.row;
+    let indexed = match p.workflow() {
+        Some(w) if !w.index.is_empty() => {
+            let root = p.tasks.get(p.root()).map(|t| &t.data);
+            root.map_or_else(Vars::new, |d| super::var_index::indexed_values(&w.index, d))
+        }
+        _ => Vars::new(),
+    };
+    if indexed != old.indexed {
+        ops.extend(super::var_index::var_index_ops(
+            &old.mid,
+            &old.id,
+            &old.indexed,
+            &indexed,
+        ));
+    }
     // Quiet again: the detector measures from this transition.
     let quiet_since = p.is_quiet().then(|| p.tasks.now());
     let pending = if p.has_queued_work() {
@@ -204,6 +219,7 @@ pub(crate) fn transition_ops(
         || p.audience.len() != old.audience.len()
         || p.paused != old.paused
         || quiet_since != old.quiet_since
+        || indexed != old.indexed
         || !old.start_vars.is_empty();
     if changed {
         let row = ProcRow {
@@ -218,6 +234,7 @@ pub(crate) fn transition_ops(
             started_by: old.started_by.clone(),
             paused: p.paused.clone(),
             quiet_since,
+            indexed: indexed.clone(),
             audience: p.audience.names().map(str::to_owned).collect(),
             id: old.id.clone(),
             mid: old.mid.clone(),
@@ -257,6 +274,13 @@ fn wake_op(pid: &str, wake: Wake) -> BatchOp {
 /// The ops that delete every row of a stored process.
 pub(crate) fn delete_ops(stored: &StoredProcess) -> Vec<BatchOp> {
     let mut ops = Collection::<ProcRow>::delete_ops(&stored.row);
+    let r = &stored.row;
+    ops.extend(super::var_index::var_index_ops(
+        &r.mid,
+        &r.id,
+        &r.indexed,
+        &Vars::new(),
+    ));
     ops.push(wake_op(&stored.row.id, Wake::default()));
     for t in &stored.tasks {
         ops.extend(Collection::<TaskRow>::delete_ops(t));

@@ -143,6 +143,10 @@ pub struct ProcRow {
     /// sparse `quiet` index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quiet_since: Option<i64>,
+    /// The values of the model's indexed variables as last stored (what
+    /// its entries in the variable index say).
+    #[serde(default, skip_serializing_if = "Vars::is_empty")]
+    pub indexed: Vars,
     /// Set while an operator holds it paused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::scheduler::Pause>,

@@ -1,0 +1,107 @@
+//! `acts ps --where VAR=VALUE`: finding processes by the variables their
+//! model indexes, through `ProcessQuery` (locally or through a server).
+
+use acts::{ProcessQuery, TaskState, VarFilter};
+use serde_json::Value;
+
+use crate::failure::Failure;
+
+/// A state name as `acts ps --state` takes it.
+pub(crate) fn parse_state(s: &str) -> Result<TaskState, Failure> {
+    TaskState::ALL
+        .into_iter()
+        .find(|x| x.as_str() == s)
+        .ok_or_else(|| {
+            let all: Vec<&str> = TaskState::ALL.iter().map(|s| s.as_str()).collect();
+            Failure::input(format!("unknown state '{s}' (one of: {})", all.join(", ")))
+        })
+}
+
+/// A value as given on the command line: JSON if it parses, else text.
+fn value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// The query of `acts ps --model M [--state S] --where ...`: each
+/// `--where` is `VAR=VALUE`, `VAR>=VALUE` or `VAR<=VALUE`, all on one
+/// variable.
+pub(crate) fn where_query(
+    model: Option<&str>,
+    state: Option<&str>,
+    wheres: &[String],
+) -> Result<ProcessQuery, Failure> {
+    let mut q = ProcessQuery::new();
+    q.model = model.map(str::to_owned);
+    q.state = state.map(parse_state).transpose()?;
+    let mut filter: Option<VarFilter> = None;
+    for w in wheres {
+        let (name, op, text) = ["<=", ">=", "="]
+            .iter()
+            .find_map(|op| w.split_once(op).map(|(n, v)| (n.trim(), *op, v.trim())))
+            .ok_or_else(|| {
+                Failure::input(format!(
+                    "--where '{w}': write VAR=VALUE, VAR>=VALUE or VAR<=VALUE"
+                ))
+            })?;
+        if name.is_empty() {
+            return Err(Failure::input(format!(
+                "--where '{w}': the variable name is missing"
+            )));
+        }
+        let f = filter.get_or_insert_with(|| VarFilter {
+            name: name.to_owned(),
+            eq: None,
+            min: None,
+            max: None,
+        });
+        if f.name != name {
+            return Err(Failure::input(format!(
+                "--where on '{}' and '{name}': a query looks up one variable (filter the rest with --state, or in the output)",
+                f.name
+            )));
+        }
+        match op {
+            "=" => f.eq = Some(value(text)),
+            ">=" => f.min = Some(value(text)),
+            _ => f.max = Some(value(text)),
+        }
+    }
+    q.var = filter;
+    if q.var.is_some() && q.model.is_none() {
+        return Err(Failure::input(
+            "--where needs --model (variables are indexed per model)",
+        ));
+    }
+    Ok(q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wheres_become_one_variable_filter() {
+        let q = where_query(
+            Some("orders"),
+            Some("running"),
+            &["amount>=100".into(), "amount<=250".into()],
+        )
+        .expect("a query");
+        let f = q.var.expect("a variable filter");
+        assert_eq!(
+            (f.name.as_str(), f.min, f.max),
+            ("amount", Some(Value::from(100)), Some(Value::from(250)))
+        );
+        assert_eq!(q.state, Some(TaskState::Running));
+        let q = where_query(Some("orders"), None, &["customer=acme".into()]).expect("a query");
+        assert_eq!(q.var.and_then(|f| f.eq), Some(Value::from("acme")));
+        for bad in [
+            vec!["customer".to_owned()],
+            vec!["=x".to_owned()],
+            vec!["a=1".to_owned(), "b=2".to_owned()],
+        ] {
+            assert!(where_query(Some("orders"), None, &bad).is_err(), "{bad:?}");
+        }
+        assert!(where_query(None, None, &["a=1".into()]).is_err());
+    }
+}

@@ -1,0 +1,298 @@
+//! Finding processes by the variables a model indexes (`index:`): exact
+//! and range matches, pages with a cursor in both orders, counts, an index
+//! kept in step as variables change and processes go — and a query that
+//! reads only the matching entries and rows (counted on the testkit's
+//! counting store). Runs on every backend (`ACTS_TEST_STORE`) but the
+//! counting test.
+
+mod common;
+
+use std::sync::Arc;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcessQuery};
+use acts_core::model::Vars;
+use acts_core::scheduler::TaskState;
+use acts_store::{KvStore, MemoryStore};
+use acts_testkit::CountingStore;
+use common::{ends, irq_created, recv_where, store, vars};
+use serde_json::{Value, json};
+
+/// Orders: the customer and amount are indexed; an interrupt lets a
+/// clerk change the customer.
+const ORDERS: &str = r#"
+id: orders
+ver: "1"
+index: [customer, amount]
+steps:
+  - id: review
+    uses: acts.core.irq
+    params: { key: review }
+"#;
+
+async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .start()
+        .await
+        .expect("engine starts")
+}
+
+/// Starts order `pid` for `customer` of `amount`.
+async fn order(engine: &Engine, pid: &str, customer: &str, amount: i64) {
+    engine
+        .executor()
+        .start(
+            "orders",
+            vars(json!({ "pid": pid, "customer": customer, "amount": amount })),
+        )
+        .await
+        .expect("starts");
+}
+
+async fn pids(engine: &Engine, q: &ProcessQuery) -> Vec<String> {
+    let page = engine
+        .executor()
+        .find_processes(q)
+        .await
+        .expect("the query runs");
+    assert!(page.next.is_none(), "one page");
+    page.processes.into_iter().map(|p| p.pid).collect()
+}
+
+/// Every page of `q` with pages of `n`, in order.
+async fn all_pages(engine: &Engine, q: ProcessQuery, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = engine
+            .executor()
+            .find_processes(&q.clone().limit(n).after(cursor))
+            .await
+            .expect("a page");
+        assert!(page.processes.len() <= n);
+        out.extend(page.processes.into_iter().map(|p| p.pid));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+}
+
+#[tokio::test]
+async fn processes_are_found_by_their_indexed_variables() {
+    let kv = store().await;
+    let engine = engine_on(kv.clone()).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    for (pid, customer, amount) in [
+        ("o1", "acme", 100),
+        ("o2", "globex", 250),
+        ("o3", "acme", 40),
+        ("o4", "initech", 175),
+        ("o5", "acme", 900),
+    ] {
+        order(&engine, pid, customer, amount).await;
+    }
+    let acme = || {
+        ProcessQuery::new()
+            .model("orders")
+            .var_eq("customer", json!("acme"))
+    };
+    let mut found = pids(&engine, &acme()).await;
+    found.sort();
+    assert_eq!(found, ["o1", "o3", "o5"]);
+    // A range, in value order both ways.
+    let mid_range =
+        ProcessQuery::new()
+            .model("orders")
+            .var_range("amount", Some(json!(100)), Some(json!(250)));
+    assert_eq!(pids(&engine, &mid_range).await, ["o1", "o4", "o2"]);
+    let mut desc = mid_range.clone();
+    desc.descending = true;
+    assert_eq!(pids(&engine, &desc).await, ["o2", "o4", "o1"]);
+    let open_above =
+        ProcessQuery::new()
+            .model("orders")
+            .var_range("amount", Some(json!(176)), None);
+    assert_eq!(pids(&engine, &open_above).await, ["o2", "o5"]);
+    // Pages of two, with a cursor, hold every match once.
+    let everyone =
+        ProcessQuery::new()
+            .model("orders")
+            .var_range("amount", None, Some(json!(10_000)));
+    assert_eq!(
+        all_pages(&engine, everyone.clone(), 2).await,
+        ["o3", "o1", "o4", "o2", "o5"]
+    );
+    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 3);
+    assert_eq!(exec.count_matching(&everyone).await.unwrap(), 5);
+    // Other filters combine with the variable.
+    let mut acme_done = acme();
+    acme_done.state = Some(TaskState::Completed);
+    assert!(pids(&engine, &acme_done).await.is_empty());
+
+    // A clerk moves o1 to globex: the index follows in the same batch.
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let review = exec
+        .tasks("o1")
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .expect("o1 waits");
+    exec.set_process_vars("o1", &review.tid, vars(json!({ "customer": "globex" })))
+        .await
+        .unwrap();
+    let globex = ProcessQuery::new()
+        .model("orders")
+        .var_eq("customer", json!("globex"));
+    let mut found = pids(&engine, &globex).await;
+    found.sort();
+    assert_eq!(found, ["o1", "o2"]);
+    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 2);
+    // Finished processes stay findable; removed ones are gone.
+    exec.complete("o3", &task_waiting(&engine, "o3").await, Vars::new())
+        .await
+        .unwrap();
+    recv_where(&mut rx, ends("o3")).await;
+    assert_eq!(pids(&engine, &acme_done).await, ["o3"]);
+    assert!(exec.remove_process("o5").await.unwrap());
+    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 1);
+    // ... and it all survives a restart.
+    engine.close().await;
+    let engine = engine_on(kv).await;
+    assert_eq!(pids(&engine, &acme()).await, ["o3"]);
+    engine.close().await;
+}
+
+async fn task_waiting(engine: &Engine, pid: &str) -> String {
+    engine
+        .executor()
+        .tasks(pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .expect("it waits")
+        .tid
+}
+
+#[tokio::test]
+async fn a_query_that_cannot_use_an_index_says_why() {
+    let engine = engine_on(store().await).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    let q = |q: ProcessQuery| {
+        let exec = exec.clone();
+        async move { exec.find_processes(&q).await.unwrap_err() }
+    };
+    let not_declared = q(ProcessQuery::new()
+        .model("orders")
+        .var_eq("region", json!("eu")))
+    .await;
+    assert!(
+        matches!(&not_declared, EngineError::Query(m) if m.contains("does not index 'region'") && m.contains("[customer, amount]")),
+        "{not_declared}"
+    );
+    let no_model = q(ProcessQuery::new().var_eq("customer", json!("acme"))).await;
+    assert!(
+        no_model.to_string().contains("needs the model"),
+        "{no_model}"
+    );
+    let fraction = q(ProcessQuery::new()
+        .model("orders")
+        .var_eq("amount", json!(1.5)))
+    .await;
+    assert!(
+        fraction.to_string().contains("cannot be looked up"),
+        "{fraction}"
+    );
+    let mixed = q(ProcessQuery::new().model("orders").var_range(
+        "amount",
+        Some(json!(1)),
+        Some(json!("z")),
+    ))
+    .await;
+    assert!(mixed.to_string().contains("different kinds"), "{mixed}");
+    let cursor = q(ProcessQuery::new().after(Some("zz".into()))).await;
+    assert!(cursor.to_string().contains("cursor"), "{cursor}");
+    // A model that indexes too much, or the same name twice, is refused.
+    for bad in [
+        "id: m\nver: '1'\nindex: [a, a]\nsteps: []\n",
+        "id: m\nver: '1'\nindex: ['a b']\nsteps: []\n",
+        "id: m\nver: '1'\nindex: [a, b, c, d, e, f, g, h, i]\nsteps: []\n",
+    ] {
+        assert!(exec.deploy_yaml(bad).await.is_err(), "{bad}");
+    }
+    // A variable holding something that cannot be indexed has no entry.
+    exec.start(
+        "orders",
+        vars(json!({ "pid": "odd", "customer": { "name": "acme" }, "amount": 3 })),
+    )
+    .await
+    .unwrap();
+    let page = exec
+        .find_processes(
+            &ProcessQuery::new()
+                .model("orders")
+                .var_eq("amount", json!(3)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.processes.len(), 1);
+    assert!(
+        exec.find_processes(&ProcessQuery::new().model("orders").var_range(
+            "customer",
+            Some(json!("")),
+            None
+        ))
+        .await
+        .unwrap()
+        .processes
+        .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
+    let counting = Arc::new(CountingStore::new(MemoryStore::new()));
+    let engine = engine_on(counting.clone()).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..300 {
+        let customer = if i % 60 == 0 { "acme" } else { "other" };
+        order(&engine, &format!("o{i}"), customer, i).await;
+    }
+    recv_where(&mut rx, |m| m.pid == "o299" && irq_created(m)).await;
+    engine.flush().await.unwrap();
+    let acme = ProcessQuery::new()
+        .model("orders")
+        .var_eq("customer", json!("acme"));
+    let before = counting.counts();
+    let page = exec.find_processes(&acme).await.unwrap();
+    let read = counting.counts().values_read - before.values_read;
+    assert_eq!(page.processes.len(), 5);
+    // Five index entries and five rows, out of 300 processes.
+    assert_eq!(read, 10, "only the matches were read");
+    let before = counting.counts();
+    assert_eq!(exec.count_matching(&acme).await.unwrap(), 5);
+    let read = counting.counts().values_read - before.values_read;
+    // The declared-check reads one page of one (an entry and its row),
+    // then the count reads the five entries: no row beyond that.
+    assert!(read <= 7, "{read} values read to count 5 entries");
+    let amounts: Vec<Value> = exec
+        .find_processes(&ProcessQuery::new().model("orders").var_range(
+            "amount",
+            Some(json!(10)),
+            Some(json!(12)),
+        ))
+        .await
+        .unwrap()
+        .processes
+        .into_iter()
+        .map(|p| json!(p.pid))
+        .collect();
+    assert_eq!(amounts, [json!("o10"), json!("o11"), json!("o12")]);
+    engine.close().await;
+}
