@@ -149,6 +149,34 @@ pub enum Command {
         #[arg(long, default_value = "")]
         reason: String,
     },
+    /// Move the running processes of a model from one version to another:
+    /// each in one atomic batch or not at all, nodes mapped by id (or by
+    /// --map), the move recorded in its history. --dry-run reports what
+    /// would happen to each process and changes nothing.
+    Migrate {
+        /// The model id.
+        model_id: String,
+        /// The version its processes run now.
+        #[arg(long, value_name = "REVISION")]
+        from: u32,
+        /// The version to move them to.
+        #[arg(long, value_name = "REVISION")]
+        to: u32,
+        /// A YAML or JSON file mapping old node ids to new ones
+        /// (`old_step: new_step`), for nodes renamed or removed.
+        #[arg(long, value_name = "FILE")]
+        map: Option<std::path::PathBuf>,
+        /// A process variable to set as each process moves, KEY=JSON;
+        /// repeatable.
+        #[arg(long = "var", value_name = "KEY=JSON")]
+        vars: Vec<String>,
+        /// Report what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the versions of a model (every deploy that changed it), with
     /// how many processes run on each; or remove one no process uses.
     Versions {

@@ -312,6 +312,29 @@ pub(crate) async fn run(
             println!("ok: {action} {pid} {tid}");
             Ok(0)
         }
+        Command::Migrate {
+            model_id,
+            from,
+            to,
+            map,
+            vars,
+            dry_run,
+            json,
+        } => {
+            let plan = crate::query::migration_plan(&model_id, from, to, map.as_deref(), &vars)?;
+            let mut body = serde_json::to_value(&plan)
+                .map_err(|e| Failure::input(format!("the plan cannot be sent: {e}")))?;
+            body["dry_run"] = json!(dry_run);
+            let report: acts::MigrationReport = c
+                .post(&["models", &model_id, "migrate"], body.to_string())
+                .await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                crate::output::print_migration(&report);
+            }
+            Ok(0)
+        }
         Command::Control {
             control,
             pid,
@@ -356,7 +379,7 @@ pub(crate) async fn run(
             Ok(0)
         }
         other => Err(Failure::input(format!(
-            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act, control, models or versions (or stop the server to use the store)",
+            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act, control, migrate, models or versions (or stop the server to use the store)",
             name_of(&other)
         ))),
     }

@@ -92,6 +92,28 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             print_started(&info, quiet);
             Ok(0)
         }
+        Command::Migrate {
+            model_id,
+            from,
+            to,
+            map,
+            vars,
+            dry_run,
+            json,
+        } => {
+            let plan = crate::query::migration_plan(&model_id, from, to, map.as_deref(), &vars)?;
+            let report = engine
+                .executor()
+                .migrate(&plan, dry_run)
+                .await
+                .map_err(Failure::action)?;
+            if json {
+                print_json(&report)?;
+            } else {
+                crate::output::print_migration(&report);
+            }
+            Ok(0)
+        }
         Command::Control {
             control,
             pid,

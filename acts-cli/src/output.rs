@@ -45,6 +45,47 @@ pub(crate) fn print_models(models: &[ModelInfo]) {
     }
 }
 
+/// Prints a migration report (`acts migrate`).
+pub(crate) fn print_migration(r: &acts::MigrationReport) {
+    let p = &r.plan;
+    println!(
+        "{} {} from version {} to {}{}",
+        if r.dry_run { "dry run:" } else { "migrated:" },
+        p.model,
+        p.from,
+        p.to,
+        if r.processes.is_empty() {
+            " — no running process on the old version"
+        } else {
+            ""
+        }
+    );
+    for m in &r.processes {
+        println!("{} {}", m.pid, m.outcome);
+        if let Some(why) = &m.reason {
+            println!("  why: {why}");
+        }
+        for t in m.moves.iter().filter(|t| t.from != t.to) {
+            println!(
+                "  task {} ({}): {} → {}",
+                t.tid,
+                t.state.as_str(),
+                t.from,
+                t.to
+            );
+        }
+        if !m.kept_as_history.is_empty() {
+            println!(
+                "  kept as history (node gone): {}",
+                m.kept_as_history.join(", ")
+            );
+        }
+        if !m.reannounced.is_empty() {
+            println!("  interrupts announced again: {}", m.reannounced.join(", "));
+        }
+    }
+}
+
 /// Prints a model's versions (`acts versions`).
 pub(crate) fn print_versions(versions: &[ModelVersionInfo]) {
     println!(
@@ -91,8 +132,13 @@ fn when(ms: i64) -> String {
 
 /// Prints a process and its task tree (`acts show`).
 pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
+    let version = if info.model_rev > 0 {
+        format!(" (version {})", info.model_rev)
+    } else {
+        String::new()
+    };
     println!(
-        "process {} of model {}: {}",
+        "process {} of model {}{version}: {}",
         info.pid,
         info.model_id,
         info.state.as_str()

@@ -75,6 +75,38 @@ pub(crate) fn where_query(
     Ok(q)
 }
 
+/// The plan of `acts migrate`: the map file (YAML or JSON: `old: new`
+/// node ids) and the vars.
+pub(crate) fn migration_plan(
+    model: &str,
+    from: u32,
+    to: u32,
+    map: Option<&std::path::Path>,
+    vars: &[String],
+) -> Result<acts::MigrationPlan, Failure> {
+    let map = match map {
+        None => Default::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Failure::input(format!("--map {}: cannot read it: {e}", path.display()))
+            })?;
+            serde_norway::from_str(&text).map_err(|e| {
+                Failure::input(format!(
+                    "--map {}: not a map of node ids (`old_step: new_step` per line): {e}",
+                    path.display()
+                ))
+            })?
+        }
+    };
+    Ok(acts::MigrationPlan {
+        model: model.to_owned(),
+        from,
+        to,
+        map,
+        vars: crate::answers::parse_vars(vars)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -725,3 +725,52 @@ fn ps_finds_processes_by_an_indexed_variable() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn migrate_reports_a_dry_run_and_moves_running_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let v1 =
+        "id: r\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n";
+    let file = model_file(&dir, "r.yml", v1);
+    acts(&store).arg("deploy").arg(&file).assert().success();
+    acts(&store)
+        .args(["start", "r", "--var", "pid=\"r1\""])
+        .assert()
+        .success();
+    model_file(
+        &dir,
+        "r.yml",
+        &v1.replace("id: ask", "id: approve").replace("'1'", "'2'"),
+    );
+    acts(&store).arg("deploy").arg(&file).assert().success();
+    let dry = acts(&store)
+        .args(["migrate", "r", "--from", "1", "--to", "2", "--dry-run"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&dry.get_output().stdout).into_owned();
+    assert!(
+        text.contains("r1 unmigratable") && text.contains("map it"),
+        "{text}"
+    );
+    let map = model_file(&dir, "map.yml", "ask: approve\n");
+    let done = acts(&store)
+        .args([
+            "migrate", "r", "--from", "1", "--to", "2", "--json", "--map",
+        ])
+        .arg(&map)
+        .assert()
+        .success();
+    let report: Value = serde_json::from_slice(&done.get_output().stdout).unwrap();
+    assert_eq!(report["processes"][0]["outcome"], "migrated", "{report}");
+    let show = acts(&store).args(["show", "r1"]).assert().success();
+    let text = String::from_utf8_lossy(&show.get_output().stdout).into_owned();
+    assert!(
+        text.contains("(version 2)") && text.contains("migrate by"),
+        "{text}"
+    );
+    acts(&store)
+        .args(["migrate", "r", "--from", "1", "--to", "7"])
+        .assert()
+        .code(2);
+}

@@ -7,7 +7,10 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use acts::{Action, ChannelOptions, Engine, ModelInfo, ProcessQuery, TaskState, Vars, Workflow};
+use acts::{
+    Action, ChannelOptions, Engine, MigrationPlan, ModelInfo, ProcessQuery, TaskState, Vars,
+    Workflow,
+};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
@@ -51,6 +54,7 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/api/v1/models", get(list_models).post(deploy_model))
         .route("/api/v1/models/{id}", get(get_model).delete(remove_model))
         .route("/api/v1/models/{id}/versions", get(list_versions))
+        .route("/api/v1/models/{id}/migrate", post(migrate_model))
         .route(
             "/api/v1/models/{id}/versions/{rev}",
             get(get_version).delete(remove_version),
@@ -173,6 +177,45 @@ fn model_json(info: &ModelInfo, workflow: &Workflow) -> Json<Value> {
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
     let yaml = workflow.to_yaml().ok();
     Json(json!({"model": info, "definition": definition, "yaml": yaml}))
+}
+
+/// A migration request: the plan (its model is the path's) and whether
+/// it is a dry run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MigrateRequest {
+    #[serde(default)]
+    model: Option<String>,
+    from: u32,
+    to: u32,
+    #[serde(default)]
+    map: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    vars: Vars,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+async fn migrate_model(
+    Exec(x, _): Exec,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let req: MigrateRequest = json_body(&body)?;
+    if req.model.as_deref().is_some_and(|m| m != id) {
+        return Err(ApiError::bad_request(format!(
+            "the body names model '{}' but the path '{id}'",
+            req.model.unwrap_or_default()
+        )));
+    }
+    let plan = MigrationPlan {
+        model: id,
+        from: req.from,
+        to: req.to,
+        map: req.map,
+        vars: req.vars,
+    };
+    Ok(Json(x.migrate(&plan, req.dry_run).await?))
 }
 
 async fn list_versions(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {

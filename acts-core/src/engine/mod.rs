@@ -44,9 +44,10 @@ pub(crate) mod services;
 
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineError, EngineStats, Executor, ModelInfo, ModelVersionInfo, PackageContext,
-    PackageFailure, PackageInfo, Principal, ProcInfo, ProcessPage, ProcessQuery, ROLE_ADMIN,
-    ROLE_OPERATOR, TaskInfo, TriggerInfo, USER_ACTIONS, VarFilter,
+    EngineError, EngineStats, Executor, MigrationPlan, MigrationReport, ModelInfo,
+    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Principal, ProcInfo,
+    ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo,
+    TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

@@ -16,7 +16,8 @@ use crate::scheduler::{Action, TaskError, TaskState};
 use crate::engine::api::access::Principal;
 use crate::engine::api::error::EngineError;
 use crate::engine::api::info::{
-    DeliveryInfo, ModelInfo, ModelVersionInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
+    DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
+    ProcInfo, TaskInfo, TriggerInfo,
 };
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerRow};
@@ -158,6 +159,20 @@ impl Executor {
     ) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model_version(id, revision).await?;
         Ok((ModelInfo::from(&m.row), m.workflow.clone()))
+    }
+
+    /// Moves the live processes of `plan.model` from version `plan.from` to
+    /// `plan.to` (admin): each in one atomic batch or not at all, nodes
+    /// mapped by id or by `plan.map`, `plan.vars` set, the move recorded in
+    /// its history. With `dry_run` nothing is written and the report says
+    /// what would happen to each process. See `docs/OPERATIONS.md`.
+    pub async fn migrate(
+        &self,
+        plan: &MigrationPlan,
+        dry_run: bool,
+    ) -> Result<MigrationReport, EngineError> {
+        self.need_admin("migrating processes")?;
+        self.rt.migrate(plan, dry_run, self.by()).await
     }
 
     /// Removes version `revision` of model `id`; refused (nothing removed)

@@ -313,3 +313,69 @@ impl From<&PackageRow> for PackageInfo {
         }
     }
 }
+
+/// A migration plan: move the live processes of `model` from version
+/// `from` to version `to`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MigrationPlan {
+    /// The model.
+    pub model: String,
+    /// The version its processes run now.
+    pub from: u32,
+    /// The version to move them to.
+    pub to: u32,
+    /// Old node id → new node id, for nodes renamed or removed (by default
+    /// a node maps to the node of the same id).
+    pub map: std::collections::BTreeMap<String, String>,
+    /// Process variables to set as each process moves.
+    pub vars: Vars,
+}
+
+/// An active task of a migrated process and its node before and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TaskMoveInfo {
+    /// The task.
+    pub tid: String,
+    /// Its state.
+    pub state: TaskState,
+    /// Its node in the old version.
+    pub from: String,
+    /// Its node in the new version.
+    pub to: String,
+}
+
+/// What a migration did (or, in a dry run, would do) to one process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProcessMigration {
+    /// The process.
+    pub pid: String,
+    /// `migrated`, `would_migrate` (dry run) or `unmigratable`.
+    pub outcome: String,
+    /// Why it cannot be migrated (it was left untouched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Every active task and its new node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<TaskMoveInfo>,
+    /// Finished tasks whose node the new version lacks (kept as history).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_as_history: Vec<String>,
+    /// Waiting interrupts whose node changed, announced again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reannounced: Vec<String>,
+}
+
+/// The result of a migration (or a dry run) over every live process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MigrationReport {
+    /// The plan.
+    pub plan: MigrationPlan,
+    /// Whether nothing was written.
+    pub dry_run: bool,
+    /// One entry per live process of the old version.
+    pub processes: Vec<ProcessMigration>,
+}

@@ -31,6 +31,7 @@ pub use error::EngineError;
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessPage, ProcessQuery, VarFilter};
 pub use info::{
-    DeliveryInfo, ModelInfo, ModelVersionInfo, PackageInfo, ProcInfo, TaskInfo, TriggerInfo,
+    DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
+    ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,
 };
 pub use package::{ActPackage, PackageContext, PackageFailure};

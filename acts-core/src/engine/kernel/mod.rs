@@ -15,6 +15,7 @@ pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod handle;
 pub(crate) mod loading;
+pub(crate) mod migrate;
 pub(crate) mod models;
 pub(crate) mod refill;
 pub(crate) mod shared;

@@ -4,6 +4,7 @@
 //! May use: the scheduler, the model, the tree and `durable`
 //! (collections); nothing else of the engine.
 
+pub(crate) mod migrate;
 pub(crate) mod process;
 pub(crate) mod rows;
 pub(crate) mod var_index;

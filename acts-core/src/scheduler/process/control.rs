@@ -69,6 +69,12 @@ impl Process {
         !waits && self.next_timer().is_none()
     }
 
+    /// Announces task `ix` again (its message as it stands), e.g. an
+    /// interrupt whose node a migration changed.
+    pub fn announce_again(&mut self, ix: crate::scheduler::TaskIx, svc: Services<'_>) {
+        self.emit(ix, svc);
+    }
+
     /// Fails on a reason longer than [`MAX_REASON_BYTES`].
     fn check_reason(&self, reason: &str) -> Result<(), ActionError> {
         if reason.len() > MAX_REASON_BYTES {

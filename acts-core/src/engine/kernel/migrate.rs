@@ -1,0 +1,189 @@
+//! Migrating the live processes of a model version to another version:
+//! each process under its lane, in one batch of its own, or not at all
+//! (see `persist::migrate` for how rows move); a dry run computes the same
+//! and writes nothing.
+
+use std::collections::HashMap;
+
+use crate::durable::{Collection, IndexValue};
+use crate::scheduler::TaskEvent;
+
+use crate::engine::api::error::EngineError;
+use crate::engine::api::info::{MigrationPlan, MigrationReport, ProcessMigration, TaskMoveInfo};
+use crate::engine::kernel::catalog::DeployedModel;
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist;
+use crate::engine::persist::migrate::{Target, migrate_rows};
+use crate::engine::persist::rows::ProcRow;
+
+impl Kernel {
+    /// Applies (or, with `dry_run`, checks) `plan` on every live process of
+    /// its old version, for principal `by`.
+    pub(crate) async fn migrate(
+        &self,
+        plan: &MigrationPlan,
+        dry_run: bool,
+        by: Option<&str>,
+    ) -> Result<MigrationReport, EngineError> {
+        self.check_open()?;
+        if plan.from == plan.to {
+            return Err(EngineError::Query(format!(
+                "model '{}': a migration goes from one version to another (both are {})",
+                plan.model, plan.from
+            )));
+        }
+        let from = self.model_version(&plan.model, plan.from).await?;
+        // Pinned: the new version is not removed while processes move to it.
+        let (to, _pin) = self.pinned_version(&plan.model, plan.to).await?;
+        if let Some((old, new)) = plan.map.iter().find(|(_, new)| to.tree.find(new).is_none()) {
+            return Err(EngineError::Query(format!(
+                "the map sends '{old}' to '{new}', which version {} of model '{}' does not have",
+                plan.to, plan.model
+            )));
+        }
+        self.check_vars_size("the migration's vars", &plan.vars)?;
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let mut pids = Vec::new();
+        procs
+            .index_ids(
+                "version",
+                IndexValue::Str(format!("{}@{}", plan.model, plan.from)),
+                |chunk| pids.extend(chunk),
+            )
+            .await?;
+        let mut processes = Vec::new();
+        for pid in pids {
+            let Some(row) = procs.get(&pid).await? else {
+                continue;
+            };
+            if row.state.is_terminal() {
+                continue; // finished processes stay on their version
+            }
+            processes.push(
+                self.migrate_one(&row, &from, &to, plan, dry_run, by)
+                    .await?,
+            );
+        }
+        Ok(MigrationReport {
+            plan: plan.clone(),
+            dry_run,
+            processes,
+        })
+    }
+
+    async fn migrate_one(
+        &self,
+        row: &ProcRow,
+        from: &DeployedModel,
+        to: &DeployedModel,
+        plan: &MigrationPlan,
+        dry_run: bool,
+        by: Option<&str>,
+    ) -> Result<ProcessMigration, EngineError> {
+        let pid = row.id.as_str();
+        let refuse = |reason: String| ProcessMigration {
+            pid: pid.to_owned(),
+            outcome: "unmigratable".into(),
+            reason: Some(reason),
+            moves: Vec::new(),
+            kept_as_history: Vec::new(),
+            reannounced: Vec::new(),
+        };
+        if row.state == crate::scheduler::TaskState::None {
+            return Ok(refuse(
+                "it has not started yet (parked at the admission cap); migrate it once it runs"
+                    .into(),
+            ));
+        }
+        let Some(handle) = self.handle(pid).await? else {
+            return Ok(refuse("it was removed meanwhile".into()));
+        };
+        // Under the lane no transition of it runs: its stored rows are its
+        // state.
+        let mut slot = handle.lane.clone().lock_owned().await;
+        let Some(stored) = persist::read_process(&self.store, pid).await? else {
+            return Ok(refuse("it was removed meanwhile".into()));
+        };
+        if stored.row.rev != plan.from || !stored.row.model.is_empty() {
+            return Ok(refuse(format!(
+                "it runs version {} now, not {}",
+                stored.row.rev, plan.from
+            )));
+        }
+        if stored.row.state.is_terminal() {
+            return Ok(refuse("it ended meanwhile".into()));
+        }
+        let map: HashMap<String, String> = plan.map.clone().into_iter().collect();
+        let detail = format!(
+            "version {} → {}{}{}",
+            plan.from,
+            plan.to,
+            if map.is_empty() {
+                String::new()
+            } else {
+                format!(", map {:?}", plan.map)
+            },
+            if plan.vars.is_empty() {
+                String::new()
+            } else {
+                format!(", vars {}", serde_json::Value::Object(plan.vars.clone()))
+            }
+        );
+        let target = Target {
+            old: &from.tree,
+            new: to.tree.clone(),
+            revision: plan.to,
+            map: &map,
+            vars: &plan.vars,
+            record: TaskEvent {
+                action: "migrate".into(),
+                by: by.map(str::to_owned),
+                at: self.now(),
+                from: Some(stored.row.state),
+                detail: Some(detail),
+            },
+        };
+        let mut m = match migrate_rows(&stored, &target) {
+            Ok(m) => m,
+            Err(reason) => return Ok(refuse(reason)),
+        };
+        let report = ProcessMigration {
+            pid: pid.to_owned(),
+            outcome: if dry_run { "would_migrate" } else { "migrated" }.into(),
+            reason: None,
+            moves: m
+                .moves
+                .iter()
+                .map(|t| TaskMoveInfo {
+                    tid: t.tid.clone(),
+                    state: t.state,
+                    from: t.from.clone(),
+                    to: t.to.clone(),
+                })
+                .collect(),
+            kept_as_history: m.kept_as_history.clone(),
+            reannounced: m.reannounced.clone(),
+        };
+        if dry_run {
+            return Ok(report);
+        }
+        let svc = self.services();
+        for tid in &m.reannounced {
+            if let Some(ix) = m.process.tasks.find_id(tid) {
+                m.process.announce_again(ix, svc);
+            }
+        }
+        let messages = m.process.take_messages();
+        let mut ops = std::mem::take(&mut m.ops);
+        ops.extend(self.delivery_ops(&messages, None).await?);
+        self.write(Some((pid, handle.born)), ops).await?;
+        // The instance in memory runs the old version: dropped, so the
+        // next use loads the migrated rows.
+        slot.process = None;
+        self.cache.forget(pid, &handle);
+        drop(slot);
+        self.arm_timer(pid, m.process.next_timer());
+        self.emitter.deliver(&messages);
+        Ok(report)
+    }
+}
