@@ -137,17 +137,26 @@ pub enum Command {
     },
     /// Operator controls of a process: `pause` (its timers and automatic
     /// steps hold, client actions are refused), `resume` (what fell due
-    /// runs), `terminate` (it ends aborted, the reason as its error). Each
-    /// is recorded in the process's history (`acts show`).
+    /// runs), `terminate` (it ends aborted, the reason as its error),
+    /// `rewind --to STEP [--var K=JSON]` (the step runs again; what ran
+    /// after it is marked backed). Each is recorded in the process's
+    /// history (`acts show`).
     Control {
-        /// pause, resume or terminate.
-        #[arg(value_parser = ["pause", "resume", "terminate"])]
+        /// pause, resume, terminate or rewind.
+        #[arg(value_parser = ["pause", "resume", "terminate", "rewind"])]
         control: String,
         /// The process id.
         pid: String,
         /// Why (kept in the history; for pause and terminate).
         #[arg(long, default_value = "")]
         reason: String,
+        /// For rewind: the earlier step to run again.
+        #[arg(long, value_name = "STEP")]
+        to: Option<String>,
+        /// For rewind: a process variable to set first, KEY=JSON;
+        /// repeatable.
+        #[arg(long = "var", value_name = "KEY=JSON")]
+        vars: Vec<String>,
     },
     /// Move the running processes of a model from one version to another:
     /// each in one atomic batch or not at all, nodes mapped by id (or by

@@ -339,11 +339,14 @@ pub(crate) async fn run(
             control,
             pid,
             reason,
+            to,
+            vars,
         } => {
-            let body = if control == "resume" {
-                String::new()
-            } else {
-                json!({ "reason": reason }).to_string()
+            let to = crate::query::rewind_target(&control, to.as_deref())?;
+            let body = match control.as_str() {
+                "resume" => String::new(),
+                "rewind" => json!({ "to": to, "vars": parse_vars(&vars)? }).to_string(),
+                _ => json!({ "reason": reason }).to_string(),
             };
             let _: Value = c.post(&["processes", &pid, &control], body).await?;
             println!("ok: {control} {pid}");

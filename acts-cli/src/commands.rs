@@ -118,11 +118,15 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             control,
             pid,
             reason,
+            to,
+            vars,
         } => {
             let exec = engine.executor();
+            let to = crate::query::rewind_target(&control, to.as_deref())?;
             match control.as_str() {
                 "pause" => exec.pause_process(&pid, &reason).await,
                 "resume" => exec.unpause_process(&pid).await,
+                "rewind" => exec.rewind_process(&pid, to, parse_vars(&vars)?).await,
                 _ => exec.terminate_process(&pid, &reason).await,
             }
             .map_err(Failure::action)?;

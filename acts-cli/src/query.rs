@@ -107,6 +107,18 @@ pub(crate) fn migration_plan(
     })
 }
 
+/// The step of `acts control rewind` (required there, refused elsewhere).
+pub(crate) fn rewind_target<'a>(control: &str, to: Option<&'a str>) -> Result<&'a str, Failure> {
+    match (control, to) {
+        ("rewind", Some(t)) => Ok(t),
+        ("rewind", None) => Err(Failure::input(
+            "rewind needs --to STEP (the step to run again)",
+        )),
+        (_, Some(_)) => Err(Failure::input(format!("--to is for rewind, not {control}"))),
+        (_, None) => Ok(""),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

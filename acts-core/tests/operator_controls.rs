@@ -434,3 +434,95 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
     }
     engine.close().await;
 }
+
+/// Two approvals in a row, then a step that records the amount.
+const TWO_STEPS: &str = r#"
+id: two
+ver: "1"
+steps:
+  - id: first
+    uses: acts.core.irq
+    params: { key: first }
+  - id: second
+    uses: acts.core.irq
+    params: { key: second }
+  - id: record
+    uses: acts.transform.code
+    params: "return { recorded: amount }"
+"#;
+
+/// The key of the interrupt `pid` waits in, and its task.
+async fn waiting_key(exec: &Executor, pid: &str) -> (String, String) {
+    let t = exec
+        .tasks(pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.state == TaskState::Interrupt)
+        .expect("it waits");
+    (t.key.clone().unwrap_or_default(), t.tid)
+}
+
+#[tokio::test]
+async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
+    let clock = ManualClock::new(1_000_000);
+    let crash = Arc::new(CrashStore::new());
+    let engine = engine_on(crash.clone(), &clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_STEPS).await.unwrap();
+    let rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.start("two", vars(json!({ "pid": "p", "amount": 10 })))
+        .await
+        .unwrap();
+    let (key, tid) = waiting_key(&exec, "p").await;
+    assert_eq!(key, "first");
+    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    assert_eq!(waiting_key(&exec, "p").await.0, "second");
+    // A rewind to a step that never ran is refused and leaves no trace.
+    let before = exec.tasks("p").await.unwrap();
+    let refused = exec
+        .rewind_process("p", "record", vars(json!({ "amount": 99 })))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("cannot rewind to 'record'"),
+        "{refused}"
+    );
+    assert_eq!(exec.tasks("p").await.unwrap(), before, "nothing changed");
+    // Back to `first` with a corrected amount; `second` is marked backed.
+    engine.flush().await.unwrap();
+    let committed = crash.committed().await;
+    exec.rewind_process("p", "first", vars(json!({ "amount": 25 })))
+        .await
+        .unwrap();
+    assert_eq!(crash.committed().await, committed + 1, "one batch");
+    crash.crash_after(committed + 1);
+    drop(engine);
+    let engine = engine_on(Arc::new(crash.recover().await), &clock).await;
+    let exec = engine.executor();
+    let tasks = exec.tasks("p").await.unwrap();
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t.key.as_deref() == Some("second") && t.state == TaskState::Backed),
+        "{tasks:?}"
+    );
+    let root = tasks.iter().find(|t| t.tid == "$").expect("the root");
+    let rewind = root
+        .history
+        .iter()
+        .find(|e| e.action == "rewind")
+        .expect("recorded");
+    assert_eq!(rewind.detail.as_deref(), Some("to step 'first'"));
+    let mut rx2 = engine.channel(ChannelOptions::default()).subscribe();
+    for expected in ["first", "second"] {
+        let (key, tid) = waiting_key(&exec, "p").await;
+        assert_eq!(key, expected);
+        exec.complete("p", &tid, Vars::new()).await.unwrap();
+    }
+    assert_eq!(recv_where(&mut rx2, ends("p")).await.state, "completed");
+    let info = exec.process("p").await.unwrap();
+    assert_eq!(info.outputs.get("recorded"), Some(&json!(25)));
+    drop(rx);
+    engine.close().await;
+}

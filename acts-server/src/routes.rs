@@ -70,6 +70,7 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/api/v1/processes/{pid}/pause", post(pause_process))
         .route("/api/v1/processes/{pid}/resume", post(unpause_process))
         .route("/api/v1/processes/{pid}/terminate", post(terminate_process))
+        .route("/api/v1/processes/{pid}/rewind", post(rewind_process))
         .route("/api/v1/processes/{pid}/model", get(process_model))
         .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
         .route("/api/v1/messages", get(messages))
@@ -446,6 +447,25 @@ async fn terminate_process(
 ) -> ApiResult<StatusCode> {
     let req = control_body(&body)?;
     x.terminate_process(&pid, &req.reason).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The body of a rewind: the step to run again and the vars to set.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RewindRequest {
+    to: String,
+    #[serde(default)]
+    vars: Vars,
+}
+
+async fn rewind_process(
+    Exec(x, _): Exec,
+    Path(pid): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let req: RewindRequest = json_body(&body)?;
+    x.rewind_process(&pid, &req.to, req.vars).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

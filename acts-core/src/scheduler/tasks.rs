@@ -201,6 +201,11 @@ impl TaskTable {
         self.now
     }
 
+    /// Whether any task changed since the last [`take_dirty`](Self::take_dirty).
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.iter().any(|d| d.lifecycle || d.vars)
+    }
+
     /// The tasks changed since the last call, with what changed, in
     /// creation order; clears the marks.
     pub fn take_dirty(&mut self) -> Vec<(TaskIx, Dirty)> {

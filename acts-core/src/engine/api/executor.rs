@@ -61,7 +61,7 @@ impl Executor {
         self.principal.as_deref()
     }
 
-    fn by(&self) -> Option<&str> {
+    pub(super) fn by(&self) -> Option<&str> {
         self.principal.as_ref().map(|p| p.id.as_str())
     }
 
@@ -336,48 +336,6 @@ impl Executor {
                 Ok(())
             })
             .await
-    }
-
-    /// Pauses process `pid` (operator): its automatic steps and timers hold
-    /// and client actions are refused until [`unpause_process`](Self::unpause_process);
-    /// recorded in its history with `reason`.
-    pub async fn pause_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
-        self.need_operator("pausing a process")?;
-        let by = self.by();
-        self.rt.on_process(pid, |p, _| p.pause(by, reason)).await
-    }
-
-    /// Resumes a paused process (operator): timeouts that fell due while
-    /// it was paused fire, and its held work runs.
-    pub async fn unpause_process(&self, pid: &str) -> Result<(), EngineError> {
-        self.need_operator("resuming a paused process")?;
-        let by = self.by();
-        self.rt.on_process(pid, |p, svc| p.unpause(by, svc)).await
-    }
-
-    /// Terminates process `pid` (operator): it ends `aborted`, with error
-    /// `terminated` carrying `reason`, recorded in its history.
-    pub async fn terminate_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
-        self.need_operator("terminating a process")?;
-        let by = self.by();
-        self.rt
-            .on_process(pid, |p, svc| p.terminate(by, reason, svc))
-            .await
-    }
-
-    /// The processes that have been *quiet* — in flight, not paused, with
-    /// no interrupt, timer, package or subflow to wait for — for longer
-    /// than `after` (default: the engine's `stuck_after`), the longest
-    /// quiet first, at most 1,000 (operator). Read from an index of quiet
-    /// processes, never by scanning every process.
-    pub async fn stuck_processes(
-        &self,
-        after: Option<std::time::Duration>,
-    ) -> Result<Vec<ProcInfo>, EngineError> {
-        self.need_operator("listing stuck processes")?;
-        let after = after.unwrap_or(self.rt.config.stuck_after);
-        let rows = self.rt.stuck(after, 1000).await?;
-        Ok(rows.iter().map(ProcInfo::of_row).collect())
     }
 
     /// Removes a process and all its rows (a running one stops). Returns

@@ -17,6 +17,7 @@ pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod find;
 pub(crate) mod info;
+mod operate;
 pub(crate) mod package;
 
 pub use crate::engine::filter::ChannelOptions;

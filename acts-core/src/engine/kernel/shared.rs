@@ -29,9 +29,7 @@ use acts_store::{BatchOp, KvStore};
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
-use crate::durable::{
-    Collection, CollectionError, GroupCommitWriter, Query, WriteBatch, WriteOutcome,
-};
+use crate::durable::{Collection, GroupCommitWriter, WriteBatch, WriteOutcome};
 use crate::model::Vars;
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError, TaskState};
@@ -44,7 +42,7 @@ use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 use crate::engine::persist;
-use crate::engine::persist::rows::{DeliveryRow, OpRow, ProcRow};
+use crate::engine::persist::rows::{DeliveryRow, OpRow};
 use crate::engine::services::sealed::SealedData;
 
 /// What an engine timer is for.
@@ -352,7 +350,17 @@ impl Kernel {
         let mut pins = Vec::new();
         let svc = self.services();
         process.set_now(self.now());
-        let out = f(process, svc)?;
+        let out = match f(process, svc) {
+            Ok(out) => out,
+            // Refused after changing something: the instance no longer
+            // matches the store; the next use reloads it.
+            Err(e) if process.tasks.is_dirty() => {
+                slot.process = None;
+                self.cache.forget(&pid, handle);
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let mut messages = process.take_messages();
         let mut requests = Vec::new();
         // Subflow children are part of the transition: their rows go in
@@ -579,12 +587,5 @@ impl Kernel {
         // instance born from now on (the pid used again) writes as usual.
         self.writer.mark_removed(pid);
         Ok(true)
-    }
-
-    /// Process rows matching `query`.
-    pub(crate) async fn proc_rows(&self, query: &Query) -> Result<Vec<ProcRow>, CollectionError> {
-        Collection::<ProcRow>::new(self.store.clone())
-            .query_all(query)
-            .await
     }
 }

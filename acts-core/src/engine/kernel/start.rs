@@ -185,6 +185,16 @@ impl Kernel {
         }
     }
 
+    /// Process rows matching `query`.
+    pub(crate) async fn proc_rows(
+        &self,
+        query: &crate::durable::Query,
+    ) -> Result<Vec<ProcRow>, crate::durable::CollectionError> {
+        Collection::<ProcRow>::new(self.store.clone())
+            .query_all(query)
+            .await
+    }
+
     pub(crate) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
         Ok(Collection::<ProcRow>::new(self.store.clone())
             .get(pid)

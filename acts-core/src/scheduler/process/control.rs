@@ -155,6 +155,49 @@ impl Process {
         Ok(())
     }
 
+    /// Rewinds the process to step `to`, an earlier step on the line of
+    /// its active act, with `vars` set as process variables first: the
+    /// step runs again, and what ran after it is marked backed, as the
+    /// `back` action does from that act.
+    pub fn rewind(
+        &mut self,
+        by: Option<&str>,
+        to: &str,
+        vars: &crate::model::Vars,
+        svc: Services<'_>,
+    ) -> Result<(), ActionError> {
+        self.check_live("rewound")?;
+        // The latest act that is still waiting or running.
+        let active = self
+            .tasks
+            .all()
+            .filter(|(ix, t)| {
+                matches!(t.state, TaskState::Interrupt | TaskState::Running)
+                    && self.is_kind(*ix, crate::model::NodeKind::Act)
+            })
+            .map(|(_, t)| t.id.clone())
+            .last()
+            .ok_or_else(|| {
+                self.not_allowed(
+                    "no act is waiting or running, so there is no line to rewind along".into(),
+                )
+            })?;
+        self.record_control("rewind", by, &format!("to step '{to}'"));
+        if !vars.is_empty() {
+            let root = self.root();
+            self.tasks.set_user_data(root, vars);
+        }
+        let mut options = crate::model::Vars::new();
+        options.insert("to".into(), serde_json::Value::String(to.to_owned()));
+        self.act(&active, super::Action::Back, options, svc)
+            .map_err(|e| match e {
+                ActionError::NotAllowed { message, .. } => self.not_allowed(format!(
+                    "cannot rewind to '{to}' ({message}): it must be a step that ran before the active act"
+                )),
+                other => other,
+            })
+    }
+
     /// Ends the process as aborted, with the operator's reason as its error
     /// (ecode `terminated`); a paused process can be terminated.
     pub fn terminate(
