@@ -11,8 +11,8 @@ use crate::answers::parse_vars;
 use crate::cli::Command;
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
-    print_started, print_versions,
+    pick_step, pick_task, print_as, print_deployed, print_json, print_models, print_process,
+    print_processes, print_started, print_versions,
 };
 use crate::session::{print_warnings, read_model_file};
 
@@ -210,12 +210,7 @@ pub(crate) async fn run(
         } => {
             let secs = secs.to_string();
             let list: Vec<ProcInfo> = c.get(&["stuck"], &[("after_secs", &secs)]).await?;
-            if json {
-                print_json(&list)?;
-            } else {
-                print_processes(&list);
-            }
-            Ok(0)
+            print_as(&list, json, |x| print_processes(x))
         }
         Command::Ps {
             state,
@@ -242,12 +237,7 @@ pub(crate) async fn run(
                     None => break,
                 }
             }
-            if json {
-                print_json(&list)?;
-            } else {
-                print_processes(&list);
-            }
-            Ok(0)
+            print_as(&list, json, |x| print_processes(x))
         }
         Command::Ps {
             state, model, json, ..
@@ -273,12 +263,7 @@ pub(crate) async fn run(
                     None => break,
                 }
             }
-            if json {
-                print_json(&list)?;
-            } else {
-                print_processes(&list);
-            }
-            Ok(0)
+            print_as(&list, json, |x| print_processes(x))
         }
         Command::Show { pid, json } => {
             let v: Value = c.get(&["processes", &pid], &[]).await?;
@@ -328,12 +313,7 @@ pub(crate) async fn run(
             let report: acts::MigrationReport = c
                 .post(&["models", &model_id, "migrate"], body.to_string())
                 .await?;
-            if json {
-                print_json(&report)?;
-            } else {
-                crate::output::print_migration(&report);
-            }
-            Ok(0)
+            print_as(&report, json, crate::output::print_migration)
         }
         Command::Control {
             control,
@@ -365,21 +345,11 @@ pub(crate) async fn run(
             }
             let versions: Vec<ModelVersionInfo> =
                 c.get(&["models", &model_id, "versions"], &[]).await?;
-            if json {
-                print_json(&versions)?;
-            } else {
-                print_versions(&versions);
-            }
-            Ok(0)
+            print_as(&versions, json, |x| print_versions(x))
         }
         Command::Models { json } => {
             let models: Vec<ModelInfo> = c.get(&["models"], &[]).await?;
-            if json {
-                print_json(&models)?;
-            } else {
-                print_models(&models);
-            }
-            Ok(0)
+            print_as(&models, json, |x| print_models(x))
         }
         other => Err(Failure::input(format!(
             "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act, control, migrate, models or versions (or stop the server to use the store)",

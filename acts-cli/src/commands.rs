@@ -10,8 +10,8 @@ use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_deployed, print_json, print_models, print_process, print_processes,
-    print_started, print_versions,
+    pick_step, pick_task, print_as, print_deployed, print_json, print_models, print_process,
+    print_processes, print_started, print_versions,
 };
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
@@ -107,12 +107,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 .migrate(&plan, dry_run)
                 .await
                 .map_err(Failure::action)?;
-            if json {
-                print_json(&report)?;
-            } else {
-                crate::output::print_migration(&report);
-            }
-            Ok(0)
+            print_as(&report, json, crate::output::print_migration)
         }
         Command::Control {
             control,
@@ -153,12 +148,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 return Ok(0);
             }
             let versions = exec.versions(&model_id).await.map_err(Failure::action)?;
-            if json {
-                print_json(&versions)?;
-            } else {
-                print_versions(&versions);
-            }
-            Ok(0)
+            print_as(&versions, json, |x| print_versions(x))
         }
         Command::Ps {
             stuck: Some(secs),
@@ -170,12 +160,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 .stuck_processes(Some(std::time::Duration::from_secs(secs)))
                 .await
                 .map_err(Failure::engine)?;
-            if json {
-                print_json(&list)?;
-            } else {
-                print_processes(&list);
-            }
-            Ok(0)
+            print_as(&list, json, |x| print_processes(x))
         }
         Command::Ps {
             state,
@@ -201,12 +186,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                     None => break,
                 }
             }
-            if json {
-                print_json(&list)?;
-            } else {
-                print_processes(&list);
-            }
-            Ok(0)
+            print_as(&list, json, |x| print_processes(x))
         }
         Command::Ps {
             state, model, json, ..
@@ -240,12 +220,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
         Command::Resume { mode } => resume(engine, mode).await,
         Command::Models { json } => {
             let models = engine.executor().models().await.map_err(Failure::engine)?;
-            if json {
-                print_json(&models)?;
-                return Ok(0);
-            }
-            print_models(&models);
-            Ok(0)
+            print_as(&models, json, |x| print_models(x))
         }
         // `dispatch` runs these itself (they need their own engine).
         Command::Run { .. }
@@ -329,12 +304,7 @@ async fn ps(
         .processes(state, model.as_deref())
         .await
         .map_err(Failure::engine)?;
-    if json {
-        print_json(&list)?;
-        return Ok(0);
-    }
-    print_processes(&list);
-    Ok(0)
+    print_as(&list, json, |x| print_processes(x))
 }
 
 async fn show(exec: &Executor, pid: &str, json: bool) -> Result<u8, Failure> {

@@ -6,6 +6,21 @@ use serde_json::Value;
 
 use crate::failure::Failure;
 
+/// Prints `items` as one line of JSON (`json`) or with `table`; the exit
+/// code of a listing.
+pub(crate) fn print_as<T: serde::Serialize>(
+    items: &T,
+    json: bool,
+    table: impl FnOnce(&T),
+) -> Result<u8, Failure> {
+    if json {
+        print_json(items)?;
+    } else {
+        table(items);
+    }
+    Ok(0)
+}
+
 /// Prints `value` as one line of JSON.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     let text = serde_json::to_string(value)

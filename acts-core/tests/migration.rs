@@ -14,27 +14,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acts_core::engine::{
-    ChannelOptions, Engine, EngineError, Executor, MigrationPlan, MigrationReport, ProcInfo,
+    ChannelOptions, EngineError, Executor, MigrationPlan, MigrationReport, ProcInfo,
 };
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;
-use acts_store::KvStore;
 use acts_testkit::CrashStore;
-use common::{ends, irq_created, recv, recv_where, settle, store, vars};
+use common::{ends, engine_on, irq_created, recv, recv_where, settle, store, vars, waiting};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 const HOUR: Duration = Duration::from_secs(3600);
-
-async fn engine_on(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
-    Engine::builder()
-        .store(kv)
-        .clock(Arc::new(clock.clone()))
-        .start()
-        .await
-        .expect("engine starts")
-}
 
 fn plan(model: &str, from: u32, to: u32) -> MigrationPlan {
     MigrationPlan {
@@ -69,17 +59,6 @@ async fn dry_then_real(exec: &Executor, plan: &MigrationPlan) -> MigrationReport
     real
 }
 
-/// The task of `pid` waiting in an interrupt (its id).
-async fn waiting(exec: &Executor, pid: &str) -> Vec<String> {
-    exec.tasks(pid)
-        .await
-        .expect("tasks")
-        .into_iter()
-        .filter(|t| t.state == TaskState::Interrupt)
-        .map(|t| t.tid)
-        .collect()
-}
-
 async fn finish(
     exec: &Executor,
     rx: &mut UnboundedReceiver<Message>,
@@ -106,7 +85,7 @@ const ASK_V2: &str = "id: m\nver: '2'\nsteps:\n  - id: ask\n    uses: acts.core.
 async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     let clock = ManualClock::new(1_000_000);
     let kv = store().await;
-    let engine = engine_on(kv.clone(), &clock).await;
+    let engine = engine_on(kv.clone(), Some(&clock)).await;
     let exec = engine.executor();
     exec.deploy_yaml(ASK_V1).await.unwrap();
     exec.start("m", vars(json!({ "pid": "p" }))).await.unwrap();
@@ -128,7 +107,7 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     assert!(exec.migrate(&p, false).await.unwrap().processes.is_empty());
     // The move survives a restart; the process ends on version 2.
     engine.close().await;
-    let engine = engine_on(kv, &clock).await;
+    let engine = engine_on(kv, Some(&clock)).await;
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let (info, made) = finish(&exec, &mut rx, "p").await;
@@ -160,7 +139,7 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
 #[tokio::test]
 async fn a_process_on_a_timer_takes_the_new_versions_timeouts() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     let timed = |after: &str| {
         format!(
@@ -196,7 +175,7 @@ async fn a_process_on_a_timer_takes_the_new_versions_timeouts() {
 #[tokio::test]
 async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     let fan = |n: u32| {
         format!(
@@ -268,7 +247,7 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
 #[tokio::test]
 async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: r\nver: '1'\nsteps:\n  - id: prepare\n    uses: acts.transform.set\n    params: { prepared: true }\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n",
@@ -342,7 +321,7 @@ async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
 async fn a_migration_is_one_batch_across_a_crash() {
     let clock = ManualClock::new(1_000_000);
     let crash = Arc::new(CrashStore::new());
-    let engine = engine_on(crash.clone(), &clock).await;
+    let engine = engine_on(crash.clone(), Some(&clock)).await;
     let exec = engine.executor();
     exec.deploy_yaml(ASK_V1).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -360,7 +339,7 @@ async fn a_migration_is_one_batch_across_a_crash() {
         (crash.recover().await, 2, json!(2)),
         (crash.recover_prefix(before).await, 1, json!(1)),
     ] {
-        let engine = engine_on(Arc::new(store), &clock).await;
+        let engine = engine_on(Arc::new(store), Some(&clock)).await;
         let exec = engine.executor();
         assert_eq!(exec.process("p").await.unwrap().model_rev, rev);
         let mut rx = engine.channel(ChannelOptions::default()).subscribe();

@@ -16,7 +16,7 @@ use acts_core::scheduler::{ActionError, TaskState};
 use acts_core::time::ManualClock;
 use acts_store::KvStore;
 use acts_testkit::CrashStore;
-use common::{ends, irq_created, recv_where, settle, store, vars};
+use common::{ends, engine_on, irq_created, recv_where, settle, store, vars, waiting};
 use serde_json::json;
 
 /// An approval with a reminder an hour after it is asked.
@@ -39,15 +39,6 @@ steps:
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-async fn engine_on(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
-    Engine::builder()
-        .store(kv)
-        .clock(Arc::new(clock.clone()))
-        .start()
-        .await
-        .expect("engine starts")
-}
-
 /// The task of node `nid` in process `pid`, if one was created.
 async fn task_of(exec: &Executor, pid: &str, nid: &str) -> Option<acts_core::engine::TaskInfo> {
     exec.tasks(pid)
@@ -59,13 +50,7 @@ async fn task_of(exec: &Executor, pid: &str, nid: &str) -> Option<acts_core::eng
 
 /// The interrupt `approve` of `pid` (its act's task id).
 async fn approve_tid(exec: &Executor, pid: &str) -> String {
-    exec.tasks(pid)
-        .await
-        .expect("tasks")
-        .into_iter()
-        .find(|t| t.state == TaskState::Interrupt)
-        .expect("the approval was asked")
-        .tid
+    waiting(exec, pid).await.remove(0)
 }
 
 /// The actions recorded on the root task of `pid`: (action, from, detail).
@@ -92,7 +77,7 @@ async fn started(engine: &Engine, pid: &str) {
 #[tokio::test]
 async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     started(&engine, "p").await;
     exec.pause_process("p", "vendor outage").await.unwrap();
@@ -152,7 +137,7 @@ async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
 #[tokio::test]
 async fn what_a_subflow_returns_to_a_paused_parent_waits_for_the_resume() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     exec.deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n",
@@ -206,7 +191,7 @@ async fn what_a_subflow_returns_to_a_paused_parent_waits_for_the_resume() {
 #[tokio::test]
 async fn terminate_ends_the_process_with_the_operators_reason() {
     let clock = ManualClock::new(1_000_000);
-    let engine = engine_on(store().await, &clock).await;
+    let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     started(&engine, "p").await;
     exec.pause_process("p", "looking").await.unwrap();
@@ -257,7 +242,7 @@ async fn crash_around(
 ) -> (Arc<dyn KvStore>, Arc<dyn KvStore>) {
     let clock = ManualClock::new(1_000_000);
     let crash = Arc::new(CrashStore::new());
-    let engine = engine_on(crash.clone(), &clock).await;
+    let engine = engine_on(crash.clone(), Some(&clock)).await;
     started(&engine, "p").await;
     let exec = engine.executor();
     if pause_first {
@@ -285,7 +270,7 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
         false,
     )
     .await;
-    let engine = engine_on(after, &clock).await;
+    let engine = engine_on(after, Some(&clock)).await;
     let exec = engine.executor();
     assert_eq!(
         exec.process("p").await.unwrap().paused.unwrap().reason,
@@ -300,7 +285,7 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
     let tid = approve_tid(&exec, "p").await;
     assert!(exec.complete("p", &tid, Vars::new()).await.is_err());
     engine.close().await;
-    let engine = engine_on(before, &clock).await;
+    let engine = engine_on(before, Some(&clock)).await;
     assert!(
         engine
             .executor()
@@ -318,13 +303,13 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
         true,
     )
     .await;
-    let engine = engine_on(after, &clock).await;
+    let engine = engine_on(after, Some(&clock)).await;
     let exec = engine.executor();
     assert!(exec.process("p").await.unwrap().paused.is_none());
     let tid = approve_tid(&exec, "p").await;
     exec.complete("p", &tid, Vars::new()).await.unwrap();
     engine.close().await;
-    let engine = engine_on(before, &clock).await;
+    let engine = engine_on(before, Some(&clock)).await;
     assert!(
         engine
             .executor()
@@ -342,12 +327,12 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
         true,
     )
     .await;
-    let engine = engine_on(after, &clock).await;
+    let engine = engine_on(after, Some(&clock)).await;
     let info = engine.executor().process("p").await.unwrap();
     assert_eq!(info.state, TaskState::Aborted);
     assert_eq!(info.err.unwrap().message, "stop");
     engine.close().await;
-    let engine = engine_on(before, &clock).await;
+    let engine = engine_on(before, Some(&clock)).await;
     assert_eq!(
         engine.executor().process("p").await.unwrap().state,
         TaskState::Running
@@ -467,7 +452,7 @@ async fn waiting_key(exec: &Executor, pid: &str) -> (String, String) {
 async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     let clock = ManualClock::new(1_000_000);
     let crash = Arc::new(CrashStore::new());
-    let engine = engine_on(crash.clone(), &clock).await;
+    let engine = engine_on(crash.clone(), Some(&clock)).await;
     let exec = engine.executor();
     exec.deploy_yaml(TWO_STEPS).await.unwrap();
     let rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -498,7 +483,7 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     assert_eq!(crash.committed().await, committed + 1, "one batch");
     crash.crash_after(committed + 1);
     drop(engine);
-    let engine = engine_on(Arc::new(crash.recover().await), &clock).await;
+    let engine = engine_on(Arc::new(crash.recover().await), Some(&clock)).await;
     let exec = engine.executor();
     let tasks = exec.tasks("p").await.unwrap();
     assert!(

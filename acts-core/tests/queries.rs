@@ -12,9 +12,9 @@ use std::sync::Arc;
 use acts_core::engine::{ChannelOptions, Engine, EngineError, ProcessQuery};
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
-use acts_store::{KvStore, MemoryStore};
+use acts_store::MemoryStore;
 use acts_testkit::CountingStore;
-use common::{ends, irq_created, recv_where, store, vars};
+use common::{ends, engine_on, irq_created, recv_where, store, vars, waiting};
 use serde_json::{Value, json};
 
 /// Orders: the customer and amount are indexed; an interrupt lets a
@@ -28,14 +28,6 @@ steps:
     uses: acts.core.irq
     params: { key: review }
 "#;
-
-async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
-    Engine::builder()
-        .store(kv)
-        .start()
-        .await
-        .expect("engine starts")
-}
 
 /// Starts order `pid` for `customer` of `amount`.
 async fn order(engine: &Engine, pid: &str, customer: &str, amount: i64) {
@@ -81,7 +73,7 @@ async fn all_pages(engine: &Engine, q: ProcessQuery, n: usize) -> Vec<String> {
 #[tokio::test]
 async fn processes_are_found_by_their_indexed_variables() {
     let kv = store().await;
-    let engine = engine_on(kv.clone()).await;
+    let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
     exec.deploy_yaml(ORDERS).await.unwrap();
     for (pid, customer, amount) in [
@@ -151,7 +143,7 @@ async fn processes_are_found_by_their_indexed_variables() {
     assert_eq!(found, ["o1", "o2"]);
     assert_eq!(exec.count_matching(&acme()).await.unwrap(), 2);
     // Finished processes stay findable; removed ones are gone.
-    exec.complete("o3", &task_waiting(&engine, "o3").await, Vars::new())
+    exec.complete("o3", &waiting(&exec, "o3").await[0], Vars::new())
         .await
         .unwrap();
     recv_where(&mut rx, ends("o3")).await;
@@ -160,26 +152,14 @@ async fn processes_are_found_by_their_indexed_variables() {
     assert_eq!(exec.count_matching(&acme()).await.unwrap(), 1);
     // ... and it all survives a restart.
     engine.close().await;
-    let engine = engine_on(kv).await;
+    let engine = engine_on(kv, None).await;
     assert_eq!(pids(&engine, &acme()).await, ["o3"]);
     engine.close().await;
 }
 
-async fn task_waiting(engine: &Engine, pid: &str) -> String {
-    engine
-        .executor()
-        .tasks(pid)
-        .await
-        .expect("tasks")
-        .into_iter()
-        .find(|t| t.state == TaskState::Interrupt)
-        .expect("it waits")
-        .tid
-}
-
 #[tokio::test]
 async fn a_query_that_cannot_use_an_index_says_why() {
-    let engine = engine_on(store().await).await;
+    let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
     exec.deploy_yaml(ORDERS).await.unwrap();
     let q = |q: ProcessQuery| {
@@ -256,7 +236,7 @@ async fn a_query_that_cannot_use_an_index_says_why() {
 #[tokio::test]
 async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
     let counting = Arc::new(CountingStore::new(MemoryStore::new()));
-    let engine = engine_on(counting.clone()).await;
+    let engine = engine_on(counting.clone(), None).await;
     let exec = engine.executor();
     exec.deploy_yaml(ORDERS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();

@@ -14,7 +14,7 @@ use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
 use acts_store::{KvStore, MemoryStore};
 use acts_testkit::{GateKind, GatedStore};
-use common::{GUARD, irq_created, recv_where, store, vars};
+use common::{GUARD, engine_on, irq_created, recv_where, store, vars};
 use serde_json::json;
 
 /// Version `n` of model `m`: an interrupt, then a step that records `n`.
@@ -22,14 +22,6 @@ fn model(n: u32) -> String {
     format!(
         "id: m\nname: approval\nver: '{n}.0'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: {{ key: ask }}\n  - id: record\n    uses: acts.transform.set\n    params: {{ made_by: {n} }}\n"
     )
-}
-
-async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
-    Engine::builder()
-        .store(kv)
-        .start()
-        .await
-        .expect("engine starts")
 }
 
 /// Starts a process with `start` and answers its interrupt; returns the
@@ -72,7 +64,7 @@ async fn start(exec: &Executor, pid: &str) -> acts_core::engine::ProcInfo {
 
 #[tokio::test]
 async fn an_identical_deploy_changes_nothing_and_a_changed_one_is_a_new_version() {
-    let engine = engine_on(store().await).await;
+    let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
     let first = exec.deploy_yaml(&model(1)).await.unwrap();
     assert_eq!(first.revision, 1);
@@ -104,7 +96,7 @@ async fn an_identical_deploy_changes_nothing_and_a_changed_one_is_a_new_version(
 #[tokio::test]
 async fn a_process_ends_on_its_version_after_a_newer_deploy_and_a_restart() {
     let kv = store().await;
-    let engine = engine_on(kv.clone()).await;
+    let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
     exec.deploy_yaml(&model(1)).await.unwrap();
     let old = start(&exec, "old").await;
@@ -114,7 +106,7 @@ async fn a_process_ends_on_its_version_after_a_newer_deploy_and_a_restart() {
     assert_eq!(new.model_rev, 2);
     engine.close().await;
 
-    let engine = engine_on(kv.clone()).await;
+    let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
     assert_eq!(exec.process("old").await.unwrap().model_rev, 1);
     assert_eq!(run_to_end(&engine, "old").await, json!(1), "ran version 1");
@@ -139,7 +131,7 @@ async fn a_process_ends_on_its_version_after_a_newer_deploy_and_a_restart() {
 
 #[tokio::test]
 async fn a_version_in_use_or_latest_cannot_be_removed() {
-    let engine = engine_on(store().await).await;
+    let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
     exec.deploy_yaml(&model(1)).await.unwrap();
     start(&exec, "p1").await;
@@ -171,7 +163,7 @@ async fn a_version_in_use_or_latest_cannot_be_removed() {
 #[tokio::test]
 async fn removing_a_model_keeps_the_versions_its_processes_run_on() {
     let kv = store().await;
-    let engine = engine_on(kv.clone()).await;
+    let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
     exec.deploy_yaml(&model(1)).await.unwrap();
     exec.deploy_yaml(&model(2)).await.unwrap();
@@ -191,7 +183,7 @@ async fn removing_a_model_keeps_the_versions_its_processes_run_on() {
     assert_eq!(kept, [(2, false)], "version 1 had no process: gone");
     engine.close().await;
 
-    let engine = engine_on(kv).await;
+    let engine = engine_on(kv, None).await;
     assert_eq!(run_to_end(&engine, "runs_v2").await, json!(2));
     // A new deploy continues the numbering after the kept version.
     let exec = engine.executor();
@@ -205,7 +197,7 @@ async fn removing_a_model_keeps_the_versions_its_processes_run_on() {
 async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
     let gated = Arc::new(GatedStore::new(MemoryStore::new()));
     let kv: Arc<dyn KvStore> = gated.clone();
-    let engine = engine_on(kv.clone()).await;
+    let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
     exec.deploy_yaml(&model(1)).await.unwrap();
     gated.arm(GateKind::Write);
@@ -240,6 +232,6 @@ async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
         .collect();
     assert_eq!(kept, [1], "the started process's version stays");
     engine.close().await;
-    let engine = engine_on(kv).await;
+    let engine = engine_on(kv, None).await;
     assert_eq!(run_to_end(&engine, "racer").await, json!(1));
 }

@@ -97,3 +97,27 @@ pub async fn settle(engine: &acts_core::engine::Engine) {
     .await
     .expect("the engine settles (hang guard)");
 }
+
+/// An engine on `kv`, on the engine clock `clock` when one is given.
+pub async fn engine_on(
+    kv: Arc<dyn KvStore>,
+    clock: Option<&acts_core::time::ManualClock>,
+) -> acts_core::engine::Engine {
+    let builder = acts_core::engine::Engine::builder().store(kv);
+    let builder = match clock {
+        Some(c) => builder.clock(Arc::new(c.clone())),
+        None => builder,
+    };
+    builder.start().await.expect("engine starts")
+}
+
+/// The tasks of process `pid` waiting in an interrupt (their ids).
+pub async fn waiting(exec: &acts_core::engine::Executor, pid: &str) -> Vec<String> {
+    exec.tasks(pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .filter(|t| t.state == acts_core::scheduler::TaskState::Interrupt)
+        .map(|t| t.tid)
+        .collect()
+}

@@ -61,6 +61,16 @@ impl Executor {
         self.principal.as_deref()
     }
 
+    /// Whether this executor's principal may see the process of `row`.
+    pub(super) fn may_see_row(&self, r: &crate::engine::persist::rows::ProcRow) -> bool {
+        self.principal.as_ref().is_none_or(|who| {
+            who.may_see(
+                r.started_by.as_deref(),
+                r.audience.iter().map(String::as_str),
+            )
+        })
+    }
+
     pub(super) fn by(&self) -> Option<&str> {
         self.principal.as_ref().map(|p| p.id.as_str())
     }
@@ -251,14 +261,7 @@ impl Executor {
         let rows = self.rt.proc_rows(&q).await?;
         Ok(rows
             .iter()
-            .filter(|r| {
-                self.principal.as_ref().is_none_or(|who| {
-                    who.may_see(
-                        r.started_by.as_deref(),
-                        r.audience.iter().map(String::as_str),
-                    )
-                })
-            })
+            .filter(|r| self.may_see_row(r))
             .map(ProcInfo::of_row)
             .collect())
     }

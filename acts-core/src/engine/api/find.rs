@@ -279,14 +279,7 @@ impl Executor {
         let processes = page
             .rows
             .iter()
-            .filter(|r| {
-                self.principal.as_ref().is_none_or(|who| {
-                    who.may_see(
-                        r.started_by.as_deref(),
-                        r.audience.iter().map(String::as_str),
-                    )
-                })
-            })
+            .filter(|r| self.may_see_row(r))
             .map(ProcInfo::of_row)
             .collect();
         Ok(ProcessPage {
