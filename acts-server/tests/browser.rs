@@ -280,6 +280,26 @@ async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
     b.wait_text("#graph", "Manager approval").await;
     b.screenshot(&shots, "04-process-waiting").await;
 
+    // An operator pauses it (the reason typed into the prompt), sees it
+    // paused, and resumes it.
+    b.click("#pause-process").await;
+    b.post("/alert/text", json!({ "text": "audit" })).await;
+    b.post("/alert/accept", json!({})).await;
+    b.wait_text("#paused", "audit").await;
+    let paused = engine.executor().process(&pid).await.expect("the process");
+    assert_eq!(paused.paused.map(|p| p.reason), Some("audit".to_owned()));
+    b.click("#resume-process").await;
+    b.find("#pause-process").await;
+    assert!(
+        engine
+            .executor()
+            .process(&pid)
+            .await
+            .expect("the process")
+            .paused
+            .is_none()
+    );
+
     // Answer the interrupt through the inbox form.
     b.open(&format!("{site}/#/inbox")).await;
     b.wait_text("#inbox", &pid).await;

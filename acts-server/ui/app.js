@@ -257,6 +257,20 @@ async function processPage(pid) {
   const live = h('ul', { class: 'timeline', id: 'live' });
   const actions = [];
   if (me.operator && !isTerminal(p.state)) {
+    // A control sends no message of its own: the page is drawn again.
+    const control = (what, body, done) => act(() => api('POST', `/processes/${encodeURIComponent(pid)}/${what}`, body), done).then(() => route(), () => {});
+    if (p.paused) {
+      actions.push(h('button', { id: 'resume-process', onclick: () => control('resume', undefined, 'Resumed') }, 'Resume'));
+    } else if (p.state !== 'none') {
+      actions.push(h('button', { id: 'pause-process', class: 'secondary', onclick: () => {
+        const reason = prompt('Why pause it? (kept in its history)', '');
+        if (reason !== null) control('pause', { reason }, 'Paused');
+      } }, 'Pause'));
+    }
+    actions.push(h('button', { id: 'terminate-process', class: 'danger', onclick: () => {
+      const reason = prompt('Why terminate it? (its error, kept in its history)', '');
+      if (reason !== null) control('terminate', { reason }, 'Terminated');
+    } }, 'Terminate'));
     actions.push(h('button', { class: 'danger', onclick: () => act(() => api('POST', `/processes/${encodeURIComponent(pid)}/abort`), 'Aborted') }, 'Abort process'));
   }
   if (me.operator) {
@@ -270,10 +284,11 @@ async function processPage(pid) {
   setMain(
     h('h1', {}, 'Process ', h('span', { class: 'mono' }, p.pid)),
     h('div', { class: 'card' },
-      h('p', {}, 'Model ', h('a', { href: '#/model/' + encodeURIComponent(p.model_id) }, p.model_id), ' · state ', stateBadge(p.state, 'process-state'),
+      h('p', {}, 'Model ', h('a', { href: '#/model/' + encodeURIComponent(p.model_id) }, p.model_id), p.model_rev ? ` (version ${p.model_rev})` : '', ' · state ', stateBadge(p.state, 'process-state'),
         p.started_by ? ' · started by ' + p.started_by : '',
         p.start_time ? ' · started ' + when(p.start_time) : '', p.end_time ? ' · ended ' + when(p.end_time) : ''),
       p.err ? h('p', { class: 'error-text' }, `${p.err.ecode} ${p.err.message}`) : null,
+      p.paused ? h('p', { id: 'paused', class: 'error-text' }, `Paused by ${p.paused.by || 'the application'} since ${when(p.paused.at)}${p.paused.reason ? ': ' + p.paused.reason : ''} — automatic steps and timers wait; answers are refused until it is resumed.`) : null,
       actions.length ? h('div', { class: 'row' }, actions) : null),
     waiting.length ? [h('h2', {}, 'Waiting for an answer'), waiting.map((t) => answerCard({ ...t, model_id: p.model_id }, () => route()))] : null,
     h('h2', {}, 'Workflow'),
