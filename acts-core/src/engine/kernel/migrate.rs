@@ -113,6 +113,12 @@ impl Kernel {
         if stored.row.state.is_terminal() {
             return Ok(refuse("it ended meanwhile".into()));
         }
+        if !stored.row.pending.is_empty() {
+            return Ok(refuse(
+                "it is in the middle of a long run of automatic steps; migrate it once it waits"
+                    .into(),
+            ));
+        }
         let map: HashMap<String, String> = plan.map.clone().into_iter().collect();
         let detail = format!(
             "version {} → {}{}{}",
