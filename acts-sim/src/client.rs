@@ -50,6 +50,23 @@ pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
     rng.random_bool(0.1)
 }
 
+/// Whether an operator pauses the process when the first act with `key`
+/// waits (and resumes it in the next round, before anything else):
+/// grammar 2 only, one act in ten, never for a pushed or a catch's act.
+/// The pause's reason names the act, so a restarted run sees that it was
+/// done.
+pub fn pauses(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    if spec.grammar != crate::workflow::Grammar::V2
+        || occurrence != 1
+        || key.ends_with("_p")
+        || key.ends_with("_r")
+    {
+        return false;
+    }
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x0070_6175_7365, key, occurrence));
+    rng.random_bool(0.1)
+}
+
 /// The answer to the `occurrence`-th act with `key` (1 for the first) of a
 /// process of `spec`; `waited`: the client already let its timeout act
 /// (and the act still waits), so it answers now.

@@ -15,7 +15,7 @@ use acts_store::KvStore;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::client::{Answer, answer, pushes};
+use crate::client::{Answer, answer, pauses, pushes};
 use crate::workflow::{CHILD, Spec};
 
 /// The simulated process's id.
@@ -242,6 +242,19 @@ pub async fn drive(
         if restart_after.is_some_and(|n| acted_count >= n) {
             return Ok(Driven::Restart);
         }
+        if info.paused.is_some() {
+            // The operator resumes what it paused (the round after).
+            trace.note("resume");
+            match exec.unpause_process(PID).await {
+                Ok(()) => {
+                    acted_count += 1;
+                    idle_rounds = 0;
+                }
+                Err(e) if transient(&e) => stuck(&mut idle_rounds, heal, "a resume keeps failing")?,
+                Err(e) => return Err(format!("resume: {e}")),
+            }
+            continue;
+        }
         match act_once(sim, spec, seed, &tasks, &waited, trace).await? {
             Step::Acted => {
                 acted_count += 1;
@@ -333,6 +346,21 @@ async fn act_once(
             .filter(|x| x.kind == "act" && x.key.as_deref() == Some(&key))
             .position(|x| x.tid == t.tid)
             .map_or(1, |i| i + 1);
+        let reason = format!("sim:{}", t.tid);
+        let paused_here = tasks.iter().any(|x| {
+            x.tid == "$"
+                && x.history
+                    .iter()
+                    .any(|e| e.action == "pause" && e.detail.as_deref() == Some(reason.as_str()))
+        });
+        if pauses(seed, spec, &key, occurrence) && !paused_here {
+            trace.note(format!("{key}#{occurrence}: pause"));
+            return match exec.pause_process(PID, &reason).await {
+                Ok(()) => Ok(Step::Acted),
+                Err(e) if transient(&e) => Ok(Step::Retry),
+                Err(e) => Err(format!("pause at {key}: {e}")),
+            };
+        }
         if pushes(seed, spec, &key, occurrence) {
             let pushed_key = format!("{key}_p");
             let done = tasks
