@@ -67,6 +67,26 @@ pub fn pauses(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
     rng.random_bool(0.1)
 }
 
+/// Whether an operator rewinds the process to an earlier top-level step
+/// (returned) when the first act with `key` waits: grammar 2 only, one act
+/// in twenty that has earlier steps, at most once per process (the caller
+/// checks the process's history).
+pub fn rewinds(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> Option<String> {
+    if spec.grammar != crate::workflow::Grammar::V2
+        || occurrence != 1
+        || key.ends_with("_p")
+        || key.ends_with("_r")
+    {
+        return None;
+    }
+    let earlier = spec.earlier_top_steps(key);
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x0072_6577_6e64, key, occurrence));
+    if earlier.is_empty() || !rng.random_bool(0.05) {
+        return None;
+    }
+    Some(earlier[rng.random_range(0..earlier.len())].clone())
+}
+
 /// The answer to the `occurrence`-th act with `key` (1 for the first) of a
 /// process of `spec`; `waited`: the client already let its timeout act
 /// (and the act still waits), so it answers now.

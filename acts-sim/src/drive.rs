@@ -15,7 +15,7 @@ use acts_store::KvStore;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::client::{Answer, answer, pauses, pushes};
+use crate::client::{Answer, answer, pauses, pushes, rewinds};
 use crate::workflow::{CHILD, Spec};
 
 /// The simulated process's id.
@@ -353,6 +353,22 @@ async fn act_once(
                     .iter()
                     .any(|e| e.action == "pause" && e.detail.as_deref() == Some(reason.as_str()))
         });
+        let rewound = tasks
+            .iter()
+            .any(|x| x.tid == "$" && x.history.iter().any(|e| e.action == "rewind"));
+        if let (false, Some(to)) = (rewound, rewinds(seed, spec, &key, occurrence)) {
+            trace.note(format!("{key}#{occurrence}: rewind to {to}"));
+            let mut v = Vars::new();
+            v.insert("rewound".into(), json!(true));
+            match exec.rewind_process(PID, &to, v).await {
+                Ok(()) => return Ok(Step::Acted),
+                Err(e) if transient(&e) => return Ok(Step::Retry),
+                // Not on this act's line (e.g. a step a branch skipped):
+                // go on as without it.
+                Err(EngineError::Action(_)) => trace.note("  refused"),
+                Err(e) => return Err(format!("rewind at {key}: {e}")),
+            }
+        }
         if pauses(seed, spec, &key, occurrence) && !paused_here {
             trace.note(format!("{key}#{occurrence}: pause"));
             return match exec.pause_process(PID, &reason).await {
