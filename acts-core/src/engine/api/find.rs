@@ -249,14 +249,7 @@ impl Executor {
                         v.name
                     )));
                 };
-                let model = self.rt.model(mid).await?;
-                if !model.workflow.index.contains(&v.name) {
-                    return Err(bad(format!(
-                        "model '{mid}' does not index '{}' (its index: [{}]); add it to the model's `index:`",
-                        v.name,
-                        model.workflow.index.join(", ")
-                    )));
-                }
+                self.check_indexed(mid, &v.name).await?;
                 // The row must still hold the value its entry says.
                 let (min, max) = v.bounds();
                 if let Some(min) = min {
@@ -288,6 +281,19 @@ impl Executor {
         })
     }
 
+    /// Fails unless model `mid` declares `name` in its `index:` (from the
+    /// catalog in memory: no store read).
+    async fn check_indexed(&self, mid: &str, name: &str) -> Result<(), EngineError> {
+        let model = self.rt.model(mid).await?;
+        if model.workflow.index.iter().any(|n| n == name) {
+            return Ok(());
+        }
+        Err(bad(format!(
+            "model '{mid}' does not index '{name}' (its index: [{}]); add it to the model's `index:`",
+            model.workflow.index.join(", ")
+        )))
+    }
+
     /// How many processes match `q` (its cursor and limit ignored). A
     /// query on one variable alone (with its model) counts index keys only;
     /// any other filter reads the rows the index walk yields. An operator's
@@ -306,12 +312,7 @@ impl Executor {
         if let (Some(mid), Some(v)) = (&q.model, &q.var)
             && *q == only_var
         {
-            // Declared? (The same check a page makes.)
-            self.find_processes(&ProcessQuery {
-                limit: Some(1),
-                ..q.clone()
-            })
-            .await?;
+            self.check_indexed(mid, &v.name).await?;
             let mut range = var_range(mid, v)?;
             let mut n = 0;
             loop {
