@@ -224,6 +224,38 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List tasks across processes (`--inbox`: the open interrupts you
+    /// may answer), in process order, then creation order.
+    Tasks {
+        /// What tasks to list.
+        #[command(flatten)]
+        filter: TaskFilter,
+        /// Print how many tasks match instead of listing them.
+        #[arg(long)]
+        count: bool,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the deliveries of durable channels (`--state failed`: the dead
+    /// letters), oldest first; or redeliver or discard a dead letter.
+    Deliveries {
+        /// What deliveries to list.
+        #[command(flatten)]
+        filter: DeliveryFilter,
+        /// Give dead letter MSG_ID of CHANNEL another round.
+        #[arg(long, num_args = 2, value_names = ["CHANNEL", "MSG_ID"], conflicts_with = "discard")]
+        redeliver: Option<Vec<String>>,
+        /// Discard dead letter MSG_ID of CHANNEL.
+        #[arg(long, num_args = 2, value_names = ["CHANNEL", "MSG_ID"])]
+        discard: Option<Vec<String>>,
+        /// Print how many deliveries match instead of listing them.
+        #[arg(long)]
+        count: bool,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show a process: its task tree with states, times and data.
     Show {
         /// The process id.
@@ -291,4 +323,52 @@ pub enum TokenCommand {
     },
     /// Print the SHA-256 of the token read from stdin (for a config entry).
     Hash,
+}
+
+/// The filters of `acts tasks`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TaskFilter {
+    /// Only the open interrupts of running processes this caller may
+    /// answer (the inbox); other filters narrow it.
+    #[arg(long)]
+    pub inbox: bool,
+    /// Only tasks in this state (interrupt, running, completed, ...).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Only tasks of this kind: workflow, step, branch or act.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Only tasks of this node (a step's id).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Only acts with this `params.key`.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Only acts of this package (e.g. acts.core.irq).
+    #[arg(long)]
+    pub uses: Option<String>,
+    /// Only in processes of this model.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only in processes in this state.
+    #[arg(long, value_name = "STATE")]
+    pub process_state: Option<String>,
+    /// Only in processes whose indexed variable matches (as `acts ps
+    /// --where`; needs --model).
+    #[arg(long = "where", value_name = "CONDITION")]
+    pub wheres: Vec<String>,
+}
+
+/// The filters of `acts deliveries`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DeliveryFilter {
+    /// Only deliveries of this durable channel.
+    #[arg(long)]
+    pub channel: Option<String>,
+    /// Only deliveries in this state: pending, acked, failed or closed.
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Only deliveries of this process's messages.
+    #[arg(long)]
+    pub pid: Option<String>,
 }

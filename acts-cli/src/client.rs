@@ -1,9 +1,10 @@
 //! The commands as a client of a running `acts serve` (`--server URL` or
-//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `show`, `act`, `control`, `models` and `versions` go
+//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `tasks`, `deliveries`, `show`, `act`, `control`, `models` and
+//! `versions` go
 //! through its HTTP API instead of opening the store, so they work while
 //! the server holds it. Output is the same as on a store.
 
-use acts::{ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
+use acts::{DeliveryInfo, ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -11,8 +12,8 @@ use crate::answers::parse_vars;
 use crate::cli::Command;
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_as, print_deployed, print_json, print_models, print_process,
-    print_processes, print_started, print_versions,
+    pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json, print_models,
+    print_process, print_processes, print_started, print_tasks, print_versions,
 };
 use crate::session::{print_warnings, read_model_file};
 
@@ -347,12 +348,72 @@ pub(crate) async fn run(
                 c.get(&["models", &model_id, "versions"], &[]).await?;
             print_as(&versions, json, |x| print_versions(x))
         }
+        Command::Tasks {
+            filter,
+            count,
+            json,
+        } => {
+            let q = crate::query::task_query(&filter)?;
+            if count {
+                let page: Value = c
+                    .post_query(&["tasks", "query"], &[("count", "true")], &q)
+                    .await?;
+                println!("{}", page["total"]);
+                return Ok(0);
+            }
+            let list: Vec<TaskInfo> = crate::query::all_pages(|cursor| {
+                let (c, q) = (&c, q.clone().after(cursor));
+                async move {
+                    let page: Value = c.post_query(&["tasks", "query"], &[], &q).await?;
+                    Ok((decode(page["tasks"].clone())?, next_of(&page)))
+                }
+            })
+            .await?;
+            print_as(&list, json, |x| print_tasks(x))
+        }
+        Command::Deliveries {
+            filter,
+            redeliver,
+            discard,
+            count,
+            json,
+        } => {
+            if let Some([channel, msg]) = redeliver.as_deref() {
+                let _: Value = c
+                    .post(&["deliveries", channel, msg, "redeliver"], String::new())
+                    .await?;
+                println!("ok: redelivered {channel} {msg}");
+                return Ok(0);
+            }
+            if let Some([channel, msg]) = discard.as_deref() {
+                c.delete(&["deliveries", channel, msg]).await?;
+                println!("ok: discarded {channel} {msg}");
+                return Ok(0);
+            }
+            let q = crate::query::delivery_query(&filter)?;
+            if count {
+                let page: Value = c
+                    .post_query(&["deliveries", "query"], &[("count", "true")], &q)
+                    .await?;
+                println!("{}", page["total"]);
+                return Ok(0);
+            }
+            let list: Vec<DeliveryInfo> = crate::query::all_pages(|cursor| {
+                let (c, q) = (&c, q.clone().after(cursor));
+                async move {
+                    let page: Value = c.post_query(&["deliveries", "query"], &[], &q).await?;
+                    Ok((decode(page["deliveries"].clone())?, next_of(&page)))
+                }
+            })
+            .await?;
+            print_as(&list, json, |x| print_deliveries(x))
+        }
         Command::Models { json } => {
             let models: Vec<ModelInfo> = c.get(&["models"], &[]).await?;
             print_as(&models, json, |x| print_models(x))
         }
         other => Err(Failure::input(format!(
-            "`{}` works on a store, not through a server; with --server use deploy, start, ps, show, act, control, migrate, models or versions (or stop the server to use the store)",
+            "`{}` works on a store, not through a server; with --server use deploy, start, ps, tasks, deliveries, show, act, control, migrate, models or versions (or stop the server to use the store)",
             name_of(&other)
         ))),
     }
@@ -370,6 +431,11 @@ fn named(r: Refused, name: &str) -> Failure {
 fn decode<T: DeserializeOwned>(v: Value) -> Result<T, Refused> {
     serde_json::from_value(v)
         .map_err(|e| Refused::Run(format!("the server's answer is not understood: {e}")))
+}
+
+/// The cursor of a page's next page (`None`: the last).
+fn next_of(page: &Value) -> Option<String> {
+    page["next"].as_str().map(str::to_owned)
 }
 
 fn process_of(v: Value) -> Result<(ProcInfo, Vec<TaskInfo>), Refused> {

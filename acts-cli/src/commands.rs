@@ -10,8 +10,8 @@ use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_as, print_deployed, print_json, print_models, print_process,
-    print_processes, print_started, print_versions,
+    pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json, print_models,
+    print_process, print_processes, print_started, print_tasks, print_versions,
 };
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
@@ -191,6 +191,66 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
         Command::Ps {
             state, model, json, ..
         } => ps(&engine.executor(), state, model, json).await,
+        Command::Tasks {
+            filter,
+            count,
+            json,
+        } => {
+            let exec = engine.executor();
+            let q = crate::query::task_query(&filter)?;
+            if count {
+                println!("{}", exec.count_tasks(&q).await.map_err(Failure::action)?);
+                return Ok(0);
+            }
+            let list = crate::query::all_pages(|cursor| {
+                let (exec, q) = (&exec, q.clone().after(cursor));
+                async move {
+                    let page = exec.find_tasks(&q).await.map_err(Failure::action)?;
+                    Ok((page.tasks, page.next))
+                }
+            })
+            .await?;
+            print_as(&list, json, |x| print_tasks(x))
+        }
+        Command::Deliveries {
+            filter,
+            redeliver,
+            discard,
+            count,
+            json,
+        } => {
+            let exec = engine.executor();
+            if let Some([channel, msg]) = redeliver.as_deref() {
+                exec.redeliver(channel, msg)
+                    .await
+                    .map_err(Failure::action)?;
+                println!("ok: redelivered {channel} {msg}");
+                return Ok(0);
+            }
+            if let Some([channel, msg]) = discard.as_deref() {
+                exec.discard(channel, msg).await.map_err(Failure::action)?;
+                println!("ok: discarded {channel} {msg}");
+                return Ok(0);
+            }
+            let q = crate::query::delivery_query(&filter)?;
+            if count {
+                let n = exec
+                    .count_deliveries_matching(&q)
+                    .await
+                    .map_err(Failure::action)?;
+                println!("{n}");
+                return Ok(0);
+            }
+            let list = crate::query::all_pages(|cursor| {
+                let (exec, q) = (&exec, q.clone().after(cursor));
+                async move {
+                    let page = exec.find_deliveries(&q).await.map_err(Failure::action)?;
+                    Ok((page.deliveries, page.next))
+                }
+            })
+            .await?;
+            print_as(&list, json, |x| print_deliveries(x))
+        }
         Command::Show { pid, json } => show(&engine.executor(), &pid, json).await,
         Command::Act {
             action,

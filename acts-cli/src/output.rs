@@ -1,7 +1,7 @@
 //! What the inspection commands print — the same on a store and through a
 //! server (`--server`) — and naming a task by id or node id.
 
-use acts::{MessageType, ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
+use acts::{DeliveryInfo, MessageType, ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
 use serde_json::Value;
 
 use crate::failure::Failure;
@@ -134,6 +134,44 @@ pub(crate) fn print_processes(list: &[ProcInfo]) {
             p.model_id,
             p.state.as_str(),
             ms
+        );
+    }
+}
+
+/// Prints a task listing (`acts tasks`).
+pub(crate) fn print_tasks(list: &[TaskInfo]) {
+    println!(
+        "{:<24} {:<12} {:<8} {:<16} {:<12} {:<10}",
+        "PID", "TID", "KIND", "NODE", "KEY", "STATE"
+    );
+    for t in list {
+        println!(
+            "{:<24} {:<12} {:<8} {:<16} {:<12} {:<10}",
+            t.pid,
+            t.tid,
+            t.kind.as_str(),
+            t.nid,
+            t.key.as_deref().unwrap_or("-"),
+            t.state.as_str()
+        );
+    }
+}
+
+/// Prints a delivery listing (`acts deliveries`).
+pub(crate) fn print_deliveries(list: &[DeliveryInfo]) {
+    println!(
+        "{:<16} {:<24} {:<24} {:<8} {:>5} {:<20}",
+        "CHANNEL", "MESSAGE", "PID", "STATE", "TRIES", "CREATED"
+    );
+    for d in list {
+        println!(
+            "{:<16} {:<24} {:<24} {:<8} {:>5} {:<20}",
+            d.channel,
+            d.msg_id,
+            d.pid,
+            d.state.as_str(),
+            d.tries,
+            when(d.created_at)
         );
     }
 }

@@ -1,7 +1,15 @@
-//! `acts ps --where VAR=VALUE`: finding processes by the variables their
-//! model indexes, through `ProcessQuery` (locally or through a server).
+//! The queries of the listings, built from their flags the same way for
+//! the local engine and a server: `acts ps --where VAR=VALUE` (a
+//! `ProcessQuery`), `acts tasks` (a `TaskQuery`), `acts deliveries` (a
+//! `DeliveryQuery`); and reading every page of one.
 
-use acts::{ProcessQuery, TaskState, VarFilter};
+use std::future::Future;
+
+use acts::{
+    DeliveryQuery, DeliveryState, MessageType, ProcessQuery, TaskQuery, TaskState, VarFilter,
+};
+
+use crate::cli::{DeliveryFilter, TaskFilter};
 use serde_json::Value;
 
 use crate::failure::Failure;
@@ -116,6 +124,85 @@ pub(crate) fn rewind_target<'a>(control: &str, to: Option<&'a str>) -> Result<&'
         )),
         (_, Some(_)) => Err(Failure::input(format!("--to is for rewind, not {control}"))),
         (_, None) => Ok(""),
+    }
+}
+
+/// The query of `acts tasks`.
+pub(crate) fn task_query(f: &TaskFilter) -> Result<TaskQuery, Failure> {
+    let process = where_query(f.model.as_deref(), f.process_state.as_deref(), &f.wheres)?;
+    let mut q = if f.inbox {
+        let mut q = TaskQuery::inbox();
+        if process.state.is_some() {
+            q.process.state = process.state;
+        }
+        q.process.model = process.model;
+        q.process.var = process.var;
+        q
+    } else {
+        TaskQuery::new().in_processes(process)
+    };
+    if let Some(s) = &f.state {
+        q.state = Some(parse_state(s)?);
+    }
+    if let Some(k) = &f.kind {
+        q.kind = Some(match k.as_str() {
+            "workflow" => MessageType::Workflow,
+            "step" => MessageType::Step,
+            "branch" => MessageType::Branch,
+            "act" => MessageType::Act,
+            other => {
+                return Err(Failure::input(format!(
+                    "unknown kind '{other}' (one of: workflow, step, branch, act)"
+                )));
+            }
+        });
+    }
+    q.node = f.node.clone();
+    q.key = f.key.clone();
+    q.uses = f.uses.clone();
+    Ok(q)
+}
+
+/// The query of `acts deliveries`.
+pub(crate) fn delivery_query(f: &DeliveryFilter) -> Result<DeliveryQuery, Failure> {
+    let state = f
+        .state
+        .as_deref()
+        .map(|s| match s {
+            "pending" => Ok(DeliveryState::Pending),
+            "acked" => Ok(DeliveryState::Acked),
+            "failed" => Ok(DeliveryState::Failed),
+            "closed" => Ok(DeliveryState::Closed),
+            other => Err(Failure::input(format!(
+                "unknown delivery state '{other}' (one of: pending, acked, failed, closed)"
+            ))),
+        })
+        .transpose()?;
+    Ok(DeliveryQuery {
+        channel: f.channel.clone(),
+        state,
+        pid: f.pid.clone(),
+        ..DeliveryQuery::new()
+    })
+}
+
+/// Every item of a paged listing, in order: `fetch(cursor)` answers one
+/// page and the cursor of the next (`None`: the last).
+pub(crate) async fn all_pages<T, Fut>(
+    mut fetch: impl FnMut(Option<String>) -> Fut,
+) -> Result<Vec<T>, Failure>
+where
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), Failure>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (items, next) = fetch(cursor).await?;
+        all.extend(items);
+        match next {
+            Some(n) => cursor = Some(n),
+            None => return Ok(all),
+        }
     }
 }
 

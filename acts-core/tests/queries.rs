@@ -276,3 +276,138 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
     assert_eq!(amounts, [json!("o10"), json!("o11"), json!("o12")]);
     engine.close().await;
 }
+
+/// Answers the review of order `pid` (it completes).
+async fn approve(engine: &Engine, pid: &str) {
+    let exec = engine.executor();
+    let tid = waiting(&exec, pid).await.pop().expect("a waiting review");
+    exec.complete(pid, &tid, Vars::new())
+        .await
+        .expect("completes");
+}
+
+#[tokio::test]
+async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
+    let counting = Arc::new(CountingStore::new(MemoryStore::new()));
+    let engine = engine_on(counting.clone(), None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    exec.deploy_yaml(&ORDERS.replace("id: orders", "id: returns"))
+        .await
+        .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..200 {
+        order(&engine, &format!("o{i}"), "c", i).await;
+    }
+    exec.start("returns", vars(json!({"pid": "r0"})))
+        .await
+        .unwrap();
+    recv_where(&mut rx, |m| m.pid == "r0" && irq_created(m)).await;
+    for pid in ["o7", "o3", "o150"] {
+        approve(&engine, pid).await;
+        recv_where(&mut rx, ends(pid)).await;
+    }
+    engine.flush().await.unwrap();
+
+    // Three completed of 201: three entries and three rows, in
+    // admission order (both ways).
+    let done = ProcessQuery::new().state(TaskState::Completed);
+    let before = counting.counts();
+    assert_eq!(pids(&engine, &done).await, ["o3", "o7", "o150"]);
+    let read = counting.counts().values_read - before.values_read;
+    assert_eq!(read, 6, "only the completed processes were read");
+    let mut newest_first = done.clone();
+    newest_first.descending = true;
+    assert_eq!(pids(&engine, &newest_first).await, ["o150", "o7", "o3"]);
+    let listed: Vec<String> = exec
+        .processes(Some(TaskState::Completed), None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(listed, ["o3", "o7", "o150"]);
+
+    // One process of the other model: one entry, one row.
+    let before = counting.counts();
+    assert_eq!(
+        pids(&engine, &ProcessQuery::new().model("returns")).await,
+        ["r0"]
+    );
+    assert_eq!(counting.counts().values_read - before.values_read, 2);
+
+    // Counts of a state, a model or everything read index keys only.
+    let before = counting.counts();
+    assert_eq!(exec.count_matching(&done).await.unwrap(), 3);
+    assert_eq!(
+        exec.count_matching(&ProcessQuery::new().model("returns"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        exec.count_matching(&ProcessQuery::new()).await.unwrap(),
+        201
+    );
+    assert_eq!(
+        counting.counts().values_read - before.values_read,
+        3 + 1 + 201,
+        "keys only"
+    );
+    // Pages of 50 of the running ones cover them once, in order.
+    let running = all_pages(&engine, ProcessQuery::new().state(TaskState::Running), 50).await;
+    assert_eq!(running.len(), 198);
+    assert_eq!(running.first().map(String::as_str), Some("o0"));
+    assert_eq!(running.last().map(String::as_str), Some("r0"));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
+    use acts_core::durable::Collection;
+    use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};
+    use acts_store::BatchOp;
+    let kv = store().await;
+    let engine = engine_on(kv.clone(), None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..3 {
+        order(&engine, &format!("o{i}"), "c", i).await;
+    }
+    recv_where(&mut rx, |m| m.pid == "o2" && irq_created(m)).await;
+    engine.flush().await.unwrap();
+    engine.close().await;
+    drop(engine);
+    // As an older engine left it: no composite entries, no fact.
+    let mut ops = vec![BatchOp::delete(Collection::<MetaRow>::row_key(PROC_INDEX))];
+    for field in ["state_time", "model_time"] {
+        let keys = kv
+            .scan(Collection::<ProcRow>::index_range(field))
+            .await
+            .expect("scan");
+        assert_eq!(keys.len(), 3, "{field}: one entry per process");
+        ops.extend(keys.into_iter().map(|p| BatchOp::delete(p.key)));
+    }
+    kv.batch(ops).await.expect("the older store");
+    let engine = engine_on(kv.clone(), None).await;
+    let exec = engine.executor();
+    assert_eq!(
+        pids(&engine, &ProcessQuery::new().state(TaskState::Running)).await,
+        ["o0", "o1", "o2"]
+    );
+    assert_eq!(
+        pids(&engine, &ProcessQuery::new().model("orders")).await,
+        ["o0", "o1", "o2"]
+    );
+    assert!(
+        Collection::<MetaRow>::new(kv.clone())
+            .get(PROC_INDEX)
+            .await
+            .expect("reads")
+            .is_some(),
+        "the fact is written once filled"
+    );
+    assert_eq!(exec.processes(None, None).await.unwrap().len(), 3);
+    engine.close().await;
+}

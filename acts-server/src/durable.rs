@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::auth::Exec;
 use crate::error::ApiError;
-use crate::routes::{AppState, StreamFilter, Subscription, optional_json_body};
+use crate::routes::{AppState, StreamFilter, Subscription, json_body, optional_json_body};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -92,6 +92,25 @@ pub(crate) async fn deliveries(
         }
     };
     Ok(Json(x.deliveries(q.channel.as_deref(), state).await?))
+}
+
+/// A delivery query (the body: an `acts::DeliveryQuery` as JSON): one
+/// page, and with `?count=true` the number of every match.
+pub(crate) async fn query_deliveries(
+    Exec(x, _): Exec,
+    Query(o): Query<crate::routes::QueryOptions>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let query: acts::DeliveryQuery = json_body(&body)?;
+    let page = x.find_deliveries(&query).await?;
+    let total = if o.count {
+        Some(x.count_deliveries_matching(&query).await?)
+    } else {
+        None
+    };
+    Ok(Json(
+        serde_json::json!({"deliveries": page.deliveries, "next": page.next, "total": total}),
+    ))
 }
 
 /// Gives a dead letter another round.

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use acts::{
-    Action, ChannelOptions, Engine, MigrationPlan, ModelInfo, ProcessQuery, TaskState, Vars,
-    Workflow,
+    Action, ChannelOptions, Engine, MigrationPlan, ModelInfo, ProcessQuery, TaskQuery, TaskState,
+    Vars, Workflow,
 };
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -84,6 +84,11 @@ pub(crate) fn routes(state: AppState) -> Router {
             post(crate::durable::ack),
         )
         .route("/api/v1/deliveries", get(crate::durable::deliveries))
+        .route(
+            "/api/v1/deliveries/query",
+            post(crate::durable::query_deliveries),
+        )
+        .route("/api/v1/tasks/query", post(query_tasks))
         .route(
             "/api/v1/deliveries/{channel}/{msg_id}",
             axum::routing::delete(crate::durable::discard),
@@ -280,10 +285,10 @@ async fn start_process(Exec(x, _): Exec, body: Bytes) -> ApiResult<impl IntoResp
 /// Whether a query also counts its matches.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct QueryOptions {
-    /// Also count every match (`total`; an operator's).
+pub(crate) struct QueryOptions {
+    /// Also count every match (`total`).
     #[serde(default)]
-    count: bool,
+    pub(crate) count: bool,
 }
 
 /// A query (the body: an `acts::ProcessQuery` as JSON).
@@ -301,6 +306,25 @@ async fn query_processes(
     };
     Ok(Json(
         json!({"processes": page.processes, "next": page.next, "total": total}),
+    ))
+}
+
+/// A task query (the body: an `acts::TaskQuery` as JSON): one page, and
+/// with `?count=true` the number of every match the caller may see.
+async fn query_tasks(
+    Exec(x, _): Exec,
+    Query(o): Query<QueryOptions>,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let query: TaskQuery = json_body(&body)?;
+    let page = x.find_tasks(&query).await?;
+    let total = if o.count {
+        Some(x.count_tasks(&query).await?)
+    } else {
+        None
+    };
+    Ok(Json(
+        json!({"tasks": page.tasks, "next": page.next, "total": total}),
     ))
 }
 
@@ -322,9 +346,6 @@ struct ListProcesses {
     cursor: Option<String>,
 }
 
-/// Most processes one page returns.
-const MAX_PAGE: usize = 1000;
-
 async fn list_processes(
     Exec(x, _): Exec,
     Query(q): Query<ListProcesses>,
@@ -345,32 +366,31 @@ async fn list_processes(
                 })
         })
         .transpose()?;
-    let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
-    let offset: usize = match &q.cursor {
-        Some(c) => c.parse().map_err(|_| {
-            ApiError::bad_request(format!("cursor '{c}' is not one this server gave"))
-        })?,
-        None => 0,
-    };
-    let mut all = x.processes(state, q.model.as_deref()).await?;
-    all.retain(|p| {
-        let started = p.start_time.unwrap_or(0);
-        q.started_after.is_none_or(|a| started >= a) && q.started_before.is_none_or(|b| started < b)
-    });
-    match q.order.as_deref() {
-        None | Some("asc") => {}
-        Some("desc") => all.reverse(),
+    let descending = match q.order.as_deref() {
+        None | Some("asc") => false,
+        Some("desc") => true,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "order '{other}' is not 'asc' or 'desc'"
             )));
         }
-    }
-    let total = all.len();
-    let page: Vec<_> = all.into_iter().skip(offset).take(limit).collect();
-    let next = (offset + page.len() < total).then(|| (offset + page.len()).to_string());
+    };
+    // One page through the state's or the model's index; the total is
+    // counted from the same walk (the caller's visible matches).
+    let query = ProcessQuery {
+        state,
+        model: q.model,
+        started_after: q.started_after,
+        started_before: q.started_before,
+        descending,
+        limit: q.limit,
+        cursor: q.cursor,
+        ..ProcessQuery::default()
+    };
+    let page = x.find_processes(&query).await?;
+    let total = x.count_matching(&query).await?;
     Ok(Json(
-        json!({"processes": page, "total": total, "next": next}),
+        json!({"processes": page.processes, "total": total, "next": page.next}),
     ))
 }
 

@@ -273,6 +273,48 @@ async fn processes_are_listed_with_filters_paging_and_a_total() {
 }
 
 #[tokio::test]
+async fn tasks_are_queried_across_processes_in_pages() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    for pid in ["a", "b", "c"] {
+        start(&app, pid).await;
+    }
+    let inbox = r#"{"process": {"state": "running"}, "state": "interrupted", "answerable": true, "limit": 2}"#;
+    let (status, page1) = call(
+        &app,
+        Method::POST,
+        "/api/v1/tasks/query?count=true",
+        Some(inbox),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page1}");
+    assert_eq!(page1["total"], 3);
+    let pids: Vec<&str> = page1["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["pid"].as_str())
+        .collect();
+    assert_eq!(pids, ["a", "b"]);
+    let next = page1["next"].as_str().expect("a next page");
+    let body = inbox.replace(
+        "\"limit\": 2",
+        &format!("\"limit\": 2, \"cursor\": \"{next}\""),
+    );
+    let (_, page2) = call(&app, Method::POST, "/api/v1/tasks/query", Some(&body)).await;
+    assert_eq!(page2["tasks"][0]["pid"], "c", "{page2}");
+    assert_eq!(page2["total"], Value::Null, "counted only when asked");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/tasks/query",
+        Some(r#"{"stat": "interrupted"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+#[tokio::test]
 async fn abort_and_remove() {
     let (app, _engine) = app().await;
     deploy(&app).await;

@@ -211,6 +211,26 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     engine.housekeeping().await;
     let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;
     assert_eq!(dead.as_array().map(Vec::len), Some(1), "{dead}");
+    // The same through a paged query, counted.
+    let (status, page) = call(
+        &app,
+        Method::POST,
+        "/api/v1/deliveries/query?count=true",
+        r#"{"state": "failed", "channel": "inbox", "limit": 10}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["deliveries"][0]["msg_id"], msg.as_str());
+    assert_eq!(page["next"], Value::Null);
+    let (status, _) = call(
+        &app,
+        Method::POST,
+        "/api/v1/deliveries/query",
+        r#"{"state": "lost"}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "an unknown state");
     let req = Request::builder()
         .uri("/metrics")
         .body(Body::empty())

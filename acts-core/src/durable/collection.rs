@@ -192,6 +192,40 @@ impl<T: Row> Collection<T> {
         BatchOp::put(Self::row_key(id), bytes)
     }
 
+    /// The ops that (re)write `row`'s index entries alone: idempotent, for
+    /// filling in an index added after rows were stored.
+    pub fn index_ops(row: &T) -> Vec<BatchOp> {
+        let id = row.id();
+        Self::index_keys(row)
+            .into_iter()
+            .map(|k| BatchOp::put(k, id.as_bytes()))
+            .collect()
+    }
+
+    /// The key range of every entry of index `field`.
+    pub fn index_range(field: &str) -> ScanRange {
+        ScanRange::prefix(&Self::index_prefix(field).finish())
+    }
+
+    /// The key range of composite index `field`'s entries whose value is
+    /// [`IndexValue::Pair`]`(first, n, _)`, in their integers' order; with
+    /// `below`, only those with `n < below`.
+    pub fn pair_range(field: &str, first: &str, below: Option<i64>) -> ScanRange {
+        let prefix = Self::index_prefix(field).raw(&[0x04]).str(first).finish();
+        let end = match below {
+            Some(n) => Some(
+                IndexValue::Pair(first.to_owned(), n, i64::MIN)
+                    .encode(Self::index_prefix(field))
+                    .finish(),
+            ),
+            None => acts_store::keys::prefix_successor(&prefix),
+        };
+        ScanRange::new(
+            Bound::Included(prefix),
+            end.map_or(Bound::Unbounded, Bound::Excluded),
+        )
+    }
+
     /// The ops that delete `row` and its index entries.
     pub fn delete_ops(row: &T) -> Vec<BatchOp> {
         let mut ops = vec![BatchOp::delete(Self::row_key(&row.id()))];

@@ -15,6 +15,11 @@ pub enum IndexValue {
     Int(i64),
     /// A string.
     Str(String),
+    /// A string then two integers, ordered by the string first: a
+    /// composite index whose entries of one string (a state, a model) lie
+    /// together in integer order (a time, then a sequence number within
+    /// it).
+    Pair(String, i64, i64),
     /// No entry: the row is not in this (sparse) index, e.g. a process
     /// that is not quiet is not in the `quiet` index.
     Absent,
@@ -27,6 +32,7 @@ impl IndexValue {
             IndexValue::Bool(_) => IndexValue::Bool(false),
             IndexValue::Int(_) => IndexValue::Int(i64::MIN),
             IndexValue::Str(_) => IndexValue::Str(String::new()),
+            IndexValue::Pair(..) => IndexValue::Pair(String::new(), i64::MIN, i64::MIN),
             IndexValue::Absent => IndexValue::Absent,
         }
     }
@@ -36,6 +42,7 @@ impl IndexValue {
             IndexValue::Bool(b) => key.raw(&[0x01, u8::from(*b)]),
             IndexValue::Int(i) => key.raw(&[0x02]).i64(*i),
             IndexValue::Str(s) => key.raw(&[0x03]).str(s),
+            IndexValue::Pair(s, i, j) => key.raw(&[0x04]).str(s).i64(*i).i64(*j),
             // Never encoded: `index_keys` leaves absent values out.
             IndexValue::Absent => key.raw(&[0x00]),
         }

@@ -43,11 +43,11 @@ pub(crate) mod persist;
 pub(crate) mod services;
 
 pub use api::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryState, Engine, EngineBuilder,
-    EngineError, EngineStats, Executor, MigrationPlan, MigrationReport, ModelInfo,
-    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Principal, ProcInfo,
-    ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo,
-    TriggerInfo, USER_ACTIONS, VarFilter,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
+    DeliveryState, Engine, EngineBuilder, EngineError, EngineStats, Executor, MigrationPlan,
+    MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure, PackageInfo,
+    Principal, ProcInfo, ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR,
+    TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use kernel::EngineConfig;
 pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
@@ -59,8 +59,8 @@ pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 pub mod testing {
     pub use super::api::ProcHandle;
     pub use super::persist::rows::{
-        ChannelRow, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow, PackageRow,
-        ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE, WakeRow, delivery_row_id,
-        node_row_id, task_row_id,
+        ChannelRow, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow, PROC_INDEX,
+        PackageRow, ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE, WakeRow,
+        delivery_row_id, node_row_id, task_row_id,
     };
 }

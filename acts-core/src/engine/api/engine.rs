@@ -166,6 +166,7 @@ impl EngineBuilder {
             rt.sealed.register(&name, options)?;
         }
         let engine = Engine { rt };
+        engine.rt.fill_indexes().await?;
         engine.rt.publish_packages().await?;
         engine.rt.load_models().await?;
         engine.rt.load_channels().await?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::durable::{Collection, Filter, Query};
+use crate::durable::{Collection, Query};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskError, TaskState};
 
@@ -243,60 +243,35 @@ impl Executor {
         Ok(self.rt.deployed_of(&row).await?.workflow.clone())
     }
 
-    /// Processes, optionally only those in `state` and of model `model`
-    /// (oldest first; outputs are left empty — read one process for them).
-    /// A user's listing holds only the processes they may see.
-    pub async fn processes(
-        &self,
-        state: Option<TaskState>,
-        model: Option<&str>,
-    ) -> Result<Vec<ProcInfo>, EngineError> {
-        let mut q = Query::new().order_by("timestamp", false);
-        if let Some(s) = state {
-            q = q.filter(Filter::eq("state", s.as_str()));
-        }
-        if let Some(m) = model {
-            q = q.filter(Filter::eq("mid", m));
-        }
-        let rows = self.rt.proc_rows(&q).await?;
-        Ok(rows
-            .iter()
-            .filter(|r| self.may_see_row(r))
-            .map(ProcInfo::of_row)
-            .collect())
-    }
-
     /// The open interrupts this executor may answer, oldest process first:
     /// for a user those addressed to them or one of their roles, for an
     /// operator, an admin or the application all of them, each with its
-    /// process (as listed: no outputs). At most `limit` (each running
-    /// process it may see is read until then).
+    /// process (as listed: no outputs). At most `limit`: the pages of
+    /// [`TaskQuery::inbox`](crate::engine::api::TaskQuery::inbox) until then.
     pub async fn inbox(&self, limit: usize) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
-        let running = self.processes(Some(TaskState::Running), None).await?;
+        let mut q = crate::engine::api::TaskQuery::inbox().limit(limit);
         let mut out = Vec::new();
-        for p in running {
-            if out.len() >= limit {
-                break;
+        while out.len() < limit {
+            let page = self.find_tasks(&q).await?;
+            for t in page.tasks {
+                // Tasks of one process come together: one row read each.
+                let same = out
+                    .last()
+                    .filter(|(p, _): &&(ProcInfo, TaskInfo)| p.pid == t.pid)
+                    .map(|(p, _)| p.clone());
+                let info = match same {
+                    Some(p) => p,
+                    None => match self.rt.proc_row(&t.pid).await? {
+                        Some(row) => ProcInfo::of_row(&row),
+                        None => continue, // removed meanwhile
+                    },
+                };
+                out.push((info, t));
             }
-            let open = self
-                .rt
-                .with_process(&p.pid, |proc_| {
-                    proc_
-                        .tasks
-                        .all()
-                        .filter(|(_, t)| t.state == TaskState::Interrupt)
-                        .filter(|(ix, _)| {
-                            self.principal
-                                .as_ref()
-                                .is_none_or(|who| who.may_answer(proc_, *ix))
-                        })
-                        .filter_map(|(ix, _)| TaskInfo::of(proc_, ix))
-                        .map(|t| (p.clone(), t))
-                        .collect::<Vec<_>>()
-                })
-                .await?
-                .unwrap_or_default();
-            out.extend(open);
+            match page.next {
+                Some(next) => q.cursor = Some(next),
+                None => break,
+            }
         }
         out.truncate(limit);
         Ok(out)

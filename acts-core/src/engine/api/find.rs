@@ -4,9 +4,11 @@
 //! index, a page at a time with a cursor, and counted.
 //!
 //! Which index a query walks: the variable index when it filters on a
-//! variable (only the entries in its range are read), else the state index
-//! when it filters on a state, else the model index, else the start-order
-//! index. Every other filter is checked on the rows the walk reads.
+//! variable (only the entries in its range are read, in value order), else
+//! the state's entries of the state-and-admission-time index when it
+//! filters on a state, else the model's entries of the model-and-time
+//! index, else the admission-order index — the last three in admission
+//! order. Every other filter is checked on the rows the walk reads.
 
 use acts_store::ScanRange;
 use acts_store::keys::prefix_successor;
@@ -198,11 +200,11 @@ fn var_range(mid: &str, filter: &VarFilter) -> Result<ScanRange, EngineError> {
     ))
 }
 
-fn encode_cursor(key: &[u8]) -> String {
+pub(super) fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
+pub(super) fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
     let bad_cursor = || bad(format!("cursor '{c}' is not one a query returned"));
     if !c.len().is_multiple_of(2) || c.len() > 4096 {
         return Err(bad_cursor());
@@ -214,6 +216,35 @@ fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
 }
 
 impl Executor {
+    /// Processes, optionally only those in `state` and of model `model`
+    /// (in admission order; outputs are left empty — read one process for
+    /// them); every match, read a page at a time (use
+    /// [`find_processes`](Self::find_processes) for one page).
+    /// A user's listing holds only the processes they may see.
+    pub async fn processes(
+        &self,
+        state: Option<TaskState>,
+        model: Option<&str>,
+    ) -> Result<Vec<ProcInfo>, EngineError> {
+        // Page by page through the state's or the model's index (only the
+        // matching rows are read): see `find_processes`.
+        let mut q = ProcessQuery {
+            state,
+            model: model.map(str::to_owned),
+            limit: Some(MAX_PAGE),
+            ..Default::default()
+        };
+        let mut all = Vec::new();
+        loop {
+            let page = self.find_processes(&q).await?;
+            all.extend(page.processes);
+            match page.next {
+                Some(next) => q.cursor = Some(next),
+                None => return Ok(all),
+            }
+        }
+    }
+
     /// One page of the processes matching `q` (see [`ProcessQuery`]),
     /// answered from an index: with a variable filter only the index
     /// entries in its range are read, and one row per entry. A user's
@@ -262,12 +293,23 @@ impl Executor {
                     .query_index_range(var_range(mid, v)?, q.descending, &query)
                     .await?
             }
-            None => {
-                if q.state.is_none() && q.model.is_none() {
-                    query = query.order_by("timestamp", q.descending);
+            // In admission order, through the composite index of the state
+            // or the model (only the entries of that state or model are
+            // read), else the admission-order index.
+            None => match (&q.state, &q.model) {
+                (Some(st), _) => {
+                    let range = Collection::<ProcRow>::pair_range("state_time", st.as_str(), None);
+                    procs.query_index_range(range, q.descending, &query).await?
                 }
-                procs.query(&query).await?
-            }
+                (None, Some(m)) => {
+                    let range = Collection::<ProcRow>::pair_range("model_time", m, None);
+                    procs.query_index_range(range, q.descending, &query).await?
+                }
+                (None, None) => {
+                    query = query.order_by("timestamp", q.descending);
+                    procs.query(&query).await?
+                }
+            },
         };
         let processes = page
             .rows
@@ -294,36 +336,40 @@ impl Executor {
         )))
     }
 
-    /// How many processes match `q` (its cursor and limit ignored). A
-    /// query on one variable alone (with its model) counts index keys only;
-    /// any other filter reads the rows the index walk yields. An operator's
-    /// or admin's.
+    /// How many processes match `q` (its cursor and limit ignored) that
+    /// this executor may see. For an operator or admin a query on one
+    /// variable alone (with its model) counts index keys only; any other
+    /// filter, or a user's count, reads the rows the index walk yields.
     pub async fn count_matching(&self, q: &ProcessQuery) -> Result<usize, EngineError> {
-        self.need_operator("counting processes")?;
-        // Only the model and the variable (order and page do not count).
-        let only_var = ProcessQuery {
-            model: q.model.clone(),
-            var: q.var.clone(),
-            descending: q.descending,
-            limit: q.limit,
-            cursor: q.cursor.clone(),
-            ..ProcessQuery::default()
-        };
-        if let (Some(mid), Some(v)) = (&q.model, &q.var)
-            && *q == only_var
-        {
-            self.check_indexed(mid, &v.name).await?;
-            let mut range = var_range(mid, v)?;
-            let mut n = 0;
-            loop {
-                let keys = self.rt.store.scan(range.clone().with_limit(4096)).await?;
-                n += keys.len();
-                match keys.last() {
-                    Some(last) if keys.len() == 4096 => {
-                        range.start = std::ops::Bound::Excluded(last.key.clone());
-                    }
-                    _ => return Ok(n),
+        let sees_all = self.principal.as_ref().is_none_or(|p| p.is_operator());
+        // Filters an index walk alone cannot answer (order and page do not
+        // count): with none of them, the keys of one index range are the
+        // matches.
+        let rows_needed = q.revision.is_some()
+            || q.started_by.is_some()
+            || q.started_after.is_some()
+            || q.started_before.is_some()
+            || (q.var.is_some() && q.state.is_some())
+            || !sees_all;
+        if !rows_needed {
+            let range = match (&q.var, &q.state, &q.model) {
+                (Some(v), None, Some(mid)) => {
+                    self.check_indexed(mid, &v.name).await?;
+                    Some(var_range(mid, v)?)
                 }
+                (None, Some(st), None) => Some(Collection::<ProcRow>::pair_range(
+                    "state_time",
+                    st.as_str(),
+                    None,
+                )),
+                (None, None, Some(m)) => {
+                    Some(Collection::<ProcRow>::pair_range("model_time", m, None))
+                }
+                (None, None, None) => Some(Collection::<ProcRow>::index_range("timestamp")),
+                _ => None,
+            };
+            if let Some(range) = range {
+                return Ok(self.count_keys(range).await?);
             }
         }
         let mut page_q = ProcessQuery {
@@ -338,6 +384,25 @@ impl Executor {
             match page.next {
                 Some(c) => page_q.cursor = Some(c),
                 None => return Ok(n),
+            }
+        }
+    }
+
+    /// How many keys `range` holds (keys only: no row is read).
+    pub(super) async fn count_keys(
+        &self,
+        mut range: ScanRange,
+    ) -> Result<usize, acts_store::StoreError> {
+        const CHUNK: usize = 4096;
+        let mut n = 0;
+        loop {
+            let keys = self.rt.store.scan(range.clone().with_limit(CHUNK)).await?;
+            n += keys.len();
+            match keys.last() {
+                Some(last) if keys.len() == CHUNK => {
+                    range.start = std::ops::Bound::Excluded(last.key.clone());
+                }
+                _ => return Ok(n),
             }
         }
     }

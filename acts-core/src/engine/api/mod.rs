@@ -16,6 +16,8 @@ mod engine;
 pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod find;
+mod find_deliveries;
+mod find_tasks;
 pub(crate) mod info;
 mod operate;
 pub(crate) mod package;
@@ -31,6 +33,8 @@ pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use error::EngineError;
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessPage, ProcessQuery, VarFilter};
+pub use find_deliveries::{DeliveryPage, DeliveryQuery};
+pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TaskPage, TaskQuery};
 pub use info::{
     DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
     ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use crate::durable::{Collection, Filter, IndexValue, Query};
+use crate::durable::{Collection, Filter, IndexValue, Query, Row};
 use crate::scheduler::{Action, TaskState};
 
 use crate::engine::api::error::EngineError;
@@ -13,7 +13,10 @@ use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
 use crate::engine::kernel::handle::pid_hash;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
-use crate::engine::persist::rows::{MetaRow, OpRow, ProcRow, WAKE_INDEX_COMPLETE, WakeRow};
+use crate::engine::persist::rows::{
+    DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, MetaRow, OpRow, PROC_INDEX,
+    PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE, WakeRow,
+};
 
 /// How many loaded processes the boot resume lets resume at once.
 const RESUMES_AT_ONCE: usize = 64;
@@ -256,6 +259,76 @@ impl Kernel {
                 Err(e.into())
             }
         }
+    }
+
+    /// Boot, before anything else touches process or delivery rows: on a
+    /// store whose rows were written before an index of [`ProcRow`] or
+    /// [`DeliveryRow`] existed (its fact below the generation), writes
+    /// every such row's index entries (idempotent puts, a batch per chunk
+    /// of rows), then the fact. Once per store.
+    pub(crate) async fn fill_indexes(&self) -> Result<(), EngineError> {
+        let mut facts = Vec::new();
+        facts.extend(
+            self.fill_index::<ProcRow>(PROC_INDEX, PROC_INDEX_GENERATION)
+                .await?,
+        );
+        facts.extend(
+            self.fill_index::<DeliveryRow>(DELIVERY_INDEX, DELIVERY_INDEX_GENERATION)
+                .await?,
+        );
+        // The facts together, after every entry they vouch for.
+        if !facts.is_empty() {
+            self.write(None, facts).await?;
+        }
+        Ok(())
+    }
+
+    /// Fills in `R`'s index entries unless fact `fact` says `generation`
+    /// is stored; the op that then records the fact.
+    async fn fill_index<R: Row>(
+        &self,
+        fact: &str,
+        generation: u64,
+    ) -> Result<Option<acts_store::BatchOp>, EngineError> {
+        let meta = Collection::<MetaRow>::new(self.store.clone());
+        let stored = meta
+            .get(fact)
+            .await?
+            .and_then(|m| m.value.as_u64())
+            .unwrap_or(0);
+        if stored >= generation {
+            return Ok(None);
+        }
+        let rows = Collection::<R>::new(self.store.clone());
+        let mut q = Query::new().limit(1024);
+        let mut filled = 0usize;
+        loop {
+            let page = rows.query(&q).await?;
+            filled += page.rows.len();
+            let ops: Vec<_> = page
+                .rows
+                .iter()
+                .flat_map(Collection::<R>::index_ops)
+                .collect();
+            if !ops.is_empty() {
+                self.write(None, ops).await?;
+            }
+            match page.next {
+                Some(next) => q.after = Some(next),
+                None => break,
+            }
+        }
+        if filled > 0 {
+            tracing::info!(
+                rows = filled,
+                collection = R::COLLECTION,
+                "filled in the indexes of an older store"
+            );
+        }
+        Ok(Some(Collection::<MetaRow>::put_row_op(&MetaRow {
+            id: fact.to_owned(),
+            value: serde_json::Value::from(generation),
+        })))
     }
 
     /// Boot: counts the processes in flight; when more

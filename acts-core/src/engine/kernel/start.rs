@@ -185,16 +185,7 @@ impl Kernel {
         }
     }
 
-    /// Process rows matching `query`.
-    pub(crate) async fn proc_rows(
-        &self,
-        query: &crate::durable::Query,
-    ) -> Result<Vec<ProcRow>, crate::durable::CollectionError> {
-        Collection::<ProcRow>::new(self.store.clone())
-            .query_all(query)
-            .await
-    }
-
+    /// The row of process `pid`, if stored.
     pub(crate) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
         Ok(Collection::<ProcRow>::new(self.store.clone())
             .get(pid)

@@ -169,7 +169,19 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     "timestamp" => IndexValue::Int(r.timestamp),
     "version" => IndexValue::Str(format!("{}@{}", r.mid, r.rev)),
     "quiet" => r.quiet_since.map_or(IndexValue::Absent, IndexValue::Int),
+    // Listings of one state or one model, in admission order.
+    "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.timestamp, 0),
+    "model_time" => IndexValue::Pair(r.mid.clone(), r.timestamp, 0),
 });
+
+/// The [`MetaRow`] that says every process row's index entries include
+/// those of [`PROC_INDEX_GENERATION`] (a store written before lacks some:
+/// its first start writes them).
+pub const PROC_INDEX: &str = "proc_index";
+
+/// The generation of [`ProcRow`]'s index set (raised when an index is
+/// added, so a store written before fills it in once).
+pub const PROC_INDEX_GENERATION: u64 = 2;
 
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -410,7 +422,17 @@ impl_row!(DeliveryRow, "deliveries", version = 1, |r| delivery_row_id(&r.channel
     "channel" => IndexValue::Str(r.channel.clone()),
     "pid" => IndexValue::Str(r.pid.clone()),
     "state" => IndexValue::Str(r.state.as_str().to_owned()),
+    // Listings of one state or one channel, oldest first.
+    "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
+    "channel_time" => IndexValue::Pair(r.channel.clone(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
 });
+
+/// The [`MetaRow`] that says every delivery row's index entries include
+/// those of [`DELIVERY_INDEX_GENERATION`] (see [`PROC_INDEX`]).
+pub const DELIVERY_INDEX: &str = "delivery_index";
+
+/// The generation of [`DeliveryRow`]'s index set.
+pub const DELIVERY_INDEX_GENERATION: u64 = 2;
 
 /// A durable channel's registration: its filters keep recording
 /// deliveries while its client is away (e.g. across an engine restart).

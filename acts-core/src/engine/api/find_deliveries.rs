@@ -1,0 +1,157 @@
+//! Finding deliveries of durable channels: [`DeliveryQuery`] — by channel,
+//! state (`failed`: the dead letters), process — answered from an index,
+//! a page at a time with a cursor, and counted.
+//!
+//! Which index a query walks: the state's entries of the state-and-time
+//! index when it filters on a state, else the channel's entries of the
+//! channel-and-time index (oldest first either way), else the process
+//! index when it names a process, else the channel-and-time index whole
+//! (channel by channel, oldest first). Other filters are checked on the
+//! rows the walk reads.
+
+use serde::{Deserialize, Serialize};
+
+use crate::durable::{Collection, Filter, Query};
+use crate::engine::api::error::EngineError;
+use crate::engine::api::executor::Executor;
+use crate::engine::api::find::{MAX_PAGE, decode_cursor, encode_cursor};
+use crate::engine::api::info::DeliveryInfo;
+use crate::engine::persist::rows::{DeliveryRow, DeliveryState};
+
+/// What deliveries to find (every field optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeliveryQuery {
+    /// Of this durable channel.
+    pub channel: Option<String>,
+    /// In this state (`failed`: the dead letters).
+    pub state: Option<DeliveryState>,
+    /// Of the messages of this process.
+    pub pid: Option<String>,
+    /// Newest first.
+    pub descending: bool,
+    /// Deliveries per page (default 100, at most [`MAX_PAGE`]).
+    pub limit: Option<usize>,
+    /// Where the previous page ended ([`DeliveryPage::next`]).
+    pub cursor: Option<String>,
+}
+
+impl DeliveryQuery {
+    /// Every delivery.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only deliveries of channel `channel`.
+    pub fn channel(mut self, channel: &str) -> Self {
+        self.channel = Some(channel.to_owned());
+        self
+    }
+
+    /// Only deliveries in `state`.
+    pub fn state(mut self, state: DeliveryState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Pages of `n`.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// The page after the one that returned `cursor`.
+    pub fn after(mut self, cursor: Option<String>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+}
+
+/// One page of deliveries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryPage {
+    /// The deliveries, in index order.
+    pub deliveries: Vec<DeliveryInfo>,
+    /// The cursor of the next page (`None`: this was the last).
+    pub next: Option<String>,
+}
+
+impl Executor {
+    /// One page of the deliveries matching `q` (operators and admins),
+    /// from an index: only the entries of the state, the channel or the
+    /// process asked for are read.
+    pub async fn find_deliveries(&self, q: &DeliveryQuery) -> Result<DeliveryPage, EngineError> {
+        self.need_operator("reading deliveries")?;
+        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        let mut query = Query::new().limit(limit);
+        query.after = q.cursor.as_deref().map(decode_cursor).transpose()?;
+        if let Some(c) = &q.channel {
+            query = query.filter(Filter::eq("channel", c.as_str()));
+        }
+        if let Some(s) = q.state {
+            query = query.filter(Filter::eq("state", s.as_str()));
+        }
+        if let Some(p) = &q.pid {
+            query = query.filter(Filter::eq("pid", p.as_str()));
+        }
+        let rows = Collection::<DeliveryRow>::new(self.rt.store.clone());
+        let range = match (&q.state, &q.channel, &q.pid) {
+            (Some(s), _, _) => {
+                Collection::<DeliveryRow>::pair_range("state_time", s.as_str(), None)
+            }
+            (None, Some(c), _) => Collection::<DeliveryRow>::pair_range("channel_time", c, None),
+            (None, None, Some(_)) => {
+                // The process index pins the walk to its deliveries.
+                let page = rows.query(&query).await?;
+                return Ok(DeliveryPage {
+                    deliveries: page.rows.iter().map(DeliveryInfo::from).collect(),
+                    next: page.next.as_deref().map(encode_cursor),
+                });
+            }
+            (None, None, None) => Collection::<DeliveryRow>::index_range("channel_time"),
+        };
+        let page = rows.query_index_range(range, q.descending, &query).await?;
+        Ok(DeliveryPage {
+            deliveries: page.rows.iter().map(DeliveryInfo::from).collect(),
+            next: page.next.as_deref().map(encode_cursor),
+        })
+    }
+
+    /// How many deliveries match `q` (operators and admins; its cursor and
+    /// limit ignored): a query on a state or a channel alone counts index
+    /// keys only.
+    pub async fn count_deliveries_matching(&self, q: &DeliveryQuery) -> Result<usize, EngineError> {
+        self.need_operator("reading deliveries")?;
+        let key_range = match (&q.state, &q.channel, &q.pid) {
+            (Some(s), None, None) => Some(Collection::<DeliveryRow>::pair_range(
+                "state_time",
+                s.as_str(),
+                None,
+            )),
+            (None, Some(c), None) => Some(Collection::<DeliveryRow>::pair_range(
+                "channel_time",
+                c,
+                None,
+            )),
+            (None, None, None) => Some(Collection::<DeliveryRow>::index_range("channel_time")),
+            _ => None,
+        };
+        if let Some(range) = key_range {
+            return Ok(self.count_keys(range).await?);
+        }
+        let mut page_q = DeliveryQuery {
+            cursor: None,
+            limit: Some(MAX_PAGE),
+            ..q.clone()
+        };
+        let mut n = 0;
+        loop {
+            let page = self.find_deliveries(&page_q).await?;
+            n += page.deliveries.len();
+            match page.next {
+                Some(c) => page_q.cursor = Some(c),
+                None => return Ok(n),
+            }
+        }
+    }
+}

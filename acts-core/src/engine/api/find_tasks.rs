@@ -1,0 +1,259 @@
+//! Finding tasks across processes: [`TaskQuery`] — the processes to look
+//! in (a [`ProcessQuery`], answered from its index) and what the tasks
+//! must be (state, kind, node, package, interrupt key, start time, only
+//! those the caller may answer) — a page at a time with a cursor, and
+//! counted. The inbox is one such query.
+//!
+//! Tasks come in the process query's order, and within a process in
+//! creation order. A page examines at most [`MAX_PROCESSES_PER_PAGE`]
+//! processes: a rare match over many processes returns a short (even an
+//! empty) page with a cursor to go on, so no request walks everything.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scheduler::{MessageType, TaskState};
+
+use crate::engine::api::error::EngineError;
+use crate::engine::api::executor::Executor;
+use crate::engine::api::find::{MAX_PAGE, ProcessQuery};
+use crate::engine::api::info::TaskInfo;
+
+/// Most processes one page of a task query examines.
+pub const MAX_PROCESSES_PER_PAGE: usize = 1000;
+
+/// What tasks to find (every field optional; see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskQuery {
+    /// The processes to look in (its order is the tasks' order; its
+    /// `limit` and `cursor` are not used).
+    pub process: ProcessQuery,
+    /// In this state (`interrupt`: waiting for a client).
+    pub state: Option<TaskState>,
+    /// Of this kind (`workflow`, `step`, `branch`, `act`).
+    pub kind: Option<MessageType>,
+    /// Of this node (a step's or an act's id).
+    pub node: Option<String>,
+    /// Acts of this package (`acts.core.irq`).
+    pub uses: Option<String>,
+    /// Acts with this `params.key`.
+    pub key: Option<String>,
+    /// Started at or after (ms).
+    pub started_after: Option<i64>,
+    /// Started before (ms).
+    pub started_before: Option<i64>,
+    /// Only the interrupts this executor may answer (for a user: those
+    /// addressed to them or one of their roles).
+    pub answerable: bool,
+    /// Tasks per page (default 100, at most [`MAX_PAGE`]).
+    pub limit: Option<usize>,
+    /// Where the previous page ended ([`TaskPage::next`]).
+    pub cursor: Option<String>,
+}
+
+impl TaskQuery {
+    /// Every task of every process.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The interrupts waiting for this executor's answer, oldest process
+    /// first (what the inbox lists).
+    pub fn inbox() -> Self {
+        Self {
+            process: ProcessQuery::new().state(TaskState::Running),
+            state: Some(TaskState::Interrupt),
+            answerable: true,
+            ..Self::default()
+        }
+    }
+
+    /// Only tasks in `state`.
+    pub fn state(mut self, state: TaskState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Only tasks of the processes `q` finds.
+    pub fn in_processes(mut self, q: ProcessQuery) -> Self {
+        self.process = q;
+        self
+    }
+
+    /// Pages of `n`.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// The page after the one that returned `cursor`.
+    pub fn after(mut self, cursor: Option<String>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+
+    fn matches(&self, t: &TaskInfo) -> bool {
+        self.state.is_none_or(|s| t.state == s)
+            && self.kind.is_none_or(|k| t.kind == k)
+            && self.node.as_ref().is_none_or(|n| &t.nid == n)
+            && self
+                .uses
+                .as_ref()
+                .is_none_or(|u| t.uses.as_ref() == Some(u))
+            && self.key.as_ref().is_none_or(|k| t.key.as_ref() == Some(k))
+            && self
+                .started_after
+                .is_none_or(|a| t.start_time.is_some_and(|s| s >= a))
+            && self
+                .started_before
+                .is_none_or(|b| t.start_time.is_some_and(|s| s < b))
+    }
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPage {
+    /// The tasks, in process order, then creation order.
+    pub tasks: Vec<TaskInfo>,
+    /// The cursor of the next page (`None`: this was the last).
+    pub next: Option<String>,
+}
+
+/// Where a task page ended: the process cursor before the process it
+/// ended in, and the last task returned of it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskCursor {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<String>,
+}
+
+impl TaskCursor {
+    fn encode(&self) -> String {
+        // A struct of strings always serializes.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        json.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn decode(c: &str) -> Result<Self, EngineError> {
+        let bad = || EngineError::Query(format!("cursor '{c}' is not one a task query returned"));
+        if !c.len().is_multiple_of(2) || c.len() > 8192 {
+            return Err(bad());
+        }
+        let bytes = (0..c.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&c[i..i + 2], 16).map_err(|_| bad()))
+            .collect::<Result<Vec<u8>, _>>()?;
+        serde_json::from_slice(&bytes).map_err(|_| bad())
+    }
+}
+
+impl Executor {
+    /// One page of the tasks matching `q` (see [`TaskQuery`]): the
+    /// processes are walked through their index, one at a time, and only
+    /// the processes this executor may see are looked in.
+    pub async fn find_tasks(&self, q: &TaskQuery) -> Result<TaskPage, EngineError> {
+        let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        let mut at = match &q.cursor {
+            Some(c) => TaskCursor::decode(c)?,
+            None => TaskCursor::default(),
+        };
+        let mut tasks = Vec::new();
+        for _ in 0..MAX_PROCESSES_PER_PAGE {
+            // One process per step: its cursor is exact, whatever changes
+            // between pages.
+            let pq = ProcessQuery {
+                limit: Some(1),
+                cursor: at.p.clone(),
+                ..q.process.clone()
+            };
+            let page = self.find_processes(&pq).await?;
+            if let Some(p) = page.processes.first() {
+                let found = self
+                    .rt
+                    .with_process(&p.pid, |proc_| {
+                        let all: Vec<_> = proc_
+                            .tasks
+                            .all()
+                            .map(|(ix, t)| (ix, t.id.clone()))
+                            .collect();
+                        // Past the last task the previous page returned.
+                        let from =
+                            at.t.as_ref()
+                                .and_then(|tid| all.iter().position(|(_, id)| id == tid))
+                                .map_or(0, |i| i + 1);
+                        all[from..]
+                            .iter()
+                            .filter(|(ix, _)| {
+                                !q.answerable
+                                    || self
+                                        .principal
+                                        .as_ref()
+                                        .is_none_or(|who| who.may_answer(proc_, *ix))
+                            })
+                            .filter_map(|(ix, _)| TaskInfo::of(proc_, *ix))
+                            .filter(|t| q.matches(t))
+                            .collect::<Vec<_>>()
+                    })
+                    .await?
+                    .unwrap_or_default();
+                let n = found.len();
+                for (i, t) in found.into_iter().enumerate() {
+                    let tid = t.tid.clone();
+                    tasks.push(t);
+                    if tasks.len() == limit && i + 1 < n {
+                        // More in this process: the next page goes on
+                        // after the last one returned.
+                        let next = TaskCursor {
+                            p: at.p.clone(),
+                            t: Some(tid),
+                        };
+                        return Ok(TaskPage {
+                            tasks,
+                            next: Some(next.encode()),
+                        });
+                    }
+                }
+            }
+            match page.next {
+                Some(next) => {
+                    at = TaskCursor {
+                        p: Some(next),
+                        t: None,
+                    }
+                }
+                None => return Ok(TaskPage { tasks, next: None }),
+            }
+            if tasks.len() == limit {
+                break;
+            }
+        }
+        // The page is full, or the processes to examine ran out: go on
+        // with the next process.
+        Ok(TaskPage {
+            tasks,
+            next: Some(at.encode()),
+        })
+    }
+
+    /// How many tasks match `q` that this executor may see (every page
+    /// walked; its cursor and limit are ignored).
+    pub async fn count_tasks(&self, q: &TaskQuery) -> Result<usize, EngineError> {
+        let mut page_q = TaskQuery {
+            cursor: None,
+            limit: Some(MAX_PAGE),
+            ..q.clone()
+        };
+        let mut n = 0;
+        loop {
+            let page = self.find_tasks(&page_q).await?;
+            n += page.tasks.len();
+            match page.next {
+                Some(c) => page_q.cursor = Some(c),
+                None => return Ok(n),
+            }
+        }
+    }
+}

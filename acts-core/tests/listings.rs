@@ -1,0 +1,316 @@
+//! Listings beyond processes: tasks across processes ([`TaskQuery`]: by
+//! the processes' filters and the tasks' state, kind, node, package and
+//! key, paged with a cursor that may end inside a process, counted; the
+//! inbox is one such query) and deliveries of durable channels
+//! ([`DeliveryQuery`]: by channel, state, process, paged and counted from
+//! an index — the reads counted on the testkit). Runs on every backend
+//! (`ACTS_TEST_STORE`) but the counting test.
+
+mod common;
+
+use std::sync::Arc;
+
+use acts_core::engine::{
+    ChannelOptions, DeliveryQuery, DeliveryState, Engine, EngineError, ProcessQuery, TaskQuery,
+};
+use acts_core::model::Vars;
+use acts_core::scheduler::{MessageType, TaskState};
+use acts_store::{KvStore, MemoryStore};
+use acts_testkit::CountingStore;
+use common::{engine_on, irq_created, recv_where, store, vars, waiting};
+use serde_json::json;
+
+/// Two interrupts in a row: a review, then shipping.
+const ORDERS: &str = r#"
+id: orders
+ver: "1"
+steps:
+  - id: review
+    uses: acts.core.irq
+    params: { key: review }
+  - id: ship
+    uses: acts.core.irq
+    params: { key: ship }
+"#;
+
+/// Starts orders o0..o{n-1}, answers the review of those in `reviewed`,
+/// and returns once every one waits (flushed).
+async fn orders(engine: &Engine, n: usize, reviewed: &[&str]) {
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..n {
+        exec.start("orders", vars(json!({ "pid": format!("o{i}") })))
+            .await
+            .expect("starts");
+    }
+    let last = format!("o{}", n - 1);
+    recv_where(&mut rx, |m| m.pid == last && irq_created(m)).await;
+    for pid in reviewed {
+        let tid = waiting(&exec, pid).await.pop().expect("the review waits");
+        exec.complete(pid, &tid, Vars::new())
+            .await
+            .expect("reviewed");
+        recv_where(&mut rx, |m| {
+            m.pid == *pid && irq_created(m) && m.key.as_deref() == Some("ship")
+        })
+        .await;
+    }
+    engine.flush().await.expect("flushed");
+}
+
+/// Every page of `q` with pages of `n`: `(pid, tid)` in order.
+async fn all_task_pages(engine: &Engine, q: TaskQuery, n: usize) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = engine
+            .executor()
+            .find_tasks(&q.clone().limit(n).after(cursor))
+            .await
+            .expect("a page");
+        assert!(page.tasks.len() <= n);
+        out.extend(page.tasks.into_iter().map(|t| (t.pid, t.tid)));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+}
+
+#[tokio::test]
+async fn tasks_are_found_across_processes_and_paged_inside_one() {
+    let kv = store().await;
+    let engine = engine_on(kv, None).await;
+    let exec = engine.executor();
+    orders(&engine, 5, &["o1", "o3"]).await;
+
+    // The open interrupts: three reviews, two shipments, by process.
+    let inbox = all_task_pages(&engine, TaskQuery::inbox(), 100).await;
+    let pids: Vec<&str> = inbox.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(pids, ["o0", "o1", "o2", "o3", "o4"]);
+    let ship = TaskQuery {
+        key: Some("ship".into()),
+        ..TaskQuery::inbox()
+    };
+    let shipping = exec.find_tasks(&ship).await.unwrap();
+    assert_eq!(
+        shipping
+            .tasks
+            .iter()
+            .map(|t| (t.pid.as_str(), t.key.as_deref(), t.state))
+            .collect::<Vec<_>>(),
+        [
+            ("o1", Some("ship"), TaskState::Interrupt),
+            ("o3", Some("ship"), TaskState::Interrupt)
+        ]
+    );
+    assert_eq!(exec.count_tasks(&ship).await.unwrap(), 2);
+    assert_eq!(exec.count_tasks(&TaskQuery::inbox()).await.unwrap(), 5);
+    // The inbox as pairs agrees.
+    let boxed: Vec<(String, String)> = exec
+        .inbox(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(p, t)| (p.pid, t.tid))
+        .collect();
+    assert_eq!(boxed, inbox);
+
+    // Completed steps of one kind.
+    let reviewed = TaskQuery {
+        state: Some(TaskState::Completed),
+        kind: Some(MessageType::Step),
+        node: Some("review".into()),
+        ..TaskQuery::new()
+    };
+    let done: Vec<String> = exec
+        .find_tasks(&reviewed)
+        .await
+        .unwrap()
+        .tasks
+        .into_iter()
+        .map(|t| t.pid)
+        .collect();
+    assert_eq!(done, ["o1", "o3"]);
+
+    // Every task, in pages of 3 (ending inside processes), is each
+    // process's tasks in order, once; newest process first reverses the
+    // processes only.
+    let mut want = Vec::new();
+    for i in 0..5 {
+        let pid = format!("o{i}");
+        for t in exec.tasks(&pid).await.unwrap() {
+            want.push((pid.clone(), t.tid));
+        }
+    }
+    assert!(want.len() > 15, "several tasks per process");
+    assert_eq!(all_task_pages(&engine, TaskQuery::new(), 3).await, want);
+    assert_eq!(all_task_pages(&engine, TaskQuery::new(), 1).await, want);
+    let newest = TaskQuery::new().in_processes(ProcessQuery {
+        descending: true,
+        ..ProcessQuery::new()
+    });
+    let got = all_task_pages(&engine, newest, 4).await;
+    let first_pid: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).take(1).collect();
+    assert_eq!(first_pid, ["o4"]);
+    assert_eq!(got.len(), want.len());
+
+    // Other processes' filters narrow the walk; none match.
+    let none = TaskQuery::new().in_processes(ProcessQuery::new().model("nope"));
+    assert!(exec.find_tasks(&none).await.unwrap().tasks.is_empty());
+    // A cursor that no query returned is refused.
+    assert!(matches!(
+        exec.find_tasks(&TaskQuery::new().after(Some("zz".into())))
+            .await,
+        Err(EngineError::Query(_))
+    ));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_users_task_listing_holds_only_what_they_may_answer() {
+    use acts_core::engine::Principal;
+    let kv = store().await;
+    let engine = engine_on(kv, None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: addressed
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask, to: "${{ to }}" }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for (pid, to) in [("a1", "ann"), ("b1", "bob"), ("a2", "role:finance")] {
+        exec.start("addressed", vars(json!({ "pid": pid, "to": to })))
+            .await
+            .unwrap();
+        recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
+    }
+    engine.flush().await.unwrap();
+    let ann = exec.as_principal(Principal::new("ann", ["finance"]));
+    let mine: Vec<String> = ann
+        .find_tasks(&TaskQuery::inbox())
+        .await
+        .unwrap()
+        .tasks
+        .into_iter()
+        .map(|t| t.pid)
+        .collect();
+    assert_eq!(mine, ["a1", "a2"]);
+    assert_eq!(ann.count_tasks(&TaskQuery::inbox()).await.unwrap(), 2);
+    assert_eq!(exec.count_tasks(&TaskQuery::inbox()).await.unwrap(), 3);
+    engine.close().await;
+}
+
+/// Starts `n` one-interrupt processes with durable channel `c` open and
+/// acks the announcements of the first `acked`; returns the engine.
+async fn deliveries(kv: Arc<dyn KvStore>, n: usize, acked: usize) -> Engine {
+    let engine = engine_on(kv, None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.expect("deploys");
+    let ch = engine
+        .durable_channel("c", ChannelOptions::default().with_type("act"))
+        .await
+        .expect("a durable channel");
+    let mut rx = ch.subscribe();
+    for i in 0..n {
+        let pid = format!("o{i}");
+        exec.start("orders", vars(json!({ "pid": pid })))
+            .await
+            .expect("starts");
+        let m = recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
+        if i < acked {
+            ch.ack(&m.id).await.expect("acked");
+        }
+    }
+    engine.flush().await.expect("flushed");
+    engine
+}
+
+#[tokio::test]
+async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
+    let engine = deliveries(store().await, 7, 3).await;
+    let exec = engine.executor();
+    let pending = DeliveryQuery::new().state(DeliveryState::Pending);
+    let mut got = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = exec
+            .find_deliveries(&pending.clone().limit(2).after(cursor))
+            .await
+            .unwrap();
+        assert!(page.deliveries.len() <= 2);
+        got.extend(page.deliveries.into_iter().map(|d| d.pid));
+        match page.next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(got, ["o3", "o4", "o5", "o6"], "oldest first");
+    let mut newest = pending.clone();
+    newest.descending = true;
+    let first = exec.find_deliveries(&newest.limit(1)).await.unwrap();
+    assert_eq!(first.deliveries[0].pid, "o6");
+    assert_eq!(exec.count_deliveries_matching(&pending).await.unwrap(), 4);
+    let acked = DeliveryQuery::new()
+        .channel("c")
+        .state(DeliveryState::Acked);
+    assert_eq!(exec.count_deliveries_matching(&acked).await.unwrap(), 3);
+    assert_eq!(
+        exec.count_deliveries_matching(&DeliveryQuery::new().channel("c"))
+            .await
+            .unwrap(),
+        7
+    );
+    let of_o5 = DeliveryQuery {
+        pid: Some("o5".into()),
+        ..DeliveryQuery::new()
+    };
+    let found = exec.find_deliveries(&of_o5).await.unwrap();
+    assert_eq!(found.deliveries.len(), 1);
+    assert_eq!(found.deliveries[0].state, DeliveryState::Pending);
+    assert!(
+        exec.find_deliveries(&DeliveryQuery::new().channel("other"))
+            .await
+            .unwrap()
+            .deliveries
+            .is_empty()
+    );
+    // Operators only.
+    let user = exec.as_principal(acts_core::engine::Principal::new(
+        "ann",
+        Vec::<String>::new(),
+    ));
+    assert!(matches!(
+        user.find_deliveries(&pending).await,
+        Err(EngineError::Denied { .. })
+    ));
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_delivery_listing_reads_only_the_matching_entries_and_rows() {
+    let counting = Arc::new(CountingStore::new(MemoryStore::new()));
+    let engine = deliveries(counting.clone(), 40, 38).await;
+    let exec = engine.executor();
+    let pending = DeliveryQuery::new().state(DeliveryState::Pending);
+    let before = counting.counts();
+    let page = exec.find_deliveries(&pending).await.unwrap();
+    assert_eq!(page.deliveries.len(), 2);
+    assert_eq!(
+        counting.counts().values_read - before.values_read,
+        4,
+        "two entries and two rows of 40 deliveries"
+    );
+    let before = counting.counts();
+    assert_eq!(exec.count_deliveries_matching(&pending).await.unwrap(), 2);
+    assert_eq!(counting.counts().values_read - before.values_read, 2);
+    engine.close().await;
+}
