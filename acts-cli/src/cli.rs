@@ -371,4 +371,8 @@ pub struct DeliveryFilter {
     /// Only deliveries of this process's messages.
     #[arg(long)]
     pub pid: Option<String>,
+    /// Also read each delivery's message (shown with --json), while it is
+    /// stored: until every durable channel's delivery of it is settled.
+    #[arg(long)]
+    pub messages: bool,
 }

@@ -182,6 +182,7 @@ pub(crate) fn delivery_query(f: &DeliveryFilter) -> Result<DeliveryQuery, Failur
         channel: f.channel.clone(),
         state,
         pid: f.pid.clone(),
+        messages: f.messages,
         ..DeliveryQuery::new()
     })
 }

@@ -276,6 +276,25 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
     let found = exec.find_deliveries(&of_o5).await.unwrap();
     assert_eq!(found.deliveries.len(), 1);
     assert_eq!(found.deliveries[0].state, DeliveryState::Pending);
+    assert!(found.deliveries[0].message.is_none(), "not asked for");
+    // With their messages: the stored messages of the pending ones.
+    let with = DeliveryQuery {
+        messages: true,
+        ..pending.clone()
+    };
+    let listed = exec.find_deliveries(&with).await.unwrap().deliveries;
+    assert_eq!(listed.len(), 4);
+    for d in &listed {
+        let m = d
+            .message
+            .as_ref()
+            .expect("a pending delivery's message is kept");
+        assert_eq!(
+            (m.id.as_str(), m.pid.as_str()),
+            (d.msg_id.as_str(), d.pid.as_str())
+        );
+        assert_eq!(m.key.as_deref(), Some("review"));
+    }
     assert!(
         exec.find_deliveries(&DeliveryQuery::new().channel("other"))
             .await

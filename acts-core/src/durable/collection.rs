@@ -262,6 +262,12 @@ impl<T: Row> Collection<T> {
         serde_json::from_value(data).map_err(|e| Self::corrupt(id, format!("wrong shape: {e}")))
     }
 
+    /// A row from its stored bytes (read by the caller, e.g. in a
+    /// multi-read of several collections' rows).
+    pub fn decode_row(id: &str, bytes: &[u8]) -> Result<T, CollectionError> {
+        Self::decode(id, bytes)
+    }
+
     fn decode(id: &str, bytes: &[u8]) -> Result<T, CollectionError> {
         Self::from_value(id, Self::decode_value(id, bytes)?)
     }

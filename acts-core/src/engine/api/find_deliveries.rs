@@ -16,7 +16,7 @@ use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, decode_cursor, encode_cursor};
 use crate::engine::api::info::DeliveryInfo;
-use crate::engine::persist::rows::{DeliveryRow, DeliveryState};
+use crate::engine::persist::rows::{DeliveryRow, DeliveryState, MessageRow};
 
 /// What deliveries to find (every field optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -30,6 +30,9 @@ pub struct DeliveryQuery {
     pub pid: Option<String>,
     /// Newest first.
     pub descending: bool,
+    /// Also read each delivery's message ([`DeliveryInfo::message`]): a
+    /// listing of the stored messages by channel, state or process.
+    pub messages: bool,
     /// Deliveries per page (default 100, at most [`MAX_PAGE`]).
     pub limit: Option<usize>,
     /// Where the previous page ended ([`DeliveryPage::next`]).
@@ -96,23 +99,41 @@ impl Executor {
         }
         let rows = Collection::<DeliveryRow>::new(self.rt.store.clone());
         let range = match (&q.state, &q.channel, &q.pid) {
-            (Some(s), _, _) => {
-                Collection::<DeliveryRow>::pair_range("state_time", s.as_str(), None)
-            }
-            (None, Some(c), _) => Collection::<DeliveryRow>::pair_range("channel_time", c, None),
-            (None, None, Some(_)) => {
-                // The process index pins the walk to its deliveries.
-                let page = rows.query(&query).await?;
-                return Ok(DeliveryPage {
-                    deliveries: page.rows.iter().map(DeliveryInfo::from).collect(),
-                    next: page.next.as_deref().map(encode_cursor),
-                });
-            }
-            (None, None, None) => Collection::<DeliveryRow>::index_range("channel_time"),
+            (Some(s), _, _) => Some(Collection::<DeliveryRow>::pair_range(
+                "state_time",
+                s.as_str(),
+                None,
+            )),
+            (None, Some(c), _) => Some(Collection::<DeliveryRow>::pair_range(
+                "channel_time",
+                c,
+                None,
+            )),
+            // The process index pins the walk to its deliveries.
+            (None, None, Some(_)) => None,
+            (None, None, None) => Some(Collection::<DeliveryRow>::index_range("channel_time")),
         };
-        let page = rows.query_index_range(range, q.descending, &query).await?;
+        let page = match range {
+            Some(range) => rows.query_index_range(range, q.descending, &query).await?,
+            None => rows.query(&query).await?,
+        };
+        let mut deliveries: Vec<DeliveryInfo> = page.rows.iter().map(DeliveryInfo::from).collect();
+        if q.messages {
+            // One multi-read for the page's messages.
+            let keys: Vec<Vec<u8>> = deliveries
+                .iter()
+                .map(|d| Collection::<MessageRow>::row_key(&d.msg_id))
+                .collect();
+            let stored = self.rt.store.get_many(&keys).await?;
+            for (d, bytes) in deliveries.iter_mut().zip(stored) {
+                if let Some(bytes) = bytes {
+                    d.message =
+                        Some(Collection::<MessageRow>::decode_row(&d.msg_id, &bytes)?.message);
+                }
+            }
+        }
         Ok(DeliveryPage {
-            deliveries: page.rows.iter().map(DeliveryInfo::from).collect(),
+            deliveries,
             next: page.next.as_deref().map(encode_cursor),
         })
     }

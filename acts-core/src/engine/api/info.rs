@@ -239,6 +239,11 @@ pub struct DeliveryInfo {
     pub next_at: Option<i64>,
     /// When it was created.
     pub created_at: i64,
+    /// The message itself, when asked for ([`DeliveryQuery::messages`](crate::engine::api::DeliveryQuery::messages))
+    /// and still stored (a message is kept until every durable channel's
+    /// delivery of it is settled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<crate::scheduler::Message>,
 }
 
 impl From<&DeliveryRow> for DeliveryInfo {
@@ -252,6 +257,7 @@ impl From<&DeliveryRow> for DeliveryInfo {
             tries: r.tries,
             next_at: (r.state == DeliveryState::Pending).then_some(r.next_at),
             created_at: r.created_at,
+            message: None,
         }
     }
 }
