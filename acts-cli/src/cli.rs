@@ -139,11 +139,13 @@ pub enum Command {
     /// steps hold, client actions are refused), `resume` (what fell due
     /// runs), `terminate` (it ends aborted, the reason as its error),
     /// `rewind --to STEP [--var K=JSON]` (the step runs again; what ran
-    /// after it is marked backed). Each is recorded in the process's
-    /// history (`acts show`).
+    /// after it is marked backed), `retry [--task STEP] [--var K=JSON]` (a
+    /// process that ended in an error: the step where it began runs again,
+    /// and the process is in flight again). Each is recorded in the
+    /// process's history (`acts show`).
     Control {
-        /// pause, resume, terminate or rewind.
-        #[arg(value_parser = ["pause", "resume", "terminate", "rewind"])]
+        /// pause, resume, terminate, rewind or retry.
+        #[arg(value_parser = ["pause", "resume", "terminate", "rewind", "retry"])]
         control: String,
         /// The process id.
         pid: String,
@@ -153,8 +155,12 @@ pub enum Command {
         /// For rewind: the earlier step to run again.
         #[arg(long, value_name = "STEP")]
         to: Option<String>,
-        /// For rewind: a process variable to set first, KEY=JSON;
-        /// repeatable.
+        /// For retry: the errored step (or act) to run again, by task or
+        /// node id (default: the step where the error began).
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        /// For rewind and retry: a process variable to set first,
+        /// KEY=JSON; repeatable.
         #[arg(long = "var", value_name = "KEY=JSON")]
         vars: Vec<String>,
     },

@@ -12,8 +12,8 @@ use crate::answers::parse_vars;
 use crate::cli::Command;
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json, print_models,
-    print_process, print_processes, print_started, print_tasks, print_versions,
+    pick_errored, pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json,
+    print_models, print_process, print_processes, print_started, print_tasks, print_versions,
 };
 use crate::session::{print_warnings, read_model_file};
 
@@ -321,12 +321,22 @@ pub(crate) async fn run(
             pid,
             reason,
             to,
+            task,
             vars,
         } => {
             let to = crate::query::rewind_target(&control, to.as_deref())?;
+            crate::query::retry_task_flag(&control, task.as_deref())?;
+            let task = match &task {
+                Some(id) => {
+                    let (_, tasks) = process_of(c.get(&["processes", &pid], &[]).await?)?;
+                    Some(pick_errored(&tasks, &pid, id)?)
+                }
+                None => None,
+            };
             let body = match control.as_str() {
                 "resume" => String::new(),
                 "rewind" => json!({ "to": to, "vars": parse_vars(&vars)? }).to_string(),
+                "retry" => json!({ "task": task, "vars": parse_vars(&vars)? }).to_string(),
                 _ => json!({ "reason": reason }).to_string(),
             };
             let _: Value = c.post(&["processes", &pid, &control], body).await?;

@@ -10,8 +10,8 @@ use crate::cli::{AnswerMode, Cli, Command};
 use crate::driver::{Driver, Mode, print_report};
 use crate::failure::Failure;
 use crate::output::{
-    pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json, print_models,
-    print_process, print_processes, print_started, print_tasks, print_versions,
+    pick_errored, pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json,
+    print_models, print_process, print_processes, print_started, print_tasks, print_versions,
 };
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
@@ -114,14 +114,27 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             pid,
             reason,
             to,
+            task,
             vars,
         } => {
             let exec = engine.executor();
             let to = crate::query::rewind_target(&control, to.as_deref())?;
+            crate::query::retry_task_flag(&control, task.as_deref())?;
+            let task = match &task {
+                Some(id) => {
+                    let tasks = exec.tasks(&pid).await.map_err(Failure::action)?;
+                    Some(pick_errored(&tasks, &pid, id)?)
+                }
+                None => None,
+            };
             match control.as_str() {
                 "pause" => exec.pause_process(&pid, &reason).await,
                 "resume" => exec.unpause_process(&pid).await,
                 "rewind" => exec.rewind_process(&pid, to, parse_vars(&vars)?).await,
+                "retry" => {
+                    exec.retry_process(&pid, task.as_deref(), parse_vars(&vars)?)
+                        .await
+                }
                 _ => exec.terminate_process(&pid, &reason).await,
             }
             .map_err(Failure::action)?;

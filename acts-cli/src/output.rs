@@ -289,6 +289,26 @@ pub(crate) fn pick_step(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<Strin
     }
 }
 
+/// The errored task `id` names in process `pid` (what `control retry
+/// --task` runs again): a task id, or the node id of a step whose latest
+/// task ended in an error.
+pub(crate) fn pick_errored(tasks: &[TaskInfo], pid: &str, id: &str) -> Result<String, Failure> {
+    if tasks.iter().any(|t| t.tid == id) {
+        return Ok(id.to_owned());
+    }
+    tasks
+        .iter()
+        .rev()
+        .find(|t| t.kind == MessageType::Step && t.nid == id)
+        .filter(|t| t.state == acts::TaskState::Error)
+        .map(|t| t.tid.clone())
+        .ok_or_else(|| {
+            Failure::input(format!(
+                "process {pid} has no task '{id}' and no step '{id}' that ended in an error (`acts show {pid}` lists them)"
+            ))
+        })
+}
+
 /// The task `id` names in process `pid`: a task id, or the id of a node
 /// with exactly one task still waiting (what the interrupt prompt shows
 /// first). Several waiting tasks of the node are bad input listing them.

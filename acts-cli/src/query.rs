@@ -127,6 +127,16 @@ pub(crate) fn rewind_target<'a>(control: &str, to: Option<&'a str>) -> Result<&'
     }
 }
 
+/// Fails when `--task` is given to a control other than retry.
+pub(crate) fn retry_task_flag(control: &str, task: Option<&str>) -> Result<(), Failure> {
+    match (control, task) {
+        ("retry", _) | (_, None) => Ok(()),
+        (_, Some(_)) => Err(Failure::input(format!(
+            "--task is for retry, not {control}"
+        ))),
+    }
+}
+
 /// The query of `acts tasks`.
 pub(crate) fn task_query(f: &TaskFilter) -> Result<TaskQuery, Failure> {
     let process = where_query(f.model.as_deref(), f.process_state.as_deref(), &f.wheres)?;

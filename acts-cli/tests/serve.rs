@@ -265,6 +265,24 @@ fn the_commands_work_through_a_running_server() {
     let out = acts(&["versions", "approval", "--remove", "1"]);
     assert_eq!(out.status.code(), Some(2), "refused: it is the latest");
     assert!(String::from_utf8_lossy(&out.stderr).contains("latest"));
+    // Listings through the server: the new process's open interrupt,
+    // counted and listed; no deliveries without a durable channel.
+    let out = acts(&["tasks", "--inbox", "--count"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    let out = acts(&["tasks", "--model", "approval", "--kind", "step", "--json"]);
+    let steps: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        steps.as_array().is_some_and(|a| a.len() == 2),
+        "each process's one step: {steps}"
+    );
+    let out = acts(&["deliveries", "--state", "failed", "--count"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+    let out = acts(&["deliveries", "--discard", "c", "m"]);
+    assert_eq!(out.status.code(), Some(2), "no such dead letter");
+    // A retry through the server: refused for a process not in error.
+    let out = acts(&["control", "retry", &pid]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not ended in an error"));
     // Bad input through the server is still bad input (exit code 2) ...
     let out = acts(&["act", "complete", "nope", "x"]);
     assert_eq!(out.status.code(), Some(2));

@@ -71,6 +71,7 @@ pub(crate) fn routes(state: AppState) -> Router {
         .route("/api/v1/processes/{pid}/resume", post(unpause_process))
         .route("/api/v1/processes/{pid}/terminate", post(terminate_process))
         .route("/api/v1/processes/{pid}/rewind", post(rewind_process))
+        .route("/api/v1/processes/{pid}/retry", post(retry_process))
         .route("/api/v1/processes/{pid}/model", get(process_model))
         .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
         .route("/api/v1/messages", get(messages))
@@ -486,6 +487,31 @@ async fn rewind_process(
 ) -> ApiResult<StatusCode> {
     let req: RewindRequest = json_body(&body)?;
     x.rewind_process(&pid, &req.to, req.vars).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The optional body of a retry: the errored step (or act) to run again
+/// (default: where the error began) and the vars to set first.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryRequest {
+    #[serde(default)]
+    task: Option<String>,
+    #[serde(default)]
+    vars: Vars,
+}
+
+async fn retry_process(
+    Exec(x, _): Exec,
+    Path(pid): Path<String>,
+    body: Bytes,
+) -> ApiResult<StatusCode> {
+    let req: RetryRequest = if body.is_empty() {
+        RetryRequest::default()
+    } else {
+        json_body(&body)?
+    };
+    x.retry_process(&pid, req.task.as_deref(), req.vars).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

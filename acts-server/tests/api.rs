@@ -315,6 +315,44 @@ async fn tasks_are_queried_across_processes_in_pages() {
 }
 
 #[tokio::test]
+async fn a_process_that_ended_in_an_error_is_retried() {
+    let (app, _engine) = app().await;
+    let flaky = "id: flaky\nver: '1'\nsteps:\n  - id: charge\n    uses: acts.transform.code\n    params: |\n      if (typeof fixed === 'undefined') { throw new Error('declined'); }\n      return { charged: true }\n";
+    let (status, body) = call(&app, Method::POST, "/api/v1/models", Some(flaky)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(r#"{"model": "flaky", "vars": {"pid": "f"}}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (_, p) = call(&app, Method::GET, "/api/v1/processes/f", None).await;
+    assert_eq!(p["process"]["state"], "error", "{p}");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes/f/retry",
+        Some(r#"{"task": "nope"}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes/f/retry",
+        Some(r#"{"vars": {"fixed": true}}"#),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (_, p) = call(&app, Method::GET, "/api/v1/processes/f", None).await;
+    assert_eq!(p["process"]["state"], "completed", "{p}");
+    let (status, body) = call(&app, Method::POST, "/api/v1/processes/f/retry", None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+}
+
+#[tokio::test]
 async fn abort_and_remove() {
     let (app, _engine) = app().await;
     deploy(&app).await;

@@ -273,6 +273,10 @@ async function processPage(pid) {
     } }, 'Terminate'));
     actions.push(h('button', { class: 'danger', onclick: () => act(() => api('POST', `/processes/${encodeURIComponent(pid)}/abort`), 'Aborted') }, 'Abort process'));
   }
+  if (me.operator && p.state === 'error') {
+    // Runs the step where the error began again; the page is drawn again.
+    actions.push(h('button', { id: 'retry-process', onclick: () => act(() => api('POST', `/processes/${encodeURIComponent(pid)}/retry`), 'Retried').then(() => route(), () => {}) }, 'Retry'));
+  }
   if (me.operator) {
     actions.push(h('button', { class: 'secondary', onclick: async () => {
       if (!confirm('Remove process ' + pid + ' and all its rows?')) return;

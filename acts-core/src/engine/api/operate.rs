@@ -1,5 +1,5 @@
-//! Operator controls through the executor: pause, resume, rewind and
-//! terminate a process, and list the stuck ones (operators and admins).
+//! Operator controls through the executor: pause, resume, rewind, retry
+//! and terminate a process, and list the stuck ones (operators and admins).
 
 use crate::model::Vars;
 
@@ -35,6 +35,27 @@ impl Executor {
         let by = self.by();
         self.rt
             .on_process(pid, |p, svc| p.rewind(by, to, &vars, svc))
+            .await
+    }
+
+    /// Retries process `pid`, which ended in an error (operator): the
+    /// errored step `tid` names (default: the step where the error began)
+    /// runs again as a new task, with `vars` set as process variables
+    /// first, and the process is in flight again (it takes an admission
+    /// place: `Busy` at the cap). The failed attempt stays in its history.
+    /// Refused for a process that did not end in an error, and for a
+    /// subflow child (retry its parent).
+    pub async fn retry_process(
+        &self,
+        pid: &str,
+        tid: Option<&str>,
+        vars: Vars,
+    ) -> Result<(), EngineError> {
+        self.need_operator("retrying a process")?;
+        self.rt.check_vars_size("the retry's vars", &vars)?;
+        let by = self.by();
+        self.rt
+            .reopen(pid, |p, svc| p.retry(by, tid, &vars, svc))
             .await
     }
 

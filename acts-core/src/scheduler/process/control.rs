@@ -104,7 +104,7 @@ impl Process {
         Ok(())
     }
 
-    fn not_allowed(&self, message: String) -> ActionError {
+    pub(super) fn not_allowed(&self, message: String) -> ActionError {
         ActionError::ProcessState {
             pid: self.pid.clone(),
             message,
@@ -112,7 +112,7 @@ impl Process {
     }
 
     /// Records operator control `action` on the root task.
-    fn record_control(&mut self, action: &str, by: Option<&str>, reason: &str) {
+    pub(super) fn record_control(&mut self, action: &str, by: Option<&str>, reason: &str) {
         let root = self.root();
         let event = TaskEvent {
             action: action.to_owned(),

@@ -21,6 +21,7 @@ use outputs::OUTPUTS_KEY;
 pub(crate) use outputs::PARAMS_KEY;
 mod packages;
 mod resume;
+mod retry;
 mod timeouts;
 mod undo;
 

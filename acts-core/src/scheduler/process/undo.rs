@@ -15,7 +15,7 @@ impl Process {
 
     /// A new instance of step task `target` (following what it followed),
     /// queued to run.
-    fn redo(&mut self, target: TaskIx) -> Result<(), String> {
+    pub(super) fn redo(&mut self, target: TaskIx) -> Result<(), String> {
         let (node, prev) = self
             .tasks
             .get(target)
