@@ -137,6 +137,54 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
 }
 
 #[tokio::test]
+async fn a_parked_process_moves_and_starts_on_the_new_version() {
+    // One admission place: the second process waits parked.
+    let engine = acts_core::engine::Engine::builder()
+        .store(store().await)
+        .config(acts_core::engine::EngineConfig {
+            cache_cap: 1,
+            ..Default::default()
+        })
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml(ASK_V1).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.start("m", vars(json!({ "pid": "first" })))
+        .await
+        .unwrap();
+    recv_where(&mut rx, |m| m.pid == "first" && irq_created(m)).await;
+    let parked = exec
+        .start("m", vars(json!({ "pid": "later" })))
+        .await
+        .unwrap();
+    assert_eq!(parked.state, TaskState::None, "parked at the cap");
+    exec.deploy_yaml(ASK_V2).await.unwrap();
+    let mut p = plan("m", 1, 2);
+    p.vars = vars(json!({ "migrated": true }));
+    let report = dry_then_real(&exec, &p).await;
+    let outcomes: BTreeMap<&str, &str> = report
+        .processes
+        .iter()
+        .map(|m| (m.pid.as_str(), m.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        BTreeMap::from([("first", "migrated"), ("later", "migrated")])
+    );
+    assert_eq!(exec.process("later").await.unwrap().model_rev, 2);
+    assert_eq!(exec.process("later").await.unwrap().state, TaskState::None);
+    // The place frees: the parked one starts, on version 2, with the vars.
+    finish(&exec, &mut rx, "first").await;
+    recv_where(&mut rx, |m| m.pid == "later" && irq_created(m)).await;
+    let (info, made) = finish(&exec, &mut rx, "later").await;
+    assert_eq!((info.model_rev, made), (2, json!(2)));
+    assert_eq!(info.outputs.get("migrated"), Some(&json!(true)));
+    engine.close().await;
+}
+
+#[tokio::test]
 async fn a_process_on_a_timer_takes_the_new_versions_timeouts() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine_on(store().await, Some(&clock)).await;

@@ -71,6 +71,68 @@ impl Kernel {
         })
     }
 
+    /// Moves a parked process (admitted, not started: it has no tasks yet)
+    /// to the new version: its row names version B and its start options
+    /// take the plan's vars, in one batch, while it is held back from
+    /// starting. It then starts on B.
+    async fn migrate_parked(
+        &self,
+        row: &ProcRow,
+        plan: &MigrationPlan,
+        dry_run: bool,
+    ) -> Result<ProcessMigration, EngineError> {
+        let pid = row.id.as_str();
+        let outcome = |outcome: &str, reason: Option<String>| ProcessMigration {
+            pid: pid.to_owned(),
+            outcome: outcome.into(),
+            reason,
+            moves: Vec::new(),
+            kept_as_history: Vec::new(),
+            reannounced: Vec::new(),
+        };
+        if !self.cache.hold_parked(pid, row.timestamp) {
+            return Ok(outcome(
+                "unmigratable",
+                Some("it is starting right now; migrate it once it runs".into()),
+            ));
+        }
+        // Taken before the read: a removal after it skips the write.
+        let born = self.writer.epoch();
+        let result = async {
+            let procs = Collection::<ProcRow>::new(self.store.clone());
+            let Some(stored) = procs.get(pid).await? else {
+                return Ok(outcome(
+                    "unmigratable",
+                    Some("it was removed meanwhile".into()),
+                ));
+            };
+            if stored.state != crate::scheduler::TaskState::None
+                || stored.rev != plan.from
+                || !stored.model.is_empty()
+            {
+                return Ok(outcome(
+                    "unmigratable",
+                    Some("it started or moved meanwhile; migrate it again".into()),
+                ));
+            }
+            if dry_run {
+                return Ok(outcome("would_migrate", None));
+            }
+            let mut moved = stored.clone();
+            moved.rev = plan.to;
+            for (k, v) in &plan.vars {
+                moved.start_vars.insert(k.clone(), v.clone());
+            }
+            let ops = Collection::<ProcRow>::upsert_ops(Some(&stored), &moved);
+            self.write(Some((pid, born)), ops).await?;
+            Ok(outcome("migrated", None))
+        }
+        .await;
+        self.cache.release_parked(pid, row.timestamp);
+        self.refill();
+        result
+    }
+
     async fn migrate_one(
         &self,
         row: &ProcRow,
@@ -90,10 +152,7 @@ impl Kernel {
             reannounced: Vec::new(),
         };
         if row.state == crate::scheduler::TaskState::None {
-            return Ok(refuse(
-                "it has not started yet (parked at the admission cap); migrate it once it runs"
-                    .into(),
-            ));
+            return self.migrate_parked(row, plan, dry_run).await;
         }
         let Some(handle) = self.handle(pid).await? else {
             return Ok(refuse("it was removed meanwhile".into()));

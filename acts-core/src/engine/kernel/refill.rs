@@ -73,6 +73,28 @@ impl Cache {
             }
         }
     }
+    /// Holds parked process `pid` (admitted at `timestamp`) back from
+    /// being started while a migration rewrites its row: `false` when it
+    /// is being started or read right now. Scans of parked rows do not add
+    /// it meanwhile (its pid counts as parked). Undone by
+    /// [`release_parked`](Self::release_parked).
+    pub(crate) fn hold_parked(&self, pid: &str, timestamp: i64) -> bool {
+        let mut s = self.state.lock();
+        if s.entries.contains_key(pid) {
+            return false;
+        }
+        s.parked.remove(&(timestamp, pid.to_owned()));
+        s.parked_ids.insert(pid.to_owned());
+        true
+    }
+    /// Lets a parked process held by [`hold_parked`](Self::hold_parked)
+    /// start when a place frees (unless it was removed meanwhile).
+    pub(crate) fn release_parked(&self, pid: &str, timestamp: i64) {
+        let mut s = self.state.lock();
+        if s.parked_ids.contains(pid) {
+            s.parked.insert((timestamp, pid.to_owned()));
+        }
+    }
     /// Records parked rows found in the store.
     pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
         let mut s = self.state.lock();
