@@ -52,11 +52,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use acts_store::blocking::run_blocking;
 use acts_store::{
-    BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
+    validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::error::{BACKEND, map_err};
 
@@ -243,11 +243,22 @@ impl Inner {
     }
 
     fn commit(&self, ops: Vec<BatchOp>, durability: Durability) -> StoreResult<()> {
-        self.guarded(StoreOp::Batch, || self.commit_unguarded(ops, durability))
+        self.guarded(StoreOp::Batch, || {
+            self.commit_unguarded(StoreOp::Batch, &[], ops, durability)
+                .map(drop)
+        })
     }
 
-    fn commit_unguarded(&self, ops: Vec<BatchOp>, durability: Durability) -> StoreResult<()> {
-        let op = StoreOp::Batch;
+    /// Checks `conditions` and applies `ops` in one write transaction
+    /// (redb's writers are exclusive: nothing comes between); `false` when
+    /// a condition does not hold (the transaction is dropped: aborted).
+    fn commit_unguarded(
+        &self,
+        op: StoreOp,
+        conditions: &[Condition],
+        ops: Vec<BatchOp>,
+        durability: Durability,
+    ) -> StoreResult<bool> {
         let mut txn = self.db.begin_write().map_err(|e| map_err(op, None, e))?;
         txn.set_durability(match durability {
             Durability::Immediate => redb::Durability::Immediate,
@@ -256,6 +267,14 @@ impl Inner {
         .map_err(|e| map_err(op, None, e))?;
         {
             let mut table = txn.open_table(TABLE).map_err(|e| map_err(op, None, e))?;
+            for c in conditions {
+                let current = table
+                    .get(c.key.as_slice())
+                    .map_err(|e| map_err(op, None, e))?;
+                if !c.holds(current.as_ref().map(|v| v.value())) {
+                    return Ok(false);
+                }
+            }
             for batch_op in &ops {
                 match batch_op {
                     BatchOp::Put { key, value } => {
@@ -277,7 +296,7 @@ impl Inner {
         if durability == Durability::None {
             self.unsynced.store(true, Ordering::SeqCst);
         }
-        Ok(())
+        Ok(true)
     }
 
     fn read_table(
@@ -351,6 +370,18 @@ impl KvStore for RedbStore {
         let durability = inner.durability;
         run_blocking(BACKEND, StoreOp::Batch, move || {
             inner.commit(ops, durability)
+        })
+        .await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        validate_conditional(BACKEND, &conditions, &ops)?;
+        let inner = self.inner.clone();
+        let durability = inner.durability;
+        run_blocking(BACKEND, StoreOp::BatchIf, move || {
+            inner.guarded(StoreOp::BatchIf, || {
+                inner.commit_unguarded(StoreOp::BatchIf, &conditions, ops, durability)
+            })
         })
         .await
     }

@@ -56,8 +56,8 @@ use std::ops::Bound;
 use std::time::Duration;
 
 use acts_store::{
-    BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
+    validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -210,6 +210,38 @@ fn lex_bound(bound: &Bound<Vec<u8>>, unbounded: &[u8]) -> Vec<u8> {
     }
 }
 
+impl RedisStore {
+    /// Runs the batch script: `ops` applied if every condition holds, in
+    /// one script on the server (nothing else runs between); `false` when
+    /// a condition does not hold.
+    async fn write(
+        &self,
+        op: StoreOp,
+        conditions: &[Condition],
+        ops: &[BatchOp],
+    ) -> StoreResult<bool> {
+        let mut invocation = scripts::batch().key(&self.index_key);
+        invocation.arg(&self.value_prefix).arg(conditions.len());
+        for c in conditions {
+            match &c.value {
+                Some(v) => invocation.arg("e").arg(&c.key).arg(v),
+                None => invocation.arg("a").arg(&c.key).arg(""),
+            };
+        }
+        for batch_op in ops {
+            match batch_op {
+                BatchOp::Put { key, value } => invocation.arg("p").arg(key).arg(value),
+                BatchOp::Delete { key } => invocation.arg("d").arg(key).arg(""),
+            };
+        }
+        let mut conn = self.conn.clone();
+        let applied = self
+            .run(op, invocation.invoke_async::<i64>(&mut conn))
+            .await?;
+        Ok(applied >= 0)
+    }
+}
+
 #[async_trait]
 impl KvStore for RedisStore {
     fn backend(&self) -> &'static str {
@@ -244,18 +276,12 @@ impl KvStore for RedisStore {
         if ops.is_empty() {
             return Ok(());
         }
-        let mut invocation = scripts::batch().key(&self.index_key);
-        invocation.arg(&self.value_prefix);
-        for batch_op in &ops {
-            match batch_op {
-                BatchOp::Put { key, value } => invocation.arg("p").arg(key).arg(value),
-                BatchOp::Delete { key } => invocation.arg("d").arg(key).arg(""),
-            };
-        }
-        let mut conn = self.conn.clone();
-        self.run(op, invocation.invoke_async::<i64>(&mut conn))
-            .await
-            .map(|_| ())
+        self.write(op, &[], &ops).await.map(drop)
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        validate_conditional(BACKEND, &conditions, &ops)?;
+        self.write(StoreOp::BatchIf, &conditions, &ops).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

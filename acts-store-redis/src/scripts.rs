@@ -8,16 +8,31 @@ use std::sync::OnceLock;
 
 use redis::Script;
 
-/// Applies a batch: `ARGV[2..]` are triples `op, key, value` with op `p`
-/// (put) or `d` (delete, value ignored). Checks the index's type before
-/// writing anything, so a damaged namespace applies nothing.
+/// Applies a batch if its conditions hold: `ARGV[2]` is the number of
+/// conditions, then one triple `kind, key, value` each (kind `e`: the key
+/// holds the value; `a`: the key is absent, value ignored), then the ops as
+/// triples `op, key, value` with op `p` (put) or `d` (delete, value
+/// ignored). Returns -1, having written nothing, when a condition does not
+/// hold; else the number of ops. Checks the index's type before writing
+/// anything, so a damaged namespace applies nothing.
 const BATCH: &str = r#"
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'zset' and t ~= 'none' then
   return redis.error_reply('ACTSCORRUPT the key index ' .. KEYS[1] .. ' holds a ' .. t .. ', not a sorted set')
 end
 local prefix = ARGV[1]
-for i = 2, #ARGV, 3 do
+local i = 3
+for c = 1, tonumber(ARGV[2]) do
+  local current = redis.call('GET', prefix .. ARGV[i + 1])
+  if ARGV[i] == 'a' then
+    if current ~= false then return -1 end
+  elseif current ~= ARGV[i + 2] then
+    return -1
+  end
+  i = i + 3
+end
+local applied = 0
+while i <= #ARGV do
   local key = ARGV[i + 1]
   if ARGV[i] == 'p' then
     redis.call('SET', prefix .. key, ARGV[i + 2])
@@ -26,8 +41,10 @@ for i = 2, #ARGV, 3 do
     redis.call('DEL', prefix .. key)
     redis.call('ZREM', KEYS[1], key)
   end
+  applied = applied + 1
+  i = i + 3
 end
-return (#ARGV - 1) / 3
+return applied
 "#;
 
 /// Scans: `ARGV[2]`/`ARGV[3]` are `ZRANGEBYLEX` min/max, `ARGV[4]` the limit

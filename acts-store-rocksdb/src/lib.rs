@@ -14,6 +14,10 @@
 //! - A [`batch`](acts_store::KvStore::batch) is one `WriteBatch`: atomic, and
 //!   invisible to readers until all of it is applied. Multi-reads and scans
 //!   each read one snapshot.
+//! - A [conditional batch](acts_store::KvStore::batch_if) reads its
+//!   conditions and writes its `WriteBatch` under the store's write lock,
+//!   which every write of this store takes (RocksDB allows one process per
+//!   database, so nothing else writes between the check and the batch).
 //! - Durability is chosen at open with [`RocksOptions::sync`]:
 //!   - `true` (the default): every write syncs the write-ahead log before it
 //!     returns `Ok`. A crash or power loss loses nothing acknowledged.
@@ -41,12 +45,12 @@ mod error;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use acts_store::blocking::run_blocking;
 use acts_store::{
-    BatchOp, KvPair, KvStore, ScanRange, StoreOp, StoreResult, validate_batch, validate_key,
-    validate_keys,
+    BatchOp, Condition, KvPair, KvStore, ScanRange, StoreOp, StoreResult, validate_batch,
+    validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use rocksdb::{
@@ -102,6 +106,39 @@ struct Inner {
     db: DB,
     sync: bool,
     path: PathBuf,
+    /// Held by every write: a conditional batch's check and its batch are
+    /// one step.
+    write_lock: Mutex<()>,
+}
+
+impl Inner {
+    /// Applies `ops` as one `WriteBatch` if every condition holds (checked
+    /// under the write lock); `false` when one does not.
+    fn write(&self, op: StoreOp, conditions: &[Condition], ops: &[BatchOp]) -> StoreResult<bool> {
+        let _writing = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for c in conditions {
+            let current = self.db.get(&c.key).map_err(|e| map_err(op, None, e))?;
+            if !c.holds(current.as_deref()) {
+                return Ok(false);
+            }
+        }
+        let mut batch = WriteBatch::default();
+        for o in ops {
+            match o {
+                BatchOp::Put { key, value } => batch.put(key, value),
+                BatchOp::Delete { key } => batch.delete(key),
+            }
+        }
+        let mut write = WriteOptions::default();
+        write.set_sync(self.sync);
+        self.db
+            .write_opt(batch, &write)
+            .map_err(|e| map_err(op, None, e))?;
+        Ok(true)
+    }
 }
 
 /// A [`KvStore`] over one RocksDB database; cheap to clone (clones share it).
@@ -122,6 +159,7 @@ impl RocksStore {
                 db,
                 sync: options.sync,
                 path: path.to_owned(),
+                write_lock: Mutex::new(()),
             }),
         })
     }
@@ -220,19 +258,16 @@ impl KvStore for RocksStore {
         }
         let inner = self.inner.clone();
         run_blocking(BACKEND, StoreOp::Batch, move || {
-            let mut batch = WriteBatch::default();
-            for op in &ops {
-                match op {
-                    BatchOp::Put { key, value } => batch.put(key, value),
-                    BatchOp::Delete { key } => batch.delete(key),
-                }
-            }
-            let mut write = WriteOptions::default();
-            write.set_sync(inner.sync);
-            inner
-                .db
-                .write_opt(batch, &write)
-                .map_err(|e| map_err(StoreOp::Batch, None, e))
+            inner.write(StoreOp::Batch, &[], &ops).map(drop)
+        })
+        .await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        validate_conditional(BACKEND, &conditions, &ops)?;
+        let inner = self.inner.clone();
+        run_blocking(BACKEND, StoreOp::BatchIf, move || {
+            inner.write(StoreOp::BatchIf, &conditions, &ops)
         })
         .await
     }

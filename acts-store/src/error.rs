@@ -17,6 +17,8 @@ pub enum StoreOp {
     Delete,
     /// An atomic batch of puts and deletes.
     Batch,
+    /// A conditional batch ([`KvStore::batch_if`](crate::KvStore::batch_if)).
+    BatchIf,
     /// An ordered range or prefix scan.
     Scan,
 }
@@ -37,6 +39,7 @@ impl fmt::Display for StoreOp {
             StoreOp::Put => "put",
             StoreOp::Delete => "delete",
             StoreOp::Batch => "batch",
+            StoreOp::BatchIf => "batch_if",
             StoreOp::Scan => "scan",
         })
     }

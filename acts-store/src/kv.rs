@@ -34,6 +34,39 @@ impl KvPair {
     }
 }
 
+/// A condition of a [conditional batch](KvStore::batch_if): `key` holds
+/// exactly `value`, or (`value: None`) `key` is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// The key checked.
+    pub key: Vec<u8>,
+    /// The value it must hold; `None`: it must be absent.
+    pub value: Option<Vec<u8>>,
+}
+
+impl Condition {
+    /// `key` holds exactly `value`.
+    pub fn equals(key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Self {
+        Self {
+            key: key.into(),
+            value: Some(value.into()),
+        }
+    }
+
+    /// `key` is absent.
+    pub fn absent(key: impl Into<Vec<u8>>) -> Self {
+        Self {
+            key: key.into(),
+            value: None,
+        }
+    }
+
+    /// Whether the condition holds when its key holds `current`.
+    pub fn holds(&self, current: Option<&[u8]>) -> bool {
+        self.value.as_deref() == current
+    }
+}
+
 /// One write of an atomic batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOp {
@@ -230,6 +263,26 @@ pub fn validate_batch(backend: &'static str, op: StoreOp, ops: &[BatchOp]) -> St
     Ok(())
 }
 
+/// Checks the keys of a conditional batch's conditions and its ops
+/// against the contract's limits, before anything is read or written.
+pub fn validate_conditional(
+    backend: &'static str,
+    conditions: &[Condition],
+    ops: &[BatchOp],
+) -> StoreResult<()> {
+    for (index, c) in conditions.iter().enumerate() {
+        validate_key(backend, StoreOp::BatchIf, &c.key).map_err(|e| {
+            StoreError::new(
+                backend,
+                StoreOp::BatchIf,
+                e.kind(),
+                format!("condition {index}: {}", e.message()),
+            )
+        })?;
+    }
+    validate_batch(backend, StoreOp::BatchIf, ops)
+}
+
 /// An ordered key-value store: the only thing the engine needs from a backend.
 ///
 /// Object safe: the engine holds an `Arc<dyn KvStore>`. Every backend must
@@ -242,6 +295,11 @@ pub fn validate_batch(backend: &'static str, op: StoreOp, ops: &[BatchOp]) -> St
 ///   shorter prefix first). Scans return keys in that order, or the reverse.
 /// - **Atomicity.** [`batch`](KvStore::batch) applies all of its ops or none.
 ///   Ops in one batch apply in order, so a later op on the same key wins.
+/// - **Conditions.** [`batch_if`](KvStore::batch_if) checks its conditions
+///   and applies its ops as one atomic step: no other write comes between
+///   the check and the ops, and a condition that does not hold applies
+///   nothing. This is what fences a writer that lost its lease: every batch
+///   it sends is conditional on the epoch it holds.
 /// - **Visibility.** Once a write returns `Ok`, every later read on any handle
 ///   of the same store sees it. No read (point, multi or scan) ever observes
 ///   part of a batch: each read call sees the store either before or after a
@@ -288,6 +346,12 @@ pub trait KvStore: Send + Sync + 'static {
     /// batch succeeds and changes nothing.
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()>;
 
+    /// Applies `ops` atomically and in order if every condition holds at
+    /// that moment, checked in the same atomic step (see the trait docs):
+    /// `Ok(true)` when applied, `Ok(false)` when a condition did not hold
+    /// and nothing was applied. Without conditions it is a plain batch.
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool>;
+
     /// Reads the pairs inside `range` in key order (descending when
     /// `range.reverse`), at most `range.limit` of them, from one consistent
     /// view of the store.
@@ -333,6 +397,10 @@ impl KvStore for std::sync::Arc<dyn KvStore> {
 
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
         (**self).batch(ops).await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        (**self).batch_if(conditions, ops).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

@@ -13,12 +13,16 @@
 //!
 //! - [`KvStore`]: the async, object-safe trait (`Arc<dyn KvStore>`) over byte
 //!   keys and values: point read, multi-read, put, delete, an atomic
-//!   [`batch`](KvStore::batch) and ordered [`scan`](KvStore::scan)s. Its docs
-//!   state the guarantees (ordering, atomicity, visibility, durability, errors)
-//!   every backend gives.
+//!   [`batch`](KvStore::batch), a conditional batch
+//!   ([`batch_if`](KvStore::batch_if): applied only if keys hold given values,
+//!   checked in the same atomic step — the fence of a writer that may have
+//!   lost its lease) and ordered [`scan`](KvStore::scan)s. Its docs state the
+//!   guarantees (ordering, atomicity, conditions, visibility, durability,
+//!   errors) every backend gives.
 //! - [`StoreError`]: the one error type, saying which backend and operation
 //!   failed and classifying the fault ([`ErrorKind`]) as retryable or not.
-//! - [`BatchOp`], [`ScanRange`], [`KvPair`]: what the trait takes and returns.
+//! - [`BatchOp`], [`Condition`], [`ScanRange`], [`KvPair`]: what the trait
+//!   takes and returns.
 //! - [`MemoryStore`]: the embedded default, a `BTreeMap` behind one lock.
 //! - `blocking` (feature `tokio`): runs a blocking client call off the async
 //!   workers, for backends whose client blocks (redb, RocksDB).
@@ -36,11 +40,15 @@
 //!    place, classifying it with [`ErrorKind`] (connection faults are
 //!    `Unavailable`, lock contention is `Conflict`, a bad file is `Corruption`
 //!    or `InvalidInput`).
-//! 2. Call [`validate_key`] / [`validate_batch`] before touching the database
-//!    so every backend rejects the same oversized input.
-//! 3. Check [`ScanRange::is_empty`] first: inverted ranges are empty, not an
+//! 2. Call [`validate_key`] / [`validate_batch`] / [`validate_conditional`]
+//!    before touching the database so every backend rejects the same
+//!    oversized input.
+//! 3. Make [`batch_if`](KvStore::batch_if)'s check and write one step: in the
+//!    database's own write transaction, under a lock every write of the
+//!    store takes, or in one server-side script.
+//! 4. Check [`ScanRange::is_empty`] first: inverted ranges are empty, not an
 //!    error.
-//! 4. Run `acts-testkit`'s conformance suite from the backend's tests
+//! 5. Run `acts-testkit`'s conformance suite from the backend's tests
 //!    (`acts_testkit::conformance_tests!`), including the reopen tests if the
 //!    backend is durable.
 //!
@@ -67,7 +75,7 @@ mod memory;
 
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
 pub use kv::{
-    BatchOp, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, ScanRange, validate_batch, validate_key,
-    validate_keys,
+    BatchOp, Condition, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, ScanRange, validate_batch,
+    validate_conditional, validate_key, validate_keys,
 };
 pub use memory::MemoryStore;

@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use parking_lot::RwLock;
 
 use crate::error::{StoreOp, StoreResult};
-use crate::kv::{BatchOp, KvPair, KvStore, ScanRange, validate_batch, validate_key, validate_keys};
+use crate::kv::{
+    BatchOp, Condition, KvPair, KvStore, ScanRange, validate_batch, validate_conditional,
+    validate_key, validate_keys,
+};
 
 const BACKEND: &str = "memory";
 
@@ -86,6 +89,20 @@ impl KvStore for MemoryStore {
         }
         Self::apply(&mut self.map.write(), ops);
         Ok(())
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        validate_conditional(BACKEND, &conditions, &ops)?;
+        // One write lock for the check and the ops.
+        let mut map = self.map.write();
+        if !conditions
+            .iter()
+            .all(|c| c.holds(map.get(c.key.as_slice()).map(Vec::as_slice)))
+        {
+            return Ok(false);
+        }
+        Self::apply(&mut map, ops);
+        Ok(true)
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

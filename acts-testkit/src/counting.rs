@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use acts_store::{BatchOp, KvPair, KvStore, ScanRange, StoreResult};
+use acts_store::{BatchOp, Condition, KvPair, KvStore, ScanRange, StoreResult};
 use async_trait::async_trait;
 
 /// How many calls of each kind reached the wrapped store.
@@ -113,6 +113,13 @@ impl<S: KvStore> KvStore for CountingStore<S> {
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
         self.count(&self.commits);
         self.inner.batch(ops).await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        self.count(&self.commits);
+        self.values_read
+            .fetch_add(conditions.len() as u64, Ordering::Relaxed);
+        self.inner.batch_if(conditions, ops).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

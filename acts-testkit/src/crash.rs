@@ -2,8 +2,8 @@
 //! that dies there would, then recover from exactly what was committed.
 
 use acts_store::{
-    BatchOp, ErrorKind, KvPair, KvStore, MemoryStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, MemoryStore, ScanRange, StoreError, StoreOp,
+    StoreResult, validate_batch, validate_conditional,
 };
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -180,6 +180,36 @@ impl KvStore for CrashStore {
         Ok(())
     }
 
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        validate_conditional("crash", &conditions, &ops)?;
+        let mut log = self.log.lock().await;
+        if log.crashed {
+            return Err(Self::dead(StoreOp::BatchIf));
+        }
+        // The check and the write happen under the log's lock: no other
+        // write comes between. A batch whose condition fails is not
+        // committed (nothing is recorded).
+        if ops.is_empty() {
+            let current = self
+                .data
+                .get_many(&conditions.iter().map(|c| c.key.clone()).collect::<Vec<_>>())
+                .await?;
+            return Ok(conditions
+                .iter()
+                .zip(current)
+                .all(|(c, v)| c.holds(v.as_deref())));
+        }
+        if log.batches.len() >= self.crash_after.load(Ordering::SeqCst) {
+            log.crashed = true;
+            return Err(Self::dead(StoreOp::BatchIf));
+        }
+        let applied = self.data.batch_if(conditions, ops.clone()).await?;
+        if applied {
+            log.batches.push(ops);
+        }
+        Ok(applied)
+    }
+
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
         self.check_alive(StoreOp::Scan).await?;
         self.data.scan(range).await
@@ -189,6 +219,41 @@ impl KvStore for CrashStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn only_applied_conditional_batches_are_committed() {
+        let store = CrashStore::new();
+        store.put(b"epoch", b"1").await.unwrap();
+        let fenced = store
+            .batch_if(
+                vec![Condition::equals("epoch", "2")],
+                vec![BatchOp::put("x", "stale")],
+            )
+            .await
+            .unwrap();
+        assert!(!fenced);
+        let applied = store
+            .batch_if(
+                vec![Condition::equals("epoch", "1")],
+                vec![BatchOp::put("x", "fresh")],
+            )
+            .await
+            .unwrap();
+        assert!(applied);
+        assert_eq!(store.committed().await, 2, "the put and the applied one");
+        let cut = store.recover_prefix(2).await;
+        assert_eq!(cut.get(b"x").await.unwrap(), Some(b"fresh".to_vec()));
+        // A crash cut at the conditional batch kills the store.
+        store.crash_after(2);
+        let err = store
+            .batch_if(
+                vec![Condition::equals("epoch", "1")],
+                vec![BatchOp::put("y", "1")],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.op(), StoreOp::BatchIf);
+    }
 
     #[tokio::test]
     async fn crash_cuts_history_and_kills_the_store() {

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use acts_store::{
-    BatchOp, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
 };
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -50,7 +50,7 @@ impl OpSet {
         match op {
             StoreOp::Get | StoreOp::GetMany => self.reads,
             StoreOp::Scan => self.scans,
-            StoreOp::Put | StoreOp::Delete | StoreOp::Batch => self.writes,
+            StoreOp::Put | StoreOp::Delete | StoreOp::Batch | StoreOp::BatchIf => self.writes,
             StoreOp::Open => false,
         }
     }
@@ -269,6 +269,11 @@ impl<S: KvStore> KvStore for FailingStore<S> {
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
         self.check(StoreOp::Batch)?;
         self.inner.batch(ops).await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        self.check(StoreOp::BatchIf)?;
+        self.inner.batch_if(conditions, ops).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

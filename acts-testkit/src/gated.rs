@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use acts_store::{BatchOp, KvPair, KvStore, ScanRange, StoreResult};
+use acts_store::{BatchOp, Condition, KvPair, KvStore, ScanRange, StoreResult};
 use async_trait::async_trait;
 use tokio::sync::watch;
 
@@ -233,6 +233,11 @@ impl<S: KvStore> KvStore for GatedStore<S> {
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
         self.write.pass().await;
         self.inner.batch(ops).await
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        self.write.pass().await;
+        self.inner.batch_if(conditions, ops).await
     }
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use acts_store::{BatchOp, KvPair, KvStore, MemoryStore, ScanRange, StoreResult};
+use acts_store::{BatchOp, Condition, KvPair, KvStore, MemoryStore, ScanRange, StoreResult};
 use acts_testkit::StoreFactory;
 use acts_testkit::conformance::run_all;
 use async_trait::async_trait;
@@ -24,6 +24,10 @@ enum Flaw {
     ForgetsOnReopen,
     /// A damaged location opens as an empty store (errors become "empty").
     DamageLooksEmpty,
+    /// A conditional batch applies whether or not its conditions hold.
+    IgnoresConditions,
+    /// A conditional batch checks, lets other writers in, then writes.
+    RacyConditions,
 }
 
 #[derive(Debug)]
@@ -61,6 +65,26 @@ impl KvStore for Flawed {
                 Ok(())
             }
             _ => self.inner.batch(ops).await,
+        }
+    }
+
+    async fn batch_if(&self, conditions: Vec<Condition>, ops: Vec<BatchOp>) -> StoreResult<bool> {
+        match self.flaw {
+            Flaw::IgnoresConditions => {
+                self.inner.batch(ops).await?;
+                Ok(true)
+            }
+            Flaw::RacyConditions => {
+                for c in &conditions {
+                    if !c.holds(self.inner.get(&c.key).await?.as_deref()) {
+                        return Ok(false);
+                    }
+                }
+                tokio::task::yield_now().await;
+                self.inner.batch(ops).await?;
+                Ok(true)
+            }
+            _ => self.inner.batch_if(conditions, ops).await,
         }
     }
 
@@ -191,5 +215,22 @@ fn damage_that_looks_empty_is_caught() {
     assert_eq!(
         failing_cases(Flaw::DamageLooksEmpty),
         vec!["damaged_store_is_an_error_not_empty"]
+    );
+}
+
+#[test]
+fn ignoring_conditions_is_caught() {
+    let failed = failing_cases(Flaw::IgnoresConditions);
+    assert!(
+        failed.contains(&"conditional_batch_applies_only_when_its_conditions_hold"),
+        "failed: {failed:?}"
+    );
+}
+
+#[test]
+fn a_check_apart_from_its_write_is_caught() {
+    assert_eq!(
+        failing_cases(Flaw::RacyConditions),
+        vec!["conditional_batches_fence_concurrent_writers"]
     );
 }

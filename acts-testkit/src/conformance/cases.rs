@@ -10,36 +10,6 @@ use acts_store::{BatchOp, ErrorKind, KvPair, KvStore, MAX_KEY_LEN, ScanRange};
 
 use super::{Case, CaseFailure, CaseResult, Env};
 
-/// Fails the case with a formatted message unless `cond` holds.
-macro_rules! ensure {
-    ($cond:expr, $($msg:tt)+) => {
-        if !$cond {
-            return Err(CaseFailure(format!($($msg)+)));
-        }
-    };
-}
-
-/// Fails the case unless `left == right`, showing both and the context.
-macro_rules! ensure_eq {
-    ($left:expr, $right:expr, $($ctx:tt)+) => {{
-        let (left, right) = (&$left, &$right);
-        if left != right {
-            let mut msg = format!(
-                "{}: expected {:?}, got {:?}",
-                format!($($ctx)+),
-                right,
-                left
-            );
-            if msg.len() > 4000 {
-                let cut = (0..=4000).rev().find(|i| msg.is_char_boundary(*i)).unwrap_or(0);
-                msg.truncate(cut);
-                msg.push_str("…");
-            }
-            return Err(CaseFailure(msg));
-        }
-    }};
-}
-
 pub(super) const ALL: &[Case] = &[
     Case {
         name: "point_reads_and_writes",

@@ -13,7 +13,38 @@
 //! can be tested: `tests/suite_can_fail.rs` runs it against deliberately
 //! broken stores and checks that it notices.
 
+/// Fails the case with a formatted message unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(CaseFailure(format!($($msg)+)));
+        }
+    };
+}
+
+/// Fails the case unless `left == right`, showing both and the context.
+macro_rules! ensure_eq {
+    ($left:expr, $right:expr, $($ctx:tt)+) => {{
+        let (left, right) = (&$left, &$right);
+        if left != right {
+            let mut msg = format!(
+                "{}: expected {:?}, got {:?}",
+                format!($($ctx)+),
+                right,
+                left
+            );
+            if msg.len() > 4000 {
+                let cut = (0..=4000).rev().find(|i| msg.is_char_boundary(*i)).unwrap_or(0);
+                msg.truncate(cut);
+                msg.push_str("…");
+            }
+            return Err(CaseFailure(msg));
+        }
+    }};
+}
+
 mod cases;
+mod fencing;
 mod model;
 
 use std::collections::HashMap;
@@ -131,6 +162,7 @@ impl std::fmt::Debug for Case {
 /// Every case of the suite.
 pub fn cases() -> Vec<Case> {
     let mut all = cases::ALL.to_vec();
+    all.extend_from_slice(fencing::ALL);
     all.push(Case {
         name: "model_based_random_ops",
         durable_only: false,
@@ -260,6 +292,8 @@ macro_rules! conformance_tests {
             oversized_input_is_rejected_and_changes_nothing,
             batches_are_atomic_to_concurrent_readers,
             concurrent_writers_all_land,
+            conditional_batch_applies_only_when_its_conditions_hold,
+            conditional_batches_fence_concurrent_writers,
             model_based_random_ops
             $(, $extra)*
         );

@@ -200,6 +200,26 @@ fn var_range(mid: &str, filter: &VarFilter) -> Result<ScanRange, EngineError> {
     ))
 }
 
+/// How many items the pages of a paged query hold, from the first page to
+/// the last: `page(cursor)` answers one page's length and the next cursor.
+pub(super) async fn count_pages<Fut>(
+    mut page: impl FnMut(Option<String>) -> Fut,
+) -> Result<usize, EngineError>
+where
+    Fut: std::future::Future<Output = Result<(usize, Option<String>), EngineError>>,
+{
+    let mut n = 0;
+    let mut cursor = None;
+    loop {
+        let (len, next) = page(cursor).await?;
+        n += len;
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(n),
+        }
+    }
+}
+
 pub(super) fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -372,20 +392,18 @@ impl Executor {
                 return Ok(self.count_keys(range).await?);
             }
         }
-        let mut page_q = ProcessQuery {
-            cursor: None,
-            limit: Some(MAX_PAGE),
-            ..q.clone()
-        };
-        let mut n = 0;
-        loop {
-            let page = self.find_processes(&page_q).await?;
-            n += page.processes.len();
-            match page.next {
-                Some(c) => page_q.cursor = Some(c),
-                None => return Ok(n),
+        count_pages(|cursor| {
+            let q = ProcessQuery {
+                cursor,
+                limit: Some(MAX_PAGE),
+                ..q.clone()
+            };
+            async move {
+                let page = self.find_processes(&q).await?;
+                Ok((page.processes.len(), page.next))
             }
-        }
+        })
+        .await
     }
 
     /// How many keys `range` holds (keys only: no row is read).

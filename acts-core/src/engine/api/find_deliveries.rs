@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::durable::{Collection, Filter, Query};
 use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::find::{MAX_PAGE, decode_cursor, encode_cursor};
+use crate::engine::api::find::{MAX_PAGE, count_pages, decode_cursor, encode_cursor};
 use crate::engine::api::info::DeliveryInfo;
 use crate::engine::persist::rows::{DeliveryRow, DeliveryState, MessageRow};
 
@@ -160,19 +160,17 @@ impl Executor {
         if let Some(range) = key_range {
             return Ok(self.count_keys(range).await?);
         }
-        let mut page_q = DeliveryQuery {
-            cursor: None,
-            limit: Some(MAX_PAGE),
-            ..q.clone()
-        };
-        let mut n = 0;
-        loop {
-            let page = self.find_deliveries(&page_q).await?;
-            n += page.deliveries.len();
-            match page.next {
-                Some(c) => page_q.cursor = Some(c),
-                None => return Ok(n),
+        count_pages(|cursor| {
+            let q = DeliveryQuery {
+                cursor,
+                limit: Some(MAX_PAGE),
+                ..q.clone()
+            };
+            async move {
+                let page = self.find_deliveries(&q).await?;
+                Ok((page.deliveries.len(), page.next))
             }
-        }
+        })
+        .await
     }
 }

@@ -15,7 +15,7 @@ use crate::scheduler::{MessageType, TaskState};
 
 use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::find::{MAX_PAGE, ProcessQuery};
+use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages};
 use crate::engine::api::info::TaskInfo;
 
 /// Most processes one page of a task query examines.
@@ -241,19 +241,17 @@ impl Executor {
     /// How many tasks match `q` that this executor may see (every page
     /// walked; its cursor and limit are ignored).
     pub async fn count_tasks(&self, q: &TaskQuery) -> Result<usize, EngineError> {
-        let mut page_q = TaskQuery {
-            cursor: None,
-            limit: Some(MAX_PAGE),
-            ..q.clone()
-        };
-        let mut n = 0;
-        loop {
-            let page = self.find_tasks(&page_q).await?;
-            n += page.tasks.len();
-            match page.next {
-                Some(c) => page_q.cursor = Some(c),
-                None => return Ok(n),
+        count_pages(|cursor| {
+            let q = TaskQuery {
+                cursor,
+                limit: Some(MAX_PAGE),
+                ..q.clone()
+            };
+            async move {
+                let page = self.find_tasks(&q).await?;
+                Ok((page.tasks.len(), page.next))
             }
-        }
+        })
+        .await
     }
 }
