@@ -13,7 +13,7 @@ cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc
 engine_suites() {
   cargo test -p acts-core --test cache_seed --test engine --test engine_features \
-    --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test migration \
+    --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
     --test linear_cost
 }
 for backend in redb rocksdb; do

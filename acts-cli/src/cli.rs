@@ -104,6 +104,18 @@ pub enum Command {
         /// of {principal, roles, sha256}).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Own the store as node ID, by lease and fenced (for a store
+        /// several `acts serve` may open, e.g. one Redis namespace): while
+        /// this node's lease runs no other node or command writes there,
+        /// and once another node takes the store over this one can apply
+        /// nothing and stops. See docs/CLUSTER.md.
+        #[arg(long, value_name = "ID", env = "ACTS_NODE")]
+        node: Option<String>,
+        /// With --node: how long the lease lasts unless renewed (it is
+        /// renewed every third of it; a node that dies holds the store
+        /// this long).
+        #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "node")]
+        lease_ttl: u64,
     },
     /// Make and check access tokens for `acts serve`.
     #[command(subcommand)]

@@ -55,8 +55,17 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             Ok(report.exit_code())
         }
         Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
-        Command::Serve { listen, config } => {
-            crate::serve::run(&args.store, listen.as_deref(), config.as_deref()).await
+        Command::Serve {
+            listen,
+            config,
+            node,
+            lease_ttl,
+        } => {
+            let lease = node.map(|id| acts::LeaseConfig {
+                ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
+                ..acts::LeaseConfig::new(&id)
+            });
+            crate::serve::run(&args.store, listen.as_deref(), config.as_deref(), lease).await
         }
         other => {
             let engine = open_engine(&args.store, None).await?;

@@ -71,6 +71,7 @@ pub(crate) async fn run(
     store: &str,
     listen: Option<&str>,
     config: Option<&Path>,
+    lease: Option<acts::LeaseConfig>,
 ) -> Result<u8, Failure> {
     let cfg = read_config(config)?;
     let mut tokens = cfg.tokens;
@@ -105,7 +106,8 @@ pub(crate) async fn run(
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
-    let engine = open_engine_with(store, None, true).await?;
+    let node = lease.as_ref().map(|l| l.node.clone());
+    let engine = open_engine_with(store, None, true, lease).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
     let access = if auth.is_enabled() {
         format!(
@@ -119,8 +121,9 @@ pub(crate) async fn run(
     // write of these notes is not a reason to stop.
     let _ = writeln!(
         std::io::stderr(),
-        "acts serve: listening on http://{bound} (store {store}); the dashboard is at \
-         http://{bound}/ and the API under /api/v1; {access}; Ctrl-C stops"
+        "acts serve: listening on http://{bound} (store {store}{}); the dashboard is at \
+         http://{bound}/ and the API under /api/v1; {access}; Ctrl-C stops",
+        node.map_or_else(String::new, |n| format!(", owned as node '{n}'"))
     );
     acts_server::serve(engine, auth, listener, acts_server::shutdown_signal())
         .await

@@ -13,16 +13,17 @@ use crate::driver::{Driver, Mode, Report};
 use crate::failure::Failure;
 
 pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
-    open_engine_with(url, clock, false).await
+    open_engine_with(url, clock, false, None).await
 }
 
 /// [`open_engine`], resuming the store's processes in the background when
 /// `resume` (a long-running service does; the one-shot commands drive what
-/// they need themselves).
+/// they need themselves), owning the store by `lease` if given.
 pub(crate) async fn open_engine_with(
     url: &str,
     clock: Option<ManualClock>,
     resume: bool,
+    lease: Option<acts::LeaseConfig>,
 ) -> Result<Engine, Failure> {
     let store = acts::open_store(url).await.map_err(|e| match e {
         OpenStoreError::Store(ref s)
@@ -38,11 +39,22 @@ pub(crate) async fn open_engine_with(
         other => Failure::input(other.to_string()),
     })?;
     crate::owner::hold(url);
-    let mut builder = Engine::builder().store(store).resume_on_start(resume);
+    let mut builder = Engine::builder()
+        .store(store)
+        .resume_on_start(resume)
+        .config(acts::EngineConfig {
+            lease,
+            ..acts::EngineConfig::default()
+        });
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));
     }
     builder.start().await.map_err(|e| {
+        if let acts::EngineError::LeaseHeld { .. } = e {
+            return Failure::run(format!(
+                "cannot start the engine: {e} (while it serves, use its API: --server URL)"
+            ));
+        }
         let damaged = e.is_damaged_store();
         let f = format!("cannot start the engine: {e}");
         if damaged {

@@ -77,6 +77,9 @@ impl From<EngineError> for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
             EngineError::Closed => (StatusCode::SERVICE_UNAVAILABLE, "closing"),
+            EngineError::Fenced(_) | EngineError::LeaseHeld { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "not_owner")
+            }
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         Self {

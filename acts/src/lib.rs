@@ -65,10 +65,10 @@ pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
     DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
-    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure,
-    PackageInfo, Principal, ProcInfo, ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN,
-    ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, TaskInfo, TaskMoveInfo, TaskPage,
-    TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
+    LeaseConfig, LeaseInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
+    PackageContext, PackageFailure, PackageInfo, Principal, ProcInfo, ProcessMigration,
+    ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry,
+    TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,

@@ -12,12 +12,11 @@
 mod collection;
 mod query;
 mod writer;
+mod writer_stats;
 
 pub use collection::{Collection, CollectionError, Filter, IndexValue, Page, Query, Row};
-pub use writer::{
-    COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, GroupCommitWriter, WriteBatch, WriteError,
-    WriteOutcome, WriterConfig, WriterStats,
-};
+pub use writer::{GroupCommitWriter, WriteBatch, WriteError, WriteOutcome, WriterConfig};
+pub use writer_stats::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterStats};
 
 /// Implements [`Row`] for a row type: its collection, schema version, id,
 /// and each indexed field's name paired with the value indexed under it —

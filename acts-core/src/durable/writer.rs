@@ -17,13 +17,14 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use acts_store::{BatchOp, KvStore, StoreError};
+use acts_store::{BatchOp, Condition, KvStore, StoreError};
 use parking_lot::Mutex;
 use tokio::sync::{Semaphore, oneshot};
+
+use crate::durable::writer_stats::{WriterStats, WriterStatsCell};
 
 /// Settings of a [`GroupCommitWriter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +90,11 @@ pub enum WriteError {
     /// The writer was shut down.
     #[error("the store writer is closed")]
     Closed,
+    /// The store refused the batch because this writer's fence no longer
+    /// holds: another node has taken the store (a higher epoch). Nothing
+    /// of it was applied, and nothing this writer sends will be.
+    #[error("fenced: {0}")]
+    Fenced(String),
 }
 
 enum Request {
@@ -104,7 +110,8 @@ enum Request {
 }
 
 type Waiter = oneshot::Sender<Result<WriteOutcome, WriteError>>;
-type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
+/// A group's commit: `Ok(false)` when the store refused it on the fence.
+type Commit = Pin<Box<dyn Future<Output = Result<bool, StoreError>> + Send>>;
 
 /// The queue and who leads it.
 struct Queue {
@@ -130,57 +137,16 @@ struct Shared {
     inline: std::sync::atomic::AtomicBool,
     /// What the writer has committed so far.
     stats: WriterStatsCell,
-}
-
-/// Upper bounds (inclusive, µs) of the buckets of
-/// [`WriterStats::commit_micros_buckets`]; one more bucket holds the rest.
-pub const COMMIT_MICROS_BOUNDS: [u64; 12] = [
-    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000,
-];
-
-/// Upper bounds (inclusive, batches) of the buckets of
-/// [`WriterStats::group_size_buckets`]; one more bucket holds the rest.
-pub const GROUP_SIZE_BOUNDS: [u64; 10] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
-
-/// What a writer has committed since it started ([`GroupCommitWriter::stats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct WriterStats {
-    /// Groups committed (one backend transaction each: one fsync on a
-    /// store that syncs every commit).
-    pub commits: u64,
-    /// Batches (transitions' writes) in those groups.
-    pub batches: u64,
-    /// Groups whose commit failed.
-    pub failures: u64,
-    /// Time spent in the commits, µs.
-    pub commit_micros: u64,
-    /// How many commits (failed ones too) took at most each of
-    /// [`COMMIT_MICROS_BOUNDS`] and not the one before (the last bucket:
-    /// longer than all of them).
-    pub commit_micros_buckets: [u64; 13],
-    /// How many committed groups held at most each of
-    /// [`GROUP_SIZE_BOUNDS`] batches and more than the one before (the
-    /// last bucket: more than all of them).
-    pub group_size_buckets: [u64; 11],
+    /// The condition every commit carries (see
+    /// [`GroupCommitWriter::set_fence`]), and why it stopped holding once
+    /// the store refused a commit on it.
+    fence: Mutex<Fence>,
 }
 
 #[derive(Default)]
-struct WriterStatsCell {
-    commits: AtomicU64,
-    batches: AtomicU64,
-    failures: AtomicU64,
-    commit_micros: AtomicU64,
-    commit_micros_buckets: [AtomicU64; 13],
-    group_size_buckets: [AtomicU64; 11],
-}
-
-/// The bucket of `value` under `bounds` (the last for a value above all).
-fn bucket(bounds: &[u64], value: u64) -> usize {
-    bounds
-        .iter()
-        .position(|b| value <= *b)
-        .unwrap_or(bounds.len())
+struct Fence {
+    condition: Option<Condition>,
+    broken: Option<String>,
 }
 
 /// How long a follower waits on its thread for an inline leader before it
@@ -237,13 +203,33 @@ impl GroupCommitWriter {
                 epoch: std::sync::atomic::AtomicU64::new(1),
                 inline: std::sync::atomic::AtomicBool::new(false),
                 stats: WriterStatsCell::default(),
+                fence: Mutex::new(Fence::default()),
             }),
         }
+    }
+
+    /// Makes every later commit conditional on `condition` (a key holding
+    /// the epoch this node owns the store at): a commit the store refuses
+    /// on it fails with [`WriteError::Fenced`], and so does every write
+    /// after it. `None`: unconditional commits.
+    pub fn set_fence(&self, condition: Option<Condition>) {
+        let mut f = self.shared.fence.lock();
+        f.condition = condition;
+        f.broken = None;
+    }
+
+    /// Why the fence stopped holding, once the store refused a commit on
+    /// it (`None` while it holds or there is none).
+    pub fn fenced(&self) -> Option<String> {
+        self.shared.fence.lock().broken.clone()
     }
 
     /// Queues `batch` and waits until it is committed (or skipped, or
     /// failed). Waits for room when the queue is full.
     pub async fn write(&self, batch: WriteBatch) -> Result<WriteOutcome, WriteError> {
+        if let Some(why) = self.fenced() {
+            return Err(WriteError::Fenced(why));
+        }
         let permit = self
             .shared
             .room
@@ -308,18 +294,7 @@ impl GroupCommitWriter {
 
     /// What this writer has committed so far.
     pub fn stats(&self) -> WriterStats {
-        use std::sync::atomic::Ordering::Relaxed;
-        let s = &self.shared.stats;
-        WriterStats {
-            commits: s.commits.load(Relaxed),
-            batches: s.batches.load(Relaxed),
-            failures: s.failures.load(Relaxed),
-            commit_micros: s.commit_micros.load(Relaxed),
-            commit_micros_buckets: std::array::from_fn(|i| {
-                s.commit_micros_buckets[i].load(Relaxed)
-            }),
-            group_size_buckets: std::array::from_fn(|i| s.group_size_buckets[i].load(Relaxed)),
-        }
+        self.shared.stats.snapshot()
     }
 
     /// How many requests wait in the queue (not yet taken into a group).
@@ -434,25 +409,37 @@ impl Shared {
 }
 
 /// Answers a group with its commit's result (and counts it).
-fn settle(g: Group, result: Result<(), StoreError>, stats: &WriterStatsCell) {
-    use std::sync::atomic::Ordering::Relaxed;
+fn settle(g: Group, result: Result<bool, StoreError>, shared: &Shared) {
     if !g.waiters.is_empty() {
         let micros = g.started.map_or(0, |t| t.elapsed().as_micros() as u64);
-        stats.commit_micros.fetch_add(micros, Relaxed);
-        stats.commit_micros_buckets[bucket(&COMMIT_MICROS_BOUNDS, micros)].fetch_add(1, Relaxed);
-        if result.is_ok() {
-            let size = g.waiters.len() as u64;
-            stats.commits.fetch_add(1, Relaxed);
-            stats.batches.fetch_add(size, Relaxed);
-            stats.group_size_buckets[bucket(&GROUP_SIZE_BOUNDS, size)].fetch_add(1, Relaxed);
-        } else {
-            stats.failures.fetch_add(1, Relaxed);
-        }
+        shared
+            .stats
+            .record(micros, matches!(result, Ok(true)), g.waiters.len() as u64);
     }
     match result {
-        Ok(()) => {
+        Ok(true) => {
             for w in g.waiters {
                 let _ = w.send(Ok(WriteOutcome::Committed));
+            }
+        }
+        Ok(false) => {
+            let why = {
+                let mut f = shared.fence.lock();
+                let why = format!(
+                    "the store no longer holds this node's fence ({}): another node took it over",
+                    f.condition
+                        .as_ref()
+                        .and_then(|c| c.value.as_deref())
+                        .map_or_else(String::new, |v| format!(
+                            "epoch {}",
+                            String::from_utf8_lossy(v)
+                        ))
+                );
+                f.broken.get_or_insert(why).clone()
+            };
+            tracing::error!(batches = g.waiters.len(), reason = %why, "commit refused by the fence; this node steps down");
+            for w in g.waiters {
+                let _ = w.send(Err(WriteError::Fenced(why.clone())));
             }
         }
         Err(e) => {
@@ -473,15 +460,20 @@ fn settle(g: Group, result: Result<(), StoreError>, stats: &WriterStatsCell) {
 }
 
 /// Starts a group's commit and polls it once.
-fn start_commit(g: &mut Group, store: &Arc<dyn KvStore>) -> (Commit, Poll<Result<(), StoreError>>) {
+fn start_commit(
+    g: &mut Group,
+    store: &Arc<dyn KvStore>,
+    shared: &Shared,
+) -> (Commit, Poll<Result<bool, StoreError>>) {
     g.started = Some(std::time::Instant::now());
     let ops = std::mem::take(&mut g.ops);
     let store = store.clone();
+    let fence = shared.fence.lock().condition.clone();
     let mut commit: Commit = Box::pin(async move {
-        if ops.is_empty() {
-            Ok(())
-        } else {
-            store.batch(ops).await
+        match fence {
+            _ if ops.is_empty() => Ok(true),
+            Some(c) => store.batch_if(vec![c], ops).await,
+            None => store.batch(ops).await.map(|()| true),
         }
     });
     let mut cx = Context::from_waker(std::task::Waker::noop());
@@ -509,18 +501,18 @@ fn lead_inline(shared: Arc<Shared>) {
         let Some((mut g, store)) = shared.take_group() else {
             return;
         };
-        match start_commit(&mut g, &store) {
+        match start_commit(&mut g, &store, &shared) {
             (commit, Poll::Ready(result)) => {
                 // Let go of the store before answering: a flush (and so a
                 // close) that resolves must find no commit holding it.
                 drop(commit);
                 drop(store);
-                settle(g, result, &shared.stats);
+                settle(g, result, &shared);
             }
             (commit, Poll::Pending) => {
                 drop(store);
                 tokio::spawn(async move {
-                    settle(g, commit.await, &shared.stats);
+                    settle(g, commit.await, &shared);
                     lead(shared).await;
                 });
                 return;
@@ -553,7 +545,7 @@ async fn lead(shared: Arc<Shared>) {
         let Some((mut g, store)) = shared.take_group() else {
             return;
         };
-        let (commit, first) = start_commit(&mut g, &store);
+        let (commit, first) = start_commit(&mut g, &store, &shared);
         drop(store);
         let result = match first {
             Poll::Ready(r) => {
@@ -562,6 +554,6 @@ async fn lead(shared: Arc<Shared>) {
             }
             Poll::Pending => commit.await,
         };
-        settle(g, result, &shared.stats);
+        settle(g, result, &shared);
     }
 }

@@ -50,7 +50,7 @@ pub use api::{
     TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use kernel::EngineConfig;
-pub use services::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
+pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 
 /// Test hooks (feature `testing`): the row types, so tests can read and
 /// plant what the engine stores. Not API — the storage schema changes

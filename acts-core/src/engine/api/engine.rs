@@ -166,6 +166,16 @@ impl EngineBuilder {
             rt.sealed.register(&name, options)?;
         }
         let engine = Engine { rt };
+        // A shared store is taken (and fenced) before anything is written.
+        match &self.config.lease {
+            Some(lease) => {
+                engine.rt.acquire_lease(lease).await?;
+                engine.rt.spawn_lease_renewal();
+            }
+            // An engine without a lease writes unfenced: not on a store a
+            // node owns.
+            None => engine.rt.refuse_if_owned().await?,
+        }
         engine.rt.fill_indexes().await?;
         engine.rt.publish_packages().await?;
         engine.rt.load_models().await?;
@@ -323,6 +333,19 @@ impl Engine {
     /// does every `tick`.
     pub async fn housekeeping(&self) {
         self.rt.housekeeping(true).await;
+    }
+
+    /// Renews the store's lease now (with [`EngineConfig::lease`]; the
+    /// engine renews it on its own too). Fails with
+    /// [`EngineError::Fenced`] once another node has taken the store.
+    pub async fn renew_lease(&self) -> Result<(), EngineError> {
+        self.rt.check_open()?;
+        self.rt.renew_lease().await
+    }
+
+    /// Who owns the store, as stored (`None`: no node ever took it).
+    pub async fn lease(&self) -> Result<Option<crate::engine::LeaseInfo>, EngineError> {
+        self.rt.read_lease().await
     }
 
     /// The resident set.

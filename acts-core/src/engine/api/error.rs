@@ -91,6 +91,25 @@ pub enum EngineError {
         /// The writer's error.
         source: WriteError,
     },
+    /// This node no longer owns the store: another node took it over (a
+    /// higher epoch), and the store refuses every write of this one. It
+    /// has stepped down; nothing it does is applied.
+    #[error("this engine node was fenced off the store and stepped down: {0}")]
+    Fenced(String),
+    /// Another node holds the store's lease and it has not expired.
+    #[error(
+        "the store is owned by node '{owner}' (epoch {epoch}), whose lease runs for another {:.1} s unless renewed; start after that, or stop '{owner}' cleanly to hand it over", *.remaining_ms as f64 / 1000.0
+    )]
+    LeaseHeld {
+        /// The node holding it.
+        owner: String,
+        /// Its epoch.
+        epoch: u64,
+        /// When its lease expires unless renewed (ms on the engine clock).
+        until: i64,
+        /// How long that is from now (ms).
+        remaining_ms: i64,
+    },
     /// A stored process could not be rebuilt.
     #[error("{0}")]
     Corrupt(String),

@@ -61,6 +61,13 @@ pub struct EngineConfig {
     /// on the channels, `acts_processes_stuck`, `acts ps --stuck`).
     /// Checked on each housekeeping tick. Default: 10 minutes.
     pub stuck_after: Duration,
+    /// Own the store by lease, fenced (see `docs/CLUSTER.md`): the engine
+    /// takes the store's lease at start (refused while another node's has
+    /// not expired), renews it, and every commit is conditional on the
+    /// epoch it took — once another node takes the store over, nothing
+    /// this one writes is applied and it steps down. `None` (the default):
+    /// the store is not shared.
+    pub lease: Option<LeaseConfig>,
 }
 
 impl Default for EngineConfig {
@@ -79,6 +86,39 @@ impl Default for EngineConfig {
             max_vars_bytes: 1024 * 1024,
             admission_wait: Duration::from_secs(30),
             stuck_after: Duration::from_secs(600),
+            lease: None,
         }
     }
+}
+
+/// How a node owns its store (see `engine::services::lease`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseConfig {
+    /// This node's id (kept in the lease; named in errors).
+    pub node: String,
+    /// How long the lease lasts unless renewed (default 5 s): how long a
+    /// dead node keeps others from taking over.
+    pub ttl: Duration,
+    /// Renew in the background every third of the TTL (default true). Off,
+    /// only housekeeping ticks and [`Engine::renew_lease`](crate::engine::Engine::renew_lease)
+    /// renew it (tests that freeze a node use this).
+    pub background_renewal: bool,
+}
+
+impl LeaseConfig {
+    /// Node `node` with the default TTL (5 s), renewed in the background.
+    pub fn new(node: &str) -> Self {
+        Self {
+            node: node.to_owned(),
+            ttl: Duration::from_secs(5),
+            background_renewal: true,
+        }
+    }
+}
+
+/// The lease this node holds.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldLease {
+    pub(crate) config: LeaseConfig,
+    pub(crate) epoch: u64,
 }

@@ -18,6 +18,7 @@ pub(crate) mod loading;
 pub(crate) mod migrate;
 pub(crate) mod models;
 pub(crate) mod refill;
+pub(crate) mod remove;
 pub(crate) mod reopen;
 pub(crate) mod shared;
 pub(crate) mod stalled;

@@ -94,6 +94,8 @@ pub(crate) struct Kernel {
     pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
     /// Stuck processes reported so far: pid → the quiet time reported.
     pub(crate) stuck_reported: parking_lot::Mutex<HashMap<String, i64>>,
+    /// The store's lease this node holds (with [`EngineConfig::lease`]).
+    pub(crate) lease: parking_lot::Mutex<Option<crate::engine::kernel::config::HeldLease>>,
     /// The deployed models and the versions processes run on.
     pub(crate) models: crate::engine::kernel::catalog::Catalog,
     closed: AtomicBool,
@@ -139,6 +141,7 @@ impl Kernel {
             resuming: Arc::default(),
             stalled: parking_lot::Mutex::default(),
             stuck_reported: Default::default(),
+            lease: Default::default(),
             models: Default::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -225,7 +228,9 @@ impl Kernel {
             }
         }
         // Everything acknowledged is already durable; this only waits for
-        // the writes in flight, then lets go of the store.
+        // the writes in flight, hands the store's lease over, then lets go
+        // of the store.
+        self.release_lease().await;
         self.writer.close().await;
     }
 
@@ -244,6 +249,9 @@ impl Kernel {
     }
 
     pub(crate) fn check_open(&self) -> Result<(), EngineError> {
+        if let Some(why) = self.writer.fenced() {
+            return Err(EngineError::Fenced(why));
+        }
         if self.is_closed() {
             Err(EngineError::Closed)
         } else {
@@ -269,9 +277,12 @@ impl Kernel {
                 ops,
             })
             .await
-            .map_err(|source| EngineError::Commit {
-                pid: owner.map(|(pid, _)| pid).unwrap_or_default().to_owned(),
-                source,
+            .map_err(|source| match source {
+                crate::durable::WriteError::Fenced(why) => EngineError::Fenced(why),
+                source => EngineError::Commit {
+                    pid: owner.map(|(pid, _)| pid).unwrap_or_default().to_owned(),
+                    source,
+                },
             })?;
         match (outcome, owner) {
             (WriteOutcome::Committed, _) | (WriteOutcome::Skipped, None) => Ok(()),
@@ -536,56 +547,5 @@ impl Kernel {
                 }
             }
         }
-    }
-
-    /// Removes process `pid` and every row of it. Writes of it still
-    /// queued, and any written later, are skipped (never applied, so the
-    /// rows cannot come back). Returns whether it existed.
-    pub(crate) async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
-        self.check_open()?;
-        self.writer.mark_removed(pid);
-        let mut released = false;
-        if let Some(h) = self.cache.resident_handle(pid) {
-            let mut slot = h.lane.lock().await;
-            slot.process = None;
-            self.cache.forget(pid, &h);
-            if h.give_place_back() {
-                self.cache.release(pid);
-                released = true;
-            }
-        }
-        self.arm_timer(pid, None);
-        self.cache.evict(pid);
-        self.cache.unpark(pid);
-        let queued = self.cache.unqueue(pid);
-        // Its slot is free for queued work.
-        self.refill();
-        // Everything queued before the removal is settled (skipped) first.
-        self.writer
-            .flush()
-            .await
-            .map_err(|source| EngineError::Commit {
-                pid: pid.to_owned(),
-                source,
-            })?;
-        let Some(stored) = persist::read_process(&self.store, pid).await? else {
-            return Ok(false);
-        };
-        let in_flight = !stored.row.state.is_terminal() && stored.row.state != TaskState::None;
-        // Its messages and deliveries go with it (nothing is owed to a
-        // client about a process that no longer exists).
-        let mut ops = persist::delete_ops(&stored);
-        ops.extend(self.process_message_ops(pid).await?);
-        self.write(None, ops).await?;
-        if in_flight && !released && !queued {
-            // Admitted and not resident (unloaded): its place is free.
-            self.cache.release(pid);
-            self.refill();
-        }
-        // An instance loaded while the rows were being deleted is older
-        // than this second mark: none of its writes can bring them back. An
-        // instance born from now on (the pid used again) writes as usual.
-        self.writer.mark_removed(pid);
-        Ok(true)
     }
 }

@@ -407,6 +407,9 @@ impl Kernel {
     /// at most once per `sweep_interval`; always when `force`); then
     /// re-arm.
     pub(crate) async fn housekeeping(&self, force: bool) {
+        if let Err(e) = self.renew_lease().await {
+            warn!(error = %e, "renewing the store's lease failed");
+        }
         if let Err(e) = self.resend_due().await {
             warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
         }
