@@ -4,8 +4,9 @@
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
 # crate and backend), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
-# RocksDB and Redis, then the example workflows' own tests and the examples of
-# docs/MODEL.md (`acts test`).
+# RocksDB, Redis and a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
+# 3 replicas on loopback ports, stopped afterwards), then the example
+# workflows' own tests and the examples of docs/MODEL.md (`acts test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -29,5 +30,12 @@ redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemoni
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 ACTS_TEST_STORE=redis ACTS_TEST_REDIS_URL="redis://127.0.0.1:$port" engine_suites
+
+echo "== the engine suites again on a Redis Cluster (3 masters + 3 replicas, private)"
+cluster_dir=$(mktemp -d "${TMPDIR:-/tmp}/acts-redis-cluster-XXXXXX")
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redis-cluster.sh stop "$cluster_dir" || true; rm -rf "$cluster_dir"' EXIT
+cluster_nodes=$(scripts/redis-cluster.sh start "$cluster_dir")
+ACTS_TEST_STORE=redis-cluster ACTS_TEST_REDIS_CLUSTER="$cluster_nodes" engine_suites
+scripts/redis-cluster.sh stop "$cluster_dir"
 echo "== acts test examples/ docs/MODEL.md"
 cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md

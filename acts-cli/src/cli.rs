@@ -9,7 +9,9 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "acts", version, about, long_about = None)]
 pub struct Cli {
     /// The store: memory:, redb:PATH (options ?fsync=false, ?cache_mb=N),
-    /// rocksdb:PATH (?sync=false) or redis://HOST:PORT/NAMESPACE.
+    /// rocksdb:PATH (?sync=false), redis://HOST:PORT/NAMESPACE or
+    /// redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE (the last two need the
+    /// `redis` feature).
     #[arg(
         long,
         global = true,

@@ -1,6 +1,7 @@
 //! # acts-store-redis: Redis backend, for stores shared by several services
 //!
-//! A [`KvStore`] on a Redis server. Every key lives under
+//! A [`KvStore`] on a Redis server ([`RedisStore::connect`]) or a Redis
+//! Cluster ([`RedisStore::connect_cluster`]). Every key lives under
 //! a *namespace*, so several engines (or test runs) share one server without
 //! seeing each other's data.
 //!
@@ -46,8 +47,10 @@
 //!
 //! ## Where to start reading
 //!
-//! [`RedisStore::connect`], then the `KvStore` impl; the two Lua scripts are
-//! in `scripts.rs` and errors are mapped in `error.rs`.
+//! [`RedisStore::connect`] (and `connect_cluster`), then the `KvStore`
+//! impl; the two Lua scripts are in `scripts.rs` and errors are mapped in
+//! `error.rs`. `tests/cluster.rs` runs the conformance suite on a private
+//! 3 + 3 cluster.
 
 mod error;
 mod scripts;
@@ -60,7 +63,8 @@ use acts_store::{
     validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
 
 use crate::error::{BACKEND, map_err};
 
@@ -86,11 +90,51 @@ impl Default for RedisOptions {
     }
 }
 
-/// A [`KvStore`] on a Redis server, under one namespace. Cheap to clone
-/// (clones share the connection).
+/// A connection to one server (re-established by the connection manager)
+/// or to a Redis Cluster (which follows the cluster's slots, `MOVED`
+/// redirections and failovers).
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// A [`KvStore`] on a Redis server or a Redis Cluster, under one
+/// namespace. Cheap to clone (clones share the connection).
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: Conn,
     namespace: String,
     /// `acts:{NS}:i`
     index_key: Vec<u8>,
@@ -121,16 +165,7 @@ impl RedisStore {
         options: RedisOptions,
     ) -> StoreResult<Self> {
         let op = StoreOp::Open;
-        if namespace.is_empty() || namespace.contains(['{', '}']) {
-            return Err(StoreError::new(
-                BACKEND,
-                op,
-                ErrorKind::InvalidInput,
-                format!(
-                    "namespace {namespace:?} must be non-empty and must not contain '{{' or '}}'"
-                ),
-            ));
-        }
+        check_namespace(namespace)?;
         let client = redis::Client::open(url).map_err(|e| {
             StoreError::new(
                 BACKEND,
@@ -151,15 +186,54 @@ impl RedisStore {
         .await
         .map_err(|_| timeout_err(op, options.op_timeout))?
         .map_err(|e| map_err(op, e).context(url))?;
-        let tagged = format!("acts:{{{namespace}}}:");
         tracing::debug!(url, namespace, "connected redis store");
-        Ok(Self {
+        Ok(Self::on(Conn::Single(conn), namespace, &options))
+    }
+
+    /// Connects to the Redis Cluster that `nodes` (`redis://HOST:PORT`
+    /// each; one reachable node is enough) belong to, and uses `namespace`
+    /// for every key. The namespace's keys share one hash tag, so they live
+    /// in one slot: every batch and scan is one single-slot script, atomic
+    /// as on one server. Slot moves and failovers are followed by the
+    /// client; a call made while a master fails over fails retryably.
+    pub async fn connect_cluster(
+        nodes: &[String],
+        namespace: &str,
+        options: RedisOptions,
+    ) -> StoreResult<Self> {
+        let op = StoreOp::Open;
+        check_namespace(namespace)?;
+        let shown = nodes.join(",");
+        let client = redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
+            .connection_timeout(options.connect_timeout)
+            .response_timeout(options.op_timeout)
+            .retries(u32::try_from(options.reconnect_retries).unwrap_or(u32::MAX))
+            .build()
+            .map_err(|e| {
+                StoreError::new(
+                    BACKEND,
+                    op,
+                    ErrorKind::InvalidInput,
+                    format!("{shown} are not Redis Cluster node URLs (expected redis://HOST:PORT,...): {e}"),
+                )
+            })?;
+        let conn = tokio::time::timeout(options.op_timeout, client.get_async_connection())
+            .await
+            .map_err(|_| timeout_err(op, options.op_timeout))?
+            .map_err(|e| map_err(op, e).context(&shown))?;
+        tracing::debug!(nodes = %shown, namespace, "connected redis cluster store");
+        Ok(Self::on(Conn::Cluster(conn), namespace, &options))
+    }
+
+    fn on(conn: Conn, namespace: &str, options: &RedisOptions) -> Self {
+        let tagged = format!("acts:{{{namespace}}}:");
+        Self {
             conn,
             namespace: namespace.to_owned(),
             index_key: format!("{tagged}i").into_bytes(),
             value_prefix: format!("{tagged}v:").into_bytes(),
             op_timeout: options.op_timeout,
-        })
+        }
     }
 
     /// The namespace every key of this store lives under.
@@ -190,6 +264,19 @@ impl RedisStore {
             .map_err(|_| timeout_err(op, self.op_timeout))?
             .map_err(|e| map_err(op, e))
     }
+}
+
+/// A namespace is a hash tag's content: non-empty, no braces.
+fn check_namespace(namespace: &str) -> StoreResult<()> {
+    if namespace.is_empty() || namespace.contains(['{', '}']) {
+        return Err(StoreError::new(
+            BACKEND,
+            StoreOp::Open,
+            ErrorKind::InvalidInput,
+            format!("namespace {namespace:?} must be non-empty and must not contain '{{' or '}}'"),
+        ));
+    }
+    Ok(())
 }
 
 fn timeout_err(op: StoreOp, limit: Duration) -> StoreError {

@@ -23,7 +23,8 @@
 //! - [`models`]: model texts tests and benchmarks share (a linear chain of
 //!   `n` steps).
 //! - [`redis_server`]: starts a private `redis-server` on a free loopback port
-//!   for the Redis backend's tests.
+//!   for the Redis backend's tests; [`redis_cluster`]: a private Redis
+//!   Cluster (3 masters, 3 replicas) on loopback ports.
 //!
 //! ## Where to start reading
 //!
@@ -35,6 +36,7 @@ mod crash;
 mod failing;
 mod gated;
 pub mod models;
+pub mod redis_cluster;
 pub mod redis_server;
 
 pub use conformance::{MemoryFactory, StoreFactory, TempLocations};

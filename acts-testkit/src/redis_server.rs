@@ -181,7 +181,7 @@ impl Drop for RedisServer {
 }
 
 /// A loopback port nobody listens on right now.
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .map_err(|e| format!("cannot find a free port: {e}"))?;
     listener

@@ -92,7 +92,7 @@ pub struct ReadmeDoctests;
 pub enum OpenStoreError {
     /// The URL names no known store.
     #[error(
-        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH or redis://HOST:PORT/NAMESPACE"
+        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE or redis+cluster://HOST:PORT,.../NAMESPACE"
     )]
     UnknownScheme(String),
     /// The store's backend was not compiled in.
@@ -164,7 +164,10 @@ fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
 /// - `rocksdb:PATH` — a RocksDB directory (feature `rocksdb`);
 ///   `?sync=false` skips the WAL sync;
 /// - `redis://HOST:PORT/NAMESPACE` — keys under `NAMESPACE` on a Redis
-///   server (feature `redis`).
+///   server (feature `redis`);
+/// - `redis+cluster://HOST:PORT,HOST:PORT,.../NAMESPACE` — keys under
+///   `NAMESPACE` on a Redis Cluster (any reachable node finds the rest; the
+///   namespace lives in one slot; feature `redis`).
 pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if url == "memory:" || url == "memory" {
         return Ok(Arc::new(MemoryStore::new()));
@@ -175,7 +178,7 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if let Some(rest) = url.strip_prefix("rocksdb:") {
         return open_rocksdb(url, rest);
     }
-    if url.starts_with("redis://") {
+    if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
         return open_redis(url).await;
     }
     Err(OpenStoreError::UnknownScheme(url.to_owned()))
@@ -244,17 +247,46 @@ fn open_rocksdb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreErr
 
 #[cfg(feature = "redis")]
 async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
-    let rest = &url["redis://".len()..];
-    let (host, namespace) = rest.split_once('/').unwrap_or((rest, ""));
+    let (cluster, rest) = match url.strip_prefix("redis+cluster://") {
+        Some(rest) => (true, rest),
+        None => (false, &url["redis://".len()..]),
+    };
+    let (hosts, namespace) = rest.split_once('/').unwrap_or((rest, ""));
     if namespace.is_empty() || namespace.contains('/') {
         return Err(OpenStoreError::BadOption {
             url: url.to_owned(),
-            message: "name one namespace after the address: redis://HOST:PORT/NAMESPACE".into(),
+            message: if cluster {
+                "name one namespace after the nodes: redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE"
+            } else {
+                "name one namespace after the address: redis://HOST:PORT/NAMESPACE"
+            }
+            .into(),
         });
     }
-    let server = format!("redis://{host}/");
+    if !cluster {
+        let server = format!("redis://{hosts}/");
+        return Ok(Arc::new(
+            acts_store_redis::RedisStore::connect(&server, namespace).await?,
+        ));
+    }
+    let nodes: Vec<String> = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("redis://{h}/"))
+        .collect();
+    if nodes.is_empty() {
+        return Err(OpenStoreError::BadOption {
+            url: url.to_owned(),
+            message: "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE".into(),
+        });
+    }
     Ok(Arc::new(
-        acts_store_redis::RedisStore::connect(&server, namespace).await?,
+        acts_store_redis::RedisStore::connect_cluster(
+            &nodes,
+            namespace,
+            acts_store_redis::RedisOptions::default(),
+        )
+        .await?,
     ))
 }
 

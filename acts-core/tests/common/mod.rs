@@ -53,8 +53,9 @@ pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
 /// A fresh store for one test: in memory, or — with
 /// `ACTS_TEST_STORE=redb` or `=rocksdb` — a file store (syncing every
 /// commit) in a new temporary folder, or with `=redis` a fresh namespace on
-/// the server `ACTS_TEST_REDIS_URL` names (`scripts/test.sh` runs the
-/// engine suites on each).
+/// the server `ACTS_TEST_REDIS_URL` names, or with `=redis-cluster` a fresh
+/// namespace on the Redis Cluster `ACTS_TEST_REDIS_CLUSTER` (HOST:PORT,...)
+/// names (`scripts/test.sh` runs the engine suites on each).
 pub async fn store() -> Arc<dyn KvStore> {
     let dir = || {
         tempfile::Builder::new()
@@ -82,8 +83,27 @@ pub async fn store() -> Arc<dyn KvStore> {
                     .expect("redis connects"),
             )
         }
+        Ok("redis-cluster") => {
+            let nodes: Vec<String> = std::env::var("ACTS_TEST_REDIS_CLUSTER")
+                .expect("ACTS_TEST_STORE=redis-cluster needs ACTS_TEST_REDIS_CLUSTER=HOST:PORT,...")
+                .split(',')
+                .map(|a| format!("redis://{a}/"))
+                .collect();
+            let namespace = format!("t{}", acts_core::tree::long_id());
+            Arc::new(
+                acts_store_redis::RedisStore::connect_cluster(
+                    &nodes,
+                    &namespace,
+                    Default::default(),
+                )
+                .await
+                .expect("the redis cluster connects"),
+            )
+        }
         Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
-        Ok(other) => panic!("ACTS_TEST_STORE={other}: use memory, redb, rocksdb or redis"),
+        Ok(other) => {
+            panic!("ACTS_TEST_STORE={other}: use memory, redb, rocksdb, redis or redis-cluster")
+        }
     }
 }
 

@@ -1,0 +1,176 @@
+//! A private Redis Cluster on loopback ports for tests: `masters` masters,
+//! each with `replicas` replicas (3 + 3 by default), made with
+//! `redis-server --cluster-enabled yes` and `redis-cli --cluster create`,
+//! ready when every node says `cluster_state:ok`. Dropping it stops every
+//! node and removes their folders.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::redis_server::free_port;
+
+/// How long starting the cluster may take before it is an error.
+const START_GUARD: Duration = Duration::from_secs(60);
+
+/// One node of the cluster.
+#[derive(Debug)]
+struct Node {
+    port: u16,
+    child: Option<Child>,
+}
+
+/// A running private cluster (see the module docs).
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<Node>,
+    dir: tempfile::TempDir,
+}
+
+/// A free port whose cluster bus port (+10,000) is free too.
+fn free_cluster_port() -> Result<u16, String> {
+    for _ in 0..100 {
+        let port = free_port()?;
+        if port <= 55_535 && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("cannot find a free port with a free cluster bus port".into())
+}
+
+fn redis_cli(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                "redis-cli is not installed: the Redis Cluster tests need it (apt-get install redis-tools, or redis-server which brings it)".to_owned()
+            } else {
+                format!("cannot run redis-cli: {e}")
+            }
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!(
+            "redis-cli {} failed: {text}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+impl RedisCluster {
+    /// Starts 3 masters with one replica each.
+    pub fn start() -> Result<Self, String> {
+        Self::start_with(3, 1)
+    }
+
+    /// Starts `masters` masters (at least 3) with `replicas` replicas each.
+    pub fn start_with(masters: usize, replicas: usize) -> Result<Self, String> {
+        let dir =
+            tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        let mut cluster = Self {
+            nodes: Vec::new(),
+            dir,
+        };
+        for _ in 0..masters * (1 + replicas) {
+            let port = free_cluster_port()?;
+            let child = cluster.spawn(port)?;
+            cluster.nodes.push(Node {
+                port,
+                child: Some(child),
+            });
+        }
+        let started = Instant::now();
+        for n in &cluster.nodes {
+            while std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, n.port)).is_err() {
+                if started.elapsed() > START_GUARD {
+                    return Err(format!("redis-server on port {} did not start", n.port));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let addrs: Vec<String> = cluster.nodes().to_vec();
+        let replicas = replicas.to_string();
+        let mut args: Vec<&str> = vec!["--cluster", "create"];
+        args.extend(addrs.iter().map(String::as_str));
+        args.extend(["--cluster-replicas", &replicas, "--cluster-yes"]);
+        redis_cli(&args)?;
+        // Ready when every node sees every slot served.
+        for n in &cluster.nodes {
+            let port = n.port.to_string();
+            loop {
+                let info = redis_cli(&["-p", &port, "cluster", "info"]).unwrap_or_default();
+                if info.contains("cluster_state:ok") {
+                    break;
+                }
+                if started.elapsed() > START_GUARD {
+                    return Err(format!(
+                        "the cluster did not become ready in {START_GUARD:?}: {info}"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(cluster)
+    }
+
+    fn spawn(&self, port: u16) -> Result<Child, String> {
+        let node_dir = self.dir.path().join(port.to_string());
+        std::fs::create_dir_all(&node_dir)
+            .map_err(|e| format!("cannot create {}: {e}", node_dir.display()))?;
+        Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--protected-mode", "no", "--daemonize", "no"])
+            .args(["--cluster-enabled", "yes", "--cluster-node-timeout", "2000"])
+            .args(["--cluster-config-file", "nodes.conf"])
+            .arg("--dir")
+            .arg(&node_dir)
+            .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    "redis-server is not installed: the Redis Cluster tests need it (apt-get install redis-server)".to_owned()
+                } else {
+                    format!("cannot start redis-server: {e}")
+                }
+            })
+    }
+
+    /// Every node as `127.0.0.1:PORT`.
+    pub fn nodes(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect()
+    }
+
+    /// The node URLs (`redis://127.0.0.1:PORT/`) a cluster client takes.
+    pub fn node_urls(&self) -> Vec<String> {
+        self.nodes()
+            .iter()
+            .map(|a| format!("redis://{a}/"))
+            .collect()
+    }
+
+    /// The store URL of namespace `namespace` on this cluster.
+    pub fn store_url(&self, namespace: &str) -> String {
+        format!("redis+cluster://{}/{namespace}", self.nodes().join(","))
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut child) = n.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
