@@ -165,6 +165,25 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
             .await,
         Err(EngineError::Query(_))
     ));
+    // Hostile cursors (a multi-byte character splitting a hex pair) are
+    // refused, never a panic — for processes, tasks and deliveries alike.
+    for c in ["aéa", "éé", "0g"] {
+        assert!(matches!(
+            exec.find_tasks(&TaskQuery::new().after(Some(c.into())))
+                .await,
+            Err(EngineError::Query(_))
+        ));
+        assert!(matches!(
+            exec.find_processes(&ProcessQuery::new().after(Some(c.into())))
+                .await,
+            Err(EngineError::Query(_))
+        ));
+        assert!(matches!(
+            exec.find_deliveries(&DeliveryQuery::new().after(Some(c.into())))
+                .await,
+            Err(EngineError::Query(_))
+        ));
+    }
     engine.close().await;
 }
 

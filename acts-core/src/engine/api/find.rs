@@ -224,15 +224,20 @@ pub(super) fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub(super) fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
-    let bad_cursor = || bad(format!("cursor '{c}' is not one a query returned"));
-    if !c.len().is_multiple_of(2) || c.len() > 4096 {
-        return Err(bad_cursor());
+/// The bytes of `hex` ([`encode_cursor`]'s form), if it is hex of at most
+/// `max` characters.
+pub(super) fn hex_bytes(hex: &str, max: usize) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) || hex.len() > max {
+        return None;
     }
-    (0..c.len())
+    (0..hex.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(&c[i..i + 2], 16).map_err(|_| bad_cursor()))
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+pub(super) fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
+    hex_bytes(c, 4096).ok_or_else(|| bad(format!("cursor '{c}' is not one a query returned")))
 }
 
 impl Executor {

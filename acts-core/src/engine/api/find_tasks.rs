@@ -15,7 +15,7 @@ use crate::scheduler::{MessageType, TaskState};
 
 use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages};
+use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages, encode_cursor, hex_bytes};
 use crate::engine::api::info::TaskInfo;
 
 /// Most processes one page of a task query examines.
@@ -133,20 +133,16 @@ struct TaskCursor {
 impl TaskCursor {
     fn encode(&self) -> String {
         // A struct of strings always serializes.
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        json.iter().map(|b| format!("{b:02x}")).collect()
+        encode_cursor(&serde_json::to_vec(self).unwrap_or_default())
     }
 
     fn decode(c: &str) -> Result<Self, EngineError> {
-        let bad = || EngineError::Query(format!("cursor '{c}' is not one a task query returned"));
-        if !c.len().is_multiple_of(2) || c.len() > 8192 {
-            return Err(bad());
-        }
-        let bytes = (0..c.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&c[i..i + 2], 16).map_err(|_| bad()))
-            .collect::<Result<Vec<u8>, _>>()?;
-        serde_json::from_slice(&bytes).map_err(|_| bad())
+        // A process cursor (≤ 4,096 characters) inside JSON, as hex.
+        hex_bytes(c, 8192 + 64)
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| {
+                EngineError::Query(format!("cursor '{c}' is not one a task query returned"))
+            })
     }
 }
 
