@@ -59,7 +59,7 @@ fn corrupt(what: &str) -> EngineError {
 impl Kernel {
     /// The store's lease as stored (`None`: no node ever owned it).
     pub(crate) async fn read_lease(&self) -> Result<Option<LeaseInfo>, EngineError> {
-        let Some(bytes) = self.store.get(&lease_key()).await.map_err(store_err)? else {
+        let Some(bytes) = self.store.get(&lease_key()).await? else {
             return Ok(None);
         };
         if bytes.len() > MAX_LEASE_BYTES {
@@ -101,7 +101,7 @@ impl Kernel {
                 remaining_ms: l.expires_at - now,
             });
         }
-        let stored = self.store.get(&epoch_key()).await.map_err(store_err)?;
+        let stored = self.store.get(&epoch_key()).await?;
         let epoch = match &stored {
             Some(b) => String::from_utf8_lossy(b)
                 .parse::<u64>()
@@ -117,12 +117,7 @@ impl Kernel {
             BatchOp::put(epoch_key(), next.to_string()),
             BatchOp::put(lease_key(), self.lease_bytes(config, next, now)),
         ];
-        if !self
-            .store
-            .batch_if(vec![condition], ops)
-            .await
-            .map_err(store_err)?
-        {
+        if !self.store.batch_if(vec![condition], ops).await? {
             // Another node raised the epoch between the read and the batch.
             let l = self.read_lease().await?;
             let until = l.as_ref().map_or(now, |l| l.expires_at);
@@ -225,8 +220,4 @@ impl Kernel {
             }
         });
     }
-}
-
-fn store_err(e: acts_store::StoreError) -> EngineError {
-    EngineError::Store(std::sync::Arc::new(e.into()))
 }
