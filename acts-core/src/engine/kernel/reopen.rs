@@ -46,7 +46,7 @@ impl Kernel {
             let Ok(guard) = handle.lane.clone().try_lock_owned() else {
                 unreachable!("a new lane is unlocked");
             };
-            match self.cache.admit(&handle) {
+            match self.admit_after_count(&handle).await {
                 // Another instance is resident or loading (a read): let it
                 // finish, then claim again.
                 Err(()) => {
@@ -54,12 +54,7 @@ impl Kernel {
                     tokio::task::yield_now().await;
                     continue;
                 }
-                Ok(Admission::Counting) => {
-                    drop(guard);
-                    self.cache.counted().await;
-                    continue;
-                }
-                Ok(Admission::Parked) => {
+                Ok(Admission::Parked | Admission::Counting) => {
                     self.cache.unpark(pid);
                     return Err(EngineError::Busy {
                         pid: pid.to_owned(),

@@ -1,6 +1,8 @@
 //! Starting processes: admission (resident or parked) and the first
 //! transition.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use tracing::{Instrument, debug, info_span};
 
@@ -115,13 +117,8 @@ impl Kernel {
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
         };
-        let admission = loop {
-            match self.cache.admit(&handle) {
-                Err(()) => return Err(EngineError::Duplicated(pid.clone())),
-                // The boot count runs (briefly): wait for it.
-                Ok(Admission::Counting) => self.cache.counted().await,
-                Ok(a) => break a,
-            }
+        let Ok(admission) = self.admit_after_count(&handle).await else {
+            return Err(EngineError::Duplicated(pid.clone()));
         };
         if admission == Admission::Admitted {
             handle.hold_place();
@@ -181,6 +178,21 @@ impl Kernel {
                 self.refill();
                 debug!(pid = %pid, "parked: the resident set is full");
                 Ok(ProcInfo::of_row(&row))
+            }
+        }
+    }
+
+    /// [`Cache::admit`](crate::engine::kernel::cache::Cache::admit) for a
+    /// fresh instance, waiting out the boot count (it runs briefly): never
+    /// [`Admission::Counting`].
+    pub(crate) async fn admit_after_count(
+        &self,
+        handle: &Arc<ProcHandle>,
+    ) -> Result<Admission, ()> {
+        loop {
+            match self.cache.admit(handle) {
+                Ok(Admission::Counting) => self.cache.counted().await,
+                other => return other,
             }
         }
     }
