@@ -92,7 +92,7 @@ impl Auth {
 
     /// The principal of a request with `headers`: the local admin when no
     /// token is configured; else the bearer token's, or a 401.
-    fn caller(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    pub fn caller(&self, headers: &HeaderMap) -> Result<Principal, ApiError> {
         if !self.is_enabled() {
             return Ok(Principal::new(LOCAL_ADMIN, [acts::ROLE_ADMIN]));
         }

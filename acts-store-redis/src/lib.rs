@@ -236,6 +236,19 @@ impl RedisStore {
         }
     }
 
+    /// The store of namespace `namespace` on the same server or cluster,
+    /// sharing this store's connection (a cluster node opens the store of
+    /// every partition this way: one connection, many namespaces).
+    pub fn with_namespace(&self, namespace: &str) -> StoreResult<Self> {
+        check_namespace(namespace)?;
+        let mut other = self.clone();
+        let tagged = format!("acts:{{{namespace}}}:");
+        other.namespace = namespace.to_owned();
+        other.index_key = format!("{tagged}i").into_bytes();
+        other.value_prefix = format!("{tagged}v:").into_bytes();
+        Ok(other)
+    }
+
     /// The namespace every key of this store lives under.
     pub fn namespace(&self) -> &str {
         &self.namespace

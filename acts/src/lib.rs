@@ -66,7 +66,7 @@ pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
     DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
     LeaseConfig, LeaseInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
-    PackageContext, PackageFailure, PackageInfo, Principal, ProcInfo, ProcessMigration,
+    PackageContext, PackageFailure, PackageInfo, PidFilter, Principal, ProcInfo, ProcessMigration,
     ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry,
     TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
@@ -81,6 +81,9 @@ pub use acts_core::scheduler::{
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, StoreError};
+
+mod family;
+pub use family::{StoreFamily, open_store_family};
 
 /// The README's code, compiled and run as a doc test.
 #[doc = include_str!("../../README.md")]
@@ -247,6 +250,12 @@ fn open_rocksdb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreErr
 
 #[cfg(feature = "redis")]
 async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Ok(Arc::new(open_redis_store(url).await?))
+}
+
+/// The Redis store a `redis://` or `redis+cluster://` URL names.
+#[cfg(feature = "redis")]
+async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, OpenStoreError> {
     let (cluster, rest) = match url.strip_prefix("redis+cluster://") {
         Some(rest) => (true, rest),
         None => (false, &url["redis://".len()..]),
@@ -265,9 +274,7 @@ async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     }
     if !cluster {
         let server = format!("redis://{hosts}/");
-        return Ok(Arc::new(
-            acts_store_redis::RedisStore::connect(&server, namespace).await?,
-        ));
+        return Ok(acts_store_redis::RedisStore::connect(&server, namespace).await?);
     }
     let nodes: Vec<String> = hosts
         .split(',')
@@ -280,14 +287,12 @@ async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
             message: "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE".into(),
         });
     }
-    Ok(Arc::new(
-        acts_store_redis::RedisStore::connect_cluster(
-            &nodes,
-            namespace,
-            acts_store_redis::RedisOptions::default(),
-        )
-        .await?,
-    ))
+    Ok(acts_store_redis::RedisStore::connect_cluster(
+        &nodes,
+        namespace,
+        acts_store_redis::RedisOptions::default(),
+    )
+    .await?)
 }
 
 #[cfg(not(feature = "redis"))]

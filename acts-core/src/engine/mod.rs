@@ -49,7 +49,7 @@ pub use api::{
     Principal, ProcInfo, ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR,
     TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
-pub use kernel::EngineConfig;
+pub use kernel::{EngineConfig, PidFilter};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 
 /// Test hooks (feature `testing`): the row types, so tests can read and

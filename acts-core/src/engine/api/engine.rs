@@ -433,6 +433,28 @@ impl Engine {
             })
     }
 
+    /// Whether this engine was fenced off its store: another node took
+    /// the store's lease, the store refused a commit on the old epoch, and
+    /// every later call fails with [`EngineError::Fenced`]. A cluster node
+    /// drops such an engine (see `docs/CLUSTER.md`).
+    pub fn is_fenced(&self) -> bool {
+        self.rt.writer.fenced().is_some()
+    }
+
+    /// The epoch of the store's lease this engine holds (`None` without
+    /// [`EngineConfig::lease`](crate::engine::EngineConfig::lease)).
+    pub fn lease_epoch(&self) -> Option<u64> {
+        self.rt.lease.lock().as_ref().map(|l| l.epoch)
+    }
+
+    /// Closes like [`close`](Self::close) but keeps the store's lease
+    /// until it expires, as if this node had died (no other node may take
+    /// the store before then): for tests of a node's death.
+    pub async fn close_without_handover(&self) {
+        self.rt.lease.lock().take();
+        self.rt.close().await;
+    }
+
     /// Stops timers and new work, and waits for the writes in flight.
     pub async fn close(&self) {
         self.rt.close().await;

@@ -68,6 +68,46 @@ pub struct EngineConfig {
     /// this one writes is applied and it steps down. `None` (the default):
     /// the store is not shared.
     pub lease: Option<LeaseConfig>,
+    /// Fire the cron triggers (`on: - cron:`) of the deployed models
+    /// (default true). A cluster runs them on one partition only, so a
+    /// schedule fires once per cluster, not once per partition.
+    pub run_schedules: bool,
+    /// Which generated process ids this engine may use (default: any). A
+    /// new pid is drawn until it passes: a cluster partition accepts only
+    /// the pids that hash to it, so a process a trigger or a hook starts
+    /// lives where the cluster routes its pid. Pids a caller names are not
+    /// checked here (the cluster routes those to their partition).
+    pub pid_filter: Option<PidFilter>,
+}
+
+/// A test on generated process ids ([`EngineConfig::pid_filter`]).
+#[derive(Clone)]
+pub struct PidFilter(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl PidFilter {
+    /// A filter passing the ids `accept` returns true for. It must accept
+    /// a fair share of random ids (a pid is drawn until one passes).
+    pub fn new(accept: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(accept))
+    }
+
+    /// A new random process id that passes the filter (after 100,000
+    /// refused draws, a filter that accepts almost nothing, any id).
+    pub fn draw(&self) -> String {
+        for _ in 0..100_000 {
+            let pid = crate::tree::long_id();
+            if (self.0)(&pid) {
+                return pid;
+            }
+        }
+        crate::tree::long_id()
+    }
+}
+
+impl std::fmt::Debug for PidFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PidFilter(..)")
+    }
 }
 
 impl Default for EngineConfig {
@@ -87,6 +127,8 @@ impl Default for EngineConfig {
             admission_wait: Duration::from_secs(30),
             stuck_after: Duration::from_secs(600),
             lease: None,
+            run_schedules: true,
+            pid_filter: None,
         }
     }
 }

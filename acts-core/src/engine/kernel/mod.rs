@@ -25,4 +25,4 @@ pub(crate) mod stalled;
 pub(crate) mod start;
 pub(crate) mod versions;
 
-pub use config::EngineConfig;
+pub use config::{EngineConfig, PidFilter};

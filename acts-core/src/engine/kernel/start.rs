@@ -74,7 +74,12 @@ impl Kernel {
                 model: model_id.to_owned(),
                 message,
             })?;
-        let pid = external_pid.clone().unwrap_or_else(long_id);
+        let pid = external_pid
+            .clone()
+            .unwrap_or_else(|| match &self.config.pid_filter {
+                Some(filter) => filter.draw(),
+                None => long_id(),
+            });
         vars.insert("pid".into(), Value::String(pid.clone()));
         self.start_with(&model, pid, vars, external_pid.is_some(), started_by)
             .await

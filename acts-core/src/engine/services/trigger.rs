@@ -216,6 +216,9 @@ impl Kernel {
     }
 
     fn arm_schedules_at(&self, due: Option<i64>) {
+        // An engine that does not run schedules (all but one partition of
+        // a cluster) never arms their timer.
+        let due = due.filter(|_| self.config.run_schedules);
         let mut slot = self.schedule_timer.lock();
         if let Some(id) = slot.take() {
             self.timers.cancel(id);

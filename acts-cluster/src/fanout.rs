@@ -1,0 +1,353 @@
+//! Calls that concern every partition: model changes (made on one, then
+//! followed by all through the catalog) and listings (every partition's
+//! answer, merged).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+use tokio::task::JoinSet;
+use tracing::warn;
+
+use crate::front::{Answer, Call, FORWARDED, error};
+use crate::meta::CatalogOp;
+use crate::node::ClusterNode;
+
+/// Most characters of a merged listing's cursor.
+const MAX_CURSOR_CHARS: usize = 256 * 1024;
+
+/// A model change (deploy, remove a model, remove a version): made on one
+/// partition first — so the engine's own checks answer a bad request —
+/// then appended to the catalog, applied on this node's partitions, and
+/// announced to every other live node (which apply it before this call
+/// answers, or on their next tick if they cannot be reached).
+pub(crate) async fn catalog_change(node: &ClusterNode, call: Call) -> Response {
+    let p = node.any_partition();
+    if node.engine(p).is_none() {
+        // This node holds no partition: its owner does the whole change.
+        return node.on_partition_whole(p, &call).await;
+    }
+    let answer = node.on_partition(p, &call).await;
+    if !answer.status.is_success() {
+        return answer.into_response();
+    }
+    let op = match describe(node, p, &call, &answer).await {
+        Ok(Some(op)) => op,
+        Ok(None) => return answer.into_response(),
+        Err(e) => return e,
+    };
+    if let Err(e) = node.inner.meta.append(&op).await {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!(
+                "the change was made on partition {p} but not recorded for the others ({e}); \
+                 make it again"
+            ),
+        );
+    }
+    if let Err(e) = node.sync_catalog().await {
+        warn!(error = %e, "applying the catalog here failed; the next tick tries again");
+    }
+    announce(node, &call).await;
+    answer.into_response()
+}
+
+/// The catalog change a successful model call made.
+async fn describe(
+    node: &ClusterNode,
+    p: u32,
+    call: &Call,
+    answer: &Answer,
+) -> Result<Option<CatalogOp>, Response> {
+    let segments: Vec<&str> = call
+        .uri
+        .path()
+        .trim_start_matches("/api/v1/")
+        .split('/')
+        .collect();
+    match (call.method.as_str(), segments.as_slice()) {
+        ("POST", ["models"]) => {
+            let info = answer.json().unwrap_or(Value::Null);
+            let Some(id) = info["id"].as_str() else {
+                return Ok(None);
+            };
+            let Some(engine) = node.engine(p) else {
+                return Ok(None);
+            };
+            match engine.executor().model(id).await {
+                Ok((_, workflow)) => Ok(Some(CatalogOp::Deploy {
+                    model: id.to_owned(),
+                    json: workflow.to_json(),
+                })),
+                Err(e) => Err(error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!(
+                        "model '{id}' was deployed on partition {p} but cannot be read back ({e}); deploy it again"
+                    ),
+                )),
+            }
+        }
+        ("DELETE", ["models", id]) => Ok(Some(CatalogOp::Remove {
+            model: (*id).to_owned(),
+        })),
+        ("DELETE", ["models", id, "versions", rev]) => {
+            Ok(rev.parse().ok().map(|revision| CatalogOp::RemoveVersion {
+                model: (*id).to_owned(),
+                revision,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Tells every other live node to apply the catalog now, and waits (a
+/// bounded time) for them.
+async fn announce(node: &ClusterNode, call: &Call) {
+    let others: Vec<String> = node
+        .inner
+        .state
+        .read()
+        .live
+        .iter()
+        .filter(|m| m.node != node.id())
+        .map(|m| m.addr.clone())
+        .collect();
+    let mut calls = JoinSet::new();
+    for addr in others {
+        let mut req = node
+            .inner
+            .http
+            .post(format!(
+                "{}/api/v1/cluster/sync",
+                addr.trim_end_matches('/')
+            ))
+            .header(FORWARDED, node.id())
+            .timeout(Duration::from_secs(10));
+        if let Some(v) = call.headers.get(header::AUTHORIZATION) {
+            req = req.header(header::AUTHORIZATION, v.clone());
+        }
+        calls.spawn(async move { (addr, req.send().await) });
+    }
+    while let Some(done) = calls.join_next().await {
+        match done {
+            Ok((_, Ok(r))) if r.status().is_success() => {}
+            Ok((addr, Ok(r))) => {
+                warn!(node = %addr, status = %r.status(), "a node did not apply the catalog now; it will on its next tick")
+            }
+            Ok((addr, Err(e))) => {
+                warn!(node = %addr, error = %e, "a node could not be told of the catalog change; it will apply it on its next tick")
+            }
+            Err(e) => warn!(error = %e, "announcing a catalog change failed"),
+        }
+    }
+}
+
+impl ClusterNode {
+    /// Sends a whole call to partition `p`'s owner as a plain call (not
+    /// pinned to the partition), for it to handle as its own.
+    async fn on_partition_whole(&self, p: u32, call: &Call) -> Response {
+        let mut plain = call.clone();
+        plain.headers.remove(crate::front::PARTITION);
+        self.on_partition(p, &plain).await.into_response()
+    }
+}
+
+/// Per-partition cursors of a merged listing: a partition missing from
+/// the map starts at its beginning; `None` means it is done.
+type Cursors = BTreeMap<u32, Option<String>>;
+
+fn encode_cursors(c: &Cursors) -> String {
+    let json = serde_json::to_string(c).unwrap_or_default();
+    let hex: String = json.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("c{hex}")
+}
+
+fn decode_cursors(s: &str) -> Option<Cursors> {
+    let hex = s.strip_prefix('c')?;
+    if hex.len() > MAX_CURSOR_CHARS || !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    serde_json::from_slice(&bytes?).ok()
+}
+
+/// The cursor of a listing call (in its body or its query string).
+fn call_cursor(call: &Call, in_body: bool) -> Option<String> {
+    if in_body {
+        let v: Value = serde_json::from_slice(&call.body).ok()?;
+        v.get("cursor")?.as_str().map(str::to_owned)
+    } else {
+        call.uri
+            .query()?
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("cursor=").map(str::to_owned))
+    }
+}
+
+/// `call` with its cursor replaced by `cursor` (or removed).
+fn with_cursor(call: &Call, in_body: bool, cursor: Option<&str>) -> Call {
+    let mut out = call.clone();
+    if in_body {
+        if let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&call.body) {
+            match cursor {
+                Some(c) => body.insert("cursor".into(), Value::String(c.to_owned())),
+                None => body.remove("cursor"),
+            };
+            out.body = Bytes::from(Value::Object(body).to_string());
+        }
+    } else {
+        let mut query: Vec<String> = call
+            .uri
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("cursor="))
+            .map(str::to_owned)
+            .collect();
+        if let Some(c) = cursor {
+            query.push(format!("cursor={c}"));
+        }
+        let pq = if query.is_empty() {
+            call.uri.path().to_owned()
+        } else {
+            format!("{}?{}", call.uri.path(), query.join("&"))
+        };
+        if let Ok(uri) = pq.parse() {
+            out.uri = uri;
+        }
+    }
+    out
+}
+
+/// Asks every partition (concurrently) for its answer to the calls
+/// `make` builds; the first failure answers for all (a listing that
+/// silently left a partition out would be wrong).
+async fn ask_all(
+    node: &ClusterNode,
+    calls: Vec<(u32, Call)>,
+) -> Result<Vec<(u32, Value)>, Response> {
+    let mut set = JoinSet::new();
+    for (p, call) in calls {
+        let node = node.clone();
+        set.spawn(async move { (p, node.on_partition(p, &call).await) });
+    }
+    let mut out = Vec::new();
+    while let Some(done) = set.join_next().await {
+        let (p, answer) = done.map_err(|e| {
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("a partition's call failed: {e}"),
+            )
+        })?;
+        if !answer.status.is_success() {
+            return Err(answer.into_response());
+        }
+        out.push((p, answer.json().unwrap_or(Value::Null)));
+    }
+    out.sort_by_key(|(p, _)| *p);
+    Ok(out)
+}
+
+/// A listing with a cursor, over every partition: each partition's page
+/// (up to the call's limit each), in partition order, with the summed
+/// total and one cursor that holds every partition's own.
+pub(crate) async fn paged(
+    node: &ClusterNode,
+    call: Call,
+    items: &'static str,
+    cursor_in_body: bool,
+) -> Response {
+    let cursors = match call_cursor(&call, cursor_in_body) {
+        None => Cursors::new(),
+        Some(c) => match decode_cursors(&c) {
+            Some(c) => c,
+            None => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "bad_query",
+                    "the cursor is not one this cluster returned",
+                );
+            }
+        },
+    };
+    let calls: Vec<(u32, Call)> = (0..node.partitions())
+        .filter_map(|p| match cursors.get(&p) {
+            Some(None) => None,
+            Some(Some(c)) => Some((p, with_cursor(&call, cursor_in_body, Some(c)))),
+            None => Some((p, with_cursor(&call, cursor_in_body, None))),
+        })
+        .collect();
+    let answers = match ask_all(node, calls).await {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let mut merged = Vec::new();
+    let mut total: Option<u64> = Some(0);
+    let mut next = cursors.clone();
+    for (p, v) in answers {
+        if let Some(list) = v.get(items).and_then(Value::as_array) {
+            merged.extend(list.iter().cloned());
+        }
+        total = match (total, v.get("total").and_then(Value::as_u64)) {
+            (Some(t), Some(n)) => Some(t + n),
+            _ => None,
+        };
+        next.insert(p, v.get("next").and_then(Value::as_str).map(str::to_owned));
+    }
+    let more = (0..node.partitions()).any(|p| !matches!(next.get(&p), Some(None)));
+    let mut out = Map::new();
+    out.insert(items.into(), Value::Array(merged));
+    out.insert(
+        "next".into(),
+        if more {
+            Value::String(encode_cursors(&next))
+        } else {
+            Value::Null
+        },
+    );
+    out.insert("total".into(), total.map_or(Value::Null, |t| json!(t)));
+    axum::Json(Value::Object(out)).into_response()
+}
+
+/// A listing without a cursor, over every partition: the arrays joined.
+pub(crate) async fn joined(node: &ClusterNode, call: Call) -> Response {
+    let calls = (0..node.partitions()).map(|p| (p, call.clone())).collect();
+    match ask_all(node, calls).await {
+        Ok(answers) => {
+            let all: Vec<Value> = answers
+                .into_iter()
+                .flat_map(|(_, v)| match v {
+                    Value::Array(a) => a,
+                    _ => Vec::new(),
+                })
+                .collect();
+            axum::Json(Value::Array(all)).into_response()
+        }
+        Err(r) => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_cursors_round_trip_and_refuse_garbage() {
+        let mut c = Cursors::new();
+        c.insert(0, None);
+        c.insert(3, Some("0a0b".into()));
+        assert_eq!(decode_cursors(&encode_cursors(&c)), Some(c));
+        assert_eq!(decode_cursors("0a0b"), None);
+        assert_eq!(decode_cursors("czz"), None);
+        assert_eq!(decode_cursors("cé0"), None);
+    }
+}

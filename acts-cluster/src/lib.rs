@@ -1,0 +1,52 @@
+//! acts as a cluster: many engine nodes on one shared store (a Redis
+//! server or a Redis Cluster), the processes split into a fixed number of
+//! **partitions**, each owned by exactly one live node at a time —
+//! ownership by lease, every write fenced by the partition's epoch, so a
+//! node that lost a partition can never apply anything there.
+//!
+//! - [`placement`]: the partition of a pid (a subflow child lives with
+//!   its root) and the owner of a partition (rendezvous hashing over the
+//!   live nodes) — pure functions every node agrees on.
+//! - [`ClusterNode`] (`node.rs`): membership (heartbeats in the cluster's
+//!   metadata namespace), taking and handing over partitions (one leased
+//!   engine each, resumed as after a restart), the model catalog every
+//!   partition follows (`catalog.rs`, `meta.rs`).
+//! - [`ClusterNode::router`] (`front.rs`, `fanout.rs`, `status.rs`): the
+//!   HTTP API of `acts serve`, accepted by any node and routed to the
+//!   owner of the partition it concerns; listings merged over every
+//!   partition; `/api/v1/cluster/status`.
+//!
+//! May depend on: the facade `acts` (engines, the store family),
+//! `acts-server` (each partition's API), `acts-store` (the store
+//! contract: conditional batches); never on a backend directly.
+//!
+//! Start reading at [`ClusterNode::join`] and [`ClusterNode::tick`];
+//! `docs/CLUSTER.md` is the user's guide and the design.
+
+mod catalog;
+mod error;
+mod fanout;
+mod front;
+mod meta;
+mod node;
+pub mod placement;
+mod status;
+
+pub use error::ClusterError;
+pub use meta::{CatalogOp, ClusterInfo, HeldPartition, Member};
+pub use node::{ClusterConfig, ClusterNode, MAX_PARTITIONS};
+pub use status::{ClusterStatus, NodeStatus, PartitionStatus};
+
+/// Serves `node`'s API on `listener` until `shutdown` resolves, then
+/// leaves the cluster cleanly (every partition handed over at once).
+pub async fn serve(
+    node: ClusterNode,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let served = axum::serve(listener, node.router())
+        .with_graceful_shutdown(shutdown)
+        .await;
+    node.leave().await;
+    served
+}

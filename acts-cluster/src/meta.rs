@@ -1,0 +1,248 @@
+//! The cluster's metadata, in its own store namespace (`NAME:meta`): the
+//! partition count fixed at creation, the members' heartbeats (each with
+//! the partitions the member holds), and the model catalog every
+//! partition follows.
+
+use std::sync::Arc;
+
+use acts::KvStore;
+use acts_store::{BatchOp, Condition};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ClusterError;
+
+/// Most bytes of one metadata record (a member lists its partitions; a
+/// catalog entry holds a model, whose own limit is 1 MiB by default).
+const MAX_RECORD_BYTES: usize = 4 * 1024 * 1024;
+
+const CLUSTER_KEY: &[u8] = b"cluster";
+const MEMBER_PREFIX: &[u8] = b"member/";
+const CATALOG_SEQ_KEY: &[u8] = b"catalog-seq";
+const CATALOG_PREFIX: &[u8] = b"catalog/";
+
+/// What a cluster is, fixed when its first node starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// How many partitions the processes are split into.
+    pub partitions: u32,
+    /// When the cluster was created (ms since the Unix epoch).
+    pub created_at: i64,
+}
+
+/// A partition a member holds, at the epoch it took it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldPartition {
+    /// The partition.
+    pub partition: u32,
+    /// The epoch of its lease.
+    pub epoch: u64,
+}
+
+/// A node's heartbeat record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// The node's id.
+    pub node: String,
+    /// Where its API listens (`http://HOST:PORT`): other nodes forward
+    /// calls there.
+    pub addr: String,
+    /// Live until then (ms) unless it heartbeats again.
+    pub until: i64,
+    /// When it joined (ms).
+    pub started_at: i64,
+    /// The partitions it holds.
+    pub partitions: Vec<HeldPartition>,
+}
+
+/// A change to the models every partition must follow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum CatalogOp {
+    /// Deploy this model (its definition as stored: JSON).
+    Deploy {
+        /// The model id.
+        model: String,
+        /// The definition.
+        json: String,
+    },
+    /// Remove the model.
+    Remove {
+        /// The model id.
+        model: String,
+    },
+    /// Remove one version of the model.
+    RemoveVersion {
+        /// The model id.
+        model: String,
+        /// The version.
+        revision: u32,
+    },
+}
+
+impl CatalogOp {
+    /// The model the change is about.
+    pub fn model(&self) -> &str {
+        match self {
+            Self::Deploy { model, .. }
+            | Self::Remove { model }
+            | Self::RemoveVersion { model, .. } => model,
+        }
+    }
+}
+
+/// The metadata namespace.
+#[derive(Clone)]
+pub(crate) struct Meta {
+    store: Arc<dyn KvStore>,
+}
+
+fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ClusterError> {
+    if bytes.len() > MAX_RECORD_BYTES {
+        return Err(ClusterError::Corrupt(format!(
+            "{what} is {} bytes, more than any record the cluster writes",
+            bytes.len()
+        )));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ClusterError::Corrupt(format!("{what} is unreadable: {e}")))
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    // Plain data types of this file: serializing them cannot fail.
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn member_key(node: &str) -> Vec<u8> {
+    [MEMBER_PREFIX, node.as_bytes()].concat()
+}
+
+fn catalog_key(seq: u64) -> Vec<u8> {
+    [CATALOG_PREFIX, format!("{seq:020}").as_bytes()].concat()
+}
+
+impl Meta {
+    pub(crate) fn new(store: Arc<dyn KvStore>) -> Self {
+        Self { store }
+    }
+
+    /// Creates the cluster with `partitions` if it does not exist, and
+    /// returns what it is; a cluster created with another count refuses.
+    pub(crate) async fn join(
+        &self,
+        partitions: u32,
+        now: i64,
+    ) -> Result<ClusterInfo, ClusterError> {
+        let wanted = ClusterInfo {
+            partitions,
+            created_at: now,
+        };
+        // Whoever creates it first wins; the rest read what it wrote.
+        self.store
+            .batch_if(
+                vec![Condition::absent(CLUSTER_KEY)],
+                vec![BatchOp::put(CLUSTER_KEY, encode(&wanted))],
+            )
+            .await?;
+        let stored = self
+            .store
+            .get(CLUSTER_KEY)
+            .await?
+            .ok_or_else(|| ClusterError::Corrupt("the cluster record vanished".into()))?;
+        let info: ClusterInfo = decode("the cluster record", &stored)?;
+        if info.partitions != partitions {
+            return Err(ClusterError::PartitionCount {
+                asked: partitions,
+                cluster: info.partitions,
+            });
+        }
+        Ok(info)
+    }
+
+    /// The cluster record, if the cluster exists.
+
+    /// Writes `member`'s heartbeat.
+    pub(crate) async fn heartbeat(&self, member: &Member) -> Result<(), ClusterError> {
+        self.store
+            .put(&member_key(&member.node), &encode(member))
+            .await?;
+        Ok(())
+    }
+
+    /// Removes `node`'s heartbeat (a clean leave).
+    pub(crate) async fn leave(&self, node: &str) -> Result<(), ClusterError> {
+        self.store.delete(&member_key(node)).await?;
+        Ok(())
+    }
+
+    /// Every member record, live or not, by node id.
+    pub(crate) async fn members(&self) -> Result<Vec<Member>, ClusterError> {
+        let rows = self.store.scan_prefix(MEMBER_PREFIX, None, false).await?;
+        rows.iter()
+            .map(|r| {
+                let what = format!("member record '{}'", String::from_utf8_lossy(&r.key));
+                decode(&what, &r.value)
+            })
+            .collect()
+    }
+
+    /// The number of the last catalog change (0: none yet).
+    pub(crate) async fn catalog_seq(&self) -> Result<u64, ClusterError> {
+        match self.store.get(CATALOG_SEQ_KEY).await? {
+            Some(bytes) => decode("the catalog counter", &bytes),
+            None => Ok(0),
+        }
+    }
+
+    /// Appends `op` to the catalog (numbered after the last change, by a
+    /// compare-and-set on the counter, so racing appends all land, one
+    /// after another) and returns its number.
+    pub(crate) async fn append(&self, op: &CatalogOp) -> Result<u64, ClusterError> {
+        loop {
+            let current = self.store.get(CATALOG_SEQ_KEY).await?;
+            let seq: u64 = match &current {
+                Some(bytes) => decode("the catalog counter", bytes)?,
+                None => 0,
+            };
+            let next = seq + 1;
+            let condition = match current {
+                Some(bytes) => Condition::equals(CATALOG_SEQ_KEY, bytes),
+                None => Condition::absent(CATALOG_SEQ_KEY),
+            };
+            let applied = self
+                .store
+                .batch_if(
+                    vec![condition],
+                    vec![
+                        BatchOp::put(CATALOG_SEQ_KEY, encode(&next)),
+                        BatchOp::put(catalog_key(next), encode(op)),
+                    ],
+                )
+                .await?;
+            if applied {
+                return Ok(next);
+            }
+        }
+    }
+
+    /// The catalog changes after `after`, in order.
+    pub(crate) async fn catalog_since(
+        &self,
+        after: u64,
+    ) -> Result<Vec<(u64, CatalogOp)>, ClusterError> {
+        let rows = self.store.scan_prefix(CATALOG_PREFIX, None, false).await?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (k, v) = (row.key, row.value);
+            let seq: u64 = std::str::from_utf8(&k[CATALOG_PREFIX.len()..])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| ClusterError::Corrupt("a catalog key is not a number".into()))?;
+            if seq > after {
+                out.push((seq, decode(&format!("catalog change {seq}"), &v)?));
+            }
+        }
+        out.sort_by_key(|(seq, _)| *seq);
+        Ok(out)
+    }
+}

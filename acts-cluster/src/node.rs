@@ -1,0 +1,544 @@
+//! [`ClusterNode`]: one engine node of a cluster — its membership, the
+//! partitions it owns (one leased, fenced engine each), and the periodic
+//! [`tick`](ClusterNode::tick) that keeps both in step with the cluster.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use acts::{Clock, Engine, EngineConfig, EngineError, LeaseConfig, PidFilter, StoreFamily};
+use acts_server::Auth;
+use axum::Router;
+use parking_lot::{Mutex, RwLock};
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::catalog;
+use crate::error::ClusterError;
+use crate::meta::{ClusterInfo, HeldPartition, Member, Meta};
+use crate::placement::{owner_of, partition_of};
+
+/// Most partitions a cluster may have.
+pub const MAX_PARTITIONS: u32 = 4096;
+
+/// How one node joins a cluster.
+#[derive(Clone)]
+pub struct ClusterConfig {
+    /// This node's id (letters, digits, `-`, `_`, `.`; at most 64).
+    pub node: String,
+    /// Where this node's API is reached by the other nodes
+    /// (`http://HOST:PORT`).
+    pub advertise: String,
+    /// How many partitions the cluster has (fixed when it is created;
+    /// a node started with another count is refused).
+    pub partitions: u32,
+    /// How long a partition's lease and a node's heartbeat last unless
+    /// renewed: how long a dead node's partitions wait before they move.
+    /// Renewed every third of it.
+    pub lease_ttl: Duration,
+    /// The settings of each partition's engine (the lease, the schedules
+    /// and the pid filter are set per partition).
+    pub engine: EngineConfig,
+    /// The clock leases and heartbeats are measured on.
+    pub clock: Arc<dyn Clock>,
+    /// Run the tick and the lease renewals in the background (default).
+    /// Off, nothing happens unless [`ClusterNode::tick`] is called (the
+    /// deterministic tests drive it with a manual clock).
+    pub background: bool,
+}
+
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterConfig")
+            .field("node", &self.node)
+            .field("advertise", &self.advertise)
+            .field("partitions", &self.partitions)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("background", &self.background)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterConfig {
+    /// Node `node`, reached at `advertise`, in a cluster of `partitions`
+    /// partitions; a 5 s TTL, default engine settings, the system clock,
+    /// background ticks.
+    pub fn new(node: &str, advertise: &str, partitions: u32) -> Self {
+        Self {
+            node: node.to_owned(),
+            advertise: advertise.to_owned(),
+            partitions,
+            lease_ttl: Duration::from_secs(5),
+            engine: EngineConfig::default(),
+            clock: Arc::new(acts::SystemClock),
+            background: true,
+        }
+    }
+
+    fn check(&self) -> Result<(), ClusterError> {
+        let ok_id = !self.node.is_empty()
+            && self.node.len() <= 64
+            && self
+                .node
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !ok_id {
+            return Err(ClusterError::Config(format!(
+                "node id '{}' must be 1 to 64 letters, digits, '-', '_' or '.'",
+                self.node
+            )));
+        }
+        if self.partitions == 0 || self.partitions > MAX_PARTITIONS {
+            return Err(ClusterError::Config(format!(
+                "--partitions {} is out of range (1 to {MAX_PARTITIONS})",
+                self.partitions
+            )));
+        }
+        if self.lease_ttl < Duration::from_millis(300) || self.lease_ttl > Duration::from_secs(3600)
+        {
+            return Err(ClusterError::Config(format!(
+                "a lease TTL of {:?} is out of range (300 ms to 1 h)",
+                self.lease_ttl
+            )));
+        }
+        if !(self.advertise.starts_with("http://") || self.advertise.starts_with("https://")) {
+            return Err(ClusterError::Config(format!(
+                "the advertised address '{}' must be a URL (http://HOST:PORT)",
+                self.advertise
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A partition this node holds.
+#[derive(Clone)]
+pub(crate) struct Held {
+    pub(crate) engine: Engine,
+    pub(crate) router: Router,
+    pub(crate) epoch: u64,
+    /// The last catalog change applied to it.
+    pub(crate) synced: u64,
+}
+
+/// Who owns a partition, as the members' heartbeats say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) node: String,
+    pub(crate) addr: String,
+    pub(crate) epoch: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) held: BTreeMap<u32, Held>,
+    /// The owner of each partition (index: partition).
+    pub(crate) owners: Vec<Option<Owner>>,
+    /// The live members at the last tick (this node included).
+    pub(crate) live: Vec<Member>,
+    /// When the last tick ran (ms).
+    pub(crate) last_tick: i64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: ClusterConfig,
+    pub(crate) info: ClusterInfo,
+    family: StoreFamily,
+    pub(crate) meta: Meta,
+    pub(crate) auth: Auth,
+    started_at: i64,
+    pub(crate) state: RwLock<State>,
+    /// One tick at a time (held across the tick's awaits: that is its
+    /// point).
+    tick_lock: tokio::sync::Mutex<()>,
+    pub(crate) http: reqwest::Client,
+    closed: AtomicBool,
+    ticker: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// One engine node of a cluster. Cheap to clone.
+#[derive(Clone)]
+pub struct ClusterNode {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl ClusterNode {
+    /// Joins the cluster kept in `family` (creating it with
+    /// `config.partitions` if it does not exist), heartbeats, takes the
+    /// partitions this node should own whose leases are free, and (with
+    /// `config.background`) keeps doing so every third of the TTL.
+    /// Requests act for the principals of `auth`.
+    pub async fn join(
+        config: ClusterConfig,
+        family: StoreFamily,
+        auth: Auth,
+    ) -> Result<Self, ClusterError> {
+        config.check()?;
+        let meta = Meta::new(family.member("meta")?);
+        let now = config.clock.now_millis();
+        let info = meta.join(config.partitions, now).await?;
+        if let Some(other) = meta
+            .members()
+            .await?
+            .into_iter()
+            .find(|m| m.node == config.node && m.until > now && m.addr != config.advertise)
+        {
+            return Err(ClusterError::NodeInUse {
+                node: other.node,
+                addr: other.addr,
+                remaining_ms: other.until - now,
+            });
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| ClusterError::Config(format!("the HTTP client: {e}")))?;
+        let node = Self {
+            inner: Arc::new(Inner {
+                state: RwLock::new(State {
+                    owners: vec![None; info.partitions as usize],
+                    ..State::default()
+                }),
+                info,
+                family,
+                meta,
+                auth,
+                started_at: now,
+                tick_lock: tokio::sync::Mutex::new(()),
+                http,
+                closed: AtomicBool::new(false),
+                ticker: Mutex::new(None),
+                config,
+            }),
+        };
+        node.tick().await?;
+        if node.inner.config.background {
+            let every = node.inner.config.lease_ttl / 3;
+            let weak = Arc::downgrade(&node.inner);
+            let handle = tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    let node = ClusterNode { inner };
+                    if node.inner.closed.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if let Err(e) = node.tick().await {
+                        warn!(error = %e, "cluster tick failed; trying again");
+                    }
+                }
+            });
+            *node.inner.ticker.lock() = Some(handle);
+        }
+        Ok(node)
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> &str {
+        &self.inner.config.node
+    }
+
+    /// How many partitions the cluster has.
+    pub fn partitions(&self) -> u32 {
+        self.inner.info.partitions
+    }
+
+    /// The partition process `pid` belongs to.
+    pub fn partition_of(&self, pid: &str) -> u32 {
+        partition_of(pid, self.inner.info.partitions)
+    }
+
+    /// The engine of partition `p`, if this node holds it.
+    pub fn engine(&self, p: u32) -> Option<Engine> {
+        self.inner
+            .state
+            .read()
+            .held
+            .get(&p)
+            .map(|h| h.engine.clone())
+    }
+
+    /// The partitions this node holds, in order.
+    pub fn held(&self) -> Vec<u32> {
+        self.inner.state.read().held.keys().copied().collect()
+    }
+
+    fn member_record(&self, now: i64) -> Member {
+        let state = self.inner.state.read();
+        Member {
+            node: self.inner.config.node.clone(),
+            addr: self.inner.config.advertise.clone(),
+            until: now + ttl_ms(&self.inner.config),
+            started_at: self.inner.started_at,
+            partitions: state
+                .held
+                .iter()
+                .map(|(p, h)| HeldPartition {
+                    partition: *p,
+                    epoch: h.epoch,
+                })
+                .collect(),
+        }
+    }
+
+    /// One round of membership and ownership: renews this node's
+    /// heartbeat and its partitions' leases (dropping a partition whose
+    /// engine was fenced off), reads the live members, takes every
+    /// partition it should own whose lease is free and hands over every
+    /// one it should no longer own, applies new catalog changes, and
+    /// refreshes its map of owners.
+    pub async fn tick(&self) -> Result<(), ClusterError> {
+        let _one = self.inner.tick_lock.lock().await;
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let config = &self.inner.config;
+        self.drop_lost_partitions().await;
+        let now = config.clock.now_millis();
+        self.inner.meta.heartbeat(&self.member_record(now)).await?;
+        let members = self.inner.meta.members().await?;
+        let live: Vec<Member> = members.into_iter().filter(|m| m.until > now).collect();
+        let mut ids: Vec<String> = live.iter().map(|m| m.node.clone()).collect();
+        if !ids.contains(&config.node) {
+            ids.push(config.node.clone());
+        }
+        let mut changed = false;
+        for p in 0..self.inner.info.partitions {
+            let mine = owner_of(p, &ids) == Some(config.node.as_str());
+            let held = self.inner.state.read().held.contains_key(&p);
+            if mine && !held {
+                match self.take(p).await {
+                    Ok(true) => changed = true,
+                    Ok(false) => {}
+                    Err(e) => {
+                        warn!(partition = p, error = %e, "taking the partition failed; trying again")
+                    }
+                }
+            } else if !mine && held {
+                self.hand_over(p).await;
+                changed = true;
+            }
+        }
+        self.sync_catalog().await?;
+        let now = config.clock.now_millis();
+        if changed {
+            self.inner.meta.heartbeat(&self.member_record(now)).await?;
+        }
+        self.refresh_owners(live, now);
+        Ok(())
+    }
+
+    /// Drops the partitions whose engine was fenced off (another node took
+    /// them while this one was frozen or cut off) or lost its lease.
+    async fn drop_lost_partitions(&self) {
+        let held: Vec<(u32, Engine)> = self
+            .inner
+            .state
+            .read()
+            .held
+            .iter()
+            .map(|(p, h)| (*p, h.engine.clone()))
+            .collect();
+        for (p, engine) in held {
+            let lost = if engine.is_fenced() {
+                true
+            } else if self.inner.config.background {
+                false
+            } else {
+                matches!(
+                    engine.renew_lease().await,
+                    Err(EngineError::Fenced(_) | EngineError::LeaseHeld { .. })
+                )
+            };
+            if lost {
+                warn!(
+                    partition = p,
+                    "another node took this partition over; stepping down from it"
+                );
+                self.inner.state.write().held.remove(&p);
+                engine.close().await;
+            }
+        }
+    }
+
+    /// Takes partition `p` if its lease is free: starts its engine (which
+    /// takes the lease, raising the epoch, and resumes the partition's
+    /// in-flight processes as a restart does) and brings its models up to
+    /// the catalog. `Ok(false)`: another node's lease still runs.
+    async fn take(&self, p: u32) -> Result<bool, ClusterError> {
+        let config = &self.inner.config;
+        let store = self.inner.family.member(&format!("p{p}"))?;
+        let mut engine_config = config.engine.clone();
+        engine_config.lease = Some(LeaseConfig {
+            node: config.node.clone(),
+            ttl: config.lease_ttl,
+            background_renewal: config.background,
+        });
+        // Schedules fire once per cluster: on partition 0's owner.
+        engine_config.run_schedules = config.engine.run_schedules && p == 0;
+        let partitions = self.inner.info.partitions;
+        engine_config.pid_filter = Some(PidFilter::new(move |pid| {
+            partition_of(pid, partitions) == p
+        }));
+        let started = Engine::builder()
+            .store(store)
+            .clock(config.clock.clone())
+            .config(engine_config)
+            .start()
+            .await;
+        let engine = match started {
+            Ok(engine) => engine,
+            Err(EngineError::LeaseHeld {
+                owner,
+                remaining_ms,
+                ..
+            }) => {
+                debug!(partition = p, owner = %owner, remaining_ms, "partition still leased");
+                return Ok(false);
+            }
+            Err(source) => {
+                return Err(ClusterError::Engine {
+                    partition: p,
+                    source,
+                });
+            }
+        };
+        let seq = self.inner.meta.catalog_seq().await?;
+        let changes = self.inner.meta.catalog_since(0).await?;
+        if let Err(source) = catalog::catch_up(&engine.executor(), p, &changes).await {
+            engine.close().await;
+            return Err(ClusterError::Engine {
+                partition: p,
+                source,
+            });
+        }
+        let synced = changes.last().map_or(seq, |(s, _)| (*s).max(seq));
+        let epoch = engine.lease_epoch().unwrap_or(0);
+        let router = acts_server::router_with(engine.clone(), self.inner.auth.clone());
+        info!(partition = p, epoch, "took the partition");
+        self.inner.state.write().held.insert(
+            p,
+            Held {
+                engine,
+                router,
+                epoch,
+                synced,
+            },
+        );
+        Ok(true)
+    }
+
+    /// Hands partition `p` over: closes its engine (the writes in flight
+    /// finish; the lease expires at once, so its new owner takes it on its
+    /// next tick).
+    async fn hand_over(&self, p: u32) {
+        let held = self.inner.state.write().held.remove(&p);
+        if let Some(held) = held {
+            info!(partition = p, "handing the partition over");
+            held.engine.close().await;
+        }
+    }
+
+    /// Applies the catalog changes each held partition has not applied.
+    pub(crate) async fn sync_catalog(&self) -> Result<(), ClusterError> {
+        let seq = self.inner.meta.catalog_seq().await?;
+        let behind: Vec<(u32, Held)> = self
+            .inner
+            .state
+            .read()
+            .held
+            .iter()
+            .filter(|(_, h)| h.synced < seq)
+            .map(|(p, h)| (*p, h.clone()))
+            .collect();
+        let Some(oldest) = behind.iter().map(|(_, h)| h.synced).min() else {
+            return Ok(());
+        };
+        let changes = self.inner.meta.catalog_since(oldest).await?;
+        for (p, held) in behind {
+            let exec = held.engine.executor();
+            let mut done = held.synced;
+            for (s, op) in changes.iter().filter(|(s, _)| *s > held.synced) {
+                if let Err(source) = catalog::apply(&exec, p, op).await {
+                    warn!(partition = p, error = %source, "applying the catalog failed; trying again");
+                    break;
+                }
+                done = *s;
+            }
+            if let Some(h) = self.inner.state.write().held.get_mut(&p) {
+                h.synced = h.synced.max(done);
+            }
+        }
+        Ok(())
+    }
+
+    fn refresh_owners(&self, live: Vec<Member>, now: i64) {
+        let me = &self.inner.config.node;
+        let mut state = self.inner.state.write();
+        let mut owners: Vec<Option<Owner>> = vec![None; self.inner.info.partitions as usize];
+        for m in live.iter().filter(|m| &m.node != me) {
+            for h in &m.partitions {
+                let Some(slot) = owners.get_mut(h.partition as usize) else {
+                    continue;
+                };
+                if slot.as_ref().is_none_or(|o| o.epoch < h.epoch) {
+                    *slot = Some(Owner {
+                        node: m.node.clone(),
+                        addr: m.addr.clone(),
+                        epoch: h.epoch,
+                    });
+                }
+            }
+        }
+        for (p, h) in &state.held {
+            owners[*p as usize] = Some(Owner {
+                node: me.clone(),
+                addr: self.inner.config.advertise.clone(),
+                epoch: h.epoch,
+            });
+        }
+        state.owners = owners;
+        state.live = live;
+        state.last_tick = now;
+    }
+
+    /// Leaves the cluster cleanly: stops ticking, removes the heartbeat
+    /// and hands every partition over at once (each engine finishes its
+    /// writes and lets its lease expire now), so the other nodes take them
+    /// on their next tick.
+    pub async fn leave(&self) {
+        let _one = self.inner.tick_lock.lock().await;
+        self.inner.closed.store(true, Ordering::Release);
+        if let Some(t) = self.inner.ticker.lock().take() {
+            t.abort();
+        }
+        if let Err(e) = self.inner.meta.leave(&self.inner.config.node).await {
+            warn!(error = %e, "removing this node's heartbeat failed; it expires by itself");
+        }
+        let held = std::mem::take(&mut self.inner.state.write().held);
+        for (p, h) in held {
+            debug!(partition = p, "closing the partition");
+            h.engine.close().await;
+        }
+    }
+
+    /// Stops this node without handing anything over, as if it died: the
+    /// heartbeat stays until it expires and the partitions stay leased
+    /// until their leases expire (tests).
+    pub async fn halt(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        if let Some(t) = self.inner.ticker.lock().take() {
+            t.abort();
+        }
+        let held = std::mem::take(&mut self.inner.state.write().held);
+        for (_, h) in held {
+            h.engine.close_without_handover().await;
+        }
+    }
+}
+
+fn ttl_ms(config: &ClusterConfig) -> i64 {
+    i64::try_from(config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+}

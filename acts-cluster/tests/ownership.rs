@@ -1,0 +1,420 @@
+//! The cluster's ownership logic, deterministically: nodes in one
+//! process on an in-memory store family, leases and heartbeats on a
+//! manual clock, ticks driven by the test (no background work), real HTTP
+//! between the nodes on loopback. Proves: partitions spread by rendezvous
+//! and move only when their owner hands them over or its lease expires; a
+//! dead node's processes go on elsewhere with nothing lost; a frozen node
+//! can apply nothing once another took its partitions, steps down, and
+//! gets its share back; calls are accepted by any node; models follow the
+//! catalog; a node started with another partition count is refused.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts::{EngineConfig, EngineError, ManualClock, StoreFamily, TaskState};
+use acts_cluster::placement::owner_of;
+use acts_cluster::{ClusterConfig, ClusterError, ClusterNode};
+use serde_json::{Value, json};
+
+const P: u32 = 8;
+const TTL: Duration = Duration::from_secs(5);
+
+const ASK: &str = r#"
+id: asking
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask }
+"#;
+
+const PARENT: &str = r#"
+id: parent
+ver: "1"
+steps:
+  - id: call
+    uses: acts.core.subflow
+    params: { to: child }
+  - id: after
+    uses: acts.core.irq
+    params: { key: after }
+"#;
+
+const CHILD: &str = r#"
+id: child
+ver: "1"
+steps:
+  - id: inner
+    uses: acts.core.irq
+    params: { key: inner }
+"#;
+
+struct Node {
+    node: ClusterNode,
+    url: String,
+}
+
+async fn node(family: &StoreFamily, clock: &ManualClock, id: &str) -> Result<Node, ClusterError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let mut config = ClusterConfig::new(id, &url, P);
+    config.lease_ttl = TTL;
+    config.clock = Arc::new(clock.clone());
+    config.background = false;
+    // No housekeeping in the test's time span: a "frozen" node renews
+    // nothing on its own.
+    config.engine = EngineConfig {
+        tick: Duration::from_secs(3600),
+        ..EngineConfig::default()
+    };
+    let node = ClusterNode::join(config, family.clone(), acts_server::Auth::none()).await?;
+    let router = node.router();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok(Node { node, url })
+}
+
+async fn tick_all(nodes: &[&Node]) {
+    // Twice: hand-overs of the first round are taken in the second.
+    for _ in 0..2 {
+        for n in nodes {
+            n.node.tick().await.expect("tick");
+        }
+    }
+}
+
+fn check_balanced(nodes: &[&Node]) {
+    let ids: Vec<String> = nodes.iter().map(|n| n.node.id().to_owned()).collect();
+    let mut all = BTreeSet::new();
+    for n in nodes {
+        for p in n.node.held() {
+            assert_eq!(owner_of(p, &ids), Some(n.node.id()), "partition {p}");
+            assert!(all.insert(p), "partition {p} held twice");
+        }
+    }
+    assert_eq!(all.len(), P as usize, "every partition held once");
+}
+
+async fn call(method: reqwest::Method, url: String, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method, url);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = tokio::time::timeout(Duration::from_secs(60), req.send())
+        .await
+        .expect("hang guard")
+        .expect("the node answers");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("a body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+async fn deploy(n: &Node, text: &str) {
+    let client = reqwest::Client::new();
+    let resp = client
+        .post(format!("{}/api/v1/models", n.url))
+        .body(text.to_owned())
+        .send()
+        .await
+        .expect("deploy answers");
+    assert_eq!(
+        resp.status().as_u16(),
+        201,
+        "{}",
+        resp.text().await.unwrap_or_default()
+    );
+}
+
+async fn start(n: &Node, model: &str, pid: &str) {
+    let (status, body) = call(
+        reqwest::Method::POST,
+        format!("{}/api/v1/processes", n.url),
+        Some(json!({"model": model, "vars": {"pid": pid}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+/// The task of `pid` waiting with interrupt key `key`, asked through
+/// `n` (any node); waits (hang guard) until it is there.
+async fn waiting_task(n: &Node, pid: &str, key: &str) -> String {
+    for _ in 0..400 {
+        let (status, body) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes/{pid}", n.url),
+            None,
+        )
+        .await;
+        if status == 200
+            && let Some(t) = body["tasks"].as_array().and_then(|ts| {
+                ts.iter()
+                    .find(|t| t["key"] == key && t["state"] == "interrupted")
+            })
+        {
+            return t["tid"].as_str().expect("tid").to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (_, body) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/processes/{pid}", n.url),
+        None,
+    )
+    .await;
+    panic!("process {pid} never waited at '{key}': {body}");
+}
+
+async fn process_state(n: &Node, pid: &str) -> String {
+    let (status, body) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/processes/{pid}", n.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["process"]["state"].as_str().expect("state").to_owned()
+}
+
+async fn complete(n: &Node, pid: &str, tid: &str) -> (u16, Value) {
+    call(
+        reqwest::Method::POST,
+        format!("{}/api/v1/processes/{pid}/tasks/{tid}/complete", n.url),
+        Some(json!({})),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
+    let family = StoreFamily::memory("t1");
+    let clock = ManualClock::new(1_000_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    assert_eq!(
+        n1.node.held().len(),
+        P as usize,
+        "a lone node holds everything"
+    );
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    let n3 = node(&family, &clock, "n3").await.expect("n3 joins");
+    assert!(n2.node.held().is_empty(), "n1's leases still run");
+    tick_all(&[&n1, &n2, &n3]).await;
+    check_balanced(&[&n1, &n2, &n3]);
+
+    // Models deployed on one node reach every partition.
+    deploy(&n1, ASK).await;
+    deploy(&n2, PARENT).await;
+    deploy(&n3, CHILD).await;
+    let pids: Vec<String> = (0..24).map(|i| format!("order{i}")).collect();
+    let nodes = [&n1, &n2, &n3];
+    for (i, pid) in pids.iter().enumerate() {
+        start(nodes[i % 3], "asking", pid).await;
+    }
+    start(&n2, "parent", "family").await;
+    // The child lives in its parent's partition, reached from any node.
+    let child_task = {
+        let (_, body) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes/family", n3.url),
+            None,
+        )
+        .await;
+        let call_task = body["tasks"]
+            .as_array()
+            .and_then(|ts| {
+                ts.iter()
+                    .find(|t| t["kind"] == "act" && t["uses"] == "acts.core.subflow")
+            })
+            .map(|t| t["tid"].as_str().expect("tid").to_owned())
+            .expect("the subflow task");
+        format!("family_{call_task}")
+    };
+    assert_eq!(
+        n1.node.partition_of(&child_task),
+        n1.node.partition_of("family")
+    );
+    let inner = waiting_task(&n1, &child_task, "inner").await;
+    for pid in &pids {
+        waiting_task(&n1, pid, "ask").await;
+    }
+
+    // n3 dies: no hand-over; its heartbeat and leases run out.
+    let lost = n3.node.held();
+    assert!(!lost.is_empty());
+    let old_epochs: Vec<u64> = lost
+        .iter()
+        .map(|p| {
+            n3.node
+                .engine(*p)
+                .and_then(|e| e.lease_epoch())
+                .expect("held")
+        })
+        .collect();
+    n3.node.halt().await;
+    clock.advance(TTL - Duration::from_secs(1));
+    tick_all(&[&n1, &n2]).await;
+    assert_eq!(
+        n1.node.held().len() + n2.node.held().len(),
+        P as usize - lost.len(),
+        "nothing moves before the TTL"
+    );
+    clock.advance(Duration::from_secs(2));
+    tick_all(&[&n1, &n2]).await;
+    check_balanced(&[&n1, &n2]);
+    for (p, old) in lost.iter().zip(old_epochs) {
+        let holder = if n1.node.held().contains(p) { &n1 } else { &n2 };
+        let epoch = holder
+            .node
+            .engine(*p)
+            .and_then(|e| e.lease_epoch())
+            .expect("held");
+        assert!(epoch > old, "partition {p}: epoch {epoch} after {old}");
+    }
+
+    // Every process goes on, answered through either node.
+    for (i, pid) in pids.iter().enumerate() {
+        let via = if i % 2 == 0 { &n1 } else { &n2 };
+        let tid = waiting_task(via, pid, "ask").await;
+        let (status, body) = complete(via, pid, &tid).await;
+        assert_eq!(status, 204, "{pid}: {body}");
+        assert_eq!(process_state(&n2, pid).await, "completed", "{pid}");
+    }
+    let (status, body) = complete(&n2, &child_task, &inner).await;
+    assert_eq!(status, 204, "{body}");
+    let after = waiting_task(&n1, "family", "after").await;
+    assert_eq!(complete(&n1, "family", &after).await.0, 204);
+    assert_eq!(process_state(&n1, "family").await, "completed");
+
+    // A listing over the cluster sees every partition's processes.
+    let (status, body) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/processes?state=completed&limit=5", n2.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["total"], json!(26), "{body}");
+    let mut seen = body["processes"].as_array().expect("a page").len();
+    let mut next = body["next"].as_str().map(str::to_owned);
+    while let Some(cursor) = next {
+        let (status, page) = call(
+            reqwest::Method::GET,
+            format!(
+                "{}/api/v1/processes?state=completed&limit=5&cursor={cursor}",
+                n1.url
+            ),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{page}");
+        seen += page["processes"].as_array().expect("a page").len();
+        next = page["next"].as_str().map(str::to_owned);
+    }
+    assert_eq!(seen, 26, "every completed process listed once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
+    let family = StoreFamily::memory("t2");
+    let clock = ManualClock::new(1_000_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    tick_all(&[&n1, &n2]).await;
+    check_balanced(&[&n1, &n2]);
+    deploy(&n1, ASK).await;
+    // A process on one of n2's partitions.
+    let p2 = n2.node.held()[0];
+    let pid = (0..)
+        .map(|i| format!("frozen{i}"))
+        .find(|pid| n1.node.partition_of(pid) == p2)
+        .expect("some pid hashes there");
+    start(&n1, "asking", &pid).await;
+    let tid = waiting_task(&n1, &pid, "ask").await;
+    let stale = n2.node.engine(p2).expect("n2 holds it");
+
+    // n2 freezes (renews nothing) past its TTL; n1 takes everything.
+    clock.advance(TTL + Duration::from_secs(1));
+    tick_all(&[&n1]).await;
+    assert_eq!(n1.node.held().len(), P as usize);
+
+    // n2 wakes: what it still believes it owns refuses to write.
+    let err = stale
+        .executor()
+        .complete(&pid, &tid, Default::default())
+        .await
+        .expect_err("fenced");
+    assert!(matches!(err, EngineError::Fenced(_)), "{err}");
+    assert_eq!(process_state(&n1, &pid).await, "running");
+    let fresh = n1.node.engine(p2).expect("n1 holds it");
+    let task = fresh
+        .executor()
+        .tasks(&pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.tid == tid)
+        .expect("the task");
+    assert_eq!(
+        task.state,
+        TaskState::Interrupt,
+        "the frozen node's action was not applied"
+    );
+
+    // It steps down, heartbeats again and gets its share back.
+    n2.node.tick().await.expect("tick");
+    assert!(n2.node.engine(p2).is_none() || !n2.node.engine(p2).expect("engine").is_fenced());
+    tick_all(&[&n1, &n2]).await;
+    check_balanced(&[&n1, &n2]);
+    assert!(n2.node.held().contains(&p2));
+    let (status, body) = complete(&n1, &pid, &tid).await;
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(process_state(&n2, &pid).await, "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_partition_count_is_fixed_and_node_ids_are_checked() {
+    let family = StoreFamily::memory("t3");
+    let clock = ManualClock::new(1_000_000);
+    let _n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let mut config = ClusterConfig::new("n2", "http://127.0.0.1:1", P * 2);
+    config.clock = Arc::new(clock.clone());
+    config.background = false;
+    let err = ClusterNode::join(config, family.clone(), acts_server::Auth::none())
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(
+            err,
+            ClusterError::PartitionCount {
+                asked: 16,
+                cluster: 8
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--partitions 8"), "{err}");
+    for bad in ["", "a b", "n/1"] {
+        let config = ClusterConfig::new(bad, "http://127.0.0.1:1", P);
+        let err = ClusterNode::join(config, family.clone(), acts_server::Auth::none())
+            .await
+            .err()
+            .expect("refused");
+        assert!(matches!(err, ClusterError::Config(_)), "{bad:?}: {err}");
+    }
+    let mut config = ClusterConfig::new("n1", "http://127.0.0.1:2", P);
+    config.clock = Arc::new(clock.clone());
+    config.background = false;
+    let err = ClusterNode::join(config, family.clone(), acts_server::Auth::none())
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, ClusterError::NodeInUse { .. }), "{err}");
+}

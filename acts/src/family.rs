@@ -1,0 +1,131 @@
+//! A family of stores: many namespaces on one shared backend — the
+//! partitions and the metadata of a cluster (`docs/CLUSTER.md`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use acts_store::{KvStore, MemoryStore};
+use parking_lot::Mutex;
+
+use crate::OpenStoreError;
+
+/// Stores that share one backend, each under its own namespace: a cluster
+/// keeps its metadata and each partition in a member of one family. On
+/// Redis (a server or a Redis Cluster) the members share one connection
+/// and each member's keys one hash tag; `memory:` keeps the members in
+/// this process (a single-node cluster, tests).
+#[derive(Clone)]
+pub struct StoreFamily {
+    name: String,
+    backend: Backend,
+}
+
+#[derive(Clone)]
+enum Backend {
+    Memory(Arc<Mutex<HashMap<String, Arc<MemoryStore>>>>),
+    #[cfg(feature = "redis")]
+    Redis(acts_store_redis::RedisStore),
+}
+
+impl std::fmt::Debug for StoreFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreFamily")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreFamily {
+    /// A family kept in this process's memory (members live as long as
+    /// the family or a clone of it).
+    pub fn memory(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            backend: Backend::Memory(Arc::default()),
+        }
+    }
+
+    /// The family's name (the URL's namespace): every member's namespace
+    /// starts with it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The member `suffix` (namespace `NAME:SUFFIX`), opened on the
+    /// family's connection.
+    pub fn member(&self, suffix: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+        let namespace = format!("{}:{suffix}", self.name);
+        match &self.backend {
+            Backend::Memory(members) => {
+                let store = members
+                    .lock()
+                    .entry(namespace)
+                    .or_insert_with(|| Arc::new(MemoryStore::new()))
+                    .clone();
+                Ok(store)
+            }
+            #[cfg(feature = "redis")]
+            Backend::Redis(base) => Ok(Arc::new(base.with_namespace(&namespace)?)),
+        }
+    }
+}
+
+/// Opens the family a cluster URL names: `redis://HOST:PORT/NAME`,
+/// `redis+cluster://HOST:PORT,.../NAME` (the `redis` feature), or
+/// `memory:` (one process only). Embedded stores (redb, RocksDB) belong
+/// to one process and cannot hold a cluster.
+pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
+    if url == "memory:" || url == "memory" {
+        return Ok(StoreFamily::memory("acts"));
+    }
+    if url.starts_with("redb:") || url.starts_with("rocksdb:") {
+        return Err(OpenStoreError::BadOption {
+            url: url.to_owned(),
+            message: "a cluster needs a store every node reaches: redis://HOST:PORT/NAME or \
+                      redis+cluster://HOST:PORT,.../NAME (an embedded file belongs to one process)"
+                .into(),
+        });
+    }
+    if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
+        return open_redis_family(url).await;
+    }
+    Err(OpenStoreError::UnknownScheme(url.to_owned()))
+}
+
+#[cfg(feature = "redis")]
+async fn open_redis_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
+    let base = crate::open_redis_store(url).await?;
+    Ok(StoreFamily {
+        name: base.namespace().to_owned(),
+        backend: Backend::Redis(base),
+    })
+}
+
+#[cfg(not(feature = "redis"))]
+async fn open_redis_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "redis",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_members_are_shared_by_name_and_apart_by_suffix() {
+        let family = open_store_family("memory:").await.expect("memory family");
+        let a = family.member("p0").expect("member");
+        a.put(b"k", b"v").await.expect("put");
+        let again = family.clone().member("p0").expect("member");
+        assert_eq!(
+            again.get(b"k").await.expect("get").as_deref(),
+            Some(&b"v"[..])
+        );
+        let other = family.member("p1").expect("member");
+        assert_eq!(other.get(b"k").await.expect("get"), None);
+        let err = open_store_family("redb:x.db").await.err().expect("refused");
+        assert!(err.to_string().contains("every node reaches"), "{err}");
+    }
+}
