@@ -118,7 +118,28 @@ pub enum Command {
         /// this long).
         #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "node")]
         lease_ttl: u64,
+        /// Join a cluster of engine nodes on this shared store instead of
+        /// serving --store: redis://HOST:PORT/NAME or
+        /// redis+cluster://HOST:PORT,.../NAME (memory: for a one-process
+        /// trial). Needs --node; every node accepts every call and routes
+        /// it to the node owning the process's partition. See
+        /// docs/CLUSTER.md.
+        #[arg(long, value_name = "URL", env = "ACTS_CLUSTER", requires = "node")]
+        cluster: Option<String>,
+        /// With --cluster: how many partitions the processes are split
+        /// into (fixed when the cluster is created; every node must give
+        /// the same).
+        #[arg(long, default_value_t = 64, requires = "cluster")]
+        partitions: u32,
+        /// With --cluster: the URL the other nodes reach this one at
+        /// (default: http:// and the address it listens on).
+        #[arg(long, value_name = "URL", requires = "cluster")]
+        advertise: Option<String>,
     },
+    /// Look at a cluster of `acts serve --cluster` nodes (through any
+    /// node: --server URL).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Make and check access tokens for `acts serve`.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -321,6 +342,18 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// One JSON object per test and a summary, instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `acts cluster` does.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// The nodes, the partitions, their owners and epochs, and the lag of
+    /// the model catalog, as the node at --server sees them.
+    Status {
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },

@@ -41,6 +41,17 @@ impl From<Refused> for Failure {
     }
 }
 
+/// `GET /api/v1/SEGMENTS` on the server at `base`, read as `T` (for
+/// commands outside this file, e.g. `acts cluster status`).
+pub(crate) async fn get_from<T: DeserializeOwned>(
+    base: &str,
+    token: Option<&str>,
+    segments: &[&str],
+) -> Result<T, Failure> {
+    let client = Client::new(base, token)?;
+    Ok(client.get(segments, &[]).await?)
+}
+
 impl Client {
     fn new(base: &str, token: Option<&str>) -> Result<Self, Failure> {
         let base = base.trim_end_matches('/').to_owned();

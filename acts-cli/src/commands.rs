@@ -20,6 +20,9 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
     if let Command::Token(t) = args.command {
         return crate::token::run(t);
     }
+    if let Command::Cluster(crate::cli::ClusterCommand::Status { json }) = args.command {
+        return crate::cluster::status(args.server.as_deref(), args.token.as_deref(), json).await;
+    }
     if let Some(server) = &args.server {
         return crate::client::run(server, args.token.as_deref(), args.command, args.strict).await;
     }
@@ -60,6 +63,25 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             config,
             node,
             lease_ttl,
+            cluster: Some(cluster),
+            partitions,
+            advertise,
+        } => {
+            let join = crate::cluster::Join {
+                url: &cluster,
+                node: node.as_deref().unwrap_or_default(),
+                partitions,
+                advertise: advertise.as_deref(),
+                lease_ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
+            };
+            crate::cluster::serve(join, listen.as_deref(), config.as_deref()).await
+        }
+        Command::Serve {
+            listen,
+            config,
+            node,
+            lease_ttl,
+            ..
         } => {
             let lease = node.map(|id| acts::LeaseConfig {
                 ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
@@ -308,6 +330,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
         Command::Run { .. }
         | Command::Test { .. }
         | Command::Serve { .. }
+        | Command::Cluster(_)
         | Command::Token(_)
         | Command::Completions { .. } => {
             unreachable!("run and test are dispatched before an engine is opened")

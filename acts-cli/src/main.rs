@@ -20,6 +20,7 @@
 mod answers;
 mod cli;
 mod client;
+mod cluster;
 mod commands;
 mod doctests;
 mod driver;

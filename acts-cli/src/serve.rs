@@ -66,13 +66,13 @@ fn env_tokens() -> Result<Vec<TokenConfig>, Failure> {
     }
 }
 
-/// Serves until a stop signal; the exit code is 0 after a clean stop.
-pub(crate) async fn run(
-    store: &str,
+/// The access tokens and the bound listener of `acts serve`: from the
+/// config file, `ACTS_TOKENS` and `--listen` (loopback only without
+/// tokens).
+pub(crate) async fn listen_with_auth(
     listen: Option<&str>,
     config: Option<&Path>,
-    lease: Option<acts::LeaseConfig>,
-) -> Result<u8, Failure> {
+) -> Result<(Auth, tokio::net::TcpListener, SocketAddr), Failure> {
     let cfg = read_config(config)?;
     let mut tokens = cfg.tokens;
     tokens.extend(env_tokens()?);
@@ -106,17 +106,33 @@ pub(crate) async fn run(
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
-    let node = lease.as_ref().map(|l| l.node.clone());
-    let engine = open_engine_with(store, None, true, lease).await?;
-    crate::owner::note_api(store, &format!("http://{bound}"));
-    let access = if auth.is_enabled() {
+    Ok((auth, listener, bound))
+}
+
+/// How the access is described in the start-up note.
+pub(crate) fn access_note(auth: &Auth) -> String {
+    if auth.is_enabled() {
         format!(
             "{} access token(s); requests need 'Authorization: Bearer <token>'",
             auth.len()
         )
     } else {
         "no access tokens: every request is the local admin, so loopback only".to_owned()
-    };
+    }
+}
+
+/// Serves until a stop signal; the exit code is 0 after a clean stop.
+pub(crate) async fn run(
+    store: &str,
+    listen: Option<&str>,
+    config: Option<&Path>,
+    lease: Option<acts::LeaseConfig>,
+) -> Result<u8, Failure> {
+    let (auth, listener, bound) = listen_with_auth(listen, config).await?;
+    let node = lease.as_ref().map(|l| l.node.clone());
+    let engine = open_engine_with(store, None, true, lease).await?;
+    crate::owner::note_api(store, &format!("http://{bound}"));
+    let access = access_note(&auth);
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.
     let _ = writeln!(

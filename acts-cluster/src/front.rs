@@ -199,9 +199,10 @@ impl ClusterNode {
     }
 
     /// Runs `call` on partition `p`: here if this node holds it, else on
-    /// its owner (once: a forwarded call is never forwarded again). While
-    /// the partition has no live owner, or its owner hands it over, the
-    /// call is tried again for up to [`patience`](Self::patience).
+    /// its owner (once: a forwarded call is never forwarded again, and is
+    /// answered at once). While the partition has no live owner, or its
+    /// owner hands it over, the call is tried again for up to
+    /// [`patience`](Self::patience).
     pub(crate) async fn on_partition(&self, p: u32, call: &Call) -> Answer {
         let deadline = tokio::time::Instant::now() + self.patience();
         loop {
@@ -220,7 +221,17 @@ impl ClusterNode {
                 Target::Nobody => None,
             };
             match answer {
-                Some(a) if !a.moved() || tokio::time::Instant::now() >= deadline => return a,
+                // A forwarded call is answered at once: the node that
+                // forwarded it waits and tries again where the partition
+                // went (so a node that just lost a partition refuses
+                // instead of waiting to get it back).
+                Some(a)
+                    if !a.moved()
+                        || call.forwarded()
+                        || tokio::time::Instant::now() >= deadline =>
+                {
+                    return a;
+                }
                 None if tokio::time::Instant::now() >= deadline => {
                     return Answer {
                         status: StatusCode::SERVICE_UNAVAILABLE,

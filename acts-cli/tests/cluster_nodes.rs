@@ -1,0 +1,558 @@
+//! A cluster of real `acts serve --cluster` processes on a real Redis
+//! Cluster (3 masters + 3 replicas, private, on loopback ports): processes
+//! with interrupts, subflows and timers, answered through any node, while
+//! a node is killed (-9), a fourth joins, and a node is frozen (SIGSTOP)
+//! past its lease and resumed; then a Redis master is shut down. Every
+//! process must reach the outcome it reaches without faults; an action a
+//! frozen node takes is never applied.
+//!
+//! Built with the `redis` feature only (`scripts/test.sh` runs it:
+//! `cargo test -p acts-cli --features redis --test cluster_nodes`).
+//! `ACTS_CLUSTER_PROCESSES` sets how many processes run (default 240).
+#![cfg(feature = "redis")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acts_testkit::redis_cluster::RedisCluster;
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+const PARTITIONS: u32 = 16;
+const TTL_SECS: u64 = 2;
+
+const ASK: &str = r#"
+id: ask
+ver: "1"
+steps:
+  - id: question
+    uses: acts.core.irq
+    params: { key: ask }
+  - id: done
+    uses: acts.transform.set
+    params: { done: true }
+exposes:
+  - name: answer
+  - name: done
+"#;
+
+const PARENT: &str = r#"
+id: parent
+ver: "1"
+steps:
+  - id: call
+    uses: acts.core.subflow
+    params: { to: child }
+  - id: after
+    uses: acts.core.irq
+    params: { key: after }
+"#;
+
+const CHILD: &str = r#"
+id: child
+ver: "1"
+steps:
+  - id: inner
+    uses: acts.core.irq
+    params: { key: inner }
+"#;
+
+const TIMED: &str = r#"
+id: timed
+ver: "1"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: never }
+    timeouts:
+      - id: give_up
+        if: $cost_in("3s")
+        uses: acts.core.action
+        params: { action: abort }
+"#;
+
+/// One `acts serve --cluster` process.
+struct NodeProc {
+    id: String,
+    url: String,
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl NodeProc {
+    fn spawn(store: &str, id: &str) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+            .args([
+                "serve",
+                "--cluster",
+                store,
+                "--node",
+                id,
+                "--partitions",
+                &PARTITIONS.to_string(),
+                "--lease-ttl",
+                &TTL_SECS.to_string(),
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("acts serve starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let url = rest.split([',', ' ']).next().unwrap_or("").to_owned();
+                    let _ = tx.send(url);
+                }
+                sink.lock().expect("log").push(line);
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("node {id} never listened: {:?}", log.lock().expect("log")));
+        Self {
+            id: id.to_owned(),
+            url,
+            child,
+            log,
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs")
+            .success();
+        assert!(ok, "kill {sig} {}", self.id);
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One API call; `Err` on a network failure.
+async fn try_api(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+    headers: &[(&str, String)],
+) -> Result<(u16, Value), String> {
+    let mut req = http.request(method, url);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, v.clone());
+    }
+    let resp = req.send().await.map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.map_err(|e| e.to_string())?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    ))
+}
+
+/// One API call through the first of `nodes` that answers, tried again
+/// (hang guard: 60 s) while the cluster is moving partitions (503) or a
+/// node is unreachable.
+async fn api(
+    http: &reqwest::Client,
+    nodes: &[String],
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = 0;
+    loop {
+        let base = &nodes[i % nodes.len()];
+        i += 1;
+        match try_api(
+            http,
+            method.clone(),
+            format!("{base}{path}"),
+            body.clone(),
+            &[],
+        )
+        .await
+        {
+            Ok((503, v)) | Ok((502, v)) if Instant::now() < deadline => {
+                let _ = v;
+            }
+            Ok(answer) => return answer,
+            Err(e) if Instant::now() >= deadline => panic!("{path}: {e}"),
+            Err(_) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn deploy(http: &reqwest::Client, node: &str, text: &str) {
+    let resp = http
+        .post(format!("{node}/api/v1/models"))
+        .body(text.to_owned())
+        .send()
+        .await
+        .expect("deploy answers");
+    assert_eq!(
+        resp.status().as_u16(),
+        201,
+        "{}",
+        resp.text().await.unwrap_or_default()
+    );
+}
+
+/// Waits until `node` sees exactly `live` nodes, every partition owned by
+/// one of them.
+async fn settled(http: &reqwest::Client, node: &str, live: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok((200, s)) = try_api(
+            http,
+            reqwest::Method::GET,
+            format!("{node}/api/v1/cluster/status"),
+            None,
+            &[],
+        )
+        .await
+        {
+            let nodes: Vec<&str> = s["nodes"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|n| n["node"].as_str()).collect())
+                .unwrap_or_default();
+            let owned = s["owners"].as_array().is_some_and(|a| {
+                a.iter()
+                    .all(|p| p["owner"].as_str().is_some_and(|o| live.contains(&o)))
+            });
+            let mut want: Vec<&str> = live.to_vec();
+            want.sort_unstable();
+            let mut got = nodes.clone();
+            got.sort_unstable();
+            if owned && got == want {
+                return s;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster never settled on {live:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The waiting task of `pid` with interrupt key `key`.
+async fn waiting(http: &reqwest::Client, nodes: &[String], pid: &str, key: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = api(
+            http,
+            nodes,
+            reqwest::Method::GET,
+            &format!("/api/v1/processes/{pid}"),
+            None,
+        )
+        .await;
+        if status == 200
+            && let Some(t) = body["tasks"].as_array().and_then(|ts| {
+                ts.iter()
+                    .find(|t| t["key"] == key && t["state"] == "interrupted")
+            })
+        {
+            return t["tid"].as_str().expect("tid").to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{pid} never waited at '{key}': {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Completes `pid`'s waiting `key` task with `vars` (an acknowledged
+/// action: 204); a 409 after a retried call whose first try was applied
+/// is checked against the task's state.
+async fn answer(http: &reqwest::Client, nodes: &[String], pid: &str, key: &str, vars: Value) {
+    let tid = waiting(http, nodes, pid, key).await;
+    let (status, body) = api(
+        http,
+        nodes,
+        reqwest::Method::POST,
+        &format!("/api/v1/processes/{pid}/tasks/{tid}/complete"),
+        Some(vars),
+    )
+    .await;
+    assert_eq!(status, 204, "{pid}: {body}");
+}
+
+/// Which processes to run: `(pid, model)`.
+fn plan(n: usize) -> Vec<(String, &'static str)> {
+    (0..n)
+        .map(|i| match i % 4 {
+            0 | 1 => (format!("ask{i}"), "ask"),
+            2 => (format!("fam{i}"), "parent"),
+            _ => (format!("timed{i}"), "timed"),
+        })
+        .collect()
+}
+
+/// Answers what `pid` asks, through `nodes`.
+async fn drive(http: reqwest::Client, nodes: Vec<String>, pid: String, model: &'static str) {
+    match model {
+        "ask" => {
+            let n: u64 = pid.trim_start_matches("ask").parse().expect("number");
+            answer(&http, &nodes, &pid, "ask", json!({"answer": n})).await;
+        }
+        "parent" => {
+            let (_, body) = api(
+                &http,
+                &nodes,
+                reqwest::Method::GET,
+                &format!("/api/v1/processes/{pid}"),
+                None,
+            )
+            .await;
+            let tid = body["tasks"]
+                .as_array()
+                .and_then(|ts| {
+                    ts.iter()
+                        .find(|t| t["kind"] == "act" && t["uses"] == "acts.core.subflow")
+                })
+                .and_then(|t| t["tid"].as_str())
+                .expect("the subflow act")
+                .to_owned();
+            let child = format!("{pid}_{tid}");
+            answer(&http, &nodes, &child, "inner", json!({})).await;
+            answer(&http, &nodes, &pid, "after", json!({})).await;
+        }
+        _ => {}
+    }
+}
+
+async fn drive_all(http: &reqwest::Client, nodes: &[String], work: &[(String, &'static str)]) {
+    let mut set = JoinSet::new();
+    for (pid, model) in work {
+        while set.len() >= 16 {
+            set.join_next()
+                .await
+                .expect("a task")
+                .expect("driving a process");
+        }
+        set.spawn(drive(http.clone(), nodes.to_vec(), pid.clone(), model));
+    }
+    while let Some(r) = set.join_next().await {
+        r.expect("driving a process");
+    }
+}
+
+async fn start_all(http: &reqwest::Client, nodes: &[String], work: &[(String, &'static str)]) {
+    let mut set = JoinSet::new();
+    for (i, (pid, model)) in work.iter().enumerate() {
+        while set.len() >= 16 {
+            set.join_next().await.expect("a task").expect("starting");
+        }
+        let http = http.clone();
+        let via = vec![nodes[i % nodes.len()].clone()];
+        let body = json!({"model": model, "vars": {"pid": pid}});
+        set.spawn(async move {
+            let (status, out) = api(
+                &http,
+                &via,
+                reqwest::Method::POST,
+                "/api/v1/processes",
+                Some(body),
+            )
+            .await;
+            assert_eq!(status, 201, "{out}");
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        r.expect("starting");
+    }
+}
+
+/// Every process's final state and outputs are what they are without
+/// faults.
+async fn check_outcomes(http: &reqwest::Client, nodes: &[String], work: &[(String, &'static str)]) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for (pid, model) in work {
+        loop {
+            let (status, body) = api(
+                http,
+                nodes,
+                reqwest::Method::GET,
+                &format!("/api/v1/processes/{pid}"),
+                None,
+            )
+            .await;
+            assert_eq!(status, 200, "{pid}: {body}");
+            let state = body["process"]["state"].as_str().unwrap_or("").to_owned();
+            let want = if *model == "timed" {
+                "aborted"
+            } else {
+                "completed"
+            };
+            if state == want {
+                if *model == "ask" {
+                    let n: u64 = pid.trim_start_matches("ask").parse().expect("number");
+                    assert_eq!(
+                        body["process"]["outputs"]["answer"],
+                        json!(n),
+                        "{pid}: {body}"
+                    );
+                    assert_eq!(body["process"]["outputs"]["done"], json!(true), "{pid}");
+                }
+                break;
+            }
+            assert!(
+                Instant::now() < deadline && state == "running",
+                "{pid} ended {state}, not {want}: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn process_count() -> usize {
+    std::env::var("ACTS_CLUSTER_PROCESSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(240)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_die_join_and_freeze_and_every_process_ends_as_without_faults() {
+    let redis = RedisCluster::start().expect("a private Redis Cluster");
+    let store = redis.store_url("nodes");
+    let http = reqwest::Client::new();
+    let n1 = NodeProc::spawn(&store, "n1");
+    let n2 = NodeProc::spawn(&store, "n2");
+    let n3 = NodeProc::spawn(&store, "n3");
+    settled(&http, &n1.url, &["n1", "n2", "n3"]).await;
+    for text in [ASK, PARENT, CHILD, TIMED] {
+        deploy(&http, &n2.url, text).await;
+    }
+    let all = vec![n1.url.clone(), n2.url.clone(), n3.url.clone()];
+    let work = plan(process_count());
+    let started = Instant::now();
+    start_all(&http, &all, &work).await;
+    let (first, rest) = work.split_at(work.len() / 2);
+    drive_all(&http, &all, first).await;
+
+    // kill -9 a node mid-run: its partitions move within the TTL.
+    let before = settled(&http, &n1.url, &["n1", "n2", "n3"]).await;
+    n3.signal("-KILL");
+    let after = settled(&http, &n1.url, &["n1", "n2"]).await;
+    for (b, a) in before["owners"]
+        .as_array()
+        .expect("owners")
+        .iter()
+        .zip(after["owners"].as_array().expect("owners"))
+    {
+        if b["owner"] == "n3" {
+            assert!(
+                a["epoch"].as_u64() > b["epoch"].as_u64(),
+                "a moved partition's epoch rises: {b} -> {a}"
+            );
+        }
+    }
+    // A fourth node joins mid-run.
+    let n4 = NodeProc::spawn(&store, "n4");
+    let live = vec![n1.url.clone(), n2.url.clone(), n4.url.clone()];
+    let (second, third) = rest.split_at(rest.len() / 2);
+    let driving = {
+        let (http, live, second) = (http.clone(), live.clone(), second.to_vec());
+        tokio::spawn(async move { drive_all(&http, &live, &second).await })
+    };
+    settled(&http, &n4.url, &["n1", "n2", "n4"]).await;
+    driving.await.expect("driving during the join");
+
+    // Freeze n2 past its lease: the others take its partitions; what it
+    // does once it wakes is refused by the fence, and it steps down.
+    let status = settled(&http, &n1.url, &["n1", "n2", "n4"]).await;
+    let p2 = status["owners"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["owner"] == "n2"))
+        .and_then(|p| p["partition"].as_u64())
+        .expect("n2 holds a partition");
+    // A process waiting on one of n2's partitions.
+    let victim = (0..)
+        .map(|k| format!("frozen{k}"))
+        .find(|pid| acts_cluster::placement::partition_of(pid, PARTITIONS) == p2 as u32)
+        .expect("some pid hashes there");
+    let body = json!({"model": "ask", "vars": {"pid": victim}});
+    let (status, out) = api(
+        &http,
+        &live,
+        reqwest::Method::POST,
+        "/api/v1/processes",
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 201, "{out}");
+    let victim_task = waiting(&http, &live, &victim, "ask").await;
+    n2.signal("-STOP");
+    settled(&http, &n1.url, &["n1", "n4"]).await;
+    // Sent to the frozen node, pinned to its old partition, not to be
+    // forwarded: it runs when n2 wakes, on an engine that lost the lease.
+    let stale = {
+        let (http, url) = (http.clone(), n2.url.clone());
+        let path = format!("/api/v1/processes/{victim}/tasks/{victim_task}/complete");
+        tokio::spawn(async move {
+            try_api(
+                &http,
+                reqwest::Method::POST,
+                format!("{url}{path}"),
+                Some(json!({"answer": "stale"})),
+                &[
+                    ("x-acts-forwarded", "test".into()),
+                    ("x-acts-partition", p2.to_string()),
+                ],
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(TTL_SECS)).await;
+    n2.signal("-CONT");
+    let (status, body) = stale.await.expect("the stale call").expect("n2 answers");
+    assert_eq!(status, 503, "the frozen node's action is refused: {body}");
+    assert_eq!(
+        waiting(&http, &live, &victim, "ask").await,
+        victim_task,
+        "and not applied"
+    );
+    settled(&http, &n1.url, &["n1", "n2", "n4"]).await;
+    drive_all(&http, &live, third).await;
+    answer(&http, &live, &victim, "ask", json!({"answer": 7})).await;
+    check_outcomes(&http, &live, &work).await;
+    let elapsed = started.elapsed();
+    eprintln!(
+        "{} processes ({} ask, {} parent+child, {} timed) on 3→4 nodes with a kill -9, a join and a freeze: {:.1} s",
+        work.len(),
+        work.iter().filter(|w| w.1 == "ask").count(),
+        work.iter().filter(|w| w.1 == "parent").count(),
+        work.iter().filter(|w| w.1 == "timed").count(),
+        elapsed.as_secs_f64()
+    );
+    let frozen_log = n2.log.lock().expect("log").join("\n");
+    assert!(
+        frozen_log.contains("stepping down") || frozen_log.contains("fenced"),
+        "n2 noticed it lost its partitions:\n{frozen_log}"
+    );
+    drop((n1, n2, n4));
+}
