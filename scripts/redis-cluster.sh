@@ -23,7 +23,7 @@ case "$cmd" in
         mkdir -p "$dir/$port"
         redis-server --port "$port" --bind 127.0.0.1 --protected-mode no \
           --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-          --dir "$dir/$port" --save '' --appendonly no --daemonize yes \
+          --dir "$dir/$port" --save '' --appendonly no --repl-diskless-sync-delay 0 --daemonize yes \
           --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log" >/dev/null
         ports+=("$port")
       fi

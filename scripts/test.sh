@@ -5,7 +5,9 @@
 # crate and backend), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
 # RocksDB, Redis and a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
-# 3 replicas on loopback ports, stopped afterwards), then the example
+# 3 replicas on loopback ports, stopped afterwards), then a cluster of
+# `acts serve --cluster` nodes through node and Redis master crashes
+# (acts-cli/tests/cluster_nodes.rs, on private Redis Clusters), then the example
 # workflows' own tests and the examples of docs/MODEL.md (`acts test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,5 +39,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 cluster_nodes=$(scripts/redis-cluster.sh start "$cluster_dir")
 ACTS_TEST_STORE=redis-cluster ACTS_TEST_REDIS_CLUSTER="$cluster_nodes" engine_suites
 scripts/redis-cluster.sh stop "$cluster_dir"
+echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
+cargo test -p acts-cli --features redis --test cluster_nodes
 echo "== acts test examples/ docs/MODEL.md"
 cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md

@@ -556,3 +556,170 @@ async fn nodes_die_join_and_freeze_and_every_process_ends_as_without_faults() {
     );
     drop((n1, n2, n4));
 }
+
+/// What a run through a Redis master's crash did to the acknowledged
+/// answers.
+struct FailoverReport {
+    acknowledged: usize,
+    lost: Vec<String>,
+    seconds: f64,
+}
+
+/// Answers `pid`'s question once; `true` when the node acknowledged it
+/// (204). A call that failed (the store was failing over) is tried again
+/// while the question is still open.
+async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while Instant::now() < deadline {
+        let (status, body) = api(
+            http,
+            nodes,
+            reqwest::Method::GET,
+            &format!("/api/v1/processes/{pid}"),
+            None,
+        )
+        .await;
+        if status == 200 && body["process"]["state"] != "running" {
+            return false;
+        }
+        let open = body["tasks"].as_array().and_then(|ts| {
+            ts.iter()
+                .find(|t| t["key"] == "ask" && t["state"] == "interrupted")
+                .and_then(|t| t["tid"].as_str())
+                .map(str::to_owned)
+        });
+        if let Some(tid) = open {
+            let (status, _) = api(
+                http,
+                nodes,
+                reqwest::Method::POST,
+                &format!("/api/v1/processes/{pid}/tasks/{tid}/complete"),
+                Some(json!({"answer": n})),
+            )
+            .await;
+            if status == 204 {
+                return true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Runs `asks` processes on 3 nodes, crashes the Redis master serving the
+/// most partitions while they are being answered, brings it back as a
+/// replica, and reports which acknowledged answers the processes lost.
+async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
+    let mut redis = RedisCluster::start().expect("a private Redis Cluster");
+    let store = format!("{}{options}", redis.store_url("failover"));
+    let http = reqwest::Client::new();
+    let n1 = NodeProc::spawn(&store, "n1");
+    let n2 = NodeProc::spawn(&store, "n2");
+    let n3 = NodeProc::spawn(&store, "n3");
+    settled(&http, &n1.url, &["n1", "n2", "n3"]).await;
+    deploy(&http, &n1.url, ASK).await;
+    let nodes = vec![n1.url.clone(), n2.url.clone(), n3.url.clone()];
+    let work: Vec<(String, &'static str)> = (0..asks).map(|i| (format!("ask{i}"), "ask")).collect();
+    start_all(&http, &nodes, &work).await;
+    let started = Instant::now();
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let driving = {
+        let (http, nodes, acked, answered) =
+            (http.clone(), nodes.clone(), acked.clone(), answered.clone());
+        tokio::spawn(async move {
+            let mut set = JoinSet::new();
+            for i in 0..asks {
+                while set.len() >= 8 {
+                    set.join_next().await.expect("a task").expect("answering");
+                }
+                let (http, nodes, acked, answered) =
+                    (http.clone(), nodes.clone(), acked.clone(), answered.clone());
+                set.spawn(async move {
+                    let pid = format!("ask{i}");
+                    if answer_once(&http, &nodes, &pid, i as u64).await {
+                        acked.lock().expect("acked").push((pid, i as u64));
+                    }
+                    answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                });
+            }
+            while let Some(r) = set.join_next().await {
+                r.expect("answering");
+            }
+        })
+    };
+    while answered.load(std::sync::atomic::Ordering::SeqCst) < asks / 4 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let masters = redis.masters().expect("the masters");
+    let victim = masters[0];
+    redis.kill(victim).expect("kill a master");
+    // The replica is promoted; the crashed node comes back as a replica.
+    tokio::task::block_in_place(|| {
+        redis
+            .wait_failover(victim, masters.len())
+            .expect("a replica takes over");
+        redis.restart(victim).expect("the crashed node rejoins")
+    });
+    driving.await.expect("answering through the failover");
+    let acked = acked.lock().expect("acked").clone();
+    let mut lost = Vec::new();
+    for (pid, n) in &acked {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, body) = api(
+                &http,
+                &nodes,
+                reqwest::Method::GET,
+                &format!("/api/v1/processes/{pid}"),
+                None,
+            )
+            .await;
+            if body["process"]["state"] == "completed"
+                && body["process"]["outputs"]["answer"] == json!(n)
+            {
+                break;
+            }
+            if Instant::now() > deadline {
+                lost.push(format!("{pid}: {body}"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    drop((n1, n2, n3));
+    FailoverReport {
+        acknowledged: acked.len(),
+        lost,
+        seconds,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_master_crash_loses_no_acknowledged_answer_with_wait_replicas() {
+    let asks = process_count() / 2;
+    let default = through_a_master_crash("", asks).await;
+    eprintln!(
+        "master crash, default settings (no WAIT, appendonly no): {} of {} answers acknowledged, {} lost ({:.1} s): {:?}",
+        default.acknowledged,
+        asks,
+        default.lost.len(),
+        default.seconds,
+        default.lost
+    );
+    let safe = through_a_master_crash("?wait_replicas=1&wait_ms=2000", asks).await;
+    eprintln!(
+        "master crash, wait_replicas=1: {} of {} answers acknowledged, {} lost ({:.1} s)",
+        safe.acknowledged,
+        asks,
+        safe.lost.len(),
+        safe.seconds
+    );
+    assert!(safe.acknowledged > 0, "answers were acknowledged");
+    assert!(
+        safe.lost.is_empty(),
+        "lost with wait_replicas=1: {:?}",
+        safe.lost
+    );
+}

@@ -37,7 +37,7 @@ pub(crate) async fn catalog_change(node: &ClusterNode, call: Call) -> Response {
     let op = match describe(node, p, &call, &answer).await {
         Ok(Some(op)) => op,
         Ok(None) => return answer.into_response(),
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     if let Err(e) = node.inner.meta.append(&op).await {
         return error(
@@ -62,7 +62,7 @@ async fn describe(
     p: u32,
     call: &Call,
     answer: &Answer,
-) -> Result<Option<CatalogOp>, Response> {
+) -> Result<Option<CatalogOp>, Box<Response>> {
     let segments: Vec<&str> = call
         .uri
         .path()
@@ -83,13 +83,13 @@ async fn describe(
                     model: id.to_owned(),
                     json: workflow.to_json(),
                 })),
-                Err(e) => Err(error(
+                Err(e) => Err(Box::new(error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
                     format!(
                         "model '{id}' was deployed on partition {p} but cannot be read back ({e}); deploy it again"
                     ),
-                )),
+                ))),
             }
         }
         ("DELETE", ["models", id]) => Ok(Some(CatalogOp::Remove {
@@ -227,13 +227,13 @@ fn with_cursor(call: &Call, in_body: bool, cursor: Option<&str>) -> Call {
     out
 }
 
-/// Asks every partition (concurrently) for its answer to the calls
-/// `make` builds; the first failure answers for all (a listing that
+/// Asks every partition (concurrently) for its answer to its call; the
+/// first failure answers for all (a listing that
 /// silently left a partition out would be wrong).
 async fn ask_all(
     node: &ClusterNode,
     calls: Vec<(u32, Call)>,
-) -> Result<Vec<(u32, Value)>, Response> {
+) -> Result<Vec<(u32, Value)>, Box<Response>> {
     let mut set = JoinSet::new();
     for (p, call) in calls {
         let node = node.clone();
@@ -242,14 +242,14 @@ async fn ask_all(
     let mut out = Vec::new();
     while let Some(done) = set.join_next().await {
         let (p, answer) = done.map_err(|e| {
-            error(
+            Box::new(error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
                 format!("a partition's call failed: {e}"),
-            )
+            ))
         })?;
         if !answer.status.is_success() {
-            return Err(answer.into_response());
+            return Err(Box::new(answer.into_response()));
         }
         out.push((p, answer.json().unwrap_or(Value::Null)));
     }
@@ -288,7 +288,7 @@ pub(crate) async fn paged(
         .collect();
     let answers = match ask_all(node, calls).await {
         Ok(a) => a,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut merged = Vec::new();
     let mut total: Option<u64> = Some(0);
@@ -332,7 +332,7 @@ pub(crate) async fn joined(node: &ClusterNode, call: Call) -> Response {
                 .collect();
             axum::Json(Value::Array(all)).into_response()
         }
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 

@@ -159,8 +159,6 @@ impl Meta {
         Ok(info)
     }
 
-    /// The cluster record, if the cluster exists.
-
     /// Writes `member`'s heartbeat.
     pub(crate) async fn heartbeat(&self, member: &Member) -> Result<(), ClusterError> {
         self.store

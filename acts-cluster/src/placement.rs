@@ -31,7 +31,7 @@ pub fn partition_of(pid: &str, partitions: u32) -> u32 {
 /// The live node that should own `partition`: the one with the highest
 /// score for it (rendezvous hashing). When a node joins or leaves, only
 /// the partitions it wins or held move. `None` when no node is live.
-pub fn owner_of<'a>(partition: u32, live: &'a [String]) -> Option<&'a str> {
+pub fn owner_of(partition: u32, live: &[String]) -> Option<&str> {
     live.iter()
         .max_by_key(|node| (score(node, partition), node.as_str()))
         .map(String::as_str)

@@ -100,21 +100,22 @@ impl ClusterNode {
         })
     }
 
-    /// An operator (or admin) may read the status and trigger a sync.
-    fn check_operator(&self, req: &Request, what: &str) -> Result<(), Response> {
-        let principal = self
-            .inner
-            .auth
-            .caller(req.headers())
-            .map_err(IntoResponse::into_response)?;
+    /// An operator (or admin) may read the status and trigger a sync: the
+    /// refusal otherwise.
+    fn refuse_unless_operator(&self, req: &Request, what: &str) -> Option<Response> {
+        let principal = match self.inner.auth.caller(req.headers()) {
+            Ok(p) => p,
+            Err(e) => return Some(e.into_response()),
+        };
         principal
             .check_operator(what)
-            .map_err(|e| error(StatusCode::FORBIDDEN, "forbidden", e.to_string()))
+            .err()
+            .map(|e| error(StatusCode::FORBIDDEN, "forbidden", e.to_string()))
     }
 }
 
 pub(crate) async fn status(State(node): State<ClusterNode>, req: Request) -> Response {
-    if let Err(r) = node.check_operator(&req, "reading the cluster's status") {
+    if let Some(r) = node.refuse_unless_operator(&req, "reading the cluster's status") {
         return r;
     }
     match node.status().await {
@@ -128,7 +129,7 @@ pub(crate) async fn status(State(node): State<ClusterNode>, req: Request) -> Res
 }
 
 pub(crate) async fn sync(State(node): State<ClusterNode>, req: Request) -> Response {
-    if let Err(r) = node.check_operator(&req, "applying the model catalog") {
+    if let Some(r) = node.refuse_unless_operator(&req, "applying the model catalog") {
         return r;
     }
     match node.sync_catalog().await {

@@ -78,6 +78,15 @@ pub struct RedisOptions {
     /// How often the connection manager retries a reconnect before the
     /// waiting call fails (later calls start new attempts).
     pub reconnect_retries: usize,
+    /// After each write, wait until this many replicas have it (`WAIT`);
+    /// a write fewer replicas acknowledged within [`wait_timeout`](Self::wait_timeout)
+    /// fails with [`ErrorKind::Unavailable`] — it is applied on the master
+    /// but not acknowledged, because a failover could lose it. 0 (the
+    /// default): acknowledged once the master applied it (Redis's
+    /// asynchronous replication; see `docs/CLUSTER.md`).
+    pub wait_replicas: u32,
+    /// How long a write waits for its replicas (default 1 s).
+    pub wait_timeout: Duration,
 }
 
 impl Default for RedisOptions {
@@ -86,6 +95,8 @@ impl Default for RedisOptions {
             op_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(1),
             reconnect_retries: 2,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_secs(1),
         }
     }
 }
@@ -141,6 +152,8 @@ pub struct RedisStore {
     /// `acts:{NS}:v:`
     value_prefix: Vec<u8>,
     op_timeout: Duration,
+    /// Replicas every write waits for, and how long (`None`: no wait).
+    wait: Option<(u32, Duration)>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -233,6 +246,8 @@ impl RedisStore {
             index_key: format!("{tagged}i").into_bytes(),
             value_prefix: format!("{tagged}v:").into_bytes(),
             op_timeout: options.op_timeout,
+            wait: (options.wait_replicas > 0)
+                .then_some((options.wait_replicas, options.wait_timeout)),
         }
     }
 
@@ -338,7 +353,66 @@ impl RedisStore {
         let applied = self
             .run(op, invocation.invoke_async::<i64>(&mut conn))
             .await?;
+        if applied >= 0
+            && let Some((replicas, timeout)) = self.wait
+        {
+            self.wait_for_replicas(op, replicas, timeout).await?;
+        }
         Ok(applied >= 0)
+    }
+
+    /// `WAIT replicas timeout` on the connection (the master) that just
+    /// applied this namespace's write; fails unless enough replicas have
+    /// it.
+    async fn wait_for_replicas(
+        &self,
+        op: StoreOp,
+        replicas: u32,
+        timeout: Duration,
+    ) -> StoreResult<()> {
+        let millis = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let cmd = redis::cmd("WAIT").arg(replicas).arg(millis).clone();
+        let acked: i64 = match &self.conn {
+            Conn::Single(c) => {
+                let mut c = c.clone();
+                self.run(op, cmd.query_async(&mut c)).await?
+            }
+            Conn::Cluster(c) => {
+                use redis::cluster_routing::{
+                    Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
+                };
+                // The master serving this namespace's slot: the node the
+                // write went to.
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::with_slot(Slot::for_key(&self.index_key), SlotAddr::Master),
+                ));
+                let mut c = c.clone();
+                let value = self.run(op, c.route_command(cmd, route)).await?;
+                redis::from_redis_value(value).map_err(|e| {
+                    StoreError::new(
+                        BACKEND,
+                        op,
+                        ErrorKind::Backend,
+                        format!("WAIT answered something else than a count: {e}"),
+                    )
+                })?
+            }
+        };
+        if acked < i64::from(replicas) {
+            return Err(StoreError::new(
+                BACKEND,
+                op,
+                ErrorKind::Unavailable,
+                format!(
+                    "the write reached {acked} of {replicas} replica(s) within {timeout:?} \
+                     (wait_replicas): it is applied on the master but not acknowledged, since \
+                     a failover could lose it; is every master's replica up?"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

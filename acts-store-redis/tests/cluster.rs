@@ -46,7 +46,60 @@ fn the_conformance_suite_passes_on_a_redis_cluster() {
         .filter_map(|(name, r)| r.err().map(|e| format!("{name}: {e}")))
         .collect();
     assert!(failed.is_empty(), "failed on the cluster: {failed:#?}");
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    rt.block_on(writes_wait_for_replicas_when_asked(&cluster.node_urls()));
     drop(cluster);
+}
+
+/// `wait_replicas`: a write waits until that many replicas have it; one
+/// that fewer replicas acknowledged is refused as unavailable; members
+/// opened with `with_namespace` share the connection and the setting.
+async fn writes_wait_for_replicas_when_asked(nodes: &[String]) {
+    use acts_store::{BatchOp, Condition, ErrorKind};
+    let one = RedisOptions {
+        wait_replicas: 1,
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_cluster(nodes, "wait-one", one)
+        .await
+        .expect("connects");
+    store
+        .put(b"k", b"v")
+        .await
+        .expect("one replica acknowledges");
+    let other = store.with_namespace("wait-one-other").expect("a namespace");
+    other
+        .put(b"k", b"w")
+        .await
+        .expect("one replica acknowledges");
+    assert_eq!(
+        store.get(b"k").await.expect("get").as_deref(),
+        Some(&b"v"[..])
+    );
+    assert_eq!(
+        other.get(b"k").await.expect("get").as_deref(),
+        Some(&b"w"[..])
+    );
+    // A condition that fails writes nothing and waits for nothing.
+    let applied = store
+        .batch_if(
+            vec![Condition::equals(b"k".to_vec(), b"nope".to_vec())],
+            vec![BatchOp::put(b"k".to_vec(), b"x".to_vec())],
+        )
+        .await
+        .expect("answers");
+    assert!(!applied);
+    let two = RedisOptions {
+        wait_replicas: 2,
+        wait_timeout: std::time::Duration::from_millis(200),
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_cluster(nodes, "wait-two", two)
+        .await
+        .expect("connects");
+    let err = store.put(b"k", b"v").await.expect_err("only one replica");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains("1 of 2 replica"), "{err}");
 }
 
 #[test]

@@ -17,6 +17,7 @@ fn options() -> RedisOptions {
         op_timeout: Duration::from_secs(2),
         connect_timeout: Duration::from_millis(500),
         reconnect_retries: 1,
+        ..RedisOptions::default()
     }
 }
 

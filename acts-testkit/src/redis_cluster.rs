@@ -99,22 +99,9 @@ impl RedisCluster {
         args.extend(addrs.iter().map(String::as_str));
         args.extend(["--cluster-replicas", &replicas, "--cluster-yes"]);
         redis_cli(&args)?;
-        // Ready when every node sees every slot served.
-        for n in &cluster.nodes {
-            let port = n.port.to_string();
-            loop {
-                let info = redis_cli(&["-p", &port, "cluster", "info"]).unwrap_or_default();
-                if info.contains("cluster_state:ok") {
-                    break;
-                }
-                if started.elapsed() > START_GUARD {
-                    return Err(format!(
-                        "the cluster did not become ready in {START_GUARD:?}: {info}"
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        // Ready when every node sees every slot served and every replica
+        // follows its master.
+        cluster.wait_ok()?;
         Ok(cluster)
     }
 
@@ -130,6 +117,9 @@ impl RedisCluster {
             .arg("--dir")
             .arg(&node_dir)
             .args(["--save", "", "--appendonly", "no", "--loglevel", "warning"])
+            // A replica (a new one, or a crashed master back as one) syncs
+            // at once instead of after the default 5 s.
+            .args(["--repl-diskless-sync-delay", "0"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -161,6 +151,105 @@ impl RedisCluster {
     /// The store URL of namespace `namespace` on this cluster.
     pub fn store_url(&self, namespace: &str) -> String {
         format!("redis+cluster://{}/{namespace}", self.nodes().join(","))
+    }
+
+    /// The ports of the masters that serve slots now (as a running node
+    /// sees the cluster).
+    pub fn masters(&self) -> Result<Vec<u16>, String> {
+        let live = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .ok_or("no node of the cluster runs")?;
+        let text = redis_cli(&["-p", &live.port.to_string(), "cluster", "nodes"])?;
+        let mut ports: Vec<u16> = text
+            .lines()
+            .filter(|l| {
+                let flags = l.split(' ').nth(2).unwrap_or("");
+                flags.contains("master") && !flags.contains("fail") && l.split(' ').count() > 8
+            })
+            .filter_map(|l| {
+                let addr = l.split(' ').nth(1)?;
+                addr.split(['@', ':']).nth(1)?.parse().ok()
+            })
+            .collect();
+        ports.sort_unstable();
+        Ok(ports)
+    }
+
+    /// Kills the node on `port` (SIGKILL: a crash — what it had not
+    /// replicated is gone); its replica takes over after the node timeout
+    /// (2 s).
+    pub fn kill(&mut self, port: u16) -> Result<(), String> {
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .ok_or_else(|| format!("no node on port {port}"))?;
+        if let Some(mut child) = node.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
+    /// Waits until the replica of the crashed master on `port` has taken
+    /// its place: as many masters serve slots as before, none of them on
+    /// `port`. (Restarting a crashed master before that brings it back as
+    /// the master of its slots with whatever it kept — without
+    /// persistence, nothing — which is a shard lost, not a failover.)
+    pub fn wait_failover(&self, port: u16, masters: usize) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            let now = self.masters().unwrap_or_default();
+            if now.len() == masters && !now.contains(&port) {
+                return self.wait_ok();
+            }
+            if started.elapsed() > START_GUARD {
+                return Err(format!(
+                    "no replica took the place of the master on port {port} in {START_GUARD:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the node on `port` again (it rejoins as a replica of the
+    /// master that took its place) and waits until every running node
+    /// says the cluster is ok.
+    pub fn restart(&mut self, port: u16) -> Result<(), String> {
+        let child = self.spawn(port)?;
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .ok_or_else(|| format!("no node on port {port}"))?;
+        node.child = Some(child);
+        self.wait_ok()
+    }
+
+    /// Waits until every running node says `cluster_state:ok` and every
+    /// replica's link to its master is up.
+    pub fn wait_ok(&self) -> Result<(), String> {
+        let started = Instant::now();
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            let port = n.port.to_string();
+            loop {
+                let info = redis_cli(&["-p", &port, "cluster", "info"]).unwrap_or_default();
+                let repl = redis_cli(&["-p", &port, "info", "replication"]).unwrap_or_default();
+                let linked = !repl.contains("role:slave") || repl.contains("master_link_status:up");
+                if info.contains("cluster_state:ok") && linked {
+                    break;
+                }
+                if started.elapsed() > START_GUARD {
+                    return Err(format!(
+                        "the cluster did not become ok in {START_GUARD:?}: {info}"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
     }
 }
 

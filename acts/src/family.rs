@@ -125,7 +125,7 @@ mod tests {
         );
         let other = family.member("p1").expect("member");
         assert_eq!(other.get(b"k").await.expect("get"), None);
-        let err = open_store_family("redb:x.db").await.err().expect("refused");
+        let err = open_store_family("redb:x.db").await.expect_err("refused");
         assert!(err.to_string().contains("every node reaches"), "{err}");
     }
 }

@@ -150,7 +150,7 @@ fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
     }
 }
 
-#[cfg(any(feature = "redb", feature = "rocksdb"))]
+#[cfg(any(feature = "redb", feature = "rocksdb", feature = "redis"))]
 fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
     OpenStoreError::BadOption {
         url: url.to_owned(),
@@ -260,6 +260,32 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
         Some(rest) => (true, rest),
         None => (false, &url["redis://".len()..]),
     };
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let mut options = acts_store_redis::RedisOptions::default();
+    for (k, v) in query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+    {
+        match k {
+            "wait_replicas" => {
+                options.wait_replicas = v.parse().map_err(|_| OpenStoreError::BadOption {
+                    url: url.to_owned(),
+                    message: format!("wait_replicas must be a whole number of replicas, not '{v}'"),
+                })?;
+            }
+            "wait_ms" => {
+                let ms: u64 = v.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
+                    OpenStoreError::BadOption {
+                        url: url.to_owned(),
+                        message: format!("wait_ms must be a whole number of ms above 0, not '{v}'"),
+                    }
+                })?;
+                options.wait_timeout = std::time::Duration::from_millis(ms);
+            }
+            _ => return Err(unknown_option(url, k, "wait_replicas, wait_ms")),
+        }
+    }
     let (hosts, namespace) = rest.split_once('/').unwrap_or((rest, ""));
     if namespace.is_empty() || namespace.contains('/') {
         return Err(OpenStoreError::BadOption {
@@ -274,7 +300,7 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
     }
     if !cluster {
         let server = format!("redis://{hosts}/");
-        return Ok(acts_store_redis::RedisStore::connect(&server, namespace).await?);
+        return Ok(acts_store_redis::RedisStore::connect_with(&server, namespace, options).await?);
     }
     let nodes: Vec<String> = hosts
         .split(',')
@@ -287,12 +313,7 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
             message: "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE".into(),
         });
     }
-    Ok(acts_store_redis::RedisStore::connect_cluster(
-        &nodes,
-        namespace,
-        acts_store_redis::RedisOptions::default(),
-    )
-    .await?)
+    Ok(acts_store_redis::RedisStore::connect_cluster(&nodes, namespace, options).await?)
 }
 
 #[cfg(not(feature = "redis"))]
