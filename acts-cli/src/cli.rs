@@ -37,8 +37,9 @@ pub struct Cli {
     pub log_json: bool,
     /// Talk to a running `acts serve` at this URL (e.g.
     /// http://127.0.0.1:7878) instead of opening the store: `deploy`,
-    /// `start`, `ps`, `show`, `act`, `control`, `models` and `versions` work
-    /// this way.
+    /// `start`, `ps`, `tasks`, `deliveries`, `show`, `act`, `control`,
+    /// `models` and `versions` work this way, and `cluster status` asks
+    /// a cluster node.
     #[arg(long, global = true, env = "ACTS_SERVER", value_name = "URL")]
     pub server: Option<String>,
     /// The bearer token to send to the server (`--server`), when it has

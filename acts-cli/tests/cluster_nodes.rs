@@ -444,11 +444,67 @@ async fn nodes_die_join_and_freeze_and_every_process_ends_as_without_faults() {
     let n2 = NodeProc::spawn(&store, "n2");
     let n3 = NodeProc::spawn(&store, "n3");
     settled(&http, &n1.url, &["n1", "n2", "n3"]).await;
+    // `acts cluster status` through any node.
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--server", &n3.url, "cluster", "status"])
+        .output()
+        .expect("acts cluster status runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("3 live node(s), 16 partitions"), "{text}");
+    for id in ["n1", "n2", "n3"] {
+        assert!(text.contains(&format!("\n{id} ")), "{id} listed: {text}");
+    }
+    let out = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args(["--server", &n1.url, "cluster", "status", "--json"])
+        .output()
+        .expect("acts cluster status --json runs");
+    let status: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(status["owners"].as_array().map(Vec::len), Some(16));
+    assert_eq!(status["node"], "n1");
     for text in [ASK, PARENT, CHILD, TIMED] {
         deploy(&http, &n2.url, text).await;
     }
     let all = vec![n1.url.clone(), n2.url.clone(), n3.url.clone()];
     let work = plan(process_count());
+    // A durable channel through n1 for the whole run: every question must
+    // reach it at least once, whichever node held its partition when.
+    let received = Arc::new(Mutex::new(String::new()));
+    {
+        let mut stream = http
+            .get(format!(
+                "{}/api/v1/channels/questions/stream?key=ask",
+                n1.url
+            ))
+            .send()
+            .await
+            .expect("the durable stream opens");
+        assert_eq!(stream.status().as_u16(), 200);
+        let sink = received.clone();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut ready = Some(ready_tx);
+            while let Ok(Some(chunk)) = stream.chunk().await {
+                let mut text = sink.lock().expect("received");
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                if ready.is_some()
+                    && (0..PARTITIONS)
+                        .all(|p| text.contains(&format!(": partition {p} attached\n")))
+                    && let Some(tx) = ready.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(60), ready_rx)
+            .await
+            .expect("hang guard")
+            .expect("every partition attached");
+    }
     let started = Instant::now();
     start_all(&http, &all, &work).await;
     let (first, rest) = work.split_at(work.len() / 2);
@@ -541,6 +597,25 @@ async fn nodes_die_join_and_freeze_and_every_process_ends_as_without_faults() {
     answer(&http, &live, &victim, "ask", json!({"answer": 7})).await;
     check_outcomes(&http, &live, &work).await;
     let elapsed = started.elapsed();
+    // At least once through the durable channel, across the kill, the
+    // join and the freeze (re-sent by a partition's new owner until
+    // acknowledged).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let missing: Vec<&String> = {
+            let text = received.lock().expect("received");
+            work.iter()
+                .filter(|(_, m)| *m == "ask")
+                .map(|(pid, _)| pid)
+                .filter(|pid| !text.contains(&format!("\"pid\":\"{pid}\"")))
+                .collect()
+        };
+        if missing.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never delivered: {missing:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     eprintln!(
         "{} processes ({} ask, {} parent+child, {} timed) on 3→4 nodes with a kill -9, a join and a freeze: {:.1} s",
         work.len(),

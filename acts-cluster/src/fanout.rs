@@ -149,11 +149,33 @@ async fn announce(node: &ClusterNode, call: &Call) {
 
 impl ClusterNode {
     /// Sends a whole call to partition `p`'s owner as a plain call (not
-    /// pinned to the partition), for it to handle as its own.
+    /// pinned to the partition), for it to handle as its own (a node that
+    /// holds no partition cannot make a model change itself).
     async fn on_partition_whole(&self, p: u32, call: &Call) -> Response {
-        let mut plain = call.clone();
-        plain.headers.remove(crate::front::PARTITION);
-        self.on_partition(p, &plain).await.into_response()
+        let owner = match self.target(p) {
+            crate::front::Target::Remote(owner) if !call.headers.contains_key(FORWARDED) => owner,
+            _ => {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    format!(
+                        "node '{}' holds no partition and partition {p} has no other live owner; try again",
+                        self.id()
+                    ),
+                );
+            }
+        };
+        match self.forward(&owner, None, call).await {
+            Some(answer) => answer.into_response(),
+            None => error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!(
+                    "node '{}' (the owner of partition {p}) did not answer; try again",
+                    owner.node
+                ),
+            ),
+        }
     }
 }
 
@@ -316,6 +338,39 @@ pub(crate) async fn paged(
     );
     out.insert("total".into(), total.map_or(Value::Null, |t| json!(t)));
     axum::Json(Value::Object(out)).into_response()
+}
+
+/// A call about something one partition has (a delivery to acknowledge,
+/// redeliver or discard), asked of every partition: the first success
+/// answers; with `every` (removing a durable channel) every partition
+/// makes it, and it succeeds if any had it. Without a success, the most
+/// telling failure answers (anything before a 404).
+pub(crate) async fn one_of(node: &ClusterNode, call: Call, every: bool) -> Response {
+    let mut set = JoinSet::new();
+    for p in 0..node.partitions() {
+        let (node, call) = (node.clone(), call.clone());
+        set.spawn(async move { node.on_partition(p, &call).await });
+    }
+    let mut success: Option<Answer> = None;
+    let mut failure: Option<Answer> = None;
+    while let Some(done) = set.join_next().await {
+        let Ok(answer) = done else { continue };
+        if answer.status.is_success() {
+            success.get_or_insert(answer);
+            if !every {
+                set.abort_all();
+                break;
+            }
+        } else if failure.as_ref().is_none_or(|f| {
+            f.status == StatusCode::NOT_FOUND && answer.status != StatusCode::NOT_FOUND
+        }) {
+            failure = Some(answer);
+        }
+    }
+    match success.or(failure) {
+        Some(a) => a.into_response(),
+        None => error(StatusCode::NOT_FOUND, "not_found", "no partition answered"),
+    }
 }
 
 /// A listing without a cursor, over every partition: the arrays joined.

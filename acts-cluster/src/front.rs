@@ -47,6 +47,14 @@ pub(crate) enum Route {
     },
     /// A listing without a cursor: every partition's array, joined.
     Joined,
+    /// A live stream (the message stream, a durable channel's): every
+    /// partition's, merged.
+    Stream,
+    /// A call about one delivery, whose partition the call does not name:
+    /// asked of every partition, answered by the one that has it.
+    OneOf,
+    /// A call every partition must make (removing a durable channel).
+    Every,
     /// Not available through a cluster yet.
     Unsupported(&'static str),
 }
@@ -83,9 +91,11 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
              node is not offered yet; see docs/CLUSTER.md)",
         ),
         ["models", ..] if method == Method::POST || method == Method::DELETE => Route::Catalog,
-        ["messages"] | ["channels", ..] | ["deliveries", ..] => Route::Unsupported(
-            "message streams and durable channels through a cluster (see docs/CLUSTER.md)",
-        ),
+        ["messages"] | ["channels", _, "stream"] => Route::Stream,
+        ["channels", _, "ack", _] | ["deliveries", _, _] | ["deliveries", _, _, "redeliver"] => {
+            Route::OneOf
+        }
+        ["channels", _] => Route::Every,
         _ => Route::Any,
     }
 }
@@ -109,7 +119,7 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    fn request(&self) -> Request {
+    pub(crate) fn request(&self) -> Request {
         let mut req = Request::new(Body::from(self.body.clone()));
         *req.method_mut() = self.method.clone();
         *req.uri_mut() = self.uri.clone();
@@ -161,7 +171,7 @@ impl Answer {
 }
 
 /// Where a partition's calls go now.
-enum Target {
+pub(crate) enum Target {
     Local(Router),
     Remote(Owner),
     Nobody,
@@ -181,7 +191,7 @@ impl ClusterNode {
             .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES))
     }
 
-    fn target(&self, p: u32) -> Target {
+    pub(crate) fn target(&self, p: u32) -> Target {
         let state = self.inner.state.read();
         if let Some(h) = state.held.get(&p) {
             return Target::Local(h.router.clone());
@@ -217,7 +227,7 @@ impl ClusterNode {
                         .to_string(),
                     ),
                 }),
-                Target::Remote(owner) => self.forward(&owner, p, call).await,
+                Target::Remote(owner) => self.forward(&owner, Some(p), call).await,
                 Target::Nobody => None,
             };
             match answer {
@@ -253,9 +263,15 @@ impl ClusterNode {
         }
     }
 
-    /// Sends `call` to `owner` for partition `p`. `None`: the owner could
-    /// not be reached (try again once the map changes).
-    async fn forward(&self, owner: &Owner, p: u32, call: &Call) -> Option<Answer> {
+    /// Sends `call` to `owner`, pinned to partition `p` if given (else
+    /// the owner routes it as its own call). `None`: the owner could not
+    /// be reached (try again once the map changes).
+    pub(crate) async fn forward(
+        &self,
+        owner: &Owner,
+        p: Option<u32>,
+        call: &Call,
+    ) -> Option<Answer> {
         let path = call.uri.path_and_query().map_or("/", |pq| pq.as_str());
         let url = format!("{}{path}", owner.addr.trim_end_matches('/'));
         let mut req = self
@@ -263,8 +279,10 @@ impl ClusterNode {
             .http
             .request(call.method.clone(), url)
             .header(FORWARDED, self.id())
-            .header(PARTITION, p.to_string())
             .body(call.body.clone());
+        if let Some(p) = p {
+            req = req.header(PARTITION, p.to_string());
+        }
         for name in [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT] {
             if let Some(v) = call.headers.get(&name) {
                 req = req.header(name, v.clone());
@@ -282,7 +300,7 @@ impl ClusterNode {
                 })
             }
             Err(e) => {
-                debug!(partition = p, owner = %owner.node, error = %e, "forwarding failed");
+                debug!(partition = ?p, owner = %owner.node, error = %e, "forwarding failed");
                 None
             }
         }
@@ -341,6 +359,7 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         headers: parts.headers,
         body,
     };
+    let route = classify(&call.method, call.uri.path());
     // A call another node sent for one partition runs there.
     if let Some(p) = call
         .headers
@@ -348,9 +367,13 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u32>().ok())
     {
+        if route == Route::Stream {
+            return crate::stream::local(&node, p, &call).await;
+        }
         return node.on_partition(p, &call).await.into_response();
     }
-    match classify(&call.method, call.uri.path()) {
+    match route {
+        Route::Stream => crate::stream::merged(&node, call),
         Route::Pid(pid) => {
             let p = node.partition_of(&pid);
             node.on_partition(p, &call).await.into_response()
@@ -366,6 +389,8 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
             cursor_in_body,
         } => crate::fanout::paged(&node, call, items, cursor_in_body).await,
         Route::Joined => crate::fanout::joined(&node, call).await,
+        Route::OneOf => crate::fanout::one_of(&node, call, false).await,
+        Route::Every => crate::fanout::one_of(&node, call, true).await,
         Route::Unsupported(what) => error(
             StatusCode::NOT_IMPLEMENTED,
             "not_in_cluster",
@@ -449,10 +474,22 @@ mod tests {
         assert_eq!(classify(&d, "/api/v1/models/m1/versions/2"), Route::Catalog);
         assert_eq!(classify(&g, "/api/v1/models/m1"), Route::Any);
         assert_eq!(classify(&g, "/api/v1/inbox"), Route::Joined);
-        assert!(matches!(
-            classify(&g, "/api/v1/messages"),
-            Route::Unsupported(_)
-        ));
+        assert_eq!(classify(&g, "/api/v1/messages"), Route::Stream);
+        assert_eq!(classify(&g, "/api/v1/channels/c1/stream"), Route::Stream);
+        assert_eq!(classify(&p, "/api/v1/channels/c1/ack/m1"), Route::OneOf);
+        assert_eq!(
+            classify(&p, "/api/v1/deliveries/c1/m1/redeliver"),
+            Route::OneOf
+        );
+        assert_eq!(classify(&d, "/api/v1/deliveries/c1/m1"), Route::OneOf);
+        assert_eq!(classify(&d, "/api/v1/channels/c1"), Route::Every);
+        assert_eq!(
+            classify(&p, "/api/v1/deliveries/query"),
+            Route::Paged {
+                items: "deliveries",
+                cursor_in_body: true
+            }
+        );
         assert!(matches!(
             classify(&p, "/api/v1/models/m1/migrate"),
             Route::Unsupported(_)

@@ -14,7 +14,8 @@
 //! - [`ClusterNode::router`] (`front.rs`, `fanout.rs`, `status.rs`): the
 //!   HTTP API of `acts serve`, accepted by any node and routed to the
 //!   owner of the partition it concerns; listings merged over every
-//!   partition; `/api/v1/cluster/status`.
+//!   partition; the live message stream of every partition (`stream.rs`);
+//!   `/api/v1/cluster/status`.
 //!
 //! May depend on: the facade `acts` (engines, the store family),
 //! `acts-server` (each partition's API), `acts-store` (the store
@@ -31,6 +32,7 @@ mod meta;
 mod node;
 pub mod placement;
 mod status;
+mod stream;
 
 pub use error::ClusterError;
 pub use meta::{CatalogOp, ClusterInfo, HeldPartition, Member};

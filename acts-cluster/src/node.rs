@@ -120,6 +120,10 @@ pub(crate) struct Held {
     pub(crate) epoch: u64,
     /// The last catalog change applied to it.
     pub(crate) synced: u64,
+    /// Which taking of the partition by this node this is (a partition
+    /// handed over and taken again is another holding: what was attached
+    /// to the old engine, e.g. a stream, must end).
+    pub(crate) holding: u64,
 }
 
 /// Who owns a partition, as the members' heartbeats say.
@@ -155,6 +159,8 @@ pub(crate) struct Inner {
     pub(crate) http: reqwest::Client,
     closed: AtomicBool,
     ticker: Mutex<Option<JoinHandle<()>>>,
+    /// Counts the partitions taken (numbers each [`Held::holding`]).
+    takings: std::sync::atomic::AtomicU64,
 }
 
 /// One engine node of a cluster. Cheap to clone.
@@ -210,6 +216,7 @@ impl ClusterNode {
                 http,
                 closed: AtomicBool::new(false),
                 ticker: Mutex::new(None),
+                takings: std::sync::atomic::AtomicU64::new(0),
                 config,
             }),
         };
@@ -258,6 +265,12 @@ impl ClusterNode {
             .held
             .get(&p)
             .map(|h| h.engine.clone())
+    }
+
+    /// Which holding of partition `p` this node has now (`None`: it does
+    /// not hold it).
+    pub(crate) fn holding(&self, p: u32) -> Option<u64> {
+        self.inner.state.read().held.get(&p).map(|h| h.holding)
     }
 
     /// The partitions this node holds, in order.
@@ -418,6 +431,7 @@ impl ClusterNode {
         let epoch = engine.lease_epoch().unwrap_or(0);
         let router = acts_server::router_with(engine.clone(), self.inner.auth.clone());
         info!(partition = p, epoch, "took the partition");
+        let holding = self.inner.takings.fetch_add(1, Ordering::Relaxed);
         self.inner.state.write().held.insert(
             p,
             Held {
@@ -425,6 +439,7 @@ impl ClusterNode {
                 router,
                 epoch,
                 synced,
+                holding,
             },
         );
         Ok(true)

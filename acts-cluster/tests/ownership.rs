@@ -418,3 +418,178 @@ async fn the_partition_count_is_fixed_and_node_ids_are_checked() {
         .expect("refused");
     assert!(matches!(err, ClusterError::NodeInUse { .. }), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_stream_carries_the_messages_of_every_partition_and_follows_a_move() {
+    let family = StoreFamily::memory("t4");
+    let clock = ManualClock::new(1_000_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    tick_all(&[&n1, &n2]).await;
+    check_balanced(&[&n1, &n2]);
+    deploy(&n1, ASK).await;
+    let on = |n: &Node, tag: &str| {
+        let held = n.node.held();
+        (0..)
+            .map(|i| format!("{tag}{i}"))
+            .find(|pid| held.contains(&n1.node.partition_of(pid)))
+            .expect("a pid there")
+    };
+    let (a, b) = (on(&n1, "here"), on(&n2, "there"));
+    let mut stream = reqwest::Client::new()
+        .get(format!("{}/api/v1/messages?key=ask", n1.url))
+        .send()
+        .await
+        .expect("the stream opens");
+    assert_eq!(stream.status().as_u16(), 200);
+    // A live stream carries what happens after it opens: wait until
+    // every partition is attached (announced as SSE comments).
+    let mut seen = String::new();
+    let all_attached = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if (0..P).all(|p| seen.contains(&format!(": partition {p} attached\n"))) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(all_attached, Ok(true), "{seen}");
+    start(&n2, "asking", &a).await;
+    start(&n1, "asking", &b).await;
+    let got_both = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains(&format!("\"pid\":\"{a}\""))
+                && seen.contains(&format!("\"pid\":\"{b}\""))
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        got_both,
+        Ok(true),
+        "the stream through n1 carried both: {seen}"
+    );
+
+    // n2 leaves: its partitions move to n1, and the stream follows them.
+    let was_n2 = n2.node.held();
+    n2.node.leave().await;
+    tick_all(&[&n1]).await;
+    assert_eq!(n1.node.held().len(), P as usize);
+    let c = (0..)
+        .map(|i| format!("moved{i}"))
+        .find(|pid| was_n2.contains(&n1.node.partition_of(pid)))
+        .expect("a pid of a moved partition");
+    // The stream attaches to the moved partition again, now on n1.
+    let from = seen.len();
+    let moved = format!(": partition {} attached\n", n1.node.partition_of(&c));
+    let again = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen[from..].contains(&moved) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(again, Ok(true), "{seen}");
+    start(&n1, "asking", &c).await;
+    let got = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains(&format!("\"pid\":\"{c}\"")) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        got,
+        Ok(true),
+        "the stream carried a moved partition's message"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
+    let family = StoreFamily::memory("t5");
+    let clock = ManualClock::new(1_000_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    tick_all(&[&n1, &n2]).await;
+    deploy(&n2, ASK).await;
+    let held2 = n2.node.held();
+    let pid = (0..)
+        .map(|i| format!("durable{i}"))
+        .find(|pid| held2.contains(&n1.node.partition_of(pid)))
+        .expect("a pid on n2");
+    let mut stream = reqwest::Client::new()
+        .get(format!("{}/api/v1/channels/c1/stream?key=ask", n1.url))
+        .send()
+        .await
+        .expect("the stream opens");
+    assert_eq!(stream.status().as_u16(), 200);
+    let mut seen = String::new();
+    let attached = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if (0..P).all(|p| seen.contains(&format!(": partition {p} attached\n"))) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(attached, Ok(true), "{seen}");
+    start(&n1, "asking", &pid).await;
+    let event = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if let Some(e) = seen
+                .split("\n\n")
+                .find(|e| e.contains(&format!("\"pid\":\"{pid}\"")))
+            {
+                return Some(e.to_owned());
+            }
+        }
+        None
+    })
+    .await
+    .expect("hang guard")
+    .expect("the message of n2's partition came through n1");
+    let id = event
+        .lines()
+        .find_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")))
+        .expect("an event id")
+        .trim()
+        .to_owned();
+    // The delivery is n2's partition's; the ack through n1 finds it.
+    let (status, body) = call(
+        reqwest::Method::POST,
+        format!("{}/api/v1/channels/c1/ack/{id}", n1.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let (status, body) = call(
+        reqwest::Method::POST,
+        format!("{}/api/v1/channels/c1/ack/nosuchmessage", n2.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = call(
+        reqwest::Method::DELETE,
+        format!("{}/api/v1/channels/c1", n2.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+}

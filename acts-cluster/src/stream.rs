@@ -1,0 +1,240 @@
+//! `GET /api/v1/messages` on a cluster: one live stream carrying the
+//! messages of every partition. The node follows each partition's
+//! current owner — its own engine's stream, or the owner's stream of that
+//! partition over HTTP — and attaches again wherever the partition goes
+//! when a stream ends (the owner handed it over, died, or was fenced);
+//! each (re)attachment is announced as an SSE comment (`: partition 3
+//! attached`), which clients skip.
+//! Like the single-node stream it is live, not durable: what is emitted
+//! while a partition moves is not replayed (durable channels are).
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+use crate::front::{Call, FORWARDED, PARTITION, Target, error};
+use crate::node::ClusterNode;
+
+/// Most SSE chunks queued for one client (as `acts_server::STREAM_QUEUE`):
+/// a client that falls this far behind is cut off with a `lagged` event.
+const QUEUE: usize = acts_server::STREAM_QUEUE;
+
+/// Most bytes of one event from a partition (a longer one is cut off:
+/// the sub-stream is dropped and attached again).
+const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
+
+/// How often an idle stream sends a keep-alive comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// The merged stream of every partition.
+pub(crate) fn merged(node: &ClusterNode, call: Call) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(QUEUE);
+    for p in 0..node.partitions() {
+        let (node, call, tx) = (node.clone(), call.clone(), tx.clone());
+        tokio::spawn(async move { follow(node, p, call, tx).await });
+    }
+    // Keep-alives, until the client is gone.
+    let keep = tx.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(KEEP_ALIVE).await;
+            if keep.send(Bytes::from_static(b":\n\n")).await.is_err() {
+                return;
+            }
+        }
+    });
+    drop(tx);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let chunk = rx.recv().await?;
+        Some((Ok::<Bytes, std::convert::Infallible>(chunk), rx))
+    });
+    sse_response(Body::from_stream(stream))
+}
+
+/// The stream of partition `p` this node holds (a call another node
+/// pinned to it), or `503 moving`.
+pub(crate) async fn local(node: &ClusterNode, p: u32, call: &Call) -> Response {
+    match (node.target(p), node.holding(p)) {
+        (Target::Local(router), Some(holding)) => {
+            let resp = match router.oneshot(call.request()).await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            };
+            if !resp.status().is_success() {
+                return resp;
+            }
+            let body = while_held(node.clone(), p, holding, resp.into_body());
+            sse_response(Body::from_stream(body))
+        }
+        _ => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "moving",
+            format!(
+                "node '{}' does not own partition {p} (it is moving)",
+                node.id()
+            ),
+        ),
+    }
+}
+
+/// Forwards partition `p`'s events to `tx` for as long as the client
+/// listens, attaching to whichever node owns `p`.
+async fn follow(node: ClusterNode, p: u32, call: Call, tx: mpsc::Sender<Bytes>) {
+    while !tx.is_closed() {
+        match (node.target(p), node.holding(p)) {
+            (Target::Local(router), Some(holding)) => {
+                if let Ok(resp) = router.oneshot(call.request()).await
+                    && resp.status().is_success()
+                    && attached(p, &tx).await
+                {
+                    let mut body = Box::pin(while_held(node.clone(), p, holding, resp.into_body()));
+                    let mut events = Events::default();
+                    while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
+                        if !events.push(&chunk, &tx).await {
+                            break;
+                        }
+                    }
+                }
+            }
+            (Target::Remote(owner), _) => {
+                let path = call.uri.path_and_query().map_or("/", |pq| pq.as_str());
+                let mut req = node
+                    .inner
+                    .http
+                    .get(format!("{}{path}", owner.addr.trim_end_matches('/')))
+                    .header(FORWARDED, node.id())
+                    .header(PARTITION, p.to_string())
+                    .timeout(Duration::from_secs(24 * 3600));
+                if let Some(v) = call.headers.get(header::AUTHORIZATION) {
+                    req = req.header(header::AUTHORIZATION, v.clone());
+                }
+                if let Ok(mut resp) = req.send().await
+                    && resp.status().is_success()
+                    && attached(p, &tx).await
+                {
+                    let mut events = Events::default();
+                    loop {
+                        tokio::select! {
+                            chunk = resp.chunk() => match chunk {
+                                Ok(Some(chunk)) if events.push(&chunk, &tx).await => {}
+                                _ => break,
+                            },
+                            // A frozen owner's stream does not end: leave
+                            // it once the partition has another owner.
+                            () = tokio::time::sleep(HELD_CHECK) => {
+                                if !matches!(node.target(p), Target::Remote(o) if o == owner) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// How often a stream of a held partition checks that it still is.
+const HELD_CHECK: Duration = Duration::from_millis(250);
+
+/// `body` (a partition engine's stream) until this node no longer has
+/// holding `holding` of partition `p` (handed over, fenced off, taken
+/// again): a closed engine's stream would otherwise stay open, silent.
+fn while_held(
+    node: ClusterNode,
+    p: u32,
+    holding: u64,
+    body: Body,
+) -> impl futures_util::Stream<Item = Result<Bytes, axum::Error>> {
+    let body = body.into_data_stream();
+    futures_util::stream::unfold((node, Box::pin(body)), move |(node, mut body)| async move {
+        loop {
+            if node.holding(p) != Some(holding) {
+                return None;
+            }
+            tokio::select! {
+                next = futures_util::StreamExt::next(&mut body) => {
+                    return next.map(|chunk| (chunk, (node, body)));
+                }
+                () = tokio::time::sleep(HELD_CHECK) => {}
+            }
+        }
+    })
+}
+
+/// Tells the client (an SSE comment, which clients skip) that partition
+/// `p`'s messages flow from now on; `false` when the client is gone.
+async fn attached(p: u32, tx: &mpsc::Sender<Bytes>) -> bool {
+    tx.send(Bytes::from(format!(": partition {p} attached\n\n")))
+        .await
+        .is_ok()
+}
+
+/// Splits a partition's SSE bytes into whole events and passes on the
+/// message events (not its keep-alives).
+#[derive(Default)]
+struct Events {
+    pending: Vec<u8>,
+}
+
+impl Events {
+    /// Takes `chunk`; `false` when the client is gone or an event is too
+    /// large (drop the sub-stream).
+    async fn push(&mut self, chunk: &[u8], tx: &mpsc::Sender<Bytes>) -> bool {
+        self.pending.extend_from_slice(chunk);
+        while let Some(end) = find(&self.pending, b"\n\n") {
+            let event: Vec<u8> = self.pending.drain(..end + 2).collect();
+            if event.starts_with(b":") {
+                continue;
+            }
+            if tx.send(Bytes::from(event)).await.is_err() {
+                return false;
+            }
+        }
+        self.pending.len() <= MAX_EVENT_BYTES
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn events_are_passed_whole_and_keep_alives_dropped() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut e = Events::default();
+        assert!(e.push(b"event: message\ndata: {\"a\"", &tx).await);
+        assert!(e.push(b":1}\n\n:\n\ndata: 2\n", &tx).await);
+        assert_eq!(
+            rx.recv().await.as_deref(),
+            Some(&b"event: message\ndata: {\"a\":1}\n\n"[..])
+        );
+        assert!(
+            rx.try_recv().is_err(),
+            "the keep-alive is dropped, the half event kept"
+        );
+        assert!(e.push(b"\n", &tx).await);
+        assert_eq!(rx.recv().await.as_deref(), Some(&b"data: 2\n\n"[..]));
+    }
+}
