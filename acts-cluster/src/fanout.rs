@@ -373,6 +373,34 @@ pub(crate) async fn one_of(node: &ClusterNode, call: Call, every: bool) -> Respo
     }
 }
 
+/// A migration over every partition: each migrates its own processes
+/// (each process in one batch or not at all, as on one node); the report
+/// holds every partition's processes. A partition that fails answers for
+/// all (the others' processes have moved: running the migration again
+/// moves the rest).
+pub(crate) async fn migrate(node: &ClusterNode, call: Call) -> Response {
+    let calls = (0..node.partitions()).map(|p| (p, call.clone())).collect();
+    match ask_all(node, calls).await {
+        Ok(answers) => {
+            let mut processes = Vec::new();
+            let mut report = Value::Null;
+            for (_, v) in answers {
+                if let Some(list) = v.get("processes").and_then(Value::as_array) {
+                    processes.extend(list.iter().cloned());
+                }
+                if report.is_null() {
+                    report = v;
+                }
+            }
+            if let Value::Object(map) = &mut report {
+                map.insert("processes".into(), Value::Array(processes));
+            }
+            axum::Json(report).into_response()
+        }
+        Err(r) => *r,
+    }
+}
+
 /// A listing without a cursor, over every partition: the arrays joined.
 pub(crate) async fn joined(node: &ClusterNode, call: Call) -> Response {
     let calls = (0..node.partitions()).map(|p| (p, call.clone())).collect();

@@ -55,8 +55,9 @@ pub(crate) enum Route {
     OneOf,
     /// A call every partition must make (removing a durable channel).
     Every,
-    /// Not available through a cluster yet.
-    Unsupported(&'static str),
+    /// A migration: every partition migrates its own processes; the
+    /// reports are joined.
+    Migrate,
 }
 
 /// Routes `method path`.
@@ -86,10 +87,7 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
             cursor_in_body: true,
         },
         ["inbox"] | ["stuck"] | ["deliveries"] => Route::Joined,
-        ["models", _, "migrate"] => Route::Unsupported(
-            "migrating processes between versions through a cluster (migrate on each partition's \
-             node is not offered yet; see docs/CLUSTER.md)",
-        ),
+        ["models", _, "migrate"] => Route::Migrate,
         ["models", ..] if method == Method::POST || method == Method::DELETE => Route::Catalog,
         ["messages"] | ["channels", _, "stream"] => Route::Stream,
         ["channels", _, "ack", _] | ["deliveries", _, _] | ["deliveries", _, _, "redeliver"] => {
@@ -391,11 +389,7 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         Route::Joined => crate::fanout::joined(&node, call).await,
         Route::OneOf => crate::fanout::one_of(&node, call, false).await,
         Route::Every => crate::fanout::one_of(&node, call, true).await,
-        Route::Unsupported(what) => error(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_in_cluster",
-            format!("{what} is not available in a cluster yet"),
-        ),
+        Route::Migrate => crate::fanout::migrate(&node, call).await,
     }
 }
 
@@ -490,10 +484,7 @@ mod tests {
                 cursor_in_body: true
             }
         );
-        assert!(matches!(
-            classify(&p, "/api/v1/models/m1/migrate"),
-            Route::Unsupported(_)
-        ));
+        assert_eq!(classify(&p, "/api/v1/models/m1/migrate"), Route::Migrate);
         assert_eq!(classify(&g, "/"), Route::Any);
         assert_eq!(classify(&p, "/api/v1/hooks/h1"), Route::Any);
     }

@@ -593,3 +593,111 @@ async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
     .await;
     assert_eq!(status, 204, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_moves_the_processes_of_every_partition() {
+    let family = StoreFamily::memory("t6");
+    let clock = ManualClock::new(1_000_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    tick_all(&[&n1, &n2]).await;
+    deploy(&n1, ASK).await;
+    let pids: Vec<String> = (0..12).map(|i| format!("mig{i}")).collect();
+    for pid in &pids {
+        start(&n2, "asking", pid).await;
+    }
+    let on_n1 = pids
+        .iter()
+        .filter(|p| n1.node.held().contains(&n1.node.partition_of(p)))
+        .count();
+    assert!(on_n1 > 0 && on_n1 < pids.len(), "both nodes hold some");
+    let v2 =
+        format!("{ASK}  - id: after\n    uses: acts.transform.set\n    params: {{ v2: true }}\n");
+    deploy(&n2, &v2).await;
+    let (status, report) = call(
+        reqwest::Method::POST,
+        format!("{}/api/v1/models/asking/migrate", n1.url),
+        Some(json!({"from": 1, "to": 2})),
+    )
+    .await;
+    assert_eq!(status, 200, "{report}");
+    let moved: BTreeSet<String> = report["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .map(|p| p["pid"].as_str().expect("pid").to_owned())
+        .collect();
+    assert_eq!(moved, pids.iter().cloned().collect(), "{report}");
+    for pid in &pids {
+        let (_, body) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes/{pid}", n2.url),
+            None,
+        )
+        .await;
+        assert_eq!(body["process"]["model_rev"], json!(2), "{pid}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_fires_once_per_cluster_not_once_per_partition() {
+    let family = StoreFamily::memory("t7");
+    // Midnight UTC, 2026-12-04: the schedule below fires every minute.
+    let clock = ManualClock::new(1_796_342_400_000);
+    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
+    let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
+    tick_all(&[&n1, &n2]).await;
+    deploy(
+        &n1,
+        r#"
+id: minutely
+ver: "1"
+on:
+  - id: every_minute
+    kind: schedule
+    schedule: "0 * * * * *"
+steps:
+  - id: wait
+    uses: acts.core.irq
+    params: { key: tick }
+"#,
+    )
+    .await;
+    clock.advance(Duration::from_secs(61));
+    // Hang guard only: the count settles at one.
+    let mut total = Value::Null;
+    for _ in 0..200 {
+        let (status, body) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes?model=minutely", n2.url),
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        total = body["total"].clone();
+        if total != json!(0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        total,
+        json!(1),
+        "one start for one firing, on {P} partitions"
+    );
+    let (_, body) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/processes?model=minutely", n1.url),
+        None,
+    )
+    .await;
+    let pid = body["processes"][0]["pid"]
+        .as_str()
+        .expect("pid")
+        .to_owned();
+    assert_eq!(
+        n1.node.partition_of(&pid),
+        0,
+        "the schedule's processes live on partition 0"
+    );
+}
