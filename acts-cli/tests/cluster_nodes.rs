@@ -256,18 +256,23 @@ async fn settled(http: &reqwest::Client, node: &str, live: &[&str]) -> Value {
     }
 }
 
+/// `GET /api/v1/processes/{pid}` through `nodes`.
+async fn process(http: &reqwest::Client, nodes: &[String], pid: &str) -> (u16, Value) {
+    api(
+        http,
+        nodes,
+        reqwest::Method::GET,
+        &format!("/api/v1/processes/{pid}"),
+        None,
+    )
+    .await
+}
+
 /// The waiting task of `pid` with interrupt key `key`.
 async fn waiting(http: &reqwest::Client, nodes: &[String], pid: &str, key: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (status, body) = api(
-            http,
-            nodes,
-            reqwest::Method::GET,
-            &format!("/api/v1/processes/{pid}"),
-            None,
-        )
-        .await;
+        let (status, body) = process(http, nodes, pid).await;
         if status == 200
             && let Some(t) = body["tasks"].as_array().and_then(|ts| {
                 ts.iter()
@@ -319,14 +324,7 @@ async fn drive(http: reqwest::Client, nodes: Vec<String>, pid: String, model: &'
             answer(&http, &nodes, &pid, "ask", json!({"answer": n})).await;
         }
         "parent" => {
-            let (_, body) = api(
-                &http,
-                &nodes,
-                reqwest::Method::GET,
-                &format!("/api/v1/processes/{pid}"),
-                None,
-            )
-            .await;
+            let (_, body) = process(&http, &nodes, &pid).await;
             let tid = body["tasks"]
                 .as_array()
                 .and_then(|ts| {
@@ -392,14 +390,7 @@ async fn check_outcomes(http: &reqwest::Client, nodes: &[String], work: &[(Strin
     let deadline = Instant::now() + Duration::from_secs(120);
     for (pid, model) in work {
         loop {
-            let (status, body) = api(
-                http,
-                nodes,
-                reqwest::Method::GET,
-                &format!("/api/v1/processes/{pid}"),
-                None,
-            )
-            .await;
+            let (status, body) = process(http, nodes, pid).await;
             assert_eq!(status, 200, "{pid}: {body}");
             let state = body["process"]["state"].as_str().unwrap_or("").to_owned();
             let want = if *model == "timed" {
@@ -646,14 +637,7 @@ struct FailoverReport {
 async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64) -> bool {
     let deadline = Instant::now() + Duration::from_secs(90);
     while Instant::now() < deadline {
-        let (status, body) = api(
-            http,
-            nodes,
-            reqwest::Method::GET,
-            &format!("/api/v1/processes/{pid}"),
-            None,
-        )
-        .await;
+        let (status, body) = process(http, nodes, pid).await;
         if status == 200 && body["process"]["state"] != "running" {
             return false;
         }
@@ -742,14 +726,7 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
     for (pid, n) in &acked {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let (_, body) = api(
-                &http,
-                &nodes,
-                reqwest::Method::GET,
-                &format!("/api/v1/processes/{pid}"),
-                None,
-            )
-            .await;
+            let (_, body) = process(&http, &nodes, pid).await;
             if body["process"]["state"] == "completed"
                 && body["process"]["outputs"]["answer"] == json!(n)
             {

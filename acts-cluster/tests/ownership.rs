@@ -78,6 +78,31 @@ async fn node(family: &StoreFamily, clock: &ManualClock, id: &str) -> Result<Nod
     Ok(Node { node, url })
 }
 
+/// Reads `stream` into `seen` until `done(seen)` (false: the stream
+/// ended, or the 30 s hang guard ran out).
+async fn read_until(
+    stream: &mut reqwest::Response,
+    seen: &mut String,
+    done: impl Fn(&str) -> bool,
+) -> bool {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if done(seen) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// Whether every partition's stream announced it is attached.
+fn all_attached(seen: &str) -> bool {
+    (0..P).all(|p| seen.contains(&format!(": partition {p} attached\n")))
+}
+
 async fn tick_all(nodes: &[&Node]) {
     // Twice: hand-overs of the first round are taken in the second.
     for _ in 0..2 {
@@ -445,36 +470,15 @@ async fn one_stream_carries_the_messages_of_every_partition_and_follows_a_move()
     // A live stream carries what happens after it opens: wait until
     // every partition is attached (announced as SSE comments).
     let mut seen = String::new();
-    let all_attached = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if (0..P).all(|p| seen.contains(&format!(": partition {p} attached\n"))) {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(all_attached, Ok(true), "{seen}");
+    let attached = read_until(&mut stream, &mut seen, all_attached).await;
+    assert!(attached, "{seen}");
     start(&n2, "asking", &a).await;
     start(&n1, "asking", &b).await;
-    let got_both = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if seen.contains(&format!("\"pid\":\"{a}\""))
-                && seen.contains(&format!("\"pid\":\"{b}\""))
-            {
-                return true;
-            }
-        }
-        false
+    let got_both = read_until(&mut stream, &mut seen, |seen| {
+        seen.contains(&format!("\"pid\":\"{a}\"")) && seen.contains(&format!("\"pid\":\"{b}\""))
     })
     .await;
-    assert_eq!(
-        got_both,
-        Ok(true),
-        "the stream through n1 carried both: {seen}"
-    );
+    assert!(got_both, "the stream through n1 carried both: {seen}");
 
     // n2 leaves: its partitions move to n1, and the stream follows them.
     let was_n2 = n2.node.held();
@@ -488,32 +492,16 @@ async fn one_stream_carries_the_messages_of_every_partition_and_follows_a_move()
     // The stream attaches to the moved partition again, now on n1.
     let from = seen.len();
     let moved = format!(": partition {} attached\n", n1.node.partition_of(&c));
-    let again = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if seen[from..].contains(&moved) {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(again, Ok(true), "{seen}");
+    let again = read_until(&mut stream, &mut seen, |seen| seen[from..].contains(&moved)).await;
+    assert!(again, "{seen}");
     start(&n1, "asking", &c).await;
-    let got = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if seen.contains(&format!("\"pid\":\"{c}\"")) {
-                return true;
-            }
-        }
-        false
+    let got = read_until(&mut stream, &mut seen, |seen| {
+        seen.contains(&format!("\"pid\":\"{c}\""))
     })
     .await;
-    assert_eq!(
+    assert!(
         got,
-        Ok(true),
-        "the stream carried a moved partition's message"
+        "the stream carried a moved partition's message: {seen}"
     );
 }
 
@@ -537,33 +525,20 @@ async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
         .expect("the stream opens");
     assert_eq!(stream.status().as_u16(), 200);
     let mut seen = String::new();
-    let attached = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if (0..P).all(|p| seen.contains(&format!(": partition {p} attached\n"))) {
-                return true;
-            }
-        }
-        false
-    })
-    .await;
-    assert_eq!(attached, Ok(true), "{seen}");
+    let attached = read_until(&mut stream, &mut seen, all_attached).await;
+    assert!(attached, "{seen}");
     start(&n1, "asking", &pid).await;
-    let event = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(chunk)) = stream.chunk().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-            if let Some(e) = seen
-                .split("\n\n")
-                .find(|e| e.contains(&format!("\"pid\":\"{pid}\"")))
-            {
-                return Some(e.to_owned());
-            }
-        }
-        None
-    })
-    .await
-    .expect("hang guard")
-    .expect("the message of n2's partition came through n1");
+    let mark = format!("\"pid\":\"{pid}\"");
+    let came = read_until(&mut stream, &mut seen, |seen| seen.contains(&mark)).await;
+    assert!(
+        came,
+        "the message of n2's partition came through n1: {seen}"
+    );
+    let event = seen
+        .split("\n\n")
+        .find(|e| e.contains(&mark))
+        .expect("the event")
+        .to_owned();
     let id = event
         .lines()
         .find_map(|l| l.strip_prefix("id: ").or_else(|| l.strip_prefix("id:")))

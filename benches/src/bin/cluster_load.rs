@@ -103,6 +103,24 @@ async fn settle(nodes: &[Node], partitions: u32) -> Result<(), String> {
     }
 }
 
+/// The id of `pid`'s waiting interrupt task, read from `node`.
+async fn waiting_task(http: &reqwest::Client, node: &str, pid: &str) -> Result<String, String> {
+    let resp: Value = http
+        .get(format!("{node}/api/v1/processes/{pid}"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    resp["tasks"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["key"] == "ask"))
+        .and_then(|t| t["tid"].as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{pid} has no interrupt"))
+}
+
 async fn post(http: &reqwest::Client, url: String, body: Value) -> Result<(u16, Value), String> {
     let resp = http
         .post(url)
@@ -227,20 +245,7 @@ async fn one(redis: &RedisCluster, count: usize, args: &Args) -> Result<Value, S
             .iter()
             .position(|x| x.node.held().contains(&p))
             .unwrap_or(0);
-        let resp: Value = http
-            .get(format!("{}/api/v1/processes/{pid}", nodes[owner].url))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
-        let tid = resp["tasks"]
-            .as_array()
-            .and_then(|ts| ts.iter().find(|t| t["key"] == "ask"))
-            .and_then(|t| t["tid"].as_str())
-            .ok_or("no interrupt")?
-            .to_owned();
+        let tid = waiting_task(&http, &nodes[owner].url, &pid).await?;
         let path = format!("/api/v1/processes/{pid}/tasks/{tid}/complete");
         // Through any node: with N nodes, (N-1)/N of the calls are
         // forwarded once.
@@ -277,20 +282,7 @@ async fn one(redis: &RedisCluster, count: usize, args: &Args) -> Result<Value, S
         } else {
             owner
         };
-        let resp: Value = http
-            .get(format!("{}/api/v1/processes/{pid}", nodes[owner].url))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .json()
-            .await
-            .map_err(|e| e.to_string())?;
-        let tid = resp["tasks"]
-            .as_array()
-            .and_then(|ts| ts.iter().find(|t| t["key"] == "ask"))
-            .and_then(|t| t["tid"].as_str())
-            .ok_or("no interrupt")?
-            .to_owned();
+        let tid = waiting_task(&http, &nodes[owner].url, &pid).await?;
         let t = Instant::now();
         let (status, _) = post(
             &http,
