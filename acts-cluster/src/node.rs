@@ -418,15 +418,26 @@ impl ClusterNode {
                 });
             }
         };
-        let seq = self.inner.meta.catalog_seq().await?;
-        let changes = self.inner.meta.catalog_since(0).await?;
-        if let Err(source) = catalog::catch_up(&engine.executor(), p, &changes).await {
-            engine.close().await;
-            return Err(ClusterError::Engine {
-                partition: p,
-                source,
-            });
-        }
+        // Until it is held, nothing else closes this engine: on any error
+        // it is closed here (handing its lease over), never left running.
+        let catalog = async {
+            let seq = self.inner.meta.catalog_seq().await?;
+            let changes = self.inner.meta.catalog_since(0).await?;
+            catalog::catch_up(&engine.executor(), p, &changes)
+                .await
+                .map_err(|source| ClusterError::Engine {
+                    partition: p,
+                    source,
+                })?;
+            Ok::<_, ClusterError>((seq, changes))
+        };
+        let (seq, changes) = match catalog.await {
+            Ok(c) => c,
+            Err(e) => {
+                engine.close().await;
+                return Err(e);
+            }
+        };
         let synced = changes.last().map_or(seq, |(s, _)| (*s).max(seq));
         let epoch = engine.lease_epoch().unwrap_or(0);
         let router = acts_server::router_with(engine.clone(), self.inner.auth.clone());

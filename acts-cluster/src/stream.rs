@@ -104,9 +104,18 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: mpsc::Sender<Bytes>) 
                 {
                     let mut body = Box::pin(while_held(node.clone(), p, holding, resp.into_body()));
                     let mut events = Events::default();
-                    while let Some(Ok(chunk)) = futures_util::StreamExt::next(&mut body).await {
-                        if !events.push(&chunk, &tx).await {
-                            break;
+                    loop {
+                        tokio::select! {
+                            chunk = futures_util::StreamExt::next(&mut body) => match chunk {
+                                Some(Ok(chunk)) if events.push(&chunk, &tx).await => {}
+                                _ => break,
+                            },
+                            // A quiet partition: notice a client that left.
+                            () = tokio::time::sleep(HELD_CHECK) => {
+                                if tx.is_closed() {
+                                    return;
+                                }
+                            }
                         }
                     }
                 }
