@@ -8,7 +8,11 @@
 //! that missed the call), and when it takes a partition over (from what
 //! that partition already holds). Deploying a definition a partition
 //! already has as its latest changes nothing, so applying twice is
-//! harmless and every partition numbers the same versions alike.
+//! harmless and every partition numbers the same versions alike — with
+//! one exception: two deploys of one model racing on two nodes are first
+//! made on two partitions in the opposite order of the catalog's, and
+//! those two partitions may number the two versions the other way round
+//! (the content of each version is the same everywhere).
 
 use std::collections::BTreeMap;
 

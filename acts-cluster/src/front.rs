@@ -182,6 +182,7 @@ impl ClusterNode {
     pub fn router(&self) -> Router {
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
+            .route("/metrics", get(metrics))
             .route("/api/v1/cluster/status", get(crate::status::status))
             .route("/api/v1/cluster/sync", post(crate::status::sync))
             .fallback(dispatch)
@@ -333,6 +334,19 @@ async fn run_local(router: Router, call: &Call) -> Answer {
         content_type,
         body,
     }
+}
+
+/// `/metrics`: every held partition's, summed (a call another node pinned
+/// to one partition gets that partition's).
+async fn metrics(State(node): State<ClusterNode>, req: Request) -> Response {
+    let (parts, _) = req.into_parts();
+    let call = Call {
+        method: parts.method,
+        uri: parts.uri,
+        headers: parts.headers,
+        body: Bytes::new(),
+    };
+    crate::metrics::metrics(&node, call).await
 }
 
 /// Every call but the node's own endpoints.

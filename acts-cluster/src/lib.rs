@@ -29,6 +29,7 @@ mod error;
 mod fanout;
 mod front;
 mod meta;
+mod metrics;
 mod node;
 pub mod placement;
 mod status;

@@ -612,6 +612,26 @@ async fn a_migration_moves_the_processes_of_every_partition() {
         .await;
         assert_eq!(body["process"]["model_rev"], json!(2), "{pid}: {body}");
     }
+    // A node's metrics add up its partitions.
+    let text = reqwest::get(format!("{}/metrics", n1.url))
+        .await
+        .expect("metrics answer")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains(&format!("\nacts_processes_admitted {on_n1}\n")),
+        "{text}"
+    );
+    let held = n1.node.held().len();
+    assert!(
+        text.contains(&format!("\nacts_cluster_partitions_held {held}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("\nacts_cluster_partitions {P}\n")),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
