@@ -185,20 +185,15 @@ type Cursors = BTreeMap<u32, Option<String>>;
 
 fn encode_cursors(c: &Cursors) -> String {
     let json = serde_json::to_string(c).unwrap_or_default();
-    let hex: String = json.bytes().map(|b| format!("{b:02x}")).collect();
-    format!("c{hex}")
+    format!(
+        "c{}",
+        acts::acts_core::engine::encode_cursor(json.as_bytes())
+    )
 }
 
 fn decode_cursors(s: &str) -> Option<Cursors> {
-    let hex = s.strip_prefix('c')?;
-    if hex.len() > MAX_CURSOR_CHARS || !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect();
-    serde_json::from_slice(&bytes?).ok()
+    let bytes = acts::acts_core::engine::hex_bytes(s.strip_prefix('c')?, MAX_CURSOR_CHARS)?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// The cursor of a listing call (in its body or its query string).

@@ -99,12 +99,17 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
 }
 
 /// An error answer in the API's shape.
-pub(crate) fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (
+pub(crate) fn error(
+    status: StatusCode,
+    code: &'static str,
+    message: impl Into<String>,
+) -> Response {
+    acts_server::ApiError {
         status,
-        axum::Json(json!({"error": {"code": code, "message": message.into()}})),
-    )
-        .into_response()
+        code,
+        message: message.into(),
+    }
+    .into_response()
 }
 
 /// A buffered request: what a retry or a forward needs again.
@@ -138,6 +143,16 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// A 503 with `code` and `message`, in the API's error shape
+    /// (`acts_server::ApiError`'s body).
+    fn unavailable(code: &'static str, message: String) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            content_type: Some(HeaderValue::from_static("application/json")),
+            body: Bytes::from(json!({"error": {"code": code, "message": message}}).to_string()),
+        }
+    }
+
     /// The API error code of a failed answer.
     fn code(&self) -> Option<String> {
         let v: Value = serde_json::from_slice(&self.body).ok()?;
@@ -217,15 +232,15 @@ impl ClusterNode {
         loop {
             let answer = match self.target(p) {
                 Target::Local(router) => Some(run_local(router, call).await),
-                Target::Remote(_) | Target::Nobody if call.forwarded() => Some(Answer {
-                    status: StatusCode::SERVICE_UNAVAILABLE,
-                    content_type: Some(HeaderValue::from_static("application/json")),
-                    body: Bytes::from(
-                        json!({"error": {"code": "moving", "message": format!(
-                            "node '{}' does not own partition {p} (it is moving)", self.id())}})
-                        .to_string(),
-                    ),
-                }),
+                Target::Remote(_) | Target::Nobody if call.forwarded() => {
+                    Some(Answer::unavailable(
+                        "moving",
+                        format!(
+                            "node '{}' does not own partition {p} (it is moving)",
+                            self.id()
+                        ),
+                    ))
+                }
                 Target::Remote(owner) => self.forward(&owner, Some(p), call).await,
                 Target::Nobody => None,
             };
@@ -242,17 +257,14 @@ impl ClusterNode {
                     return a;
                 }
                 None if tokio::time::Instant::now() >= deadline => {
-                    return Answer {
-                        status: StatusCode::SERVICE_UNAVAILABLE,
-                        content_type: Some(HeaderValue::from_static("application/json")),
-                        body: Bytes::from(
-                            json!({"error": {"code": "unavailable", "message": format!(
-                                "partition {p} has no live owner (a node may have stopped; its \
-                                 partitions move within the lease TTL of {:?}); try again",
-                                self.inner.config.lease_ttl)}})
-                            .to_string(),
+                    return Answer::unavailable(
+                        "unavailable",
+                        format!(
+                            "partition {p} has no live owner (a node may have stopped; its \
+                             partitions move within the lease TTL of {:?}); try again",
+                            self.inner.config.lease_ttl
                         ),
-                    };
+                    );
                 }
                 _ => {
                     debug!(partition = p, "partition moving; trying again");
@@ -422,7 +434,7 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
             return node.on_partition(p, &call).await.into_response();
         }
         None => {
-            let pid = new_pid();
+            let pid = acts::acts_core::tree::long_id();
             if !body.get("vars").is_some_and(Value::is_object) {
                 body["vars"] = json!({});
             }
@@ -433,17 +445,6 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
     };
     let p = node.partition_of(&pid);
     node.on_partition(p, &call).await.into_response()
-}
-
-/// A random process id like the engine's (21 of `[0-9a-zA-Z]`).
-fn new_pid() -> String {
-    const ALPHABET: [char; 62] = [
-        '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h',
-        'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z',
-        'A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J', 'K', 'L', 'M', 'N', 'O', 'P', 'Q', 'R',
-        'S', 'T', 'U', 'V', 'W', 'X', 'Y', 'Z',
-    ];
-    nanoid::format(nanoid::rngs::thread_local, &ALPHABET, 21)
 }
 
 #[cfg(test)]

@@ -565,6 +565,7 @@ impl ClusterNode {
     }
 }
 
-fn ttl_ms(config: &ClusterConfig) -> i64 {
+/// The lease TTL in ms.
+pub(crate) fn ttl_ms(config: &ClusterConfig) -> i64 {
     i64::try_from(config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
 }

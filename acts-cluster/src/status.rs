@@ -60,7 +60,7 @@ impl ClusterNode {
     pub async fn status(&self) -> Result<ClusterStatus, crate::ClusterError> {
         let catalog_seq = self.inner.meta.catalog_seq().await?;
         let ttl = self.inner.config.lease_ttl;
-        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let ttl_ms = crate::node::ttl_ms(&self.inner.config);
         let now = self.inner.config.clock.now_millis();
         let state = self.inner.state.read();
         let nodes = state

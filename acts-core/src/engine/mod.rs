@@ -42,6 +42,7 @@ pub(crate) mod kernel;
 pub(crate) mod persist;
 pub(crate) mod services;
 
+pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
     DeliveryState, Engine, EngineBuilder, EngineError, EngineStats, Executor, MigrationPlan,

@@ -220,13 +220,15 @@ where
     }
 }
 
-pub(super) fn encode_cursor(key: &[u8]) -> String {
+/// `key` as lowercase hex: the form of every query cursor (safe in a URL
+/// and in JSON; `acts-cluster` wraps its merged cursors the same way).
+pub fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The bytes of `hex` ([`encode_cursor`]'s form), if it is hex of at most
 /// `max` characters.
-pub(super) fn hex_bytes(hex: &str, max: usize) -> Option<Vec<u8>> {
+pub fn hex_bytes(hex: &str, max: usize) -> Option<Vec<u8>> {
     if !hex.len().is_multiple_of(2) || hex.len() > max {
         return None;
     }
