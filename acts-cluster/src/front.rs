@@ -384,13 +384,24 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         body,
     };
     let route = classify(&call.method, call.uri.path());
-    // A call another node sent for one partition runs there.
-    if let Some(p) = call
-        .headers
-        .get(PARTITION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u32>().ok())
-    {
+    // A call another node sent for one partition runs there (a header
+    // naming no partition of this cluster is refused at once).
+    if let Some(pinned) = call.headers.get(PARTITION) {
+        let Some(p) = pinned
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|p| *p < node.partitions())
+        else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!(
+                    "{PARTITION} must name a partition of this cluster (0 to {})",
+                    node.partitions() - 1
+                ),
+            );
+        };
         if route == Route::Stream {
             return crate::stream::local(&node, p, &call).await;
         }

@@ -317,6 +317,15 @@ async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
     assert_eq!(complete(&n1, "family", &after).await.0, 204);
     assert_eq!(process_state(&n1, "family").await, "completed");
 
+    // A pinned call naming no partition of the cluster is refused at once.
+    let resp = reqwest::Client::new()
+        .get(format!("{}/api/v1/processes/order1", n1.url))
+        .header("x-acts-partition", "99")
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(resp.status().as_u16(), 400);
+
     // A listing over the cluster sees every partition's processes.
     let (status, body) = call(
         reqwest::Method::GET,
