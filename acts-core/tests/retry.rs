@@ -10,7 +10,9 @@ mod common;
 
 use std::sync::Arc;
 
-use acts_core::engine::{ChannelOptions, Engine, EngineConfig, EngineError, Principal};
+use acts_core::engine::{
+    ChannelOptions, DeliveryState, Engine, EngineConfig, EngineError, Principal,
+};
 use acts_core::model::Vars;
 use acts_core::scheduler::{ActionError, TaskState};
 use acts_store::KvStore;
@@ -132,6 +134,59 @@ async fn a_failed_process_is_retried_with_edited_vars_and_finishes() {
         "the failed attempt's error is not an output: {:?}",
         done.outputs
     );
+    engine.close().await;
+}
+
+/// Found by the simulator (grammar 2 seeds 179, 199, 272): the retried
+/// process's second end closed every pending delivery of its root task —
+/// among them the first end (`error`), which a durable client that was
+/// away then never heard. Only a task's `created` message goes stale when
+/// the task ends; an end message stays owed.
+#[tokio::test]
+async fn a_durable_client_still_gets_the_end_before_a_retry() {
+    let engine = engine_on(store().await, None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(FLAKY).await.unwrap();
+    let away = engine
+        .durable_channel("away", ChannelOptions::default())
+        .await
+        .unwrap();
+    let mut heard = away.subscribe();
+    failed(&engine, "p").await;
+    let first_end = recv_where(&mut heard, |m| {
+        m.pid == "p" && m.r#type == "workflow" && m.state == "error"
+    })
+    .await;
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.retry_process("p", None, vars(json!({ "fixed": true })))
+        .await
+        .unwrap();
+    let tid = waiting(&exec, "p").await.pop().unwrap();
+    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    recv_where(&mut rx, ends("p")).await;
+    let owed = exec
+        .deliveries(Some("away"), Some(DeliveryState::Pending))
+        .await
+        .unwrap();
+    assert!(
+        owed.iter().any(|d| d.msg_id == first_end.id),
+        "the end before the retry is still owed: {owed:?}"
+    );
+    // Re-sent to the client when it comes back, with the second end.
+    away.resend_pending().await.unwrap();
+    let mut again = Vec::new();
+    while let Ok(m) = heard.try_recv() {
+        if m.r#type == "workflow" {
+            again.push((m.id.clone(), m.state.to_string()));
+        }
+    }
+    assert!(
+        again
+            .iter()
+            .any(|(id, s)| *id == first_end.id && s == "error"),
+        "{again:?}"
+    );
+    assert!(again.iter().any(|(_, s)| s == "completed"), "{again:?}");
     engine.close().await;
 }
 

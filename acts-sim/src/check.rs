@@ -1,21 +1,24 @@
 //! One seed, checked: the fault-free run, then the same workflow and client
-//! cut at random committed batches, under a failing store, and (with
-//! `redb`) restarted on a real file — each must end as the fault-free run
-//! did, with every end message heard, no orphan rows, nothing left in
-//! memory, and nothing at all once its processes and channel are removed.
+//! cut at random committed batches, under a failing store, on a store whose
+//! calls are slow (so the engine's other work interleaves with commits),
+//! and (with `redb` / `rocksdb`) restarted on a real file — each must end
+//! as the fault-free run did, with every end message heard, every call
+//! that returned `Ok` in the history exactly once, one instance per pid,
+//! no orphan rows, nothing left in memory, and nothing at all once its
+//! processes and channel are removed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use acts_core::durable::{Collection, Query};
-use acts_core::engine::ProcInfo;
 use acts_core::engine::testing::{
     DeliveryRow, MessageRow, NodeRow, ProcRow, TaskRow, VarsRow, WakeRow,
 };
+use acts_core::engine::{ProcInfo, TaskInfo};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
 use acts_store::{ErrorKind, KvStore, MemoryStore};
-use acts_testkit::{CrashStore, FailPlan, FailingStore, OpSet};
+use acts_testkit::{CrashStore, FailPlan, FailingStore, OpSet, SlowStore};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -29,8 +32,14 @@ pub struct Plan {
     pub cuts: usize,
     /// Whether to run once more on a store that fails calls at random.
     pub store_faults: bool,
+    /// Whether to run once more on a store whose calls yield a seeded
+    /// number of times before they reach it (slow commits).
+    pub slow_store: bool,
     /// Whether to run once more on a redb file, closing and reopening it.
     pub redb: bool,
+    /// Whether to run once more on a RocksDB folder, closing and reopening
+    /// it.
+    pub rocksdb: bool,
     /// The grammar workflows are drawn with.
     pub grammar: crate::workflow::Grammar,
 }
@@ -40,7 +49,9 @@ impl Default for Plan {
         Self {
             cuts: 3,
             store_faults: true,
+            slow_store: true,
             redb: false,
+            rocksdb: false,
             grammar: crate::workflow::Grammar::V1,
         }
     }
@@ -76,6 +87,8 @@ pub struct Report {
     pub batches: usize,
     /// Runs tried (fault-free included).
     pub runs: usize,
+    /// What the client and the operator did in the fault-free run.
+    pub trace: Trace,
 }
 
 /// A failing seed: what broke, in which run, and the trace.
@@ -130,10 +143,12 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
     // The fault-free run, recorded batch by batch.
     let mut trace = Trace::default();
     let recorded = Arc::new(CrashStore::new());
-    let (expected, heard) = run_to_end(recorded.clone(), spec, seed, &mut trace, None, &|| false)
+    let (expected, heard, tasks) = run_to_end(recorded.clone(), spec, seed, &mut trace, &|| false)
         .await
         .map_err(|e| fail("fault-free", &trace, e))?;
+    exactly_once(&tasks, &trace, true).map_err(|e| fail("fault-free", &trace, e))?;
     let want_ends = ends(&heard);
+    let fault_free = trace.clone();
     let batches = recorded.committed().await;
     teardown(recorded.recover().await.into_arc(), &mut trace)
         .await
@@ -155,11 +170,13 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         let now = resume_time(&store)
             .await
             .map_err(|e| fail(&name, &trace, e))?;
-        let (got, heard) =
-            run_to_end_at(store.clone(), now, spec, seed, &mut trace, None, &|| false)
+        let (got, heard, tasks) =
+            run_to_end_at(store.clone(), now, spec, seed, &mut trace, &|| false)
                 .await
                 .map_err(|e| fail(&name, &trace, e))?;
         compare(&expected, &got).map_err(|e| fail(&name, &trace, e))?;
+        // What ran before the cut is in the history too.
+        exactly_once(&tasks, &trace, false).map_err(|e| fail(&name, &trace, e))?;
         // Every end of the fault-free run reached the client (re-sent
         // from before the cut, or sent by the resumed run).
         let got_ends = ends(&heard);
@@ -191,11 +208,12 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
             f.heal();
             !healed.swap(true, std::sync::atomic::Ordering::Relaxed)
         };
-        let (got, _) = run_to_end(failing.clone(), spec, seed, &mut trace, None, &heal)
+        let (got, _, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, &heal)
             .await
             .map_err(|e| fail(name, &trace, e))?;
         trace.note(format!("{} calls failed", failing.failures()));
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
+        exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
         failing.heal();
         teardown(failing, &mut trace)
             .await
@@ -203,21 +221,87 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         runs += 1;
     }
 
-    // A real file, closed and reopened every few actions.
-    if plan.redb {
-        let name = "redb reopen";
+    // Slow calls: each yields a seeded number of times first, so timers,
+    // continuations and the writer's next batch run while a commit is in
+    // flight.
+    if plan.slow_store {
+        let name = "slow store";
         let mut trace = Trace::default();
-        let got = redb_run(spec, seed, &mut rng, &mut trace)
+        let slow = Arc::new(SlowStore::new(MemoryStore::new(), seed, 6));
+        let (got, heard, tasks) = run_to_end(slow.clone(), spec, seed, &mut trace, &|| false)
+            .await
+            .map_err(|e| fail(name, &trace, e))?;
+        trace.note(format!("{} yields", slow.yields()));
+        compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
+        exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
+        let got_ends = ends(&heard);
+        if got_ends != want_ends {
+            return Err(fail(
+                name,
+                &trace,
+                format!("the client heard other ends:\n  want {want_ends:?}\n  got  {got_ends:?}"),
+            ));
+        }
+        teardown(slow, &mut trace)
+            .await
+            .map_err(|e| fail(name, &trace, e))?;
+        runs += 1;
+    }
+
+    // A real file, closed and reopened every few actions.
+    for (on, kind) in [(plan.redb, FileKind::Redb), (plan.rocksdb, FileKind::Rocks)] {
+        if !on {
+            continue;
+        }
+        let name = kind.run_name();
+        let mut trace = Trace::default();
+        let (got, tasks) = file_run(kind, spec, seed, &mut rng, &mut trace)
             .await
             .map_err(|e| fail(name, &trace, e))?;
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
+        exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
         runs += 1;
     }
     Ok(Report {
         outcome: expected,
         batches,
         runs,
+        trace: fault_free,
     })
+}
+
+/// Every call of the run that returned `Ok` is in its task's history
+/// exactly once (`exact`; at least once when the run resumed a history
+/// cut from another), and — `exact` — nothing else is.
+fn exactly_once(tasks: &[TaskInfo], trace: &Trace, exact: bool) -> Result<(), String> {
+    let mut recorded: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for t in tasks {
+        for e in &t.history {
+            *recorded
+                .entry((t.tid.as_str(), e.action.as_str()))
+                .or_default() += 1;
+        }
+    }
+    let mut acked: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for (tid, action) in &trace.done {
+        *acked.entry((tid.as_str(), action.as_str())).or_default() += 1;
+    }
+    for (&(tid, action), &n) in &acked {
+        let h = recorded.get(&(tid, action)).copied().unwrap_or(0);
+        if h < n || (exact && h != n) {
+            return Err(format!(
+                "'{action}' on task {tid} returned Ok {n} time(s) but is in its history {h} time(s)"
+            ));
+        }
+    }
+    if exact
+        && let Some(((tid, action), h)) = recorded.iter().find(|(k, _)| !acked.contains_key(*k))
+    {
+        return Err(format!(
+            "'{action}' is in the history of task {tid} {h} time(s), but no such call returned Ok"
+        ));
+    }
+    Ok(())
 }
 
 fn compare(want: &Outcome, got: &Outcome) -> Result<(), String> {
@@ -230,18 +314,20 @@ fn compare(want: &Outcome, got: &Outcome) -> Result<(), String> {
     }
 }
 
-/// Runs the process to its end on `store` (one engine); returns its
-/// outcome and every message the client heard. Checks the engine holds
-/// nothing once it ended, and the rows have no orphans.
+/// What a run to the end yields: the outcome, every message the client
+/// heard, and the process's tasks (with their histories).
+type Ended = (Outcome, Vec<Message>, Vec<TaskInfo>);
+
+/// Runs the process to its end on `store` (one engine). Checks the engine
+/// holds nothing once it ended, and the rows have no orphans.
 async fn run_to_end(
     store: Arc<dyn KvStore>,
     spec: &Spec,
     seed: u64,
     trace: &mut Trace,
-    restart_after: Option<usize>,
     heal: &dyn Fn() -> bool,
-) -> Result<(Outcome, Vec<Message>), String> {
-    run_to_end_at(store, START, spec, seed, trace, restart_after, heal).await
+) -> Result<Ended, String> {
+    run_to_end_at(store, START, spec, seed, trace, heal).await
 }
 
 /// The engine clock every simulation starts at (ms).
@@ -261,24 +347,23 @@ async fn resume_time(store: &Arc<dyn KvStore>) -> Result<i64, String> {
     Ok(t)
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_to_end_at(
     store: Arc<dyn KvStore>,
     now: i64,
     spec: &Spec,
     seed: u64,
     trace: &mut Trace,
-    restart_after: Option<usize>,
     heal: &dyn Fn() -> bool,
-) -> Result<(Outcome, Vec<Message>), String> {
+) -> Result<Ended, String> {
     let mut sim = Sim::open(store.clone(), now, heal).await?;
-    let info = match drive(&sim, spec, seed, trace, restart_after, heal).await? {
+    let info = match drive(&sim, spec, seed, trace, None, heal).await? {
         Driven::Ended(info) => *info,
         Driven::Restart => return Err("a restart where none was planned".into()),
     };
     settle(&sim.engine).await?;
     // What follows reads the store: no more faults.
     heal();
+    let tasks = ended_tasks(&sim).await?;
     let stats = sim.engine.stats();
     if stats.admitted != 0 || stats.resident != 0 {
         return Err(format!(
@@ -289,10 +374,28 @@ async fn run_to_end_at(
     let heard = sim.heard();
     sim.engine.close().await;
     orphans(&store).await?;
-    Ok((Outcome::from(&info), heard))
+    Ok((Outcome::from(&info), heard, tasks))
 }
 
-/// Rows that belong to no process.
+/// The ended process's tasks, once the engine settled; its instances
+/// checked (one per pid).
+async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
+    let doubles = sim.engine.instance_faults();
+    if !doubles.is_empty() {
+        return Err(format!(
+            "one instance per pid broken: {}",
+            doubles.join("; ")
+        ));
+    }
+    let exec = sim.engine.executor();
+    retry(|| exec.tasks(crate::drive::PID))
+        .await
+        .map_err(|e| format!("reading the tasks: {e}"))
+}
+
+/// Rows that belong to nothing: rows of no process (tasks, variables,
+/// nodes, wakes, messages), variables of no task, deliveries of no
+/// message.
 async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
     let procs: HashSet<String> = rows::<ProcRow>(store)
         .await?
@@ -324,9 +427,47 @@ async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
             .into_iter()
             .map(|w| ("wake", w.id)),
     );
-    match owners.into_iter().find(|(_, pid)| !procs.contains(pid)) {
-        Some((kind, pid)) => Err(format!(
+    owners.extend(
+        rows::<MessageRow>(store)
+            .await?
+            .into_iter()
+            .map(|m| ("message", m.pid)),
+    );
+    if let Some((kind, pid)) = owners.into_iter().find(|(_, pid)| !procs.contains(pid)) {
+        return Err(format!(
             "a {kind} row of process '{pid}', which has no process row"
+        ));
+    }
+    // Variables of a scope (a task) the process does not have.
+    let tasks: HashSet<(String, String)> = rows::<TaskRow>(store)
+        .await?
+        .into_iter()
+        .map(|t| (t.pid, t.tid))
+        .collect();
+    if let Some(v) = rows::<VarsRow>(store)
+        .await?
+        .into_iter()
+        .find(|v| !tasks.contains(&(v.pid.clone(), v.tid.clone())))
+    {
+        return Err(format!(
+            "variables of scope '{}' of process '{}', which has no such task",
+            v.tid, v.pid
+        ));
+    }
+    // A delivery owes a message that is stored.
+    let messages: HashSet<String> = rows::<MessageRow>(store)
+        .await?
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    match rows::<DeliveryRow>(store)
+        .await?
+        .into_iter()
+        .find(|d| !messages.contains(&d.msg_id))
+    {
+        Some(d) => Err(format!(
+            "a delivery to '{}' of message '{}' (process '{}'), which is not stored",
+            d.channel, d.msg_id, d.pid
         )),
         None => Ok(()),
     }
@@ -367,21 +508,50 @@ async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), Stri
     }
 }
 
-/// The run on a redb file, the engine closed and the file reopened after
-/// every few client actions.
-async fn redb_run(
+/// Which embedded file store a reopen run uses.
+#[derive(Debug, Clone, Copy)]
+enum FileKind {
+    Redb,
+    Rocks,
+}
+
+impl FileKind {
+    fn run_name(self) -> &'static str {
+        match self {
+            FileKind::Redb => "redb reopen",
+            FileKind::Rocks => "rocksdb reopen",
+        }
+    }
+
+    fn open(self, dir: &std::path::Path) -> Result<Arc<dyn KvStore>, String> {
+        let opened: Result<Arc<dyn KvStore>, acts_store::StoreError> = match self {
+            FileKind::Redb => acts_store_redb::RedbStore::open(
+                dir.join("sim.redb"),
+                acts_store_redb::RedbOptions::default(),
+            )
+            .map(|s| Arc::new(s) as Arc<dyn KvStore>),
+            FileKind::Rocks => acts_store_rocksdb::RocksStore::open(
+                dir.join("sim.rocksdb"),
+                acts_store_rocksdb::RocksOptions::default(),
+            )
+            .map(|s| Arc::new(s) as Arc<dyn KvStore>),
+        };
+        opened.map_err(|e| format!("open the store: {e}"))
+    }
+}
+
+/// The run on a real store (a redb file or a RocksDB folder), the engine
+/// closed and the store reopened after every few client actions.
+async fn file_run(
+    kind: FileKind,
     spec: &Spec,
     seed: u64,
     rng: &mut StdRng,
     trace: &mut Trace,
-) -> Result<Outcome, String> {
+) -> Result<(Outcome, Vec<TaskInfo>), String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
-    let path = dir.path().join("sim.redb");
     for round in 0..100 {
-        let store: Arc<dyn KvStore> = Arc::new(
-            acts_store_redb::RedbStore::open(&path, acts_store_redb::RedbOptions::default())
-                .map_err(|e| format!("open the file: {e}"))?,
-        );
+        let store = kind.open(dir.path())?;
         let now = resume_time(&store).await?;
         let sim = Sim::open(store.clone(), now, &|| false).await?;
         let every = rng.random_range(1..=3);
@@ -389,12 +559,13 @@ async fn redb_run(
         match driven {
             Driven::Ended(info) => {
                 settle(&sim.engine).await?;
+                let tasks = ended_tasks(&sim).await?;
                 sim.engine.close().await;
                 orphans(&store).await?;
-                return Ok(Outcome::from(&*info));
+                return Ok((Outcome::from(&*info), tasks));
             }
             Driven::Restart => {
-                trace.note(format!("close and reopen the file (round {round})"));
+                trace.note(format!("close and reopen the store (round {round})"));
                 sim.engine.close().await;
             }
         }

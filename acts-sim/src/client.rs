@@ -35,10 +35,10 @@ fn mix(seed: u64, key: &str, occurrence: usize) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Whether the client pushes a new act (key `<key>_p`) under the step of
-/// the first act with `key` before answering it: grammar 2 only, one act
-/// in ten, never for a pushed or a catch's act.
-pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+/// Whether grammar 2's client does something extra (`salt` says what) at
+/// the first act with `key`, with probability `p`: never for a pushed or a
+/// catch's act, never in grammar 1 (frozen).
+fn first_act_roll(seed: u64, spec: &Spec, key: &str, occurrence: usize, salt: u64, p: f64) -> bool {
     if spec.grammar != crate::workflow::Grammar::V2
         || occurrence != 1
         || key.ends_with("_p")
@@ -46,25 +46,64 @@ pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
     {
         return false;
     }
-    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x7075_7368, key, occurrence));
-    rng.random_bool(0.1)
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ salt, key, occurrence));
+    rng.random_bool(p)
+}
+
+/// Whether the client pushes a new act (key `<key>_p`) under the step of
+/// the first act with `key` before answering it (one act in ten).
+pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    first_act_roll(seed, spec, key, occurrence, 0x7075_7368, 0.1)
 }
 
 /// Whether an operator pauses the process when the first act with `key`
-/// waits (and resumes it in the next round, before anything else):
-/// grammar 2 only, one act in ten, never for a pushed or a catch's act.
-/// The pause's reason names the act, so a restarted run sees that it was
-/// done.
+/// waits (and resumes it in the next round, before anything else; one act
+/// in ten). The pause's reason names the act, so a restarted run sees
+/// that it was done.
 pub fn pauses(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
-    if spec.grammar != crate::workflow::Grammar::V2
-        || occurrence != 1
-        || key.ends_with("_p")
-        || key.ends_with("_r")
-    {
-        return false;
-    }
-    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x0070_6175_7365, key, occurrence));
-    rng.random_bool(0.1)
+    first_act_roll(seed, spec, key, occurrence, 0x0070_6175_7365, 0.1)
+}
+
+/// Whether the clock moves on by two hours while the process is paused
+/// at `act` (`sim:KEY#OCCURRENCE`; before the resume; one pause in two):
+/// timeouts that fall due in a pause must fire at the resume, as in every
+/// run.
+pub fn clock_moves_in_pause(seed: u64, act: &str) -> bool {
+    StdRng::seed_from_u64(mix(seed ^ 0x636c_6f63, act, 1)).random_bool(0.5)
+}
+
+/// Whether the client writes process variables through the first act with
+/// `key` before answering it (one act in ten).
+pub fn sets_vars(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    first_act_roll(seed, spec, key, occurrence, 0x7365_7476, 0.1)
+}
+
+/// Whether the client withdraws (cancels) the latest completed act when
+/// the first act with `key` waits (one act in twenty; at most once per
+/// process, which the caller checks).
+pub fn cancels(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    first_act_roll(seed, spec, key, occurrence, 0x6361_6e63, 0.05)
+}
+
+/// Whether an operator terminates the process when the first act with
+/// `key` waits (one act in fifty).
+pub fn terminates(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    first_act_roll(seed, spec, key, occurrence, 0x7465_726d, 0.02)
+}
+
+/// Whether an admin deploys a new version of the model and migrates the
+/// process to it when the first act with `key` waits (one act in twenty;
+/// at most once per process, which the caller checks).
+pub fn migrates(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
+    first_act_roll(seed, spec, key, occurrence, 0x6d69_6772, 0.05)
+}
+
+/// Whether an operator retries the process once it ended in an error
+/// (grammar 2 only; one seed in two; at most once per process, which the
+/// caller checks).
+pub fn retries(seed: u64, spec: &Spec) -> bool {
+    spec.grammar == crate::workflow::Grammar::V2
+        && StdRng::seed_from_u64(mix(seed ^ 0x7265_7472, "$", 1)).random_bool(0.5)
 }
 
 /// Whether an operator rewinds the process to an earlier top-level step
@@ -72,18 +111,11 @@ pub fn pauses(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
 /// in twenty that has earlier steps, at most once per process (the caller
 /// checks the process's history).
 pub fn rewinds(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> Option<String> {
-    if spec.grammar != crate::workflow::Grammar::V2
-        || occurrence != 1
-        || key.ends_with("_p")
-        || key.ends_with("_r")
-    {
-        return None;
-    }
     let earlier = spec.earlier_top_steps(key);
-    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x0072_6577_6e64, key, occurrence));
-    if earlier.is_empty() || !rng.random_bool(0.05) {
+    if earlier.is_empty() || !first_act_roll(seed, spec, key, occurrence, 0x0072_6577_6e64, 0.05) {
         return None;
     }
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x0072_6577_6e64 ^ 1, key, occurrence));
     Some(earlier[rng.random_range(0..earlier.len())].clone())
 }
 

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acts_core::engine::{ChannelOptions, DeliveryState, Engine, EngineError, ProcInfo, TaskInfo};
+use acts_core::engine::{
+    ChannelOptions, DeliveryState, Engine, EngineError, MigrationPlan, ProcInfo, TaskInfo,
+};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Action, Message, TaskState};
 use acts_core::time::ManualClock;
@@ -15,7 +17,10 @@ use acts_store::KvStore;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::client::{Answer, answer, pauses, pushes, rewinds};
+use crate::client::{
+    Answer, answer, cancels, clock_moves_in_pause, migrates, pauses, pushes, retries, rewinds,
+    sets_vars, terminates,
+};
 use crate::workflow::{CHILD, Spec};
 
 /// The simulated process's id.
@@ -29,14 +34,26 @@ const GUARD: Duration = Duration::from_secs(20);
 /// within it: `back` is used once per act).
 const MAX_ROUNDS: usize = 400;
 
-/// What happened, for a failing seed's report.
+/// What happened, for a failing seed's report, and the ledger of what
+/// took effect.
 #[derive(Debug, Default, Clone)]
-pub struct Trace(pub Vec<String>);
+pub struct Trace {
+    /// What the client, the operator and the faults did, in order.
+    pub lines: Vec<String>,
+    /// `(task, history action)` of every call of this run that returned
+    /// `Ok`: each must be in the task's history exactly once.
+    pub done: Vec<(String, String)>,
+}
 
 impl Trace {
     /// Adds a line.
     pub fn note(&mut self, line: impl Into<String>) {
-        self.0.push(line.into());
+        self.lines.push(line.into());
+    }
+
+    /// Notes that a call recorded as `action` on task `tid` returned `Ok`.
+    pub fn done(&mut self, tid: &str, action: &str) {
+        self.done.push((tid.to_owned(), action.to_owned()));
     }
 }
 
@@ -195,8 +212,16 @@ pub async fn drive(
     // after a few; under store faults the tick may have to wait for the
     // housekeeping retry, which the heal after five idle rounds allows).
     let mut waited: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut moved_in_pause = std::collections::HashSet::new();
     for _ in 0..MAX_ROUNDS {
         settle(engine).await?;
+        let doubles = engine.instance_faults();
+        if !doubles.is_empty() {
+            return Err(format!(
+                "one instance per pid broken: {}",
+                doubles.join("; ")
+            ));
+        }
         if !resumed {
             resumed = engine.resume().await.is_ok();
         }
@@ -236,17 +261,50 @@ pub async fn drive(
             }
             (Err(e), _) | (_, Err(e)) => return Err(format!("reading the process: {e}")),
         };
+        let retried = || {
+            tasks
+                .iter()
+                .any(|x| x.tid == "$" && x.history.iter().any(|e| e.action == "retry"))
+        };
+        if info.state == TaskState::Error && retries(seed, spec) && !retried() {
+            // An operator retries the failed process once.
+            trace.note("retry the process");
+            let mut v = Vars::new();
+            v.insert("retried".into(), json!(true));
+            match exec.retry_process(PID, None, v).await {
+                Ok(()) => {
+                    trace.done("$", "retry");
+                    idle_rounds = 0;
+                    continue;
+                }
+                Err(e) if transient(&e) => {
+                    stuck(&mut idle_rounds, heal, "a retry keeps failing")?;
+                    continue;
+                }
+                // Not retryable as it stands (e.g. no step to retry).
+                Err(EngineError::Action(_)) => trace.note("  refused"),
+                Err(e) => return Err(format!("retry: {e}")),
+            }
+        }
         if info.state.is_terminal() {
             return Ok(Driven::Ended(Box::new(info)));
         }
         if restart_after.is_some_and(|n| acted_count >= n) {
             return Ok(Driven::Restart);
         }
-        if info.paused.is_some() {
-            // The operator resumes what it paused (the round after).
+        if let Some(pause) = &info.paused {
+            // The clock may move on while the process is paused (once per
+            // pause in a run); the operator resumes it the round after.
+            let act = pause.reason.split(' ').next().unwrap_or_default();
+            if clock_moves_in_pause(seed, act) && moved_in_pause.insert(pause.reason.clone()) {
+                trace.note("clock +2h (paused)");
+                sim.clock.advance(Duration::from_secs(2 * 3600));
+                settle(engine).await?;
+            }
             trace.note("resume");
             match exec.unpause_process(PID).await {
                 Ok(()) => {
+                    trace.done("$", "resume");
                     acted_count += 1;
                     idle_rounds = 0;
                 }
@@ -255,7 +313,7 @@ pub async fn drive(
             }
             continue;
         }
-        match act_once(sim, spec, seed, &tasks, &waited, trace).await? {
+        match act_once(sim, spec, seed, &info, &tasks, &waited, trace).await? {
             Step::Acted => {
                 acted_count += 1;
                 idle_rounds = 0;
@@ -321,11 +379,42 @@ enum Step {
     Nothing,
 }
 
-/// Answers the first waiting act the client does not leave to a timeout.
+/// Whether any task of the process recorded `action` in its history.
+fn in_history(tasks: &[TaskInfo], action: &str) -> bool {
+    tasks
+        .iter()
+        .any(|x| x.history.iter().any(|e| e.action == action))
+}
+
+/// What a call the simulator makes came to: `Ok(Some(step))` to return,
+/// `Ok(None)` to go on as without it (refused as the process stands).
+fn outcome(
+    res: Result<(), EngineError>,
+    trace: &mut Trace,
+    done: (&str, &str),
+) -> Result<Option<Step>, String> {
+    match res {
+        Ok(()) => {
+            trace.done(done.0, done.1);
+            Ok(Some(Step::Acted))
+        }
+        Err(e) if transient(&e) => Ok(Some(Step::Retry)),
+        Err(EngineError::Action(refused)) => {
+            trace.note(format!("  refused ({refused})"));
+            Ok(None)
+        }
+        Err(e) => Err(format!("{} on {}: {e}", done.1, done.0)),
+    }
+}
+
+/// Answers the first waiting act the client does not leave to a timeout
+/// (after what the operator or the client does first at it: rewind,
+/// terminate, migrate, pause, cancel an earlier act, push, set vars).
 async fn act_once(
     sim: &Sim,
     spec: &Spec,
     seed: u64,
+    info: &ProcInfo,
     tasks: &[TaskInfo],
     waited: &std::collections::HashMap<String, usize>,
     trace: &mut Trace,
@@ -346,36 +435,68 @@ async fn act_once(
             .filter(|x| x.kind == "act" && x.key.as_deref() == Some(&key))
             .position(|x| x.tid == t.tid)
             .map_or(1, |i| i + 1);
-        let reason = format!("sim:{}", t.tid);
+        // Names the act (what the clock's move in the pause is drawn
+        // from: task ids are fresh in every run) and the task (so a
+        // restarted run sees this pause was done).
+        let reason = format!("sim:{key}#{occurrence} {}", t.tid);
         let paused_here = tasks.iter().any(|x| {
             x.tid == "$"
                 && x.history
                     .iter()
                     .any(|e| e.action == "pause" && e.detail.as_deref() == Some(reason.as_str()))
         });
-        let rewound = tasks
-            .iter()
-            .any(|x| x.tid == "$" && x.history.iter().any(|e| e.action == "rewind"));
-        if let (false, Some(to)) = (rewound, rewinds(seed, spec, &key, occurrence)) {
+        if let (false, Some(to)) = (
+            in_history(tasks, "rewind"),
+            rewinds(seed, spec, &key, occurrence),
+        ) {
             trace.note(format!("{key}#{occurrence}: rewind to {to}"));
             let mut v = Vars::new();
             v.insert("rewound".into(), json!(true));
-            match exec.rewind_process(PID, &to, v).await {
-                Ok(()) => return Ok(Step::Acted),
+            let res = exec.rewind_process(PID, &to, v).await;
+            if let Some(step) = outcome(res, trace, ("$", "rewind"))? {
+                return Ok(step);
+            }
+        }
+        if terminates(seed, spec, &key, occurrence) {
+            trace.note(format!("{key}#{occurrence}: terminate"));
+            let res = exec.terminate_process(PID, "sim").await;
+            if let Some(step) = outcome(res, trace, ("$", "terminate"))? {
+                return Ok(step);
+            }
+        }
+        if migrates(seed, spec, &key, occurrence) && !in_history(tasks, "migrate") {
+            trace.note(format!("{key}#{occurrence}: migrate to a new version"));
+            match migrate(sim, spec, info).await {
+                Ok(true) => {
+                    trace.done("$", "migrate");
+                    return Ok(Step::Acted);
+                }
+                Ok(false) => trace.note("  not migrated"),
                 Err(e) if transient(&e) => return Ok(Step::Retry),
-                // Not on this act's line (e.g. a step a branch skipped):
-                // go on as without it.
-                Err(EngineError::Action(_)) => trace.note("  refused"),
-                Err(e) => return Err(format!("rewind at {key}: {e}")),
+                Err(e) => return Err(format!("migrate at {key}: {e}")),
             }
         }
         if pauses(seed, spec, &key, occurrence) && !paused_here {
             trace.note(format!("{key}#{occurrence}: pause"));
-            return match exec.pause_process(PID, &reason).await {
-                Ok(()) => Ok(Step::Acted),
-                Err(e) if transient(&e) => Ok(Step::Retry),
-                Err(e) => Err(format!("pause at {key}: {e}")),
-            };
+            let res = exec.pause_process(PID, &reason).await;
+            if let Some(step) = outcome(res, trace, ("$", "pause"))? {
+                return Ok(step);
+            }
+        }
+        if cancels(seed, spec, &key, occurrence) && !in_history(tasks, "cancel") {
+            // Withdraw the latest completed act.
+            let done = tasks
+                .iter()
+                .rev()
+                .find(|x| x.kind == "act" && x.state == TaskState::Completed);
+            if let Some(d) = done {
+                let dkey = d.key.clone().unwrap_or_default();
+                trace.note(format!("{key}#{occurrence}: cancel {dkey}"));
+                let res = exec.cancel(PID, &d.tid).await;
+                if let Some(step) = outcome(res, trace, (&d.tid, "cancel"))? {
+                    return Ok(step);
+                }
+            }
         }
         if pushes(seed, spec, &key, occurrence) {
             let pushed_key = format!("{key}_p");
@@ -388,11 +509,24 @@ async fn act_once(
                 act.insert("uses".into(), json!("acts.core.irq"));
                 act.insert("params".into(), json!({ "key": pushed_key }));
                 match exec.push(PID, &step, act).await {
-                    Ok(()) => return Ok(Step::Acted),
+                    Ok(()) => {
+                        trace.done(&step, "push");
+                        return Ok(Step::Acted);
+                    }
                     Err(e) if transient(&e) => return Ok(Step::Retry),
                     // Not possible as the process stands: answer instead.
                     Err(_) => {}
                 }
+            }
+        }
+        let set_here = t.history.iter().any(|e| e.action == "set_process_vars");
+        if sets_vars(seed, spec, &key, occurrence) && !set_here {
+            trace.note(format!("{key}#{occurrence}: set process vars"));
+            let mut v = Vars::new();
+            v.insert(format!("v_{key}"), json!(occurrence));
+            let res = exec.set_process_vars(PID, &t.tid, v).await;
+            if let Some(step) = outcome(res, trace, (&t.tid, "set_process_vars"))? {
+                return Ok(step);
             }
         }
         let Answer::Act(action, options) = answer(
@@ -407,14 +541,21 @@ async fn act_once(
         };
         trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
         return match exec.act(PID, &t.tid, action, options).await {
-            Ok(()) => Ok(Step::Acted),
+            Ok(()) => {
+                trace.done(&t.tid, action.as_str());
+                Ok(Step::Acted)
+            }
             Err(e) if transient(&e) => Ok(Step::Retry),
             Err(EngineError::Action(refused)) => {
                 // Not possible as the process stands (e.g. a back to a
                 // step that did not run): complete it instead.
                 trace.note(format!("  refused ({refused}); complete instead"));
                 match exec.act(PID, &t.tid, Action::Complete, Vars::new()).await {
-                    Ok(()) | Err(EngineError::Action(_)) => Ok(Step::Acted),
+                    Ok(()) => {
+                        trace.done(&t.tid, Action::Complete.as_str());
+                        Ok(Step::Acted)
+                    }
+                    Err(EngineError::Action(_)) => Ok(Step::Acted),
                     Err(e) if transient(&e) => Ok(Step::Retry),
                     Err(e) => Err(format!("complete {key}: {e}")),
                 }
@@ -423,6 +564,30 @@ async fn act_once(
         };
     }
     Ok(Step::Waiting(left))
+}
+
+/// Deploys the next version of the model and moves the process onto it;
+/// whether it moved.
+async fn migrate(sim: &Sim, spec: &Spec, info: &ProcInfo) -> Result<bool, EngineError> {
+    let exec = sim.engine.executor();
+    let next = exec.deploy_yaml(&spec.model_as_version("2")).await?;
+    if next.revision == info.model_rev {
+        return Ok(false);
+    }
+    let mut vars = Vars::new();
+    vars.insert("migrated".into(), json!(true));
+    let plan = MigrationPlan {
+        model: "main".into(),
+        from: info.model_rev,
+        to: next.revision,
+        vars,
+        ..MigrationPlan::default()
+    };
+    let report = exec.migrate(&plan, false).await?;
+    Ok(report
+        .processes
+        .iter()
+        .any(|p| p.pid == PID && p.outcome == "migrated"))
 }
 
 /// The task id of the step that holds act `t` (its nearest step ancestor).

@@ -3,11 +3,15 @@
 //!
 //! ```sh
 //! cargo run --release -p acts-sim -- --seeds 0..1000
-//! cargo run --release -p acts-sim -- --seeds 0..50 --redb
+//! cargo run --release -p acts-sim -- --seeds 0..50 --redb --rocksdb
+//! cargo run --release -p acts-sim -- --seeds 0..100000 --jobs 2
 //! cargo run --release -p acts-sim -- --seed 4711 --trace   # replay one
 //! ```
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use acts_sim::{Grammar, Plan, generate_with, run_seed, shrink};
@@ -31,9 +35,19 @@ struct Args {
     /// Also run each seed on a redb file, reopened every few actions.
     #[arg(long)]
     redb: bool,
+    /// Also run each seed on a RocksDB folder, reopened every few actions.
+    #[arg(long)]
+    rocksdb: bool,
     /// Skip the run on a failing store.
     #[arg(long)]
     no_store_faults: bool,
+    /// Skip the run on a store with slow calls.
+    #[arg(long)]
+    no_slow_store: bool,
+    /// Check seeds on this many threads (each seed still runs alone on a
+    /// single-threaded runtime: the result does not depend on it).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: u16,
     /// Print the model and the client's trace of every seed checked.
     #[arg(long)]
     trace: bool,
@@ -64,7 +78,9 @@ fn main() -> ExitCode {
     let plan = Plan {
         cuts: args.cuts,
         store_faults: !args.no_store_faults,
+        slow_store: !args.no_slow_store,
         redb: args.redb,
+        rocksdb: args.rocksdb,
         grammar: if args.grammar == 2 {
             Grammar::V2
         } else {
@@ -84,52 +100,40 @@ fn main() -> ExitCode {
     let trace = args.trace || args.seed.is_some();
     let started = Instant::now();
     let (mut passed, mut failed, mut runs) = (0u64, Vec::new(), 0usize);
-    for seed in seeds.clone() {
-        let spec = generate_with(seed, plan.grammar);
-        if trace {
-            println!("seed {seed}: model {}", spec.model());
-        }
-        match run_seed(seed, plan) {
-            Ok(report) => {
-                passed += 1;
-                runs += report.runs;
-                if trace {
-                    println!(
-                        "seed {seed}: ok: {:?} after {} batches, {} runs",
-                        report.outcome, report.batches, report.runs
-                    );
-                }
-            }
-            Err(f) => {
-                println!("seed {seed}: FAILED in run '{}': {}", f.run, f.what);
-                let (small, sf) = shrink(seed, &spec, plan, 200);
-                println!(
-                    "seed {seed}: shrunk from {} to {} steps: {}\n  fails in '{}': {}",
-                    spec.size(),
-                    small.size(),
-                    small.model(),
-                    sf.run,
-                    sf.what
-                );
-                for line in &sf.trace.0 {
-                    println!("    {line}");
-                }
-                println!(
-                    "replay: cargo run --release -p acts-sim -- --seed {seed}{}{}",
-                    if plan.redb { " --redb" } else { "" },
-                    if plan.grammar == Grammar::V2 {
-                        " --grammar 2"
-                    } else {
-                        ""
+    let next = AtomicU64::new(seeds.start);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<Checked>();
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs {
+            let tx = tx.clone();
+            let (next, stop, end) = (&next, &stop, seeds.end);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end || tx.send(check_one(seed, plan, trace)).is_err() {
+                        break;
                     }
-                );
-                failed.push(seed);
-                if args.fail_fast {
-                    break;
+                }
+            });
+        }
+        drop(tx);
+        for checked in rx {
+            print!("{}", checked.output);
+            match checked.runs {
+                Some(n) => {
+                    passed += 1;
+                    runs += n;
+                }
+                None => {
+                    failed.push(checked.seed);
+                    if args.fail_fast {
+                        stop.store(true, Ordering::Relaxed);
+                    }
                 }
             }
         }
-    }
+    });
+    failed.sort_unstable();
     println!(
         "acts-sim: seeds {}..{}: {passed} passed, {} failed ({runs} runs) in {:.1} s",
         seeds.start,
@@ -142,5 +146,87 @@ fn main() -> ExitCode {
     } else {
         println!("failed seeds: {failed:?}");
         ExitCode::from(1)
+    }
+}
+
+/// One seed's result: its runs when it passed, and what to print.
+struct Checked {
+    seed: u64,
+    runs: Option<usize>,
+    output: String,
+}
+
+/// The flags that replay `plan` (beyond `--seed`).
+fn replay_flags(plan: Plan) -> String {
+    let mut f = String::new();
+    if plan.cuts != Plan::default().cuts {
+        let _ = write!(f, " --cuts {}", plan.cuts);
+    }
+    for (on, flag) in [
+        (plan.redb, " --redb"),
+        (plan.rocksdb, " --rocksdb"),
+        (!plan.store_faults, " --no-store-faults"),
+        (!plan.slow_store, " --no-slow-store"),
+        (plan.grammar == Grammar::V2, " --grammar 2"),
+    ] {
+        if on {
+            f.push_str(flag);
+        }
+    }
+    f
+}
+
+/// Checks `seed`; a failure is shrunk and reported with its replay
+/// command.
+fn check_one(seed: u64, plan: Plan, trace: bool) -> Checked {
+    let spec = generate_with(seed, plan.grammar);
+    let mut out = String::new();
+    if trace {
+        let _ = writeln!(out, "seed {seed}: model {}", spec.model());
+    }
+    match run_seed(seed, plan) {
+        Ok(report) => {
+            if trace {
+                let _ = writeln!(
+                    out,
+                    "seed {seed}: ok: {:?} after {} batches, {} runs",
+                    report.outcome, report.batches, report.runs
+                );
+                for line in &report.trace.lines {
+                    let _ = writeln!(out, "    {line}");
+                }
+            }
+            Checked {
+                seed,
+                runs: Some(report.runs),
+                output: out,
+            }
+        }
+        Err(f) => {
+            let _ = writeln!(out, "seed {seed}: FAILED in run '{}': {}", f.run, f.what);
+            let (small, sf) = shrink(seed, &spec, plan, 200);
+            let _ = writeln!(
+                out,
+                "seed {seed}: shrunk from {} to {} steps: {}\n  fails in '{}': {}",
+                spec.size(),
+                small.size(),
+                small.model(),
+                sf.run,
+                sf.what
+            );
+            for line in &sf.trace.lines {
+                let _ = writeln!(out, "    {line}");
+            }
+            let _ = writeln!(
+                out,
+                "replay: cargo run --release -p acts-sim -- --seed {seed}{}",
+                replay_flags(plan)
+            );
+            Checked {
+                seed,
+                runs: None,
+                output: out,
+            }
+        }
     }
 }

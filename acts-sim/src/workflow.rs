@@ -208,6 +208,12 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
 impl Spec {
     /// The model, as JSON text (what `deploy_yaml` reads).
     pub fn model(&self) -> String {
+        self.model_as_version("1")
+    }
+
+    /// The model's text with `ver` set to `ver` (a new version of the same
+    /// workflow, for a migration).
+    pub fn model_as_version(&self, ver: &str) -> String {
         let first = self.steps.first().map(|s| s.id().to_owned());
         let steps: Vec<Value> = self
             .steps
@@ -225,7 +231,7 @@ impl Spec {
             .collect();
         json!({
             "id": "main",
-            "ver": "1",
+            "ver": ver,
             "vars": [{"name": "n", "value": self.n}],
             "steps": steps,
         })

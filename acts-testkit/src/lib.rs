@@ -14,6 +14,9 @@
 //!   as an unreachable or broken backend does.
 //! - [`CountingStore`]: counts the reads, scans and commits that reach a
 //!   store (commits per operation, counted, for benchmarks and tests).
+//! - [`SlowStore`]: every call yields to the runtime a seeded number of
+//!   times first, so the engine's other work interleaves with commits in an
+//!   order the seed decides (slow-commit schedules that replay).
 //! - [`CrashStore`]: records committed batches in order; `crash_after(n)` kills
 //!   it at the (n+1)-th write; `recover()` returns exactly the durable prefix.
 //! - [`conformance`]: the suite every backend runs with one macro call,
@@ -38,9 +41,11 @@ mod gated;
 pub mod models;
 pub mod redis_cluster;
 pub mod redis_server;
+mod slow;
 
 pub use conformance::{MemoryFactory, StoreFactory, TempLocations};
 pub use counting::{CountingStore, StoreCounts};
 pub use crash::CrashStore;
 pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
 pub use gated::{GateKind, GatedStore};
+pub use slow::SlowStore;

@@ -311,6 +311,16 @@ impl Engine {
         }
     }
 
+    /// Whether one instance per pid held (feature `testing`, a hook for
+    /// tests and the simulator, not API): the doubles noted as instances
+    /// were built, and — call it when the engine is idle — any pid with
+    /// more than one live instance or a live one outside the resident set.
+    /// Empty when the rule held.
+    #[cfg(feature = "testing")]
+    pub fn instance_faults(&self) -> Vec<String> {
+        self.rt.instances.faults(&self.rt.cache)
+    }
+
     /// Acknowledges message `msg_id` on durable channel `channel` without
     /// a handle on it (for stateless clients, e.g. over HTTP), as
     /// [`Channel::ack`] does.

@@ -155,7 +155,9 @@ impl Kernel {
         let state = stored.row.state;
         let model = self.tree_of(&stored.row).await?;
         let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
-        Ok(Some((ProcHandle::new(process, persisted, born), state)))
+        let handle = ProcHandle::new(process, persisted, born);
+        self.instances.track(&handle);
+        Ok(Some((handle, state)))
     }
 
     /// Fills free slots with queued in-flight processes, then parked ones,

@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod handle;
+pub(crate) mod instances;
 pub(crate) mod loading;
 pub(crate) mod migrate;
 pub(crate) mod models;

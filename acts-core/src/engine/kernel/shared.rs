@@ -98,6 +98,8 @@ pub(crate) struct Kernel {
     pub(crate) lease: parking_lot::Mutex<Option<crate::engine::kernel::config::HeldLease>>,
     /// The deployed models and the versions processes run on.
     pub(crate) models: crate::engine::kernel::catalog::Catalog,
+    /// Every process instance built (tracked with feature `testing`).
+    pub(crate) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
     pub(crate) me: Weak<Kernel>,
 }
@@ -122,6 +124,7 @@ impl Kernel {
             store,
             writer,
             cache: Cache::new(config.cache_cap, config.max_resident),
+            instances: Default::default(),
             scripts,
             packages,
             app_packages,

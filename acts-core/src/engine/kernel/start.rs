@@ -118,6 +118,7 @@ impl Kernel {
         process.audience.started_by = base.started_by.clone();
         let born = self.writer.epoch();
         let handle = ProcHandle::new(process, Persisted::fresh(base.clone()), born);
+        self.instances.track(&handle);
         // A fresh mutex: nobody else can hold it yet.
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");

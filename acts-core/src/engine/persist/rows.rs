@@ -411,6 +411,17 @@ pub struct DeliveryRow {
     /// transition keep their order).
     #[serde(default)]
     pub seq: u64,
+    /// Whether the delivery is settled (closed) when its task ends: the
+    /// task's `created` message (an interrupt's question) goes stale once
+    /// it is answered; an end message (a step's `error`, a process's end
+    /// before a retry) stays owed until acknowledged. Rows written before
+    /// this field was added read as closable, as they were treated.
+    #[serde(default = "closable_by_default")]
+    pub closes_with_task: bool,
+}
+
+fn closable_by_default() -> bool {
+    true
 }
 
 /// The row id of the delivery of message `msg_id` to channel `channel`.

@@ -91,8 +91,10 @@ impl Kernel {
 
     /// The rows that make `messages` durable for the durable channels they
     /// pass: a message row each, a delivery row per channel. A message that
-    /// ends its task closes the task's deliveries still pending (the
-    /// reference's rule): an answered interrupt is not re-sent.
+    /// ends its task closes the task's `created` deliveries still pending
+    /// (the reference's rule): an answered interrupt is not re-sent. An
+    /// earlier end message of the task (a process's `error` before a
+    /// retry) stays owed.
     /// `known_pending`: the process's deliveries as read before its lane
     /// was taken (`None`: read them now).
     pub(crate) async fn delivery_ops(
@@ -126,6 +128,7 @@ impl Kernel {
         }
         for old in earlier {
             if old.state == DeliveryState::Pending
+                && old.closes_with_task
                 && ended.contains(&(old.pid.as_str(), old.tid.as_str()))
             {
                 let new = DeliveryRow {
@@ -170,6 +173,7 @@ impl Kernel {
                     seq: self
                         .delivery_seq
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    closes_with_task: m.state == MessageState::Created,
                 };
                 ops.extend(Collection::<DeliveryRow>::upsert_ops(None, &row));
             }
