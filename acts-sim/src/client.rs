@@ -39,15 +39,22 @@ fn mix(seed: u64, key: &str, occurrence: usize) -> u64 {
 /// the first act with `key`, with probability `p`: never for a pushed or a
 /// catch's act, never in grammar 1 (frozen).
 fn first_act_roll(seed: u64, spec: &Spec, key: &str, occurrence: usize, salt: u64, p: f64) -> bool {
-    if spec.grammar != crate::workflow::Grammar::V2
-        || occurrence != 1
-        || key.ends_with("_p")
-        || key.ends_with("_r")
-    {
+    if !spec.grammar.v2() || occurrence != 1 || key.ends_with("_p") || key.ends_with("_r") {
         return false;
     }
     let mut rng = StdRng::seed_from_u64(mix(seed ^ salt, key, occurrence));
     rng.random_bool(p)
+}
+
+/// How long grammar 3's client takes before it answers the
+/// `occurrence`-th act with `key` (0 to 40 minutes; none before grammar
+/// 3).
+pub fn answer_delay(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> std::time::Duration {
+    if spec.grammar != crate::workflow::Grammar::V3 {
+        return std::time::Duration::ZERO;
+    }
+    let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x6465_6c61, key, occurrence));
+    std::time::Duration::from_secs(60 * rng.random_range(0..=40))
 }
 
 /// Whether the client pushes a new act (key `<key>_p`) under the step of
@@ -102,8 +109,7 @@ pub fn migrates(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
 /// (grammar 2 only; one seed in two; at most once per process, which the
 /// caller checks).
 pub fn retries(seed: u64, spec: &Spec) -> bool {
-    spec.grammar == crate::workflow::Grammar::V2
-        && StdRng::seed_from_u64(mix(seed ^ 0x7265_7472, "$", 1)).random_bool(0.5)
+    spec.grammar.v2() && StdRng::seed_from_u64(mix(seed ^ 0x7265_7472, "$", 1)).random_bool(0.5)
 }
 
 /// Whether an operator rewinds the process to an earlier top-level step

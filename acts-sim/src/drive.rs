@@ -18,8 +18,8 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::client::{
-    Answer, answer, cancels, clock_moves_in_pause, migrates, pauses, pushes, retries, rewinds,
-    sets_vars, terminates,
+    Answer, answer, answer_delay, cancels, clock_moves_in_pause, migrates, pauses, pushes, retries,
+    rewinds, sets_vars, terminates,
 };
 use crate::workflow::{CHILD, Spec};
 
@@ -207,11 +207,7 @@ pub async fn drive(
     let mut started = false;
     let mut acted_count = 0;
     let mut idle_rounds = 0;
-    // How many times the client moved the clock on for each act it leaves
-    // to a timeout (a timeout that does not settle its act is answered
-    // after a few; under store faults the tick may have to wait for the
-    // housekeeping retry, which the heal after five idle rounds allows).
-    let mut waited: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut rounds = Rounds::default();
     let mut moved_in_pause = std::collections::HashSet::new();
     for _ in 0..MAX_ROUNDS {
         settle(engine).await?;
@@ -313,7 +309,7 @@ pub async fn drive(
             }
             continue;
         }
-        match act_once(sim, spec, seed, &info, &tasks, &waited, trace).await? {
+        match act_once(sim, spec, seed, &info, &tasks, &mut rounds, trace).await? {
             Step::Acted => {
                 acted_count += 1;
                 idle_rounds = 0;
@@ -322,7 +318,7 @@ pub async fn drive(
                 trace.note("clock +2h (only timeouts can act)");
                 sim.clock.advance(Duration::from_secs(2 * 3600));
                 for tid in tids {
-                    *waited.entry(tid).or_default() += 1;
+                    *rounds.waited.entry(tid).or_default() += 1;
                 }
                 stuck(&mut idle_rounds, heal, "only timeouts can act")?;
             }
@@ -371,6 +367,18 @@ fn stuck(rounds: &mut usize, heal: &dyn Fn() -> bool, why: &str) -> Result<(), S
     Ok(())
 }
 
+/// What the client remembers between rounds of one run.
+#[derive(Default)]
+struct Rounds {
+    /// How many times the client moved the clock on for each act it leaves
+    /// to a timeout (a timeout that does not settle its act is answered
+    /// after a few; under store faults the tick may have to wait for the
+    /// housekeeping retry, which the heal after five idle rounds allows).
+    waited: std::collections::HashMap<String, usize>,
+    /// The acts whose answer the client already took its time over.
+    delayed: std::collections::HashSet<String>,
+}
+
 enum Step {
     Acted,
     /// Every waiting act is left to its timeout (these).
@@ -416,7 +424,7 @@ async fn act_once(
     seed: u64,
     info: &ProcInfo,
     tasks: &[TaskInfo],
-    waited: &std::collections::HashMap<String, usize>,
+    rounds: &mut Rounds,
     trace: &mut Trace,
 ) -> Result<Step, String> {
     let exec = sim.engine.executor();
@@ -534,11 +542,21 @@ async fn act_once(
             spec,
             &key,
             occurrence,
-            waited.get(&t.tid).is_some_and(|n| *n > 6),
+            rounds.waited.get(&t.tid).is_some_and(|n| *n > 6),
         ) else {
             left.push(t.tid.clone());
             continue;
         };
+        let delay = answer_delay(seed, spec, &key, occurrence);
+        // Once per act in a run: an answer that failed on the store is
+        // tried again at once.
+        if !delay.is_zero() && rounds.delayed.insert(t.tid.clone()) {
+            // The client takes its time: what falls due meanwhile (a
+            // timeout) acts first, and the answer may find the act gone.
+            trace.note(format!("clock +{} min", delay.as_secs() / 60));
+            sim.clock.advance(delay);
+            settle(&sim.engine).await?;
+        }
         trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
         return match exec.act(PID, &t.tid, action, options).await {
             Ok(()) => {

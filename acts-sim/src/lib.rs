@@ -1,24 +1,30 @@
 //! Deterministic simulation of the acts engine.
 //!
 //! From one seed, [`run_seed`] draws a workflow ([`workflow::generate`]:
-//! sequences, if/else branches, parallel fan-outs of interrupts,
-//! interrupts with step timeouts and catches, subflows, set and code acts)
-//! and a client ([`client::answer`]: complete, submit, skip, error, back,
-//! abort or wait for the timeout, decided by the seed, the act's key and
-//! its occurrence — never by timing), runs it fault-free on a recording
+//! sequences, if/else branches and branches with `needs`, parallel,
+//! sequence and block fan-outs of interrupts, interrupts with step
+//! timeouts and catches, subflows, `while` loops, a backward `next`, set
+//! and code acts — by [`Grammar`]) and a client ([`client::answer`]:
+//! complete, submit, skip, error, back, cancel, abort, remove, push,
+//! set_vars or wait for the timeout; as an operator pause, resume, rewind,
+//! terminate, retry and migrate — decided by the seed, the act's key and
+//! its occurrence, never by timing), runs it fault-free on a recording
 //! store, and then again cut after random committed batches (a crash,
 //! then a restart on the durable prefix), on a store that fails calls at
-//! random until it heals, and (optionally) on a redb file closed and
-//! reopened every few actions. Every run must end as the fault-free one
-//! did (state, outputs, error code), the durable client must hear every
-//! end message, the engine must hold nothing once the process ended, no
-//! row may lack its process, and removing the processes and the channel
-//! must leave nothing behind. A failing seed is shrunk to a smaller
-//! workflow that still fails ([`shrink`]) and reported with the command
-//! that replays it.
+//! random until it heals, on a store whose calls are slow, and
+//! (optionally) on a redb file or a RocksDB folder closed and reopened
+//! every few actions. Every run must end as the fault-free one did
+//! (state, outputs, error code), the durable client must hear every end
+//! message, every call that returned `Ok` must be in the history exactly
+//! once, one instance per pid must hold after every round, the engine
+//! must hold nothing once the process ended, no row may belong to nothing,
+//! and removing the processes and the channel must leave nothing behind.
+//! A failing seed is shrunk to a smaller workflow that still fails
+//! ([`shrink`]) and reported with the command that replays it.
 //!
-//! May depend on: `acts-core` (with its `testing` rows), the store
-//! contract and redb backend, `acts-testkit` (crash and failing stores).
+//! May depend on: `acts-core` (with its `testing` rows and hooks), the
+//! store contract, the redb and RocksDB backends, `acts-testkit` (crash,
+//! failing and slow stores).
 //! Start reading at [`run_seed`]; `docs/TESTING.md` says how to run it.
 
 pub mod check;

@@ -55,9 +55,11 @@ struct Args {
     #[arg(long)]
     fail_fast: bool,
     /// The workflow grammar: 1 (set, code, interrupts with timeouts and
-    /// catches, parallel, branches, subflows) or 2 (also sequences, while
-    /// loops, a backward next).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    /// catches, parallel, branches, subflows), 2 (also sequences, while
+    /// loops, a backward next; the client's and operator's other actions)
+    /// or 3 (also blocks, branches with needs; answers at random virtual
+    /// times).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     grammar: u8,
 }
 
@@ -81,11 +83,8 @@ fn main() -> ExitCode {
         slow_store: !args.no_slow_store,
         redb: args.redb,
         rocksdb: args.rocksdb,
-        grammar: if args.grammar == 2 {
-            Grammar::V2
-        } else {
-            Grammar::V1
-        },
+        // The value parser allows 1 to 3 only.
+        grammar: Grammar::from_number(args.grammar).unwrap_or_default(),
     };
     let seeds = match args.seed {
         Some(s) => s..s + 1,
@@ -167,11 +166,13 @@ fn replay_flags(plan: Plan) -> String {
         (plan.rocksdb, " --rocksdb"),
         (!plan.store_faults, " --no-store-faults"),
         (!plan.slow_store, " --no-slow-store"),
-        (plan.grammar == Grammar::V2, " --grammar 2"),
     ] {
         if on {
             f.push_str(flag);
         }
+    }
+    if plan.grammar != Grammar::V1 {
+        let _ = write!(f, " --grammar {}", plan.grammar.number());
     }
     f
 }

@@ -100,6 +100,26 @@ pub enum Step {
         /// Node id.
         id: String,
     },
+    /// `acts.core.block` of `items` interrupts (key = its id), one after
+    /// the other or all at once.
+    Block {
+        /// Node id and the acts' key.
+        id: String,
+        /// How many acts.
+        items: usize,
+        /// Parallel mode (else sequence).
+        parallel: bool,
+    },
+    /// Two branches: `first` (always runs) and `after`, which `needs`
+    /// `first`.
+    Needs {
+        /// Node id.
+        id: String,
+        /// The first branch's steps.
+        first: Vec<Step>,
+        /// The steps of the branch that waits for the first.
+        after: Vec<Step>,
+    },
 }
 
 /// A generated workflow: its start value of `n` and its steps.
@@ -124,6 +144,37 @@ pub enum Grammar {
     V1,
     /// V1 plus sequences, `while` loops and a backward `next`.
     V2,
+    /// V2 plus blocks of interrupts (`acts.core.block`, in sequence or
+    /// parallel mode) and branches with `needs`; its client answers at
+    /// random virtual times (the clock moves up to 40 minutes before an
+    /// answer).
+    V3,
+}
+
+impl Grammar {
+    /// Its number on the command line.
+    pub fn number(self) -> u8 {
+        match self {
+            Grammar::V1 => 1,
+            Grammar::V2 => 2,
+            Grammar::V3 => 3,
+        }
+    }
+
+    /// The grammar numbered `n` (1 to 3).
+    pub fn from_number(n: u8) -> Option<Self> {
+        match n {
+            1 => Some(Grammar::V1),
+            2 => Some(Grammar::V2),
+            3 => Some(Grammar::V3),
+            _ => None,
+        }
+    }
+
+    /// Whether it has everything grammar 2 has (2 and later).
+    pub fn v2(self) -> bool {
+        self != Grammar::V1
+    }
 }
 
 /// Draws a workflow from `seed` with grammar [`Grammar::V1`].
@@ -150,7 +201,8 @@ pub fn generate_with(seed: u64, grammar: Grammar) -> Spec {
 fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -> Step {
     *next_id += 1;
     let id = format!("s{next_id}");
-    let v2 = grammar == Grammar::V2;
+    let v2 = grammar.v2();
+    let v3 = grammar == Grammar::V3;
     let roll = rng.random_range(0..100);
     match roll {
         0..15 => Step::Set {
@@ -171,6 +223,11 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
             },
             catches: rng.random_bool(0.3),
         },
+        62..65 if v3 => Step::Block {
+            id,
+            items: rng.random_range(1..=3),
+            parallel: rng.random_bool(0.5),
+        },
         68..72 if v2 => Step::Sequence {
             id,
             items: rng.random_range(1..=3),
@@ -179,6 +236,16 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
             id,
             items: rng.random_range(1..=3),
         },
+        84..90 if v3 && depth < 2 => {
+            let mut branch = |rng: &mut StdRng| {
+                (0..rng.random_range(1..=2))
+                    .map(|_| step(rng, next_id, depth + 1, grammar))
+                    .collect()
+            };
+            let first = branch(rng);
+            let after = branch(rng);
+            Step::Needs { id, first, after }
+        }
         72..90 if depth < 2 => {
             let mut branch = |rng: &mut StdRng| {
                 (0..rng.random_range(1..=2))
@@ -241,13 +308,9 @@ impl Spec {
     /// Whether a subflow step is in it (then [`CHILD`] is deployed too).
     pub fn uses_subflow(&self) -> bool {
         fn any(steps: &[Step]) -> bool {
-            steps.iter().any(|s| match s {
-                Step::Subflow { .. } => true,
-                Step::Branches {
-                    then, otherwise, ..
-                } => any(then) || any(otherwise),
-                _ => false,
-            })
+            steps
+                .iter()
+                .any(|s| matches!(s, Step::Subflow { .. }) || s.children().into_iter().any(any))
         }
         any(&self.steps)
     }
@@ -289,12 +352,9 @@ impl Spec {
     pub fn earlier_top_steps(&self, key: &str) -> Vec<String> {
         fn holds(s: &Step, key: &str) -> bool {
             s.id() == key
-                || match s {
-                    Step::Branches {
-                        then, otherwise, ..
-                    } => then.iter().chain(otherwise).any(|x| holds(x, key)),
-                    _ => false,
-                }
+                || s.children()
+                    .into_iter()
+                    .any(|c| c.iter().any(|x| holds(x, key)))
         }
         match self.steps.iter().position(|s| holds(s, key)) {
             Some(i) => self.steps[..i].iter().map(|s| s.id().to_owned()).collect(),
@@ -306,12 +366,8 @@ impl Spec {
         fn go(steps: &[Step], f: &mut impl FnMut(&Step)) {
             for s in steps {
                 f(s);
-                if let Step::Branches {
-                    then, otherwise, ..
-                } = s
-                {
-                    go(then, f);
-                    go(otherwise, f);
+                for c in s.children() {
+                    go(c, f);
                 }
             }
         }
@@ -370,6 +426,31 @@ impl Spec {
                         out.push(v);
                     }
                 }
+                if let Step::Needs { id, first, after } = &steps[i] {
+                    for inner in [first, after] {
+                        let mut v = steps.to_vec();
+                        v.splice(i..=i, inner.iter().cloned());
+                        out.push(v);
+                    }
+                    for f in smaller(first) {
+                        let mut v = steps.to_vec();
+                        v[i] = Step::Needs {
+                            id: id.clone(),
+                            first: f,
+                            after: after.clone(),
+                        };
+                        out.push(v);
+                    }
+                    for a in smaller(after) {
+                        let mut v = steps.to_vec();
+                        v[i] = Step::Needs {
+                            id: id.clone(),
+                            first: first.clone(),
+                            after: a,
+                        };
+                        out.push(v);
+                    }
+                }
             }
             out
         }
@@ -385,6 +466,17 @@ impl Spec {
 }
 
 impl Step {
+    /// The steps nested in it (a branches step's branches).
+    fn children(&self) -> Vec<&[Step]> {
+        match self {
+            Step::Branches {
+                then, otherwise, ..
+            } => vec![then, otherwise],
+            Step::Needs { first, after, .. } => vec![first, after],
+            _ => Vec::new(),
+        }
+    }
+
     /// Its node id.
     pub fn id(&self) -> &str {
         match self {
@@ -396,6 +488,8 @@ impl Step {
             | Step::Sequence { id, .. }
             | Step::Loop { id, .. }
             | Step::Jump { id }
+            | Step::Block { id, .. }
+            | Step::Needs { id, .. }
             | Step::Subflow { id } => id,
         }
     }
@@ -466,6 +560,28 @@ impl Step {
                 "while": format!("($get('l_{id}') || 0) < {times}"),
                 "uses": "acts.transform.code",
                 "params": format!("return {{ l_{id}: ($get('l_{id}') || 0) + 1 }}"),
+            }),
+            Step::Block {
+                id,
+                items,
+                parallel,
+            } => json!({
+                "id": id, "uses": "acts.core.block",
+                "params": {
+                    "mode": if *parallel { "parallel" } else { "sequence" },
+                    "acts": (0..*items)
+                        .map(|_| json!({"uses": "acts.core.irq", "params": {"key": id}}))
+                        .collect::<Vec<_>>(),
+                },
+            }),
+            Step::Needs { id, first, after } => json!({
+                "id": id,
+                "branches": [
+                    {"id": format!("{id}_a"), "if": "n >= 0",
+                     "steps": first.iter().map(Step::to_json).collect::<Vec<_>>()},
+                    {"id": format!("{id}_b"), "needs": [format!("{id}_a")],
+                     "steps": after.iter().map(Step::to_json).collect::<Vec<_>>()},
+                ],
             }),
             Step::Jump { id } => json!({
                 "id": id,

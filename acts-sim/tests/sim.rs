@@ -101,3 +101,15 @@ fn a_hundred_seeds_of_grammar_two() {
         " --grammar 2",
     );
 }
+
+#[test]
+fn a_hundred_seeds_of_grammar_three() {
+    check_all(
+        0..100,
+        Plan {
+            grammar: acts_sim::Grammar::V3,
+            ..Plan::default()
+        },
+        " --grammar 3",
+    );
+}

@@ -22,7 +22,11 @@ pub(crate) struct Instances {
 #[cfg(feature = "testing")]
 #[derive(Debug, Default)]
 struct Tracked {
-    handles: Vec<Weak<ProcHandle>>,
+    /// Per pid, the instances built (dead ones pruned as the pid's next
+    /// instance is built, and every pid's once the map has doubled).
+    handles: std::collections::HashMap<String, Vec<Weak<ProcHandle>>>,
+    /// The map's size after the last full prune.
+    pruned_at: usize,
     faults: Vec<String>,
 }
 
@@ -65,22 +69,31 @@ impl Instances {
         #[cfg(feature = "testing")]
         {
             let mut t = self.inner.lock();
-            t.handles.retain(|w| w.strong_count() > 0);
-            let others: Vec<String> = t
-                .handles
+            let same = t.handles.entry(handle.pid().to_owned()).or_default();
+            same.retain(|w| w.strong_count() > 0);
+            let others: Vec<String> = same
                 .iter()
                 .filter_map(Weak::upgrade)
-                .filter(|h| h.pid() == handle.pid() && is_live(h))
+                .filter(|h| is_live(h))
                 .map(|h| describe(&h))
                 .collect();
+            same.push(Arc::downgrade(handle));
             if !others.is_empty() {
-                t.faults.push(format!(
+                let fault = format!(
                     "process '{}': a new instance was built while another was alive ({})",
                     handle.pid(),
                     others.join(", ")
-                ));
+                );
+                t.faults.push(fault);
             }
-            t.handles.push(Arc::downgrade(handle));
+            // Amortized: a full prune each time the map has doubled.
+            if t.handles.len() > 2 * t.pruned_at.max(512) {
+                t.handles.retain(|_, v| {
+                    v.retain(|w| w.strong_count() > 0);
+                    !v.is_empty()
+                });
+                t.pruned_at = t.handles.len();
+            }
         }
         #[cfg(not(feature = "testing"))]
         let _ = handle;
@@ -92,11 +105,15 @@ impl Instances {
     #[cfg(feature = "testing")]
     pub(crate) fn faults(&self, cache: &Cache) -> Vec<String> {
         let mut t = self.inner.lock();
-        t.handles.retain(|w| w.strong_count() > 0);
+        t.handles.retain(|_, v| {
+            v.retain(|w| w.strong_count() > 0);
+            !v.is_empty()
+        });
+        t.pruned_at = t.handles.len();
         let mut out = t.faults.clone();
         let mut live: std::collections::BTreeMap<String, Vec<Arc<ProcHandle>>> =
             std::collections::BTreeMap::new();
-        for h in t.handles.iter().filter_map(Weak::upgrade) {
+        for h in t.handles.values().flatten().filter_map(Weak::upgrade) {
             if is_live(&h) {
                 live.entry(h.pid().to_owned()).or_default().push(h);
             }
@@ -119,5 +136,84 @@ impl Instances {
             }
         }
         out
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+    use crate::engine::persist::Persisted;
+    use crate::engine::persist::rows::ProcRow;
+    use crate::model::{Vars, Workflow};
+    use crate::scheduler::{Process, TaskState};
+    use crate::tree::ModelTree;
+
+    fn instance(pid: &str) -> Arc<ProcHandle> {
+        let w = Workflow::new().with_id("m").with_step(|s| s.with_id("s1"));
+        // A model of one plain step builds (checked by the model tests).
+        let tree = Arc::new(ModelTree::build(&w).expect("a valid model"));
+        let row = ProcRow {
+            id: pid.into(),
+            mid: "m".into(),
+            rev: 1,
+            model: String::new(),
+            state: TaskState::None,
+            timestamp: 0,
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars: Vars::new(),
+            err: None,
+            started_by: None,
+            paused: None,
+            quiet_since: None,
+            indexed: Vars::new(),
+            audience: Vec::new(),
+            nodes: Vec::new(),
+            pending: Vec::new(),
+        };
+        ProcHandle::new(
+            Process::new(pid, tree, Vars::new()),
+            Persisted::fresh(row),
+            0,
+        )
+    }
+
+    #[test]
+    fn a_second_live_instance_of_a_pid_is_a_fault() {
+        let tracked = Instances::default();
+        let cache = Cache::new(10, 10);
+        let first = instance("p1");
+        tracked.track(&first);
+        tracked.track(&instance("p2"));
+        // Neither is resident: both live outside the resident set.
+        assert_eq!(tracked.faults(&cache).len(), 1, "only p1 is still held");
+        let second = instance("p1");
+        tracked.track(&second);
+        let faults = tracked.faults(&cache);
+        assert!(
+            faults
+                .iter()
+                .any(|f| f.contains("a new instance was built while another was alive")),
+            "{faults:?}"
+        );
+        assert!(
+            faults.iter().any(|f| f.contains("2 live instances")),
+            "{faults:?}"
+        );
+    }
+
+    #[test]
+    fn an_instance_built_after_the_last_one_is_gone_is_no_fault() {
+        let tracked = Instances::default();
+        let cache = Cache::new(10, 10);
+        let first = instance("p1");
+        tracked.track(&first);
+        drop(first);
+        let second = instance("p1");
+        tracked.track(&second);
+        // An unloaded instance (its process dropped) cannot act any more.
+        second.lane.try_lock().expect("free").process = None;
+        assert_eq!(tracked.faults(&cache), Vec::<String>::new());
     }
 }

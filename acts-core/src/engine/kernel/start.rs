@@ -118,7 +118,6 @@ impl Kernel {
         process.audience.started_by = base.started_by.clone();
         let born = self.writer.epoch();
         let handle = ProcHandle::new(process, Persisted::fresh(base.clone()), born);
-        self.instances.track(&handle);
         // A fresh mutex: nobody else can hold it yet.
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
@@ -126,6 +125,8 @@ impl Kernel {
         let Ok(admission) = self.admit_after_count(&handle).await else {
             return Err(EngineError::Duplicated(pid.clone()));
         };
+        // Tracked once claimed (a refused duplicate is never an instance).
+        self.instances.track(&handle);
         if admission == Admission::Admitted {
             handle.hold_place();
         }
