@@ -10,10 +10,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use acts_core::durable::{Collection, Query};
-use acts_core::engine::testing::{
-    DeliveryRow, MessageRow, NodeRow, ProcRow, TaskRow, VarsRow, WakeRow,
-};
 use acts_core::engine::{ProcInfo, TaskInfo};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
@@ -23,6 +19,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::drive::{Driven, Sim, Trace, drive, retry, settle};
+use crate::rows::{START, orphans, resume_time, teardown};
 use crate::workflow::Spec;
 
 /// What to try for each seed.
@@ -143,7 +140,7 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
     // The fault-free run, recorded batch by batch.
     let mut trace = Trace::default();
     let recorded = Arc::new(CrashStore::new());
-    let (expected, heard, tasks) = run_to_end(recorded.clone(), spec, seed, &mut trace, &|| false)
+    let (expected, heard, tasks) = run_to_end(recorded.clone(), spec, seed, &mut trace, None)
         .await
         .map_err(|e| fail("fault-free", &trace, e))?;
     exactly_once(&tasks, &trace, true).map_err(|e| fail("fault-free", &trace, e))?;
@@ -170,10 +167,9 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         let now = resume_time(&store)
             .await
             .map_err(|e| fail(&name, &trace, e))?;
-        let (got, heard, tasks) =
-            run_to_end_at(store.clone(), now, spec, seed, &mut trace, &|| false)
-                .await
-                .map_err(|e| fail(&name, &trace, e))?;
+        let (got, heard, tasks) = run_to_end_at(store.clone(), now, spec, seed, &mut trace, None)
+            .await
+            .map_err(|e| fail(&name, &trace, e))?;
         compare(&expected, &got).map_err(|e| fail(&name, &trace, e))?;
         // What ran before the cut is in the history too.
         exactly_once(&tasks, &trace, false).map_err(|e| fail(&name, &trace, e))?;
@@ -208,7 +204,7 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
             f.heal();
             !healed.swap(true, std::sync::atomic::Ordering::Relaxed)
         };
-        let (got, _, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, &heal)
+        let (got, _, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, Some(&heal))
             .await
             .map_err(|e| fail(name, &trace, e))?;
         trace.note(format!("{} calls failed", failing.failures()));
@@ -228,7 +224,7 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         let name = "slow store";
         let mut trace = Trace::default();
         let slow = Arc::new(SlowStore::new(MemoryStore::new(), seed, 6));
-        let (got, heard, tasks) = run_to_end(slow.clone(), spec, seed, &mut trace, &|| false)
+        let (got, heard, tasks) = run_to_end(slow.clone(), spec, seed, &mut trace, None)
             .await
             .map_err(|e| fail(name, &trace, e))?;
         trace.note(format!("{} yields", slow.yields()));
@@ -319,32 +315,17 @@ fn compare(want: &Outcome, got: &Outcome) -> Result<(), String> {
 type Ended = (Outcome, Vec<Message>, Vec<TaskInfo>);
 
 /// Runs the process to its end on `store` (one engine). Checks the engine
-/// holds nothing once it ended, and the rows have no orphans.
+/// holds nothing once it ended, and the rows have no orphans (after every
+/// round too, unless the store fails calls: `heal` is then what ends the
+/// outage).
 async fn run_to_end(
     store: Arc<dyn KvStore>,
     spec: &Spec,
     seed: u64,
     trace: &mut Trace,
-    heal: &dyn Fn() -> bool,
+    heal: Option<&dyn Fn() -> bool>,
 ) -> Result<Ended, String> {
     run_to_end_at(store, START, spec, seed, trace, heal).await
-}
-
-/// The engine clock every simulation starts at (ms).
-const START: i64 = 1_000_000;
-
-/// The time a restart on `store` goes on from: the latest time its rows
-/// record (what the clock said at the crash, as far as anything stored
-/// knows), so timers stand as they stood.
-async fn resume_time(store: &Arc<dyn KvStore>) -> Result<i64, String> {
-    let mut t = START;
-    for p in rows::<ProcRow>(store).await? {
-        t = t.max(p.timestamp).max(p.start_time).max(p.end_time);
-    }
-    for task in rows::<TaskRow>(store).await? {
-        t = t.max(task.start_time).max(task.end_time);
-    }
-    Ok(t)
 }
 
 async fn run_to_end_at(
@@ -353,9 +334,12 @@ async fn run_to_end_at(
     spec: &Spec,
     seed: u64,
     trace: &mut Trace,
-    heal: &dyn Fn() -> bool,
+    heal: Option<&dyn Fn() -> bool>,
 ) -> Result<Ended, String> {
+    let rows_each_round = heal.is_none();
+    let heal = heal.unwrap_or(&|| false);
     let mut sim = Sim::open(store.clone(), now, heal).await?;
+    sim.rows_each_round = rows_each_round;
     let info = match drive(&sim, spec, seed, trace, None, heal).await? {
         Driven::Ended(info) => *info,
         Driven::Restart => return Err("a restart where none was planned".into()),
@@ -391,121 +375,6 @@ async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
     retry(|| exec.tasks(crate::drive::PID))
         .await
         .map_err(|e| format!("reading the tasks: {e}"))
-}
-
-/// Rows that belong to nothing: rows of no process (tasks, variables,
-/// nodes, wakes, messages), variables of no task, deliveries of no
-/// message.
-async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
-    let procs: HashSet<String> = rows::<ProcRow>(store)
-        .await?
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
-    let mut owners: Vec<(&str, String)> = Vec::new();
-    owners.extend(
-        rows::<TaskRow>(store)
-            .await?
-            .into_iter()
-            .map(|t| ("task", t.pid)),
-    );
-    owners.extend(
-        rows::<VarsRow>(store)
-            .await?
-            .into_iter()
-            .map(|v| ("vars", v.pid)),
-    );
-    owners.extend(
-        rows::<NodeRow>(store)
-            .await?
-            .into_iter()
-            .map(|n| ("node", n.pid)),
-    );
-    owners.extend(
-        rows::<WakeRow>(store)
-            .await?
-            .into_iter()
-            .map(|w| ("wake", w.id)),
-    );
-    owners.extend(
-        rows::<MessageRow>(store)
-            .await?
-            .into_iter()
-            .map(|m| ("message", m.pid)),
-    );
-    if let Some((kind, pid)) = owners.into_iter().find(|(_, pid)| !procs.contains(pid)) {
-        return Err(format!(
-            "a {kind} row of process '{pid}', which has no process row"
-        ));
-    }
-    // Variables of a scope (a task) the process does not have.
-    let tasks: HashSet<(String, String)> = rows::<TaskRow>(store)
-        .await?
-        .into_iter()
-        .map(|t| (t.pid, t.tid))
-        .collect();
-    if let Some(v) = rows::<VarsRow>(store)
-        .await?
-        .into_iter()
-        .find(|v| !tasks.contains(&(v.pid.clone(), v.tid.clone())))
-    {
-        return Err(format!(
-            "variables of scope '{}' of process '{}', which has no such task",
-            v.tid, v.pid
-        ));
-    }
-    // A delivery owes a message that is stored.
-    let messages: HashSet<String> = rows::<MessageRow>(store)
-        .await?
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
-    match rows::<DeliveryRow>(store)
-        .await?
-        .into_iter()
-        .find(|d| !messages.contains(&d.msg_id))
-    {
-        Some(d) => Err(format!(
-            "a delivery to '{}' of message '{}' (process '{}'), which is not stored",
-            d.channel, d.msg_id, d.pid
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Removes every process and the client's channel; then nothing of them
-/// may be left in the store.
-async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), String> {
-    let sim = Sim::open(store.clone(), 1_000_000, &|| false).await?;
-    let exec = sim.engine.executor();
-    let all = retry(|| exec.processes(None, None))
-        .await
-        .map_err(|e| format!("listing: {e}"))?;
-    for p in &all {
-        retry(|| exec.remove_process(&p.pid))
-            .await
-            .map_err(|e| format!("removing {}: {e}", p.pid))?;
-    }
-    retry(|| sim.engine.remove_channel("client"))
-        .await
-        .map_err(|e| format!("removing the channel: {e}"))?;
-    sim.engine.close().await;
-    trace.note(format!("removed {} processes and the channel", all.len()));
-    let left = [
-        ("process", rows::<ProcRow>(&store).await?.len()),
-        ("task", rows::<TaskRow>(&store).await?.len()),
-        ("vars", rows::<VarsRow>(&store).await?.len()),
-        ("node", rows::<NodeRow>(&store).await?.len()),
-        ("wake", rows::<WakeRow>(&store).await?.len()),
-        ("delivery", rows::<DeliveryRow>(&store).await?.len()),
-        ("message", rows::<MessageRow>(&store).await?.len()),
-    ];
-    match left.iter().find(|(_, n)| *n > 0) {
-        Some((kind, n)) => Err(format!(
-            "{n} {kind} row(s) left after every process and the channel were removed"
-        )),
-        None => Ok(()),
-    }
 }
 
 /// Which embedded file store a reopen run uses.
@@ -571,14 +440,6 @@ async fn file_run(
         }
     }
     Err("the process did not end within 100 reopens".into())
-}
-
-/// Every row of collection `R` in `store`.
-async fn rows<R: acts_core::durable::Row>(store: &Arc<dyn KvStore>) -> Result<Vec<R>, String> {
-    Collection::<R>::new(store.clone())
-        .query_all(&Query::new())
-        .await
-        .map_err(|e| format!("reading rows: {e}"))
 }
 
 /// A store as the engine takes it.

@@ -30,6 +30,8 @@
 pub mod check;
 pub mod client;
 pub mod drive;
+pub mod rows;
+mod turn;
 pub mod workflow;
 
 pub use check::{Failure, Outcome, Plan, Report, check};

@@ -63,9 +63,11 @@ struct Args {
     grammar: u8,
 }
 
+/// `START..END` with START < END.
 fn parse_range(s: &str) -> Option<std::ops::Range<u64>> {
     let (a, b) = s.split_once("..")?;
-    Some(a.trim().parse().ok()?..b.trim().parse().ok()?)
+    let r: std::ops::Range<u64> = a.trim().parse().ok()?..b.trim().parse().ok()?;
+    (!r.is_empty()).then_some(r)
 }
 
 fn main() -> ExitCode {
@@ -91,7 +93,10 @@ fn main() -> ExitCode {
         None => match parse_range(&args.seeds) {
             Some(r) => r,
             None => {
-                eprintln!("acts-sim: --seeds must be START..END, e.g. 0..1000");
+                eprintln!(
+                    "acts-sim: --seeds must be START..END with START < END, e.g. 0..1000 (got '{}')",
+                    args.seeds
+                );
                 return ExitCode::from(2);
             }
         },
@@ -118,6 +123,14 @@ fn main() -> ExitCode {
         drop(tx);
         for checked in rx {
             print!("{}", checked.output);
+            let done = passed + failed.len() as u64 + 1;
+            if done.is_multiple_of(PROGRESS_EVERY) {
+                eprintln!(
+                    "acts-sim: {done} seeds checked, {} failed, {:.0} s",
+                    failed.len() + usize::from(checked.runs.is_none()),
+                    started.elapsed().as_secs_f64()
+                );
+            }
             match checked.runs {
                 Some(n) => {
                     passed += 1;
@@ -147,6 +160,9 @@ fn main() -> ExitCode {
         ExitCode::from(1)
     }
 }
+
+/// How often (in seeds) a long run says how far it got, on stderr.
+const PROGRESS_EVERY: u64 = 5000;
 
 /// One seed's result: its runs when it passed, and what to print.
 struct Checked {

@@ -1,0 +1,270 @@
+//! One turn of the client at the waiting acts of the process: what the
+//! operator or the client does first at an act (rewind, terminate,
+//! migrate, pause, cancel an earlier act, push, set vars), then its
+//! answer — each decided by the seed (see `client.rs`), each call that
+//! returned `Ok` noted in the trace's ledger.
+
+use acts_core::engine::{EngineError, MigrationPlan, ProcInfo, TaskInfo};
+use acts_core::model::Vars;
+use acts_core::scheduler::{Action, TaskState};
+use serde_json::json;
+
+use crate::client::{
+    Answer, answer, answer_delay, cancels, migrates, pauses, pushes, rewinds, sets_vars, terminates,
+};
+use crate::drive::{PID, Sim, Trace, settle, transient};
+use crate::workflow::Spec;
+
+/// What the client remembers between rounds of one run.
+#[derive(Default)]
+pub(crate) struct Rounds {
+    /// How many times the client moved the clock on for each act it leaves
+    /// to a timeout (a timeout that does not settle its act is answered
+    /// after a few; under store faults the tick may have to wait for the
+    /// housekeeping retry, which the heal after five idle rounds allows).
+    pub(crate) waited: std::collections::HashMap<String, usize>,
+    /// The acts whose answer the client already took its time over.
+    pub(crate) delayed: std::collections::HashSet<String>,
+}
+
+pub(crate) enum Step {
+    Acted,
+    /// Every waiting act is left to its timeout (these).
+    Waiting(Vec<String>),
+    Retry,
+    Nothing,
+}
+
+/// Whether any task of the process recorded `action` in its history.
+fn in_history(tasks: &[TaskInfo], action: &str) -> bool {
+    tasks
+        .iter()
+        .any(|x| x.history.iter().any(|e| e.action == action))
+}
+
+/// What a call the simulator makes came to: `Ok(Some(step))` to return,
+/// `Ok(None)` to go on as without it (refused as the process stands).
+fn outcome(
+    res: Result<(), EngineError>,
+    trace: &mut Trace,
+    done: (&str, &str),
+) -> Result<Option<Step>, String> {
+    match res {
+        Ok(()) => {
+            trace.done(done.0, done.1);
+            Ok(Some(Step::Acted))
+        }
+        Err(e) if transient(&e) => Ok(Some(Step::Retry)),
+        Err(EngineError::Action(refused)) => {
+            trace.note(format!("  refused ({refused})"));
+            Ok(None)
+        }
+        Err(e) => Err(format!("{} on {}: {e}", done.1, done.0)),
+    }
+}
+
+/// Answers the first waiting act the client does not leave to a timeout
+/// (after what the operator or the client does first at it: rewind,
+/// terminate, migrate, pause, cancel an earlier act, push, set vars).
+pub(crate) async fn act_once(
+    sim: &Sim,
+    spec: &Spec,
+    seed: u64,
+    info: &ProcInfo,
+    tasks: &[TaskInfo],
+    rounds: &mut Rounds,
+    trace: &mut Trace,
+) -> Result<Step, String> {
+    let exec = sim.engine.executor();
+    let waiting: Vec<&TaskInfo> = tasks
+        .iter()
+        .filter(|t| t.kind == "act" && t.state == TaskState::Interrupt)
+        .collect();
+    if waiting.is_empty() {
+        return Ok(Step::Nothing);
+    }
+    let mut left = Vec::new();
+    for t in waiting {
+        let key = t.key.clone().unwrap_or_default();
+        let occurrence = tasks
+            .iter()
+            .filter(|x| x.kind == "act" && x.key.as_deref() == Some(&key))
+            .position(|x| x.tid == t.tid)
+            .map_or(1, |i| i + 1);
+        // Names the act (what the clock's move in the pause is drawn
+        // from: task ids are fresh in every run) and the task (so a
+        // restarted run sees this pause was done).
+        let reason = format!("sim:{key}#{occurrence} {}", t.tid);
+        let paused_here = tasks.iter().any(|x| {
+            x.tid == "$"
+                && x.history
+                    .iter()
+                    .any(|e| e.action == "pause" && e.detail.as_deref() == Some(reason.as_str()))
+        });
+        if let (false, Some(to)) = (
+            in_history(tasks, "rewind"),
+            rewinds(seed, spec, &key, occurrence),
+        ) {
+            trace.note(format!("{key}#{occurrence}: rewind to {to}"));
+            let mut v = Vars::new();
+            v.insert("rewound".into(), json!(true));
+            let res = exec.rewind_process(PID, &to, v).await;
+            if let Some(step) = outcome(res, trace, ("$", "rewind"))? {
+                return Ok(step);
+            }
+        }
+        if terminates(seed, spec, &key, occurrence) {
+            trace.note(format!("{key}#{occurrence}: terminate"));
+            let res = exec.terminate_process(PID, "sim").await;
+            if let Some(step) = outcome(res, trace, ("$", "terminate"))? {
+                return Ok(step);
+            }
+        }
+        if migrates(seed, spec, &key, occurrence) && !in_history(tasks, "migrate") {
+            trace.note(format!("{key}#{occurrence}: migrate to a new version"));
+            match migrate(sim, spec, info).await {
+                Ok(true) => {
+                    trace.done("$", "migrate");
+                    return Ok(Step::Acted);
+                }
+                Ok(false) => trace.note("  not migrated"),
+                Err(e) if transient(&e) => return Ok(Step::Retry),
+                Err(e) => return Err(format!("migrate at {key}: {e}")),
+            }
+        }
+        if pauses(seed, spec, &key, occurrence) && !paused_here {
+            trace.note(format!("{key}#{occurrence}: pause"));
+            let res = exec.pause_process(PID, &reason).await;
+            if let Some(step) = outcome(res, trace, ("$", "pause"))? {
+                return Ok(step);
+            }
+        }
+        if cancels(seed, spec, &key, occurrence) && !in_history(tasks, "cancel") {
+            // Withdraw the latest completed act.
+            let done = tasks
+                .iter()
+                .rev()
+                .find(|x| x.kind == "act" && x.state == TaskState::Completed);
+            if let Some(d) = done {
+                let dkey = d.key.clone().unwrap_or_default();
+                trace.note(format!("{key}#{occurrence}: cancel {dkey}"));
+                let res = exec.cancel(PID, &d.tid).await;
+                if let Some(step) = outcome(res, trace, (&d.tid, "cancel"))? {
+                    return Ok(step);
+                }
+            }
+        }
+        if pushes(seed, spec, &key, occurrence) {
+            let pushed_key = format!("{key}_p");
+            let done = tasks
+                .iter()
+                .any(|x| x.key.as_deref() == Some(pushed_key.as_str()));
+            if let (false, Some(step)) = (done, step_of(tasks, t)) {
+                trace.note(format!("{key}#{occurrence}: push {pushed_key}"));
+                let mut act = Vars::new();
+                act.insert("uses".into(), json!("acts.core.irq"));
+                act.insert("params".into(), json!({ "key": pushed_key }));
+                match exec.push(PID, &step, act).await {
+                    Ok(()) => {
+                        trace.done(&step, "push");
+                        return Ok(Step::Acted);
+                    }
+                    Err(e) if transient(&e) => return Ok(Step::Retry),
+                    // Not possible as the process stands: answer instead.
+                    Err(_) => {}
+                }
+            }
+        }
+        let set_here = t.history.iter().any(|e| e.action == "set_process_vars");
+        if sets_vars(seed, spec, &key, occurrence) && !set_here {
+            trace.note(format!("{key}#{occurrence}: set process vars"));
+            let mut v = Vars::new();
+            v.insert(format!("v_{key}"), json!(occurrence));
+            let res = exec.set_process_vars(PID, &t.tid, v).await;
+            if let Some(step) = outcome(res, trace, (&t.tid, "set_process_vars"))? {
+                return Ok(step);
+            }
+        }
+        let Answer::Act(action, options) = answer(
+            seed,
+            spec,
+            &key,
+            occurrence,
+            rounds.waited.get(&t.tid).is_some_and(|n| *n > 6),
+        ) else {
+            left.push(t.tid.clone());
+            continue;
+        };
+        let delay = answer_delay(seed, spec, &key, occurrence);
+        // Once per act in a run: an answer that failed on the store is
+        // tried again at once.
+        if !delay.is_zero() && rounds.delayed.insert(t.tid.clone()) {
+            // The client takes its time: what falls due meanwhile (a
+            // timeout) acts first, and the answer may find the act gone.
+            trace.note(format!("clock +{} min", delay.as_secs() / 60));
+            sim.clock.advance(delay);
+            settle(&sim.engine).await?;
+        }
+        trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
+        return match exec.act(PID, &t.tid, action, options).await {
+            Ok(()) => {
+                trace.done(&t.tid, action.as_str());
+                Ok(Step::Acted)
+            }
+            Err(e) if transient(&e) => Ok(Step::Retry),
+            Err(EngineError::Action(refused)) => {
+                // Not possible as the process stands (e.g. a back to a
+                // step that did not run): complete it instead.
+                trace.note(format!("  refused ({refused}); complete instead"));
+                match exec.act(PID, &t.tid, Action::Complete, Vars::new()).await {
+                    Ok(()) => {
+                        trace.done(&t.tid, Action::Complete.as_str());
+                        Ok(Step::Acted)
+                    }
+                    Err(EngineError::Action(_)) => Ok(Step::Acted),
+                    Err(e) if transient(&e) => Ok(Step::Retry),
+                    Err(e) => Err(format!("complete {key}: {e}")),
+                }
+            }
+            Err(e) => Err(format!("{} {key}: {e}", action.as_str())),
+        };
+    }
+    Ok(Step::Waiting(left))
+}
+
+/// Deploys the next version of the model and moves the process onto it;
+/// whether it moved.
+async fn migrate(sim: &Sim, spec: &Spec, info: &ProcInfo) -> Result<bool, EngineError> {
+    let exec = sim.engine.executor();
+    let next = exec.deploy_yaml(&spec.model_as_version("2")).await?;
+    if next.revision == info.model_rev {
+        return Ok(false);
+    }
+    let mut vars = Vars::new();
+    vars.insert("migrated".into(), json!(true));
+    let plan = MigrationPlan {
+        model: "main".into(),
+        from: info.model_rev,
+        to: next.revision,
+        vars,
+        ..MigrationPlan::default()
+    };
+    let report = exec.migrate(&plan, false).await?;
+    Ok(report
+        .processes
+        .iter()
+        .any(|p| p.pid == PID && p.outcome == "migrated"))
+}
+
+/// The task id of the step that holds act `t` (its nearest step ancestor).
+fn step_of(tasks: &[TaskInfo], t: &TaskInfo) -> Option<String> {
+    let mut parent = t.parent.clone();
+    while let Some(p) = parent {
+        let task = tasks.iter().find(|x| x.tid == p)?;
+        if task.kind == "step" {
+            return Some(task.tid.clone());
+        }
+        parent = task.parent.clone();
+    }
+    None
+}
