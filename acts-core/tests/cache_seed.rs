@@ -791,25 +791,11 @@ async fn cache_resume_in_flight_proc_after_restart() {
     let w = Workflow::from_yaml(RUNS).unwrap();
     let pid = "resume_restart";
     let row = ProcRow {
-        id: pid.into(),
-        mid: "m2".into(),
         // A row as stored before versions: it carries its model.
-        rev: 0,
         model: w.to_json(),
         state: TaskState::Running,
-        timestamp: 1,
         start_time: 1,
-        end_time: 0,
-        env: Vars::new(),
-        start_vars: Vars::new(),
-        err: None,
-        started_by: None,
-        paused: None,
-        quiet_since: None,
-        indexed: Vars::new(),
-        audience: Vec::new(),
-        nodes: Vec::new(),
-        pending: Vec::new(),
+        ..ProcRow::unstarted(pid, "m2", 0, 1, Vars::new())
     };
     Collection::<ProcRow>::new(kv.clone())
         .upsert(&row)

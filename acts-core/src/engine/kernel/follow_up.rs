@@ -135,26 +135,7 @@ impl Kernel {
         mut vars: Vars,
     ) -> Vec<BatchOp> {
         vars.insert("pid".into(), Value::String(pid.to_owned()));
-        let row = ProcRow {
-            id: pid.to_owned(),
-            mid: model.row.id.clone(),
-            rev: model.row.revision,
-            model: String::new(),
-            state: TaskState::None,
-            timestamp: self.now(),
-            start_time: 0,
-            end_time: 0,
-            env: Vars::new(),
-            start_vars: vars,
-            err: None,
-            started_by: None,
-            paused: None,
-            quiet_since: None,
-            indexed: Vars::new(),
-            audience: Vec::new(),
-            nodes: Vec::new(),
-            pending: Vec::new(),
-        };
+        let row = ProcRow::unstarted(pid, &model.row.id, model.row.revision, self.now(), vars);
         Collection::<ProcRow>::upsert_ops(None, &row)
     }
 

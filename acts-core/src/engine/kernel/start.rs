@@ -8,7 +8,7 @@ use tracing::{Instrument, debug, info_span};
 
 use crate::durable::Collection;
 use crate::model::Vars;
-use crate::scheduler::{Process, TaskState};
+use crate::scheduler::Process;
 use crate::tree::long_id;
 
 use crate::engine::api::error::EngineError;
@@ -95,24 +95,8 @@ impl Kernel {
     ) -> Result<ProcInfo, EngineError> {
         let now = self.now();
         let base = ProcRow {
-            id: pid.clone(),
-            mid: model.row.id.clone(),
-            rev: model.row.revision,
-            model: String::new(),
-            state: TaskState::None,
-            timestamp: now,
-            start_time: 0,
-            end_time: 0,
-            env: Vars::new(),
-            start_vars: Vars::new(),
-            err: None,
             started_by: started_by.map(str::to_owned),
-            paused: None,
-            quiet_since: None,
-            indexed: Vars::new(),
-            audience: Vec::new(),
-            nodes: Vec::new(),
-            pending: Vec::new(),
+            ..ProcRow::unstarted(&pid, &model.row.id, model.row.revision, now, Vars::new())
         };
         let mut process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
         process.audience.started_by = base.started_by.clone();

@@ -163,6 +163,34 @@ pub struct ProcRow {
     pub pending: Vec<String>,
 }
 
+impl ProcRow {
+    /// The row of process `id` of version `rev` of model `mid` before it
+    /// starts (state `none`: parked, or about to start), admitted at
+    /// `timestamp` with start options `start_vars`.
+    pub fn unstarted(id: &str, mid: &str, rev: u32, timestamp: i64, start_vars: Vars) -> Self {
+        Self {
+            id: id.to_owned(),
+            mid: mid.to_owned(),
+            rev,
+            model: String::new(),
+            state: TaskState::None,
+            timestamp,
+            start_time: 0,
+            end_time: 0,
+            env: Vars::new(),
+            start_vars,
+            err: None,
+            started_by: None,
+            paused: None,
+            quiet_since: None,
+            indexed: Vars::new(),
+            audience: Vec::new(),
+            nodes: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+}
+
 impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     "state" => IndexValue::Str(r.state.as_str().to_owned()),
     "mid" => IndexValue::Str(r.mid.clone()),
