@@ -55,25 +55,10 @@ async fn proc_row(kv: &Arc<dyn KvStore>, pid: &str) -> Option<ProcRow> {
 async fn seed_row(kv: &Arc<dyn KvStore>, pid: &str, model: &str, state: TaskState, ts: i64) {
     let workflow = Workflow::from_yaml(model).expect("model parses");
     let row = ProcRow {
-        id: pid.into(),
-        mid: workflow.id.clone(),
         // A row as stored before versions: it carries its model.
-        rev: 0,
         model: workflow.to_json(),
         state,
-        timestamp: ts,
-        start_time: 0,
-        end_time: 0,
-        env: Vars::new(),
-        start_vars: pid_var(pid),
-        err: None,
-        started_by: None,
-        paused: None,
-        quiet_since: None,
-        indexed: Vars::new(),
-        audience: Vec::new(),
-        nodes: Vec::new(),
-        pending: Vec::new(),
+        ..ProcRow::unstarted(pid, &workflow.id, 0, ts, pid_var(pid))
     };
     Collection::<ProcRow>::new(kv.clone())
         .upsert(&row)

@@ -145,33 +145,14 @@ mod tests {
     use crate::engine::persist::Persisted;
     use crate::engine::persist::rows::ProcRow;
     use crate::model::{Vars, Workflow};
-    use crate::scheduler::{Process, TaskState};
+    use crate::scheduler::Process;
     use crate::tree::ModelTree;
 
     fn instance(pid: &str) -> Arc<ProcHandle> {
         let w = Workflow::new().with_id("m").with_step(|s| s.with_id("s1"));
         // A model of one plain step builds (checked by the model tests).
         let tree = Arc::new(ModelTree::build(&w).expect("a valid model"));
-        let row = ProcRow {
-            id: pid.into(),
-            mid: "m".into(),
-            rev: 1,
-            model: String::new(),
-            state: TaskState::None,
-            timestamp: 0,
-            start_time: 0,
-            end_time: 0,
-            env: Vars::new(),
-            start_vars: Vars::new(),
-            err: None,
-            started_by: None,
-            paused: None,
-            quiet_since: None,
-            indexed: Vars::new(),
-            audience: Vec::new(),
-            nodes: Vec::new(),
-            pending: Vec::new(),
-        };
+        let row = ProcRow::unstarted(pid, "m", 1, 0, Vars::new());
         ProcHandle::new(
             Process::new(pid, tree, Vars::new()),
             Persisted::fresh(row),
