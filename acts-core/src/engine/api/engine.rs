@@ -321,6 +321,38 @@ impl Engine {
         self.rt.instances.faults(&self.rt.cache)
     }
 
+    /// What the engine still holds for processes (feature `testing`, a
+    /// hook for tests and the simulator, not API): admitted, resident,
+    /// parked and queued pids, stalled transitions, armed timers, stuck
+    /// reports and instances anyone still holds. Empty when nothing is in
+    /// flight and every held thing was let go — memory back at its
+    /// baseline.
+    #[cfg(feature = "testing")]
+    pub fn residue(&self) -> Vec<String> {
+        let rt = &self.rt;
+        let mut out = Vec::new();
+        let admitted = rt.cache.count();
+        if admitted > 0 {
+            out.push(format!("{admitted} admitted"));
+        }
+        let mut note = |what: &str, pids: Vec<String>| {
+            if !pids.is_empty() {
+                out.push(format!("{what}: {}", pids.join(", ")));
+            }
+        };
+        note("resident", rt.cache.resident());
+        note("parked", rt.cache.parked());
+        note("waiting for a place", rt.cache.pending_resume());
+        note("stalled", rt.stalled.lock().keys().cloned().collect());
+        note("timers", rt.proc_timers.lock().keys().cloned().collect());
+        note(
+            "stuck reports",
+            rt.stuck_reported.lock().keys().cloned().collect(),
+        );
+        note("instances held", rt.instances.held());
+        out
+    }
+
     /// Acknowledges message `msg_id` on durable channel `channel` without
     /// a handle on it (for stateless clients, e.g. over HTTP), as
     /// [`Channel::ack`] does.

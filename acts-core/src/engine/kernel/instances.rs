@@ -99,6 +99,20 @@ impl Instances {
         let _ = handle;
     }
 
+    /// The pids of the instances someone still holds (live or not).
+    #[cfg(feature = "testing")]
+    pub(crate) fn held(&self) -> Vec<String> {
+        let t = self.inner.lock();
+        let mut out: Vec<String> = t
+            .handles
+            .iter()
+            .filter(|(_, v)| v.iter().any(|w| w.strong_count() > 0))
+            .map(|(pid, _)| pid.clone())
+            .collect();
+        out.sort();
+        out
+    }
+
     /// Every fault seen: doubles noted as instances were built, and now
     /// (call it when the engine is idle) any pid with more than one live
     /// instance or a live instance that is not the resident one.
