@@ -175,14 +175,7 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         exactly_once(&tasks, &trace, false).map_err(|e| fail(&name, &trace, e))?;
         // Every end of the fault-free run reached the client (re-sent
         // from before the cut, or sent by the resumed run).
-        let got_ends = ends(&heard);
-        if got_ends != want_ends {
-            return Err(fail(
-                &name,
-                &trace,
-                format!("the client heard other ends:\n  want {want_ends:?}\n  got  {got_ends:?}"),
-            ));
-        }
+        same_ends(&want_ends, &heard).map_err(|e| fail(&name, &trace, e))?;
         teardown(store, &mut trace)
             .await
             .map_err(|e| fail(&name, &trace, e))?;
@@ -204,12 +197,13 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
             f.heal();
             !healed.swap(true, std::sync::atomic::Ordering::Relaxed)
         };
-        let (got, _, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, Some(&heal))
+        let (got, heard, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, Some(&heal))
             .await
             .map_err(|e| fail(name, &trace, e))?;
         trace.note(format!("{} calls failed", failing.failures()));
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
         exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
+        same_ends(&want_ends, &heard).map_err(|e| fail(name, &trace, e))?;
         failing.heal();
         teardown(failing, &mut trace)
             .await
@@ -230,14 +224,7 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         trace.note(format!("{} yields", slow.yields()));
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
         exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
-        let got_ends = ends(&heard);
-        if got_ends != want_ends {
-            return Err(fail(
-                name,
-                &trace,
-                format!("the client heard other ends:\n  want {want_ends:?}\n  got  {got_ends:?}"),
-            ));
-        }
+        same_ends(&want_ends, &heard).map_err(|e| fail(name, &trace, e))?;
         teardown(slow, &mut trace)
             .await
             .map_err(|e| fail(name, &trace, e))?;
@@ -251,11 +238,12 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
         }
         let name = kind.run_name();
         let mut trace = Trace::default();
-        let (got, tasks) = file_run(kind, spec, seed, &mut rng, &mut trace)
+        let (got, heard, tasks) = file_run(kind, spec, seed, &mut rng, &mut trace)
             .await
             .map_err(|e| fail(name, &trace, e))?;
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
         exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
+        same_ends(&want_ends, &heard).map_err(|e| fail(name, &trace, e))?;
         runs += 1;
     }
     Ok(Report {
@@ -298,6 +286,19 @@ fn exactly_once(tasks: &[TaskInfo], trace: &Trace, exact: bool) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+/// Every end of the fault-free run reached the client (re-sent from
+/// before a cut or an outage, or sent by this run), and nothing else did.
+fn same_ends(want: &[Shape], heard: &[Message]) -> Result<(), String> {
+    let got = ends(heard);
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "the client heard other ends:\n  want {want:?}\n  got  {got:?}"
+        ))
+    }
 }
 
 fn compare(want: &Outcome, got: &Outcome) -> Result<(), String> {
@@ -423,24 +424,28 @@ async fn file_run(
     seed: u64,
     rng: &mut StdRng,
     trace: &mut Trace,
-) -> Result<(Outcome, Vec<TaskInfo>), String> {
+) -> Result<Ended, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    // What the client heard over every reopen.
+    let mut heard = Vec::new();
     for round in 0..100 {
         let store = kind.open(dir.path())?;
         let now = resume_time(&store).await?;
-        let sim = Sim::open(store.clone(), now, &|| false).await?;
+        let mut sim = Sim::open(store.clone(), now, &|| false).await?;
         let every = rng.random_range(1..=3);
         let driven = drive(&sim, spec, seed, trace, Some(every), &|| false).await?;
         match driven {
             Driven::Ended(info) => {
                 settle(&sim.engine).await?;
                 let tasks = ended_tasks(&sim).await?;
+                heard.extend(sim.heard());
                 sim.engine.close().await;
                 orphans(&store).await?;
-                return Ok((Outcome::from(&*info), tasks));
+                return Ok((Outcome::from(&*info), heard, tasks));
             }
             Driven::Restart => {
                 trace.note(format!("close and reopen the store (round {round})"));
+                heard.extend(sim.heard());
                 sim.engine.close().await;
             }
         }
