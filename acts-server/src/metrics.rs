@@ -48,6 +48,7 @@ impl Metrics {
             metrics::gauge!("acts_processes_resident").set(st.resident as f64);
             metrics::gauge!("acts_processes_parked").set(st.parked as f64);
             metrics::gauge!("acts_processes_stuck").set(st.stuck as f64);
+            metrics::gauge!("acts_processes_stalled").set(st.stalled as f64);
             metrics::gauge!("acts_admission_cap").set(cap as f64);
             metrics::gauge!("acts_max_resident").set(max_resident as f64);
             metrics::gauge!("acts_writes_queued").set(st.queued_writes as f64);

@@ -197,13 +197,17 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
             f.heal();
             !healed.swap(true, std::sync::atomic::Ordering::Relaxed)
         };
-        let (got, heard, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, Some(&heal))
+        let (got, _, tasks) = run_to_end(failing.clone(), spec, seed, &mut trace, Some(&heal))
             .await
             .map_err(|e| fail(name, &trace, e))?;
         trace.note(format!("{} calls failed", failing.failures()));
         compare(&expected, &got).map_err(|e| fail(name, &trace, e))?;
         exactly_once(&tasks, &trace, true).map_err(|e| fail(name, &trace, e))?;
-        same_ends(&want_ends, &heard).map_err(|e| fail(name, &trace, e))?;
+        // Not the messages: an outage may hold a timer's transition (it is
+        // retried on the housekeeping tick) while a client's answer gets
+        // through, and both orders are right (seed 952 of grammar 3: a
+        // step's timeout that fired in the fault-free run came after the
+        // client's last answer here, with the same outcome).
         failing.heal();
         teardown(failing, &mut trace)
             .await

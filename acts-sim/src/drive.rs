@@ -10,7 +10,7 @@ use std::time::Duration;
 use acts_core::engine::{ChannelOptions, DeliveryState, Engine, EngineError, ProcInfo};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Message, TaskState};
-use acts_core::time::ManualClock;
+use acts_core::time::{Clock, ManualClock};
 use acts_store::KvStore;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -317,13 +317,26 @@ pub async fn drive(
             }
             continue;
         }
+        if engine.stats().stalled > 0 {
+            // A transition of the engine's own (a timer's tick, a
+            // continuation) failed on the store and waits for its retry:
+            // the client waits too, so an outage never lets an answer
+            // overtake what the fault-free run did first.
+            trace.note("wait: a stalled transition is retried");
+            engine.housekeeping().await;
+            stuck(&mut idle_rounds, heal, "a stalled transition keeps failing")?;
+            continue;
+        }
         match act_once(sim, spec, seed, &info, &tasks, &mut rounds, trace).await? {
             Step::Acted => {
                 acted_count += 1;
                 idle_rounds = 0;
             }
             Step::Waiting(tids) => {
-                trace.note("clock +2h (only timeouts can act)");
+                trace.note(format!(
+                    "clock {} +2h (only timeouts can act)",
+                    sim.clock.now_millis()
+                ));
                 sim.clock.advance(Duration::from_secs(2 * 3600));
                 for tid in tids {
                     *rounds.waited.entry(tid).or_default() += 1;

@@ -7,6 +7,7 @@
 use acts_core::engine::{EngineError, MigrationPlan, ProcInfo, TaskInfo};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Action, TaskState};
+use acts_core::time::Clock;
 use serde_json::json;
 
 use crate::client::{
@@ -23,8 +24,6 @@ pub(crate) struct Rounds {
     /// after a few; under store faults the tick may have to wait for the
     /// housekeeping retry, which the heal after five idle rounds allows).
     pub(crate) waited: std::collections::HashMap<String, usize>,
-    /// The acts whose answer the client already took its time over.
-    pub(crate) delayed: std::collections::HashSet<String>,
 }
 
 pub(crate) enum Step {
@@ -195,15 +194,27 @@ pub(crate) async fn act_once(
             left.push(t.tid.clone());
             continue;
         };
+        // The client answers `delay` after the act began (the clock is
+        // set to that time if it stands earlier: a restarted run that
+        // already passed it does not wait twice): what falls due
+        // meanwhile (a timeout) acts first, and the answer may find the
+        // act gone.
         let delay = answer_delay(seed, spec, &key, occurrence);
-        // Once per act in a run: an answer that failed on the store is
-        // tried again at once.
-        if !delay.is_zero() && rounds.delayed.insert(t.tid.clone()) {
-            // The client takes its time: what falls due meanwhile (a
-            // timeout) acts first, and the answer may find the act gone.
-            trace.note(format!("clock +{} min", delay.as_secs() / 60));
-            sim.clock.advance(delay);
+        let at = t.start_time.unwrap_or_default() + delay.as_millis() as i64;
+        if !delay.is_zero() && sim.clock.now_millis() < at {
+            trace.note(format!(
+                "clock {} -> {at} (act start +{} min)",
+                sim.clock.now_millis(),
+                delay.as_secs() / 60
+            ));
+            sim.clock.set(at);
             settle(&sim.engine).await?;
+            if sim.engine.stats().stalled > 0 {
+                // What fell due failed on the store: the answer waits for
+                // its retry (the next round), as in the fault-free run it
+                // came after it.
+                return Ok(Step::Retry);
+            }
         }
         trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
         return match exec.act(PID, &t.tid, action, options).await {

@@ -102,6 +102,23 @@ fn a_hundred_seeds_of_grammar_two() {
     );
 }
 
+/// Grammar 3's seeds that found something (see `docs/TESTING.md`): an
+/// answer accepted for a process a timeout had aborted (3002); and the
+/// simulator's own races, fixed in the harness — an answer overtaking a
+/// timer tick that failed on the store (952, 2563, 4461).
+#[test]
+fn the_grammar_three_seeds_that_found_bugs() {
+    check_all(
+        [952, 2563, 3002, 4461],
+        Plan {
+            grammar: acts_sim::Grammar::V3,
+            cuts: 8,
+            ..Plan::default()
+        },
+        " --grammar 3",
+    );
+}
+
 #[test]
 fn a_hundred_seeds_of_grammar_three() {
     check_all(

@@ -230,6 +230,10 @@ pub struct EngineStats {
     pub scripts: crate::script::ScriptStats,
     /// Processes the stuck detector found stuck at its last check.
     pub stuck: usize,
+    /// Processes whose automatic transition (a resume, a continuation, a
+    /// timer's tick) failed on the store and waits for the housekeeping
+    /// tick to run again.
+    pub stalled: usize,
 }
 
 /// A running engine. Cheap to clone; [`close`](Self::close) stops it.
@@ -308,6 +312,7 @@ impl Engine {
             queued_writes: self.rt.writer.queued(),
             scripts: self.rt.scripts.stats(),
             stuck: self.rt.stuck_reported.lock().len(),
+            stalled: self.rt.stalled.lock().len(),
         }
     }
 

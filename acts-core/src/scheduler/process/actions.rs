@@ -221,6 +221,18 @@ impl Process {
         if !self.is_kind(t, NodeKind::Act) {
             return Err(ActionError::NotAnAct { pid, tid: tid_s });
         }
+        // An ended process takes no more actions: an act it left open (one
+        // a timeout's abort did not reach) is no question any more (found
+        // by the simulator, grammar 3 seed 3002: a catch's interrupt stayed
+        // answerable after the process aborted).
+        let ended = self.state();
+        if ended.is_terminal() {
+            return Err(ActionError::AlreadyCompleted {
+                pid,
+                tid: "$".into(),
+                state: ended,
+            });
+        }
         let state = self.state_of(t);
         let guarded = !matches!(action, Action::Submit | Action::Remove | Action::Cancel);
         if guarded && state.is_terminal() {
@@ -349,6 +361,10 @@ impl Process {
                     self.emit(parent, svc);
                     cur = parent;
                 }
+                // The process is aborted: what is still open below the
+                // steps the walk passed (a catch's act, an item of a
+                // sibling's fan-out) ends with it, and its clients hear so.
+                self.close_open_tasks(svc);
             }
             Action::Error => {
                 let ecode = options

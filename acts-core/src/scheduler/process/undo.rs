@@ -171,6 +171,15 @@ impl Process {
                 state,
             });
         }
+        self.close_open_tasks(svc);
+        self.queue.clear();
+        Ok(())
+    }
+
+    /// Ends every task still open, innermost first: running and waiting
+    /// ones (and the root) `aborted`, the rest `skipped`, each announced.
+    pub(crate) fn close_open_tasks(&mut self, svc: Services<'_>) {
+        let root = self.root();
         let open: Vec<TaskIx> = self
             .tasks
             .all()
@@ -186,7 +195,5 @@ impl Process {
                 .set_state(t, if t == root { TaskState::Aborted } else { to });
             self.emit(t, svc);
         }
-        self.queue.clear();
-        Ok(())
     }
 }
