@@ -34,6 +34,15 @@ pub enum Action {
     Cancel,
 }
 
+/// What [`ActionError::AlreadyCompleted`] adds for the process's root.
+fn ended_note(tid: &str) -> &'static str {
+    if tid == "$" {
+        "; an ended process takes no more actions"
+    } else {
+        ""
+    }
+}
+
 impl Action {
     /// Every action, in the order they are listed to users.
     pub const ALL: [Action; 9] = [
@@ -134,8 +143,8 @@ pub enum ActionError {
         /// The task.
         tid: String,
     },
-    /// The task is already terminal.
-    #[error("task '{pid}:{tid}' is already completed ({state})")]
+    /// The task is already terminal (`tid` `$`: the process has ended).
+    #[error("task '{pid}:{tid}' has already ended ({state}){}", ended_note(.tid))]
     AlreadyCompleted {
         /// The process.
         pid: String,
