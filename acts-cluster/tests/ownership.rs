@@ -124,6 +124,18 @@ fn check_balanced(nodes: &[&Node]) {
     assert_eq!(all.len(), P as usize, "every partition held once");
 }
 
+/// [`call`], asserting the answer's status is `want`; its body.
+async fn expect_call(
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+    want: u16,
+) -> Value {
+    let (status, body) = call(method, url, body).await;
+    assert_eq!(status, want, "{body}");
+    body
+}
+
 async fn call(method: reqwest::Method, url: String, body: Option<Value>) -> (u16, Value) {
     let client = reqwest::Client::new();
     let mut req = client.request(method, url);
@@ -159,13 +171,13 @@ async fn deploy(n: &Node, text: &str) {
 }
 
 async fn start(n: &Node, model: &str, pid: &str) {
-    let (status, body) = call(
+    expect_call(
         reqwest::Method::POST,
         format!("{}/api/v1/processes", n.url),
         Some(json!({"model": model, "vars": {"pid": pid}})),
+        201,
     )
     .await;
-    assert_eq!(status, 201, "{body}");
 }
 
 /// The task of `pid` waiting with interrupt key `key`, asked through
@@ -198,13 +210,13 @@ async fn waiting_task(n: &Node, pid: &str, key: &str) -> String {
 }
 
 async fn process_state(n: &Node, pid: &str) -> String {
-    let (status, body) = call(
+    let body = expect_call(
         reqwest::Method::GET,
         format!("{}/api/v1/processes/{pid}", n.url),
         None,
+        200,
     )
     .await;
-    assert_eq!(status, 200, "{body}");
     body["process"]["state"].as_str().expect("state").to_owned()
 }
 
@@ -327,13 +339,13 @@ async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
     assert_eq!(resp.status().as_u16(), 400);
 
     // A listing over the cluster sees every partition's processes.
-    let (status, body) = call(
+    let body = expect_call(
         reqwest::Method::GET,
         format!("{}/api/v1/processes?state=completed&limit=5", n2.url),
         None,
+        200,
     )
     .await;
-    assert_eq!(status, 200, "{body}");
     assert_eq!(body["total"], json!(26), "{body}");
     let mut seen = body["processes"].as_array().expect("a page").len();
     let mut next = body["next"].as_str().map(str::to_owned);
@@ -555,27 +567,27 @@ async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
         .trim()
         .to_owned();
     // The delivery is n2's partition's; the ack through n1 finds it.
-    let (status, body) = call(
+    expect_call(
         reqwest::Method::POST,
         format!("{}/api/v1/channels/c1/ack/{id}", n1.url),
         None,
+        204,
     )
     .await;
-    assert_eq!(status, 204, "{body}");
-    let (status, body) = call(
+    expect_call(
         reqwest::Method::POST,
         format!("{}/api/v1/channels/c1/ack/nosuchmessage", n2.url),
         None,
+        404,
     )
     .await;
-    assert_eq!(status, 404, "{body}");
-    let (status, body) = call(
+    expect_call(
         reqwest::Method::DELETE,
         format!("{}/api/v1/channels/c1", n2.url),
         None,
+        204,
     )
     .await;
-    assert_eq!(status, 204, "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -671,13 +683,13 @@ steps:
     // Hang guard only: the count settles at one.
     let mut total = Value::Null;
     for _ in 0..200 {
-        let (status, body) = call(
+        let body = expect_call(
             reqwest::Method::GET,
             format!("{}/api/v1/processes?model=minutely", n2.url),
             None,
+            200,
         )
         .await;
-        assert_eq!(status, 200, "{body}");
         total = body["total"].clone();
         if total != json!(0) {
             break;

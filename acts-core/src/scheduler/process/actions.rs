@@ -234,14 +234,7 @@ impl Process {
         // a timeout's abort did not reach) is no question any more (found
         // by the simulator, grammar 3 seed 3002: a catch's interrupt stayed
         // answerable after the process aborted).
-        let ended = self.state();
-        if ended.is_terminal() {
-            return Err(ActionError::AlreadyCompleted {
-                pid,
-                tid: "$".into(),
-                state: ended,
-            });
-        }
+        self.check_live("answered")?;
         let state = self.state_of(t);
         let guarded = !matches!(action, Action::Submit | Action::Remove | Action::Cancel);
         if guarded && state.is_terminal() {
@@ -455,6 +448,7 @@ impl Process {
         if !self.is_kind(t, NodeKind::Step) {
             return Err(ActionError::NotAStep { pid, tid });
         }
+        self.check_live("pushed to")?;
         let state = self.state_of(t);
         if state == TaskState::None || state.is_terminal() {
             return Err(ActionError::AlreadyCompleted { pid, tid, state });

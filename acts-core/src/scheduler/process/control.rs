@@ -87,7 +87,7 @@ impl Process {
     }
 
     /// Fails unless the process has started and not ended.
-    fn check_live(&self, what: &str) -> Result<(), ActionError> {
+    pub(super) fn check_live(&self, what: &str) -> Result<(), ActionError> {
         let state = self.state();
         if state.is_terminal() {
             return Err(ActionError::AlreadyCompleted {
