@@ -544,3 +544,31 @@ fn push_adds_an_act_to_a_running_step() {
         Err(ActionError::NotAStep { .. })
     ));
 }
+
+/// A step's literal `uses` runs the act the model tree built (shared, not
+/// copied per run); params with an expression run an act of their own,
+/// with the params evaluated.
+#[test]
+fn a_literal_uses_runs_the_models_act_and_an_expression_its_own() {
+    let f = Fixture::new();
+    let p = f.start(
+        "id: m\nsteps:\n  - id: a\n    uses: acts.transform.set\n    params: { v: 1 }\n  - id: b\n    uses: acts.transform.set\n    params: { w: '${{ v + 1 }}' }\n",
+        json!({}),
+    );
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.tree.dynamic_len(), 2);
+    let model = p.tree.model().clone();
+    let shared = model
+        .get(model.find("a").unwrap())
+        .unwrap()
+        .uses_act
+        .clone()
+        .expect("a literal uses");
+    let first = p.tree.node(acts_core::tree::NodeIx::Dynamic(0)).unwrap();
+    assert!(Arc::ptr_eq(&first.content, &shared));
+    let second = p.tree.node(acts_core::tree::NodeIx::Dynamic(1)).unwrap();
+    match &*second.content {
+        acts_core::tree::NodeContent::Act(act) => assert_eq!(act.params, json!({ "w": 2 })),
+        other => panic!("an act, got {other:?}"),
+    }
+}

@@ -223,3 +223,79 @@ fn restore_rejects_data_that_names_missing_nodes() {
     let err = ProcessTree::restore(model, &data).unwrap_err();
     assert!(err.contains("missing parent 'gone'"), "{err}");
 }
+
+/// The tree holds the model once: the root keeps the workflow's own
+/// declarations but not its steps, a step node keeps its own declarations
+/// but not copies of its branches, catches and timeout steps (they are
+/// nodes), and a step's literal `uses` params live in the act it runs only.
+#[test]
+fn the_tree_holds_each_part_of_the_model_once() {
+    let t = tree(
+        "
+id: m
+name: M
+steps:
+  - id: s
+    uses: acts.transform.set
+    params: { v: 1 }
+    branches:
+      - id: b1
+        else: true
+        steps: [ { id: s1 } ]
+    catches: [ { id: c1 } ]
+    timeouts: [ { id: t1 } ]
+  - id: e
+    uses: acts.transform.set
+    params: { v: '${{ 1 + 1 }}' }
+",
+    );
+    let w = t.workflow();
+    assert_eq!((w.name.as_str(), w.steps.len()), ("M", 0));
+    let s = t.get(t.find("s").unwrap()).unwrap();
+    let NodeContent::Step(step) = &*s.content else {
+        panic!("a step")
+    };
+    assert!(step.branches.is_empty() && step.catches.is_empty() && step.timeouts.is_empty());
+    assert_eq!(step.params, serde_json::Value::Null);
+    let Some(NodeContent::Act(act)) = s.uses_act.as_deref() else {
+        panic!("a literal uses has its act built with the tree")
+    };
+    assert_eq!(
+        (act.uses.as_str(), &act.params),
+        ("acts.transform.set", &json!({ "v": 1 }))
+    );
+    let b = t.get(t.find("b1").unwrap()).unwrap();
+    assert!(matches!(&*b.content, NodeContent::Branch(b) if b.steps.is_empty()));
+    // Params with an expression are evaluated per run: no shared act.
+    let e = t.get(t.find("e").unwrap()).unwrap();
+    assert!(e.uses_act.is_none());
+    assert!(matches!(&*e.content, NodeContent::Step(s) if s.params["v"] == "${{ 1 + 1 }}"));
+}
+
+/// Every run of a step with literal params shares the model's act (no
+/// copy per run), and so does the process rebuilt from its stored nodes.
+#[test]
+fn runs_of_a_literal_uses_share_the_models_act() {
+    let model = Arc::new(tree(
+        "
+id: m
+steps:
+  - id: s
+    uses: acts.core.irq
+    params: { key: k }
+",
+    ));
+    let s = model.find("s").unwrap();
+    let mut p = ProcessTree::new(model.clone());
+    let a = p.dispatch_shared(s).expect("a literal uses");
+    let b = p.dispatch_shared(s).expect("a literal uses");
+    let shared = model.get(s).unwrap().uses_act.clone().unwrap();
+    for ix in [a, b] {
+        assert!(Arc::ptr_eq(&p.node(ix).unwrap().content, &shared));
+    }
+    assert_ne!(p.node(a).unwrap().id, p.node(b).unwrap().id);
+    let back = ProcessTree::restore(model.clone(), &p.dynamic_data()).expect("restores");
+    let restored = back.find(&p.node(a).unwrap().id).unwrap();
+    assert!(Arc::ptr_eq(&back.node(restored).unwrap().content, &shared));
+    assert_eq!(back.dynamic_data(), p.dynamic_data());
+}

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use acts_store::{BatchOp, Condition, KvPair, KvStore, MemoryStore, ScanRange, StoreResult};
 use acts_testkit::StoreFactory;
@@ -34,7 +35,14 @@ enum Flaw {
 struct Flawed {
     inner: MemoryStore,
     flaw: Flaw,
+    /// How many conditional batches have checked their conditions
+    /// (`RacyConditions`).
+    checked: AtomicUsize,
 }
+
+/// Most yields a racy conditional batch waits for another writer to check
+/// too (a single writer waits this long, then writes).
+const PARTNER_YIELDS: usize = 1_000;
 
 #[async_trait]
 impl KvStore for Flawed {
@@ -80,7 +88,17 @@ impl KvStore for Flawed {
                         return Ok(false);
                     }
                 }
-                tokio::task::yield_now().await;
+                // Let another writer check before this one writes: the race
+                // happens whenever writers are concurrent, not only when the
+                // scheduler happens to interleave them (a loaded machine runs
+                // them one after another).
+                let me = self.checked.fetch_add(1, Ordering::SeqCst);
+                for _ in 0..PARTNER_YIELDS {
+                    if self.checked.load(Ordering::SeqCst) > me + 1 {
+                        break;
+                    }
+                    tokio::task::yield_now().await;
+                }
                 self.inner.batch(ops).await?;
                 Ok(true)
             }
@@ -115,6 +133,7 @@ impl FlawedFactory {
         Arc::new(Flawed {
             inner: MemoryStore::new(),
             flaw: self.flaw,
+            checked: AtomicUsize::new(0),
         })
     }
 }

@@ -21,6 +21,7 @@
 
 mod message;
 mod process;
+mod scope;
 mod scope_size;
 pub use scope_size::json_len;
 pub mod seal;
@@ -34,6 +35,7 @@ pub use process::{
     ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, MAX_REASON_BYTES, ModelCatalog,
     Pause, Process, Request, RunLimits, Services, UnknownAction, addressees,
 };
+pub use scope::Scope;
 pub use state::TaskState;
 pub use task_error::TaskError;
 pub use task_event::TaskEvent;

@@ -14,6 +14,7 @@ use crate::model::{Variant, Vars};
 use crate::script::{ScriptScope, is_private};
 use crate::tree::{NodeIx, ProcessTree};
 
+use super::scope::Scope;
 use super::state::TaskState;
 use super::task_error::TaskError;
 use super::task_event::TaskEvent;
@@ -51,7 +52,7 @@ pub struct Task {
     /// State.
     pub state: TaskState,
     /// The task's own data scope.
-    pub data: Vars,
+    pub data: Scope,
     /// Scheduling flags ([`Sign`]).
     pub sign: Sign,
     /// The error the task failed with: `(ecode, message)`.
@@ -167,7 +168,7 @@ impl TaskTable {
     }
 
     /// The task at `ix` for a change of its data (marks its scope dirty).
-    pub(super) fn data_mut(&mut self, ix: TaskIx) -> &mut Vars {
+    pub(super) fn data_mut(&mut self, ix: TaskIx) -> &mut Scope {
         self.dirty[ix.index()].vars = true;
         &mut self.tasks[ix.index()].data
     }
@@ -291,7 +292,7 @@ impl TaskTable {
             parent,
             prev,
             state: TaskState::None,
-            data: Vars::new(),
+            data: Scope::new(),
             sign: Sign::default(),
             err: None,
             start_time: 0,
@@ -479,11 +480,11 @@ impl TaskTable {
             });
         ScriptScope {
             cost_millis: cost.max(0) as u64,
-            own: self.tasks[ix.index()].data.clone(),
+            own: self.tasks[ix.index()].data.to_vars(),
             ancestors: self
                 .ancestors(ix)
                 .into_iter()
-                .map(|a| self.tasks[a.index()].data.clone())
+                .map(|a| self.tasks[a.index()].data.to_vars())
                 .collect(),
             ..ScriptScope::default()
         }

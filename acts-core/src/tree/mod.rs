@@ -12,5 +12,6 @@ mod node;
 mod process_tree;
 
 pub use model_tree::ModelTree;
+pub(crate) use node::step_act;
 pub use node::{ChildKind, Node, NodeContent, NodeData, NodeIx, long_id, short_id};
 pub use process_tree::ProcessTree;

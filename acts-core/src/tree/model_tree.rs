@@ -35,7 +35,15 @@ impl ModelTree {
     /// Builds the tree of `workflow`. Fails on duplicate node ids and on a
     /// `next` that names no earlier node.
     pub fn build(workflow: &Workflow) -> Result<Self, ModelError> {
-        let mut workflow = workflow.clone();
+        Self::build_owned(workflow.clone())
+    }
+
+    /// [`build`](Self::build), taking the workflow: its steps move into
+    /// the tree's nodes, so the tree holds the model once. Each step node
+    /// keeps its own declarations; its branches, catches and timeout steps
+    /// are nodes of their own (not copies inside it), and the root keeps
+    /// the workflow's declarations without its steps.
+    pub fn build_owned(mut workflow: Workflow) -> Result<Self, ModelError> {
         let root_id = if workflow.id.is_empty() {
             long_id()
         } else {
@@ -53,16 +61,18 @@ impl ModelTree {
             Node::new(root_id, NodeContent::Workflow(workflow), 0),
             &model_id,
         )?;
-        tree.build_steps(root, &steps, ChildKind::Normal, 1, &model_id)?;
-        // Keep the steps on the root content too, so the root node carries
-        // the whole model (it is what a process row persists).
-        // Just built: the root's content is not shared yet.
-        if let NodeContent::Workflow(w) =
-            std::sync::Arc::make_mut(&mut tree.nodes[root.index()].content)
-        {
-            w.steps = steps;
-        }
+        tree.build_steps(root, steps, ChildKind::Normal, 1, &model_id)?;
         Ok(tree)
+    }
+
+    /// The workflow's declarations (the root's content; its steps are the
+    /// tree's step nodes, not kept here).
+    pub fn workflow(&self) -> &Workflow {
+        match self.nodes.first().map(|n| &*n.content) {
+            Some(NodeContent::Workflow(w)) => w,
+            // `build_owned` pushes the workflow as the first node.
+            _ => unreachable!("a model tree's first node is its workflow"),
+        }
     }
 
     fn push(&mut self, node: Node, model: &str) -> Result<NodeIx, ModelError> {
@@ -86,15 +96,30 @@ impl ModelTree {
     fn build_steps(
         &mut self,
         owner: NodeIx,
-        steps: &[Step],
+        steps: Vec<Step>,
         tag: ChildKind,
         level: u32,
         model: &str,
     ) -> Result<(), ModelError> {
         let mut prev: Option<NodeIx> = None;
-        for step in steps {
-            let mut node = Node::new(step.id.clone(), NodeContent::Step(step.clone()), level);
+        for mut step in steps {
+            let branches = std::mem::take(&mut step.branches);
+            let catches = std::mem::take(&mut step.catches);
+            let timeouts = std::mem::take(&mut step.timeouts);
+            let (id, next) = (step.id.clone(), step.next.clone());
+            // Literal params move into the act the step runs (the step
+            // node keeps `null`): the model holds them once.
+            let uses_act = match step.uses.clone() {
+                Some(uses) if !crate::model::has_expression(&step.params) => {
+                    let params = std::mem::take(&mut step.params);
+                    let act = super::node::step_act(&step, &uses, params);
+                    Some(std::sync::Arc::new(NodeContent::Act(act)))
+                }
+                _ => None,
+            };
+            let mut node = Node::new(id.clone(), NodeContent::Step(step), level);
             node.parent = Some(owner);
+            node.uses_act = uses_act;
             let ix = self.push(node, model)?;
             match prev {
                 None => self.nodes[owner.index()].children.push((tag, ix)),
@@ -109,13 +134,13 @@ impl ModelTree {
                     }
                 }
             }
-            if let Some(target) = &step.next {
-                let Some(&t) = self.by_id.get(target) else {
+            if let Some(target) = next {
+                let Some(&t) = self.by_id.get(&target) else {
                     return Err(ModelError::Invalid {
                         model: model.to_owned(),
                         node: Some(NodeRef {
                             kind: NodeKind::Step,
-                            id: step.id.clone(),
+                            id,
                         }),
                         location: None,
                         message: format!(
@@ -125,12 +150,12 @@ impl ModelTree {
                 };
                 self.nodes[ix.index()].next = Some(t);
             } else {
-                for branch in &step.branches {
+                for branch in branches {
                     self.build_branch(ix, branch, level + 1, model)?;
                 }
             }
-            self.build_steps(ix, &step.catches, ChildKind::Catch, level + 1, model)?;
-            self.build_steps(ix, &step.timeouts, ChildKind::Timeout, level + 1, model)?;
+            self.build_steps(ix, catches, ChildKind::Catch, level + 1, model)?;
+            self.build_steps(ix, timeouts, ChildKind::Timeout, level + 1, model)?;
             prev = Some(ix);
         }
         Ok(())
@@ -139,21 +164,18 @@ impl ModelTree {
     fn build_branch(
         &mut self,
         step: NodeIx,
-        branch: &Branch,
+        mut branch: Branch,
         level: u32,
         model: &str,
     ) -> Result<(), ModelError> {
-        let mut node = Node::new(
-            branch.id.clone(),
-            NodeContent::Branch(branch.clone()),
-            level,
-        );
+        let steps = std::mem::take(&mut branch.steps);
+        let mut node = Node::new(branch.id.clone(), NodeContent::Branch(branch), level);
         node.parent = Some(step);
         let ix = self.push(node, model)?;
         self.nodes[step.index()]
             .children
             .push((ChildKind::Normal, ix));
-        self.build_steps(ix, &branch.steps, ChildKind::Normal, level + 1, model)
+        self.build_steps(ix, steps, ChildKind::Normal, level + 1, model)
     }
 
     /// The root (workflow) node.

@@ -87,11 +87,21 @@ pub struct Node {
     pub next: Option<NodeIx>,
     /// The declaration-order successor (where a skipped step falls through).
     pub chain: Option<NodeIx>,
+    /// For a step whose `uses` has literal params: the act it runs, built
+    /// once with the tree and shared by every run of the step (see
+    /// [`ProcessTree::dispatch_shared`](super::ProcessTree::dispatch_shared)).
+    /// The params live there only: such a step's own content has `null`
+    /// params.
+    pub uses_act: Option<std::sync::Arc<NodeContent>>,
 }
 
 impl Node {
     pub(super) fn new(id: String, content: NodeContent, level: u32) -> Self {
-        let content = std::sync::Arc::new(content);
+        Self::shared(id, std::sync::Arc::new(content), level)
+    }
+
+    /// A node whose content other nodes may share.
+    pub(super) fn shared(id: String, content: std::sync::Arc<NodeContent>, level: u32) -> Self {
         Self {
             id,
             content,
@@ -101,8 +111,17 @@ impl Node {
             prev: None,
             next: None,
             chain: None,
+            uses_act: None,
         }
     }
+}
+
+/// The act a step with `uses` runs, given the params it runs with.
+pub(crate) fn step_act(step: &crate::model::Step, uses: &str, params: serde_json::Value) -> Act {
+    let mut act = Act::new(uses, params);
+    act.name = step.name.clone();
+    act.options = step.options.clone();
+    act
 }
 
 /// The persisted form of a dynamic node: content and links by id, enough to

@@ -104,8 +104,13 @@ impl ProcessTree {
         let id = self.unique_id(&act.id);
         act.id = id.clone();
         let level = self.node(owner).map_or(0, |o| o.level + 1);
-        let mut node = Node::new(id.clone(), crate::tree::NodeContent::Act(act), level);
+        let mut node = Node::new(id, crate::tree::NodeContent::Act(act), level);
         node.parent = Some(owner);
+        self.push_dynamic(node, is_child)
+    }
+
+    fn push_dynamic(&mut self, node: Node, is_child: bool) -> NodeIx {
+        let id = node.id.clone();
         let ix = NodeIx::Dynamic(self.dynamic.len() as u32);
         self.dynamic.push(node);
         self.is_child.push(is_child);
@@ -131,6 +136,21 @@ impl ProcessTree {
     /// the tree gets a `-<short id>` suffix.
     pub fn dispatch_act(&mut self, owner: NodeIx, act: Act) -> NodeIx {
         self.register(owner, act, false)
+    }
+
+    /// Registers the act step `owner` runs with its literal params (the
+    /// model tree's [`Node::uses_act`]) under a fresh short id, sharing
+    /// its content with every other run of the step; `None` when the node
+    /// has no such act (its params have expressions: use
+    /// [`dispatch_act`](Self::dispatch_act) with them evaluated).
+    pub fn dispatch_shared(&mut self, owner: NodeIx) -> Option<NodeIx> {
+        let owner_node = self.node(owner)?;
+        let content = owner_node.uses_act.clone()?;
+        let level = owner_node.level + 1;
+        let id = self.unique_id("");
+        let mut node = Node::shared(id, content, level);
+        node.parent = Some(owner);
+        Some(self.push_dynamic(node, false))
     }
 
     /// Adds `acts` as children of `owner`: all at once, or (`sequence`) the
@@ -196,7 +216,15 @@ impl ProcessTree {
                 })?),
                 None => None,
             };
-            let mut node = Node::new(d.id.clone(), d.content.clone(), d.level);
+            // The act of a step's literal `uses` shares the model's copy.
+            let shared = parent
+                .and_then(|p| tree.node(p))
+                .and_then(|p| p.uses_act.clone())
+                .filter(|act| **act == d.content);
+            let mut node = match shared {
+                Some(content) => Node::shared(d.id.clone(), content, d.level),
+                None => Node::new(d.id.clone(), d.content.clone(), d.level),
+            };
             node.parent = parent;
             let ix = NodeIx::Dynamic(tree.dynamic.len() as u32);
             tree.dynamic.push(node);

@@ -44,7 +44,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// The allocator of the harness (what a server embedding acts would pick;
-/// the engine itself leaves the choice to the application).
+/// the engine itself leaves the choice to the application). With the
+/// feature `system-alloc`, the system's allocator instead.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -354,12 +354,12 @@ impl Executor {
     /// catalog in memory: no store read).
     async fn check_indexed(&self, mid: &str, name: &str) -> Result<(), EngineError> {
         let model = self.rt.model(mid).await?;
-        if model.workflow.index.iter().any(|n| n == name) {
+        if model.declaration().index.iter().any(|n| n == name) {
             return Ok(());
         }
         Err(bad(format!(
             "model '{mid}' does not index '{name}' (its index: [{}]); add it to the model's `index:`",
-            model.workflow.index.join(", ")
+            model.declaration().index.join(", ")
         )))
     }
 

@@ -208,7 +208,7 @@ impl TaskInfo {
             state: t.state,
             start_time: set(t.start_time),
             end_time: set(t.end_time),
-            data: t.data.clone(),
+            data: t.data.to_vars(),
             err: t.err.clone(),
             history: t.history.clone(),
             exposes: match &*node.content {

@@ -16,29 +16,48 @@ use crate::engine::api::error::EngineError;
 use crate::engine::persist::rows::ModelRow;
 
 /// A deployed model version, ready to start processes from.
+///
+/// The model is held once, as its tree (the steps as nodes, the rest of
+/// the workflow on the root); the definition a client reads back is parsed
+/// from the row's JSON when asked for ([`workflow`](Self::workflow)), so a
+/// large model does not sit in memory twice.
 pub(crate) struct DeployedModel {
     pub row: ModelRow,
-    pub workflow: Workflow,
     pub tree: Arc<ModelTree>,
 }
 
 impl DeployedModel {
     /// The model a stored row holds.
     pub(crate) fn from_row(row: ModelRow) -> Result<Self, EngineError> {
-        let workflow = Workflow::from_json(&row.model).map_err(|e| {
-            EngineError::Corrupt(format!(
-                "model '{}' version {}: the stored model is unreadable: {e}",
-                row.id, row.revision
-            ))
-        })?;
-        let mut tree = ModelTree::build(&workflow)?;
+        let workflow = parse_row(&row)?;
+        let mut tree = ModelTree::build_owned(workflow)?;
         tree.revision = row.revision;
         Ok(Self {
             row,
-            workflow,
             tree: Arc::new(tree),
         })
     }
+
+    /// The workflow's own declarations (inputs, index, options, ...):
+    /// the tree's root, which keeps everything but the steps.
+    pub(crate) fn declaration(&self) -> &Workflow {
+        self.tree.workflow()
+    }
+
+    /// The whole definition, as deployed (read from the stored JSON).
+    pub(crate) fn workflow(&self) -> Result<Workflow, EngineError> {
+        parse_row(&self.row)
+    }
+}
+
+/// The workflow a model row stores.
+fn parse_row(row: &ModelRow) -> Result<Workflow, EngineError> {
+    Workflow::from_json(&row.model).map_err(|e| {
+        EngineError::Corrupt(format!(
+            "model '{}' version {}: the stored model is unreadable: {e}",
+            row.id, row.revision
+        ))
+    })
 }
 
 /// The deployed models in memory.

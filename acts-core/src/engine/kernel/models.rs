@@ -105,7 +105,6 @@ impl Kernel {
         tree.revision = revision;
         let deployed = Arc::new(DeployedModel {
             row,
-            workflow: workflow.clone(),
             tree: Arc::new(tree),
         });
         if let Some(prev) = self

@@ -67,7 +67,7 @@ impl Kernel {
         let mut inputs = vars.clone();
         inputs.remove("pid");
         model
-            .workflow
+            .declaration()
             .inputs
             .check(&inputs)
             .map_err(|message| EngineError::Inputs {

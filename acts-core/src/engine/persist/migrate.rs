@@ -93,7 +93,8 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
         match (to.old.find(id), to.new.find(&target)) {
             (Some(a), Some(b)) => {
                 target != id
-                    || to.old.get(a).map(|n| &n.content) != to.new.get(b).map(|n| &n.content)
+                    || to.old.get(a).map(|n| (&n.content, &n.uses_act))
+                        != to.new.get(b).map(|n| (&n.content, &n.uses_act))
             }
             _ => true,
         }

@@ -100,7 +100,7 @@ struct TaskView<'a> {
 struct VarsView<'a> {
     pid: &'a str,
     tid: &'a str,
-    data: &'a Vars,
+    data: &'a crate::scheduler::Scope,
 }
 
 fn task_view<'a>(p: &'a Process, ix: crate::scheduler::TaskIx, task: &'a Task) -> TaskView<'a> {
@@ -401,7 +401,7 @@ pub(crate) fn rebuild(
             parent: t.parent.map(|x| TaskTable::ix_at(x as usize)),
             prev: t.prev.map(|x| TaskTable::ix_at(x as usize)),
             state: t.state,
-            data: scope.unwrap_or_default(),
+            data: scope.unwrap_or_default().into(),
             sign: crate::scheduler::Sign(t.sign),
             err: t.err.clone(),
             start_time: t.start_time,
@@ -505,7 +505,7 @@ mod tests {
         let vrow = VarsRow {
             pid: "p1".into(),
             tid: "$".into(),
-            data: task.data.clone(),
+            data: task.data.to_vars(),
         };
         assert_eq!(vars, serde_json::to_value(&vrow).unwrap());
     }

@@ -35,7 +35,7 @@ fn var_key(mid: &str, name: &str, value: &IndexValue, pid: &str) -> Vec<u8> {
 }
 
 /// The values of `names` in `data` that can be indexed.
-pub(crate) fn indexed_values(names: &[String], data: &Vars) -> Vars {
+pub(crate) fn indexed_values(names: &[String], data: &crate::scheduler::Scope) -> Vars {
     names
         .iter()
         .filter_map(|n| {

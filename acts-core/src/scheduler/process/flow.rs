@@ -149,7 +149,7 @@ impl Process {
                 let data = self
                     .tasks
                     .get(t)
-                    .map(|x| x.data.clone())
+                    .map(|x| x.data.to_vars())
                     .unwrap_or_default();
                 self.tasks.set_err(t, TaskError::from_vars(&data));
                 self.tasks.sign(t, Sign::NEXT_COMPLETE);
@@ -279,6 +279,16 @@ impl Process {
     /// dynamic node, a task following the owner, queued to run.
     pub(super) fn dispatch_act(&mut self, owner: TaskIx, act: Act) -> Result<TaskIx, TaskError> {
         let act_node = self.tree.dispatch_act(self.node_of(owner), act);
+        self.queue_act(owner, act_node)
+    }
+
+    /// A task of the dispatched act node `act_node` following `owner`,
+    /// queued to run.
+    pub(super) fn queue_act(
+        &mut self,
+        owner: TaskIx,
+        act_node: NodeIx,
+    ) -> Result<TaskIx, TaskError> {
         let child = self.new_task(act_node, Some(owner))?;
         self.queue.push_back(Job::Exec(child));
         Ok(child)

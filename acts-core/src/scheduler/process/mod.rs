@@ -30,7 +30,7 @@ pub use audience::{Audience, MAX_AUDIENCE, addressees};
 pub use control::{MAX_REASON_BYTES, Pause};
 pub use resume::Request;
 
-use crate::model::{Act, Variant, Vars};
+use crate::model::{Variant, Vars};
 use crate::package::PackageRegistry;
 use crate::script::{ScriptEngine, ScriptKind, substitute};
 use crate::tree::{ChildKind, ModelTree, NodeContent, NodeIx, ProcessTree};
@@ -73,7 +73,7 @@ pub struct RunLimits {
     /// Most jobs (a task's execution or its next pass) one
     /// [`Process::run`] does before it hands back with work left
     /// ([`Process::has_queued_work`]); the engine commits and continues in
-    /// the next transition. Default 10,000.
+    /// the next transition. Default 1,000.
     pub jobs_per_run: usize,
     /// Most bytes one task's data (a scope: its variables, as stored) may
     /// hold (0: no limit). A write that would pass it is not made and
@@ -85,7 +85,7 @@ impl Default for RunLimits {
     fn default() -> Self {
         Self {
             max_node_runs: 1000,
-            jobs_per_run: 10_000,
+            jobs_per_run: 1_000,
             max_scope_bytes: 4 * 1024 * 1024,
         }
     }
@@ -378,7 +378,7 @@ impl Process {
             let options = self
                 .tasks
                 .get(t)
-                .map(|x| x.data.clone())
+                .map(|x| x.data.to_vars())
                 .unwrap_or_default();
             inputs.extend(options);
         }
@@ -551,11 +551,15 @@ impl Process {
         match self.content(t).as_deref() {
             Some(NodeContent::Step(s)) => {
                 if let Some(uses) = &s.uses {
-                    let params = self.eval_params(t, &s.params, svc)?;
-                    let mut act = Act::new(uses.clone(), params);
-                    act.name = s.name.clone();
-                    act.options = s.options.clone();
-                    self.dispatch_act(t, act)?;
+                    // Literal params: the act built with the model tree,
+                    // shared (no copy per run).
+                    let owner = self.node_of(t);
+                    if let Some(node) = self.tree.dispatch_shared(owner) {
+                        self.queue_act(t, node)?;
+                    } else {
+                        let params = self.eval_params(t, &s.params, svc)?;
+                        self.dispatch_act(t, crate::tree::step_act(s, uses, params))?;
+                    }
                 }
             }
             Some(NodeContent::Branch(b)) => {

@@ -159,7 +159,7 @@ impl Process {
                     let inputs = self
                         .tasks
                         .get(t)
-                        .map(|x| x.data.clone())
+                        .map(|x| x.data.to_vars())
                         .unwrap_or_default();
                     self.requests.push(Request::RunPackage {
                         tid: self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default(),

@@ -221,7 +221,7 @@ impl Process {
             tid: task.id.clone(),
             uses: act.uses.clone(),
             params,
-            inputs: task.data.clone(),
+            inputs: task.data.to_vars(),
         })
     }
 }
