@@ -572,3 +572,48 @@ fn a_literal_uses_runs_the_models_act_and_an_expression_its_own() {
         other => panic!("an act, got {other:?}"),
     }
 }
+
+/// A transition's own checks (timeouts, waits, packages) and the rows it
+/// writes cover the tasks that have not ended and the tasks it changed —
+/// not every task the process ever had: after each of 60 answered
+/// interrupts, the open tasks and the changed tasks stay a handful.
+#[test]
+fn an_answer_touches_a_handful_of_tasks_however_many_ran_before() {
+    let f = Fixture::new();
+    let mut y = String::from("id: m\nsteps:\n");
+    for i in 0..60 {
+        y.push_str(&format!(
+            "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: k{i} }}\n"
+        ));
+    }
+    let mut p = f.start(&y, json!({}));
+    for i in 0..60 {
+        p.tasks.take_dirty();
+        let tid = irq(&p, &format!("k{i}"));
+        p.act(&tid, Action::Complete, Vars::new(), f.svc()).unwrap();
+        let open: Vec<_> = p.tasks.open().map(|(ix, _)| ix).collect();
+        let all_open: Vec<_> = p
+            .tasks
+            .all()
+            .filter(|(_, t)| !t.state.is_terminal())
+            .map(|(ix, _)| ix)
+            .collect();
+        assert_eq!(open, all_open, "the open set is every task not ended");
+        assert!(open.len() <= 3, "root, step, act: {}", open.len());
+        let stored = p.tasks.all().map(|(_, t)| t.clone()).collect();
+        let back = acts_core::scheduler::TaskTable::restore(stored).unwrap();
+        let reopened: Vec<_> = back.open().map(|(ix, _)| ix).collect();
+        assert_eq!(reopened, open, "a reloaded table knows its open tasks");
+        assert!(!back.is_dirty());
+        let changed = p.tasks.take_dirty();
+        assert!(
+            (1..=5).contains(&changed.len()),
+            "answer {i} changed {} tasks",
+            changed.len()
+        );
+        assert!(!p.tasks.is_dirty());
+    }
+    assert_eq!(p.state(), TaskState::Completed);
+    assert_eq!(p.tasks.len(), 121);
+    assert_eq!(p.tasks.open().count(), 0);
+}

@@ -28,6 +28,7 @@ pub mod seal;
 mod state;
 mod task_error;
 mod task_event;
+mod task_marks;
 mod tasks;
 
 pub use message::{Message, MessageState, MessageType};

@@ -116,7 +116,14 @@ pub struct TaskTable {
     /// so finding them never scans the table).
     children: Vec<Vec<TaskIx>>,
     /// What changed per task since the last [`take_dirty`](Self::take_dirty).
-    dirty: Vec<Dirty>,
+    pub(super) dirty: Vec<Dirty>,
+    /// The tasks marked in `dirty`, in the order they were first marked
+    /// (so taking them does not scan the table).
+    pub(super) dirty_list: Vec<TaskIx>,
+    /// The tasks that have not ended (so the checks each transition makes
+    /// — timeouts, waits, packages — do not walk every task a long
+    /// process ever had).
+    pub(super) open: std::collections::BTreeSet<TaskIx>,
     /// The engine clock's time, stamped into `start_time`/`end_time`.
     now: i64,
     /// How many tasks each node has (the per-node run limit reads it).
@@ -161,18 +168,6 @@ impl TaskTable {
         self.by_id.get(id).copied()
     }
 
-    /// The task at `ix` for a lifecycle change (marks it dirty).
-    fn task_mut(&mut self, ix: TaskIx) -> &mut Task {
-        self.dirty[ix.index()].lifecycle = true;
-        &mut self.tasks[ix.index()]
-    }
-
-    /// The task at `ix` for a change of its data (marks its scope dirty).
-    pub(super) fn data_mut(&mut self, ix: TaskIx) -> &mut Scope {
-        self.dirty[ix.index()].vars = true;
-        &mut self.tasks[ix.index()].data
-    }
-
     /// Sets the time stamped into tasks that start or finish from now on.
     pub fn set_now(&mut self, now: i64) {
         self.now = now;
@@ -202,23 +197,6 @@ impl TaskTable {
         self.now
     }
 
-    /// Whether any task changed since the last [`take_dirty`](Self::take_dirty).
-    pub fn is_dirty(&self) -> bool {
-        self.dirty.iter().any(|d| d.lifecycle || d.vars)
-    }
-
-    /// The tasks changed since the last call, with what changed, in
-    /// creation order; clears the marks.
-    pub fn take_dirty(&mut self) -> Vec<(TaskIx, Dirty)> {
-        let mut out = Vec::new();
-        for (i, d) in self.dirty.iter_mut().enumerate() {
-            if d.lifecycle || d.vars {
-                out.push((TaskIx(i as u32), std::mem::take(d)));
-            }
-        }
-        out
-    }
-
     /// A table rebuilt from stored tasks, given in creation order (their
     /// `parent`/`prev` indexes refer to that order). Nothing is dirty.
     pub fn restore(tasks: Vec<Task>) -> Result<Self, String> {
@@ -244,6 +222,9 @@ impl TaskTable {
             }
             table.children.push(Vec::new());
             table.dirty.push(Dirty::default());
+            if !task.state.is_terminal() {
+                table.open.insert(TaskIx(i as u32));
+            }
             *table.runs.entry(task.node).or_default() += 1;
             table.sizes.push(0);
             table.tasks.push(task);
@@ -307,6 +288,8 @@ impl TaskTable {
             lifecycle: true,
             vars: false,
         });
+        self.dirty_list.push(ix);
+        self.open.insert(ix);
         if let Some(p) = parent {
             self.children[p.index()].push(ix);
         }
@@ -317,6 +300,11 @@ impl TaskTable {
     /// entering a non-terminal state clears `NEXT_COMPLETE`.
     pub fn set_state(&mut self, ix: TaskIx, state: TaskState) {
         let now = self.now;
+        if state.is_terminal() {
+            self.open.remove(&ix);
+        } else {
+            self.open.insert(ix);
+        }
         let task = self.task_mut(ix);
         task.state = state;
         if state != TaskState::None && task.start_time == 0 {

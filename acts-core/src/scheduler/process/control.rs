@@ -62,7 +62,7 @@ impl Process {
         if state.is_terminal() || state == TaskState::None || self.paused.is_some() {
             return false;
         }
-        let waits = self.tasks.all().any(|(_, t)| {
+        let waits = self.tasks.open().any(|(_, t)| {
             t.state == TaskState::Interrupt
                 || (t.state == TaskState::Running && t.sign.has(Sign::EXTERNAL))
         });

@@ -57,7 +57,7 @@ impl Process {
     /// requests again). A subflow act's child runs on its own: it does not
     /// count.
     pub fn runs_packages(&self) -> bool {
-        self.tasks.all().any(|(_, t)| {
+        self.tasks.open().any(|(_, t)| {
             t.state == TaskState::Running
                 && t.sign.has(Sign::EXTERNAL)
                 && matches!(

@@ -23,7 +23,7 @@ impl Process {
     /// timeout steps (first of each chain, in declaration order).
     fn timeout_owners(&self) -> Vec<(TaskIx, Vec<NodeIx>)> {
         let mut out = Vec::new();
-        for (ix, task) in self.tasks.all() {
+        for (ix, task) in self.tasks.open() {
             if !matches!(task.state, TaskState::Running | TaskState::Interrupt) {
                 continue;
             }
