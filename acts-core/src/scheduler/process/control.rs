@@ -170,7 +170,7 @@ impl Process {
         // The latest act that is still waiting or running.
         let active = self
             .tasks
-            .all()
+            .open()
             .filter(|(ix, t)| {
                 matches!(t.state, TaskState::Interrupt | TaskState::Running)
                     && self.is_kind(*ix, crate::model::NodeKind::Act)

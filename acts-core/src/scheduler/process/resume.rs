@@ -168,7 +168,8 @@ impl Process {
         let mut jobs = Vec::new();
         let mut requests = Vec::new();
         let restored = self.restored_jobs.take();
-        for (ix, task) in self.tasks.all() {
+        // Only tasks that have not ended need anything.
+        for (ix, task) in self.tasks.open() {
             match task.state {
                 TaskState::None | TaskState::Ready if restored.is_none() => {
                     jobs.push(Job::Exec(ix));

@@ -180,12 +180,7 @@ impl Process {
     /// ones (and the root) `aborted`, the rest `skipped`, each announced.
     pub(crate) fn close_open_tasks(&mut self, svc: Services<'_>) {
         let root = self.root();
-        let open: Vec<TaskIx> = self
-            .tasks
-            .all()
-            .filter(|(_, t)| !t.state.is_terminal())
-            .map(|(ix, _)| ix)
-            .collect();
+        let open: Vec<TaskIx> = self.tasks.open().map(|(ix, _)| ix).collect();
         for t in open.into_iter().rev() {
             let to = match self.state_of(t) {
                 TaskState::Running | TaskState::Interrupt => TaskState::Aborted,
