@@ -22,6 +22,18 @@ fn linear(n: usize, irq: bool) -> String {
     linear_model(&format!("lin{n}"), n, step)
 }
 
+/// `n` interrupt steps whose key is an expression: each run builds (and
+/// stores) an act of its own.
+fn evaluated_irqs(id: &str, n: usize) -> String {
+    let mut y = format!("id: {id}\nver: '1'\nsteps:\n");
+    for i in 0..n {
+        y.push_str(&format!(
+            "  - id: s{i}\n    uses: acts.core.irq\n    params: {{ key: '${{{{ \"k{i}\" }}}}' }}\n"
+        ));
+    }
+    y
+}
+
 /// Runs a process of `linear(n, irq)` to its end (answering each
 /// interrupt) and returns the size of its root scope row and of the
 /// largest stored row of each other kind (as JSON).
@@ -142,7 +154,9 @@ async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows()
     };
     let engine = start().await;
     let exec = engine.executor();
-    exec.deploy_yaml(&linear(3, true)).await.expect("deploys");
+    exec.deploy_yaml(&evaluated_irqs("lin3", 3))
+        .await
+        .expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("lin3", Vars::new()).await.expect("starts");
     let first = recv_where(&mut rx, irq_created).await;
@@ -191,6 +205,91 @@ async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows()
         rows.iter().map(|r| r.seq).collect::<Vec<_>>(),
         vec![2],
         "the new node follows the two the proc row holds"
+    );
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_literal_uses_act_has_no_node_row_and_an_older_stores_rows_still_load() {
+    let kv = store().await;
+    let start = || async {
+        Engine::builder()
+            .store(kv.clone())
+            .start()
+            .await
+            .expect("engine starts")
+    };
+    let model = linear(3, true);
+    let engine = start().await;
+    let exec = engine.executor();
+    exec.deploy_yaml(&model).await.expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("lin3", Vars::new()).await.expect("starts");
+    let first = recv_where(&mut rx, irq_created).await;
+    exec.complete(&p.pid, &first.tid, Vars::new())
+        .await
+        .expect("answers");
+    let second = recv_where(&mut rx, irq_created).await;
+    engine.close().await;
+    let prefix = format!("{}/", p.pid);
+    let nodes = Collection::<NodeRow>::new(kv.clone());
+    assert!(
+        nodes
+            .get_by_id_prefix(&prefix)
+            .await
+            .expect("reads")
+            .is_empty(),
+        "the act of a literal `uses` is implied by its task and step"
+    );
+    // Rewrite the store as the previous acts left it: a node row per act.
+    let tree = acts_core::tree::ModelTree::build(
+        &acts_core::model::Workflow::from_yaml(&model).expect("parses"),
+    )
+    .expect("builds");
+    for (seq, (m, step)) in [(&first, "s0"), (&second, "s1")].into_iter().enumerate() {
+        let node = tree
+            .find(step)
+            .and_then(|s| tree.shared_act_data(s, &m.nid))
+            .expect("a literal uses");
+        nodes
+            .upsert(&NodeRow {
+                pid: p.pid.clone(),
+                seq: seq as u32,
+                node,
+            })
+            .await
+            .expect("writes");
+    }
+    // It loads (the stored rows, then an implied act), and runs to its end.
+    for _ in 0..2 {
+        let engine = start().await;
+        let exec = engine.executor();
+        let waiting = exec
+            .tasks(&p.pid)
+            .await
+            .expect("loads")
+            .into_iter()
+            .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
+            .expect("an interrupt waits");
+        exec.complete(&p.pid, &waiting.tid, Vars::new())
+            .await
+            .expect("answers");
+        engine.close().await;
+    }
+    let engine = start().await;
+    let info = engine.executor().process(&p.pid).await.expect("loads");
+    assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
+    let tasks = engine.executor().tasks(&p.pid).await.expect("loads");
+    assert_eq!(
+        tasks.iter().filter(|t| t.kind == "act").count(),
+        3,
+        "{tasks:?}"
+    );
+    let rows = nodes.get_by_id_prefix(&prefix).await.expect("reads");
+    assert_eq!(
+        rows.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        vec![0, 1],
+        "the older rows stay; the third act has none"
     );
     engine.close().await;
 }

@@ -136,6 +136,48 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     engine.close().await;
 }
 
+/// The same interrupt step in both versions, a new step after it.
+const SAME_ASK_V2: &str = "id: m\nver: '2'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n  - id: finish\n    uses: acts.transform.set\n    params: { made_by: 2 }\n";
+
+#[tokio::test]
+async fn an_interrupt_of_an_unchanged_step_moves_without_a_node_row_and_is_not_asked_again() {
+    let clock = ManualClock::new(1_000_000);
+    let kv = store().await;
+    let engine = engine_on(kv.clone(), Some(&clock)).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ASK_V1).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    exec.start("m", vars(json!({ "pid": "p" }))).await.unwrap();
+    let asked = recv_where(&mut rx, irq_created).await;
+    exec.deploy_yaml(SAME_ASK_V2).await.unwrap();
+    let report = dry_then_real(&exec, &plan("m", 1, 2)).await;
+    let moved = &report.processes[0];
+    assert_eq!(moved.outcome, "migrated");
+    assert!(moved.reannounced.is_empty(), "{moved:?}");
+    assert!(
+        moved
+            .moves
+            .iter()
+            .any(|m| m.tid == asked.tid && m.from == asked.nid && m.to == asked.nid),
+        "{moved:?}"
+    );
+    // The act stays implied by its task and its (unchanged) step.
+    let nodes =
+        acts_core::durable::Collection::<acts_core::engine::testing::NodeRow>::new(kv.clone())
+            .get_by_id_prefix("p/")
+            .await
+            .unwrap();
+    assert!(nodes.is_empty(), "{nodes:?}");
+    engine.close().await;
+    let engine = engine_on(kv, Some(&clock)).await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    assert_eq!(waiting(&exec, "p").await, vec![asked.tid.clone()]);
+    let (info, made) = finish(&exec, &mut rx, "p").await;
+    assert_eq!((info.model_rev, made), (2, json!(2)));
+    engine.close().await;
+}
+
 #[tokio::test]
 async fn a_parked_process_moves_and_starts_on_the_new_version() {
     // One admission place: the second process waits parked.

@@ -273,7 +273,9 @@ steps:
 }
 
 /// Every run of a step with literal params shares the model's act (no
-/// copy per run), and so does the process rebuilt from its stored nodes.
+/// copy per run) and stores no node (its task and step imply it); a
+/// process rebuilt from what its tasks imply shares it again, and so does
+/// one rebuilt from node rows an older store wrote for it.
 #[test]
 fn runs_of_a_literal_uses_share_the_models_act() {
     let model = Arc::new(tree(
@@ -294,8 +296,23 @@ steps:
         assert!(Arc::ptr_eq(&p.node(ix).unwrap().content, &shared));
     }
     assert_ne!(p.node(a).unwrap().id, p.node(b).unwrap().id);
-    let back = ProcessTree::restore(model.clone(), &p.dynamic_data()).expect("restores");
-    let restored = back.find(&p.node(a).unwrap().id).unwrap();
-    assert!(Arc::ptr_eq(&back.node(restored).unwrap().content, &shared));
-    assert_eq!(back.dynamic_data(), p.dynamic_data());
+    assert!(p.dynamic_data().is_empty(), "nothing to store");
+    let implied: Vec<NodeData> = [a, b]
+        .iter()
+        .map(|&ix| model.shared_act_data(s, &p.node(ix).unwrap().id).unwrap())
+        .collect();
+    let back = ProcessTree::restore_with(model.clone(), &implied, &[]).expect("restores");
+    let older = ProcessTree::restore(model.clone(), &implied).expect("restores");
+    for t in [&back, &older] {
+        let restored = t.find(&p.node(a).unwrap().id).unwrap();
+        assert!(Arc::ptr_eq(&t.node(restored).unwrap().content, &shared));
+        assert_eq!(t.node(restored).unwrap().parent, Some(s));
+    }
+    assert!(back.dynamic_data().is_empty());
+    // Rows already stored stay stored: a transition never writes them again.
+    assert_eq!(older.dynamic_data(), implied);
+    // What is not a step's act is refused, not guessed.
+    let mut stray = implied[0].clone();
+    stray.parent_id = Some("m".into());
+    assert!(ProcessTree::restore_with(model.clone(), &[stray], &[]).is_err());
 }

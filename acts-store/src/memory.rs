@@ -16,14 +16,21 @@ const BACKEND: &str = "memory";
 
 /// An in-memory [`KvStore`] over a `BTreeMap`.
 ///
+/// Keys and values are kept as boxed slices of exactly their length (a
+/// value serialized into a growing buffer would otherwise keep its
+/// spare capacity for as long as it is stored).
+///
 /// Durability: none; the data lives as long as the value. A batch is applied
 /// under one write lock, and every read (point, multi, scan) runs under one
 /// read lock, so no reader ever sees half a batch. Locks are never held across
 /// an `.await`: every method finishes its work synchronously.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    map: RwLock<Pairs>,
 }
+
+/// The stored pairs, in key order.
+type Pairs = BTreeMap<Box<[u8]>, Box<[u8]>>;
 
 impl MemoryStore {
     /// An empty store.
@@ -43,22 +50,18 @@ impl MemoryStore {
 
     /// A copy of every pair, in key order (for tests and debugging).
     pub fn snapshot(&self) -> Vec<KvPair> {
-        self.map
-            .read()
-            .iter()
-            .map(|(k, v)| KvPair::new(k.clone(), v.clone()))
-            .collect()
+        self.map.read().iter().map(|(k, v)| pair(k, v)).collect()
     }
 
     /// Applies `ops` in order; the caller holds the write lock.
-    fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, ops: Vec<BatchOp>) {
+    fn apply(map: &mut Pairs, ops: Vec<BatchOp>) {
         for op in ops {
             match op {
                 BatchOp::Put { key, value } => {
-                    map.insert(key, value);
+                    map.insert(key.into_boxed_slice(), value.into_boxed_slice());
                 }
                 BatchOp::Delete { key } => {
-                    map.remove(&key);
+                    map.remove(key.as_slice());
                 }
             }
         }
@@ -73,13 +76,16 @@ impl KvStore for MemoryStore {
 
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         validate_key(BACKEND, StoreOp::Get, key)?;
-        Ok(self.map.read().get(key).cloned())
+        Ok(self.map.read().get(key).map(|v| v.to_vec()))
     }
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         validate_keys(BACKEND, StoreOp::GetMany, keys)?;
         let map = self.map.read();
-        Ok(keys.iter().map(|k| map.get(k).cloned()).collect())
+        Ok(keys
+            .iter()
+            .map(|k| map.get(k.as_slice()).map(|v| v.to_vec()))
+            .collect())
     }
 
     async fn batch(&self, ops: Vec<BatchOp>) -> StoreResult<()> {
@@ -97,7 +103,7 @@ impl KvStore for MemoryStore {
         let mut map = self.map.write();
         if !conditions
             .iter()
-            .all(|c| c.holds(map.get(c.key.as_slice()).map(Vec::as_slice)))
+            .all(|c| c.holds(map.get(c.key.as_slice()).map(|v| &**v)))
         {
             return Ok(false);
         }
@@ -113,13 +119,17 @@ impl KvStore for MemoryStore {
         let bounds = (as_slice(&range.start), as_slice(&range.end));
         let iter = map.range::<[u8], _>(bounds);
         let limit = range.limit_or_max();
-        let to_pair = |(k, v): (&Vec<u8>, &Vec<u8>)| KvPair::new(k.clone(), v.clone());
         Ok(if range.reverse {
-            iter.rev().take(limit).map(to_pair).collect()
+            iter.rev().take(limit).map(|(k, v)| pair(k, v)).collect()
         } else {
-            iter.take(limit).map(to_pair).collect()
+            iter.take(limit).map(|(k, v)| pair(k, v)).collect()
         })
     }
+}
+
+/// A stored pair, copied out.
+fn pair(key: &[u8], value: &[u8]) -> KvPair {
+    KvPair::new(key.to_vec(), value.to_vec())
 }
 
 fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {

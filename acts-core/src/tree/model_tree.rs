@@ -206,6 +206,24 @@ impl ModelTree {
         self.by_id.get(id).copied()
     }
 
+    /// The act step `step` runs with its literal params (its
+    /// [`Node::uses_act`]) as a dynamic node with id `id` would be stored:
+    /// what a process's task of it implies without a stored row. `None`
+    /// when the step has no such act.
+    pub fn shared_act_data(&self, step: NodeIx, id: &str) -> Option<super::NodeData> {
+        let node = self.get(step)?;
+        let content = node.uses_act.as_deref()?;
+        Some(super::NodeData {
+            id: id.to_owned(),
+            content: content.clone(),
+            level: node.level + 1,
+            parent_id: Some(node.id.clone()),
+            is_child: false,
+            prev_id: None,
+            next_id: None,
+        })
+    }
+
     /// A text picture of the tree, one line per node (for debugging and
     /// tests): `<kind> id:<id> next=<id|nil>`, children indented.
     pub fn render(&self) -> String {

@@ -23,6 +23,11 @@ pub struct ProcessTree {
     dynamic: Vec<Node>,
     /// Whether each dynamic node is a child of its parent.
     is_child: Vec<bool>,
+    /// Whether each dynamic node runs the act of its step's literal `uses`
+    /// (the model's [`Node::uses_act`]): such a node is implied by its
+    /// task and its step, so it has no stored row (see
+    /// [`restore_shared`](Self::restore_shared)).
+    shared: Vec<bool>,
     by_id: HashMap<String, NodeIx>,
     /// Children added under static nodes.
     extra_children: HashMap<NodeIx, Vec<(ChildKind, NodeIx)>>,
@@ -35,6 +40,7 @@ impl ProcessTree {
             model,
             dynamic: Vec::new(),
             is_child: Vec::new(),
+            shared: Vec::new(),
             by_id: HashMap::new(),
             extra_children: HashMap::new(),
         }
@@ -106,14 +112,15 @@ impl ProcessTree {
         let level = self.node(owner).map_or(0, |o| o.level + 1);
         let mut node = Node::new(id, crate::tree::NodeContent::Act(act), level);
         node.parent = Some(owner);
-        self.push_dynamic(node, is_child)
+        self.push_dynamic(node, is_child, false)
     }
 
-    fn push_dynamic(&mut self, node: Node, is_child: bool) -> NodeIx {
+    fn push_dynamic(&mut self, node: Node, is_child: bool, shared: bool) -> NodeIx {
         let id = node.id.clone();
         let ix = NodeIx::Dynamic(self.dynamic.len() as u32);
         self.dynamic.push(node);
         self.is_child.push(is_child);
+        self.shared.push(shared);
         self.by_id.insert(id, ix);
         ix
     }
@@ -143,14 +150,30 @@ impl ProcessTree {
     /// its content with every other run of the step; `None` when the node
     /// has no such act (its params have expressions: use
     /// [`dispatch_act`](Self::dispatch_act) with them evaluated).
+    ///
+    /// Such a node is not in [`dynamic_data`](Self::dynamic_data): its
+    /// task and its step imply it, and
+    /// [`restore_shared`](Self::restore_shared) rebuilds it.
     pub fn dispatch_shared(&mut self, owner: NodeIx) -> Option<NodeIx> {
+        let id = self.unique_id("");
+        self.restore_shared(owner, id)
+    }
+
+    /// Registers the shared act of step `owner` (as
+    /// [`dispatch_shared`](Self::dispatch_shared) did) under the id `id` it
+    /// had: how a loaded process gets back the node of a task whose node
+    /// is not stored. `None` when `owner` has no literal `uses` act or `id`
+    /// is taken.
+    pub fn restore_shared(&mut self, owner: NodeIx, id: String) -> Option<NodeIx> {
+        if self.find(&id).is_some() {
+            return None;
+        }
         let owner_node = self.node(owner)?;
         let content = owner_node.uses_act.clone()?;
         let level = owner_node.level + 1;
-        let id = self.unique_id("");
         let mut node = Node::shared(id, content, level);
         node.parent = Some(owner);
-        Some(self.push_dynamic(node, false))
+        Some(self.push_dynamic(node, false, true))
     }
 
     /// Adds `acts` as children of `owner`: all at once, or (`sequence`) the
@@ -178,18 +201,23 @@ impl ProcessTree {
         ix.and_then(|i| self.node(i)).map(|n| n.id.clone())
     }
 
-    /// The persisted form of every dynamic node, in creation order.
+    /// The persisted form of every dynamic node that is stored, in
+    /// creation order (not the shared acts of literal `uses`: see
+    /// [`dispatch_shared`](Self::dispatch_shared)).
     pub fn dynamic_data(&self) -> Vec<NodeData> {
         self.dynamic_data_from(0)
     }
 
-    /// The dynamic nodes from the `start`-th on, as stored.
+    /// The stored form of the dynamic nodes from the `start`-th on (shared
+    /// acts left out).
     pub fn dynamic_data_from(&self, start: usize) -> Vec<NodeData> {
         self.dynamic
             .iter()
             .zip(&self.is_child)
+            .zip(&self.shared)
             .skip(start)
-            .map(|(n, &is_child)| NodeData {
+            .filter(|(_, shared)| !**shared)
+            .map(|((n, &is_child), _)| NodeData {
                 id: n.id.clone(),
                 content: (*n.content).clone(),
                 level: n.level,
@@ -205,7 +233,31 @@ impl ProcessTree {
     /// (from [`dynamic_data`](Self::dynamic_data)); fails if the data names a
     /// node that does not exist.
     pub fn restore(model: Arc<ModelTree>, data: &[NodeData]) -> Result<Self, String> {
+        Self::restore_with(model, &[], data)
+    }
+
+    /// [`restore`](Self::restore), with the shared acts of literal `uses`
+    /// the process's tasks imply (`implied`: no stored row, each under its
+    /// step, registered first since stored nodes may hang under them).
+    pub fn restore_with(
+        model: Arc<ModelTree>,
+        implied: &[NodeData],
+        data: &[NodeData],
+    ) -> Result<Self, String> {
         let mut tree = Self::new(model);
+        for d in implied {
+            let step = d.parent_id.as_deref().and_then(|p| tree.find(p));
+            if step
+                .and_then(|s| tree.restore_shared(s, d.id.clone()))
+                .is_none()
+            {
+                return Err(format!(
+                    "dynamic node '{}' is not the act of a step's `uses`",
+                    d.id
+                ));
+            }
+        }
+        let first_stored = tree.dynamic.len();
         for d in data {
             if tree.find(&d.id).is_some() {
                 return Err(format!("dynamic node '{}' is stored twice", d.id));
@@ -229,6 +281,8 @@ impl ProcessTree {
             let ix = NodeIx::Dynamic(tree.dynamic.len() as u32);
             tree.dynamic.push(node);
             tree.is_child.push(d.is_child);
+            // Stored, so not implied: a later transition need not write it.
+            tree.shared.push(false);
             tree.by_id.insert(d.id.clone(), ix);
             if d.is_child
                 && let Some(p) = parent
@@ -248,7 +302,7 @@ impl ProcessTree {
                     .transpose()
             };
             let (prev, next) = (link(&d.prev_id)?, link(&d.next_id)?);
-            let node = &mut tree.dynamic[i];
+            let node = &mut tree.dynamic[first_stored + i];
             node.prev = prev;
             node.next = next;
             node.chain = next;

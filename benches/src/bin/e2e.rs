@@ -157,24 +157,21 @@ struct Outcome {
 }
 
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    status_kib("VmRSS:")
 }
 
 /// The peak resident set of this process so far (KiB).
 fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
+}
+
+/// A size field of `/proc/self/status` (KiB; 0 where there is none).
+fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -558,13 +555,16 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
             let model = linear_model("linear", n, step);
             let (t0, c0) = (Instant::now(), commits());
             exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
-            let mut asks = e
-                .channel(
+            // Only the interrupt run listens for its acts: a channel nobody
+            // reads would hold every message of the run.
+            let mut asks = irq.then(|| {
+                e.channel(
                     ChannelOptions::default()
                         .with_type("act")
                         .with_state("created"),
                 )
-                .subscribe();
+                .subscribe()
+            });
             let mut ends = e
                 .channel(ChannelOptions::default().with_type("workflow"))
                 .subscribe();
@@ -573,9 +573,9 @@ async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, St
                 .await
                 .map_err(|e| e.to_string())?;
             let mut lat = Vec::new();
-            if irq {
+            if let Some(asks) = asks.as_mut() {
                 for _ in 0..n {
-                    let m = next(&mut asks).await?;
+                    let m = next(asks).await?;
                     let t = Instant::now();
                     exec.complete(&p.pid, &m.tid, Vars::new())
                         .await
@@ -741,6 +741,10 @@ async fn run(args: Args) -> std::process::ExitCode {
                         "commits_per_op": ((o.commits as f64 / o.n as f64) * 100.0).round() / 100.0,
                         "rss_kib": rss_kib(),
                         "peak_rss_kib": peak_rss_kib(),
+                        // Of the resident set now: the heap and stacks, and
+                        // the pages of the binary and its libraries.
+                        "rss_anon_kib": status_kib("RssAnon:"),
+                        "rss_file_kib": status_kib("RssFile:"),
                         "runtime": args.runtime,
                         "run": run + 1,
                     });

@@ -24,7 +24,7 @@ use crate::model::Vars;
 use crate::scheduler::{Process, TaskEvent, TaskState};
 use crate::tree::{ModelTree, NodeData};
 
-use super::process::{StoredProcess, Wake, rebuild, transition_ops};
+use super::process::{StoredProcess, Wake, implied_acts, rebuild, transition_ops};
 use super::rows::{NodeRow, ProcRow, TaskRow};
 
 /// An active task and where it goes.
@@ -75,11 +75,23 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
             .and_then(|ix| tree.get(ix))
             .map(|n| n.content.kind())
     };
+    // The shared acts of literal `uses` have no rows: their tasks imply
+    // them (on the old version's steps).
+    let implied = implied_acts(
+        &stored.tasks,
+        stored
+            .row
+            .nodes
+            .iter()
+            .chain(stored.nodes.iter().map(|n| &n.node)),
+        to.old,
+    );
     let dynamic: HashSet<&str> = stored
         .row
         .nodes
         .iter()
         .chain(stored.nodes.iter().map(|n| &n.node))
+        .chain(implied.iter())
         .map(|n| n.id.as_str())
         .collect();
     let mut ghosts: Vec<NodeData> = Vec::new();
@@ -104,6 +116,7 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
         .nodes
         .iter()
         .chain(stored.nodes.iter().map(|n| &n.node))
+        .chain(implied.iter())
         .filter_map(|n| Some((n.id.as_str(), n.parent_id.as_deref()?)))
         .collect();
     for t in &mut tasks {
@@ -191,31 +204,53 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
             .iter()
             .any(|t| t.nid == id && !t.state.is_terminal())
     };
+    // A dynamic node follows its static parent to the new version;
+    // detached (history) when that is gone and it has no active task.
+    let mut follow = |n: &mut NodeData| -> Result<(), String> {
+        let Some(p) = n
+            .parent_id
+            .clone()
+            .filter(|p| !dynamic.contains(p.as_str()))
+        else {
+            return Ok(());
+        };
+        let target = resolve(&p);
+        if to.new.find(&target).is_some() {
+            n.parent_id = Some(target);
+        } else if active_on(&n.id) {
+            return Err(format!(
+                "act '{}' is active under node '{p}', which the new version does not have: map '{p}' to a node of the new version",
+                n.id
+            ));
+        } else {
+            n.parent_id = None;
+            n.is_child = false;
+            kept.extend(
+                stored
+                    .tasks
+                    .iter()
+                    .filter(|t| t.nid == n.id)
+                    .map(|t| t.tid.clone()),
+            );
+        }
+        Ok(())
+    };
     let mut nodes = stored.nodes.clone();
     for n in &mut nodes {
-        if let Some(p) = &n.node.parent_id
-            && !dynamic.contains(p.as_str())
-        {
-            let target = resolve(p);
-            if to.new.find(&target).is_some() {
-                n.node.parent_id = Some(target);
-            } else if active_on(&n.node.id) {
-                return Err(format!(
-                    "act '{}' is active under node '{p}', which the new version does not have: map '{p}' to a node of the new version",
-                    n.node.id
-                ));
-            } else {
-                n.node.parent_id = None;
-                n.node.is_child = false;
-                kept.extend(
-                    stored
-                        .tasks
-                        .iter()
-                        .filter(|t| t.nid == n.node.id)
-                        .map(|t| t.tid.clone()),
-                );
-            }
+        follow(&mut n.node)?;
+    }
+    // An implied act stays implied while its step is the same in the new
+    // version; otherwise it is written, with its old content, as any
+    // dynamic node.
+    let mut written_implied = Vec::new();
+    for n in &implied {
+        let step = n.parent_id.as_deref().unwrap_or_default();
+        if !changed(step) {
+            continue;
         }
+        let mut n = n.clone();
+        follow(&mut n)?;
+        written_implied.push(n);
     }
     let mut row_nodes = stored.row.nodes.clone();
     for n in &mut row_nodes {
@@ -226,8 +261,9 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
         }
     }
     let first_new = (row_nodes.len() + nodes.len()) as u32;
-    let ghost_rows: Vec<NodeRow> = ghosts
+    let ghost_rows: Vec<NodeRow> = written_implied
         .into_iter()
+        .chain(ghosts)
         .enumerate()
         .map(|(i, node)| NodeRow {
             pid: stored.row.id.clone(),

@@ -27,8 +27,12 @@ pub(crate) struct Persisted {
     /// kept in the proc row (kept there when the row is rewritten); every
     /// later dynamic node has a [`NodeRow`].
     pub row: ProcRow,
-    /// How many dynamic nodes are stored (the proc row's, then node rows).
+    /// How many node rows are stored (the proc row's nodes, then node
+    /// rows): the position of the next one.
     pub nodes_stored: usize,
+    /// How many of the process tree's dynamic nodes were looked at: stored,
+    /// or implied by their task (the shared act of a literal `uses`).
+    pub nodes_seen: usize,
     /// Whether the proc row is in the store (else its index entries are
     /// written with it).
     pub row_stored: bool,
@@ -66,6 +70,7 @@ impl Persisted {
     pub fn fresh(row: ProcRow) -> Self {
         Self {
             nodes_stored: row.nodes.len(),
+            nodes_seen: row.nodes.len(),
             row,
             row_stored: false,
             wake: Wake::default(),
@@ -192,23 +197,20 @@ pub(crate) fn transition_ops(
         Vec::new()
     };
     // New dynamic nodes: one row each, written once (a node never changes
-    // after the transition that created it).
+    // after the transition that created it); the shared act of a literal
+    // `uses` has none (its task and step imply it).
     let nodes = p.tree.dynamic_len();
-    if nodes > persisted.nodes_stored {
-        for (i, node) in p
-            .tree
-            .dynamic_data_from(persisted.nodes_stored)
-            .into_iter()
-            .enumerate()
-        {
-            let seq = (persisted.nodes_stored + i) as u32;
+    if nodes > persisted.nodes_seen {
+        for node in p.tree.dynamic_data_from(persisted.nodes_seen) {
+            let seq = persisted.nodes_stored as u32;
             ops.push(Collection::<NodeRow>::put_row_op(&NodeRow {
                 pid: p.pid.clone(),
                 seq,
                 node,
             }));
+            persisted.nodes_stored += 1;
         }
-        persisted.nodes_stored = nodes;
+        persisted.nodes_seen = nodes;
     }
     let changed = pending != old.pending
         || state != old.state
@@ -345,6 +347,34 @@ pub(crate) async fn read_process(
     }))
 }
 
+/// The dynamic nodes a process's task rows imply without a row of their
+/// own: the shared act of a step's literal `uses` (the model's
+/// [`Node::uses_act`](crate::tree::Node::uses_act)), one per task whose
+/// node is neither in `model` nor among the `stored` nodes and whose parent
+/// task runs such a step. `tasks` are in creation order.
+pub(crate) fn implied_acts<'a>(
+    tasks: &[TaskRow],
+    stored: impl Iterator<Item = &'a NodeData>,
+    model: &ModelTree,
+) -> Vec<NodeData> {
+    let mut known: std::collections::HashSet<&str> = stored.map(|n| n.id.as_str()).collect();
+    let mut implied = Vec::new();
+    for t in tasks {
+        if model.find(&t.nid).is_some() || known.contains(t.nid.as_str()) {
+            continue;
+        }
+        let step = t
+            .parent
+            .and_then(|p| tasks.get(p as usize))
+            .and_then(|p| model.find(&p.nid));
+        if let Some(n) = step.and_then(|s| model.shared_act_data(s, &t.nid)) {
+            known.insert(t.nid.as_str());
+            implied.push(n);
+        }
+    }
+    implied
+}
+
 /// Rebuilds a process from its rows (nothing queued yet), with what is
 /// stored for it.
 pub(crate) fn rebuild(
@@ -379,7 +409,8 @@ pub(crate) fn rebuild(
         .into_iter()
         .map(|v| (task_row_id(&v.pid, &v.tid), v.data))
         .collect();
-    let tree = crate::tree::ProcessTree::restore(model, &all_nodes)?;
+    let implied = implied_acts(&tasks, all_nodes.iter(), &model);
+    let tree = crate::tree::ProcessTree::restore_with(model, &implied, &all_nodes)?;
     let mut rebuilt = Vec::with_capacity(tasks.len());
     for (i, t) in tasks.iter().enumerate() {
         if t.seq as usize != i {
@@ -425,6 +456,7 @@ pub(crate) fn rebuild(
     }
     let persisted = Persisted {
         nodes_stored: all_nodes.len(),
+        nodes_seen: process.tree.dynamic_len(),
         row,
         row_stored: true,
         wake,

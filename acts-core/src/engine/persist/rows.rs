@@ -9,7 +9,8 @@
 //!   its data.
 //! - [`VarsRow`]: one task's data scope, written only when that scope
 //!   changed.
-//! - [`NodeRow`]: one dynamic node of a process's tree, written once.
+//! - [`NodeRow`]: one dynamic node of a process's tree, written once (not
+//!   the shared act of a step's literal `uses`: its task implies it).
 //! - [`OpRow`]: outbox records of effects on *other* processes (the return
 //!   of a subflow child to its parent act), written in the batch of the
 //!   transition that caused them and deleted in the batch that applied them.
