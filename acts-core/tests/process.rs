@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use acts_core::model::{Vars, Workflow};
 use acts_core::package::PackageRegistry;
-use acts_core::scheduler::{Action, ActionError, Process, Services, TaskError, TaskState};
+use acts_core::scheduler::{
+    Action, ActionError, MessageInterest, MessageState, MessageType, Process, Services, TaskError,
+    TaskState,
+};
 use acts_core::script::ScriptEngine;
 use acts_core::tree::ModelTree;
 use serde_json::{Value, json};
@@ -24,12 +27,18 @@ impl Fixture {
     }
 
     fn svc(&self) -> Services<'_> {
+        self.svc_for(MessageInterest::ALL)
+    }
+
+    /// Services whose listeners want `interest`.
+    fn svc_for(&self, interest: MessageInterest) -> Services<'_> {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: None,
             models: None,
             limits: Default::default(),
+            interest,
         }
     }
 
@@ -304,8 +313,8 @@ fn the_error_action_needs_an_ecode_and_fails_the_flow() {
         vec!["act/error", "step/error", "workflow/error"]
     );
     assert_eq!(
-        p.tasks.get(p.root()).unwrap().err,
-        Some(TaskError::new("E42", "rejected"))
+        p.tasks.get(p.root()).unwrap().err.as_deref(),
+        Some(&TaskError::new("E42", "rejected"))
     );
 }
 
@@ -425,8 +434,8 @@ fn when_no_catch_matches_the_original_error_stands() {
     .unwrap();
     assert_eq!(p.state(), TaskState::Error);
     assert_eq!(
-        p.tasks.get(p.root()).unwrap().err,
-        Some(TaskError::new("E2", "other"))
+        p.tasks.get(p.root()).unwrap().err.as_deref(),
+        Some(&TaskError::new("E2", "other"))
     );
     assert_eq!(
         shorts(&mut p),
@@ -616,4 +625,83 @@ fn an_answer_touches_a_handful_of_tasks_however_many_ran_before() {
     assert_eq!(p.state(), TaskState::Completed);
     assert_eq!(p.tasks.len(), 121);
     assert_eq!(p.tasks.open().count(), 0);
+}
+
+/// A step exposing an expression over data a later step changes (and a
+/// skipped one exposing one: only its end message would evaluate it).
+const EXPOSED_THEN_CHANGED: &str = "
+id: m
+steps:
+  - id: s0
+    if: 'false'
+    exposes:
+      - { name: never, value: '${{ 7 }}' }
+  - id: s1
+    uses: acts.transform.set
+    params: { a: 1 }
+    exposes:
+      - { name: seen, value: '${{ a * 10 }}' }
+  - id: s2
+    uses: acts.transform.set
+    params: { a: 2 }
+  - id: s3
+    uses: acts.transform.code
+    params: 'return { b: a + 1 }'
+    exposes:
+      - { name: last, value: '${{ b * 2 }}' }
+";
+
+/// Only the messages someone listens for are built, and building them has
+/// no effect on the run: the same outputs and task data as with every
+/// message (an expression in `exposes` is still evaluated as its task
+/// ends, not later over changed data).
+#[test]
+fn messages_nobody_listens_for_are_not_built_and_the_run_is_the_same() {
+    let f = Fixture::new();
+    let run = |interest: MessageInterest| {
+        let w = Workflow::from_yaml(EXPOSED_THEN_CHANGED).expect("parses");
+        let tree = Arc::new(ModelTree::build(&w).expect("builds"));
+        let mut p = Process::new("p1", tree, Vars::new());
+        p.run(f.svc_for(interest));
+        let data: Vec<(String, Vars)> = p
+            .tasks
+            .all()
+            .map(|(_, t)| (t.id.clone(), t.data.to_vars()))
+            .collect();
+        let messages = p.take_messages();
+        (p.state(), p.outputs(), data, messages)
+    };
+    let (state, outputs, data, all) = run(MessageInterest::ALL);
+    assert_eq!(state, TaskState::Completed);
+    assert_eq!(outputs.get("last"), Some(&json!(6)), "{outputs:?}");
+    let narrow = MessageInterest::NONE
+        .with(MessageType::Workflow, MessageState::Completed)
+        .with(MessageType::Act, MessageState::Created);
+    let (state2, outputs2, data2, some) = run(narrow);
+    assert_eq!((state2, &outputs2), (state, &outputs));
+    // Task ids are drawn at random: compare the data in creation order.
+    let values = |d: &[(String, Vars)]| d.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    assert_eq!(values(&data2), values(&data));
+    for kept in [
+        json!({ "seen": 10 }),
+        json!({ "last": 6 }),
+        json!({ "never": 7 }),
+    ] {
+        assert!(
+            data2.iter().any(|(_, v)| v.values().any(|x| x == &kept)),
+            "{kept} was evaluated as its step ended: {data2:?}"
+        );
+    }
+    let (_, _, data3, none) = run(MessageInterest::NONE);
+    assert!(none.is_empty());
+    assert_eq!(values(&data3), values(&data));
+    let shorts =
+        |m: &[acts_core::scheduler::Message]| m.iter().map(|m| m.short()).collect::<Vec<_>>();
+    let wanted: Vec<_> = all
+        .iter()
+        .filter(|m| narrow.wants(m.r#type, m.state))
+        .cloned()
+        .collect();
+    assert_eq!(shorts(&some), shorts(&wanted));
+    assert_eq!(shorts(&some), ["workflow/completed"]);
 }

@@ -89,7 +89,7 @@ proptest! {
     fn a_valid_workflow_always_reaches_a_terminal_state(w in workflow()) {
         let packages = PackageRegistry::with_builtins();
         let scripts = ScriptEngine::default();
-        let svc = Services { scripts: &scripts, packages: &packages, seals: None, models: None, limits: Default::default() };
+        let svc = Services { scripts: &scripts, packages: &packages, seals: None, models: None, limits: Default::default(), interest: Default::default() };
         if validate(&w, &Default::default(), &packages).is_err() {
             return Ok(()); // rejected with an error: fine
         }

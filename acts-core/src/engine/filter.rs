@@ -4,7 +4,7 @@
 
 use wildmatch::WildMatch;
 
-use crate::scheduler::Message;
+use crate::scheduler::{Message, MessageInterest, MessageState, MessageType};
 
 /// Glob filters of a channel (`*` any run of characters, `?` one
 /// character). A message passes when every filter matches; a message
@@ -104,6 +104,20 @@ impl Filters {
                 .map(|(k, p)| (k.clone(), WildMatch::new(p)))
                 .collect(),
         }
+    }
+
+    /// The (type, state) pairs these filters may pass (the other filters
+    /// look at what only a built message has).
+    pub(crate) fn interest(&self) -> MessageInterest {
+        let mut i = MessageInterest::NONE;
+        for t in MessageType::ALL {
+            for s in MessageState::ALL {
+                if self.r#type.matches(t.as_str()) && self.state.matches(s.as_str()) {
+                    i = i.with(*t, *s);
+                }
+            }
+        }
+        i
     }
 
     pub(crate) fn matches(&self, m: &Message) -> bool {

@@ -145,6 +145,61 @@ impl From<TaskState> for MessageState {
     }
 }
 
+/// Which messages anyone listens for, by type and state: a process builds
+/// only those (building one copies the task's data, its params and the
+/// model's summary). The engine derives it from its channels' `type` and
+/// `state` filters — every message while a durable channel is registered,
+/// since those settle deliveries by the messages of ending tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageInterest(u64);
+
+// One bit per (type, state): 16 states per type fit a `u64`.
+const _: () = assert!(MessageType::ALL.len() <= 4 && MessageState::ALL.len() <= 16);
+
+impl MessageInterest {
+    /// Every message.
+    pub const ALL: Self = Self(u64::MAX);
+    /// No message.
+    pub const NONE: Self = Self(0);
+
+    fn bit(t: MessageType, s: MessageState) -> u64 {
+        1 << ((t as u32) * 16 + s as u32)
+    }
+
+    /// This interest, and messages of type `t` in state `s`.
+    pub fn with(self, t: MessageType, s: MessageState) -> Self {
+        Self(self.0 | Self::bit(t, s))
+    }
+
+    /// Both interests.
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// Whether messages of type `t` in state `s` are wanted.
+    pub fn wants(self, t: MessageType, s: MessageState) -> bool {
+        self.0 & Self::bit(t, s) != 0
+    }
+
+    /// The raw bits (to keep in an atomic).
+    pub fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// An interest from [`bits`](Self::bits).
+    pub fn from_bits(bits: u64) -> Self {
+        Self(bits)
+    }
+}
+
+impl Default for MessageInterest {
+    /// Every message (what a caller that does not know its listeners
+    /// must assume).
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
 /// One client-visible state change of a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -225,5 +280,27 @@ mod tests {
         assert_eq!(MessageState::from(TaskState::Interrupt), "created");
         assert_eq!(MessageState::from(TaskState::Error), MessageState::Error);
         assert_eq!(MessageType::from(NodeKind::Trigger), "act");
+    }
+
+    #[test]
+    fn an_interest_holds_exactly_the_pairs_added() {
+        let i = MessageInterest::NONE
+            .with(MessageType::Workflow, MessageState::Completed)
+            .with(MessageType::Act, MessageState::Stuck);
+        for t in MessageType::ALL {
+            for s in MessageState::ALL {
+                let want = matches!(
+                    (t, s),
+                    (MessageType::Workflow, MessageState::Completed)
+                        | (MessageType::Act, MessageState::Stuck)
+                );
+                assert_eq!(i.wants(*t, *s), want, "{t}/{s}");
+                assert!(MessageInterest::ALL.wants(*t, *s));
+                assert!(!MessageInterest::NONE.wants(*t, *s));
+            }
+        }
+        assert_eq!(MessageInterest::from_bits(i.bits()), i);
+        assert_eq!(MessageInterest::NONE.union(i), i);
+        assert_eq!(MessageInterest::default(), MessageInterest::ALL);
     }
 }

@@ -31,7 +31,7 @@ mod task_event;
 mod task_marks;
 mod tasks;
 
-pub use message::{Message, MessageState, MessageType};
+pub use message::{Message, MessageInterest, MessageState, MessageType};
 pub use process::{
     ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, MAX_REASON_BYTES, ModelCatalog,
     Pause, Process, Request, RunLimits, Services, UnknownAction, addressees,

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::model::{Variant, Vars};
 use crate::script::{ScriptScope, is_private};
+use crate::tree::chunked::Chunked;
 use crate::tree::{NodeIx, ProcessTree};
 
 use super::scope::Scope;
@@ -55,8 +56,9 @@ pub struct Task {
     pub data: Scope,
     /// Scheduling flags ([`Sign`]).
     pub sign: Sign,
-    /// The error the task failed with: `(ecode, message)`.
-    pub err: Option<TaskError>,
+    /// The error the task failed with: `(ecode, message)` (boxed: few
+    /// tasks fail, and every task would otherwise carry its room).
+    pub err: Option<Box<TaskError>>,
     /// When the task left `None` (ms since the epoch on the engine's clock).
     pub start_time: i64,
     /// When the task reached a terminal state (0 while it has not).
@@ -110,13 +112,15 @@ impl Sign {
 /// The tasks of one process.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskTable {
-    pub(super) tasks: Vec<Task>,
+    /// The tasks, in creation order (in chunks: a long process's table
+    /// never doubles, see [`Chunked`]).
+    pub(super) tasks: Chunked<Task>,
     by_id: HashMap<String, TaskIx>,
     /// Each task's children, in creation order (kept as tasks are created,
     /// so finding them never scans the table).
-    children: Vec<Vec<TaskIx>>,
+    children: Chunked<Vec<TaskIx>>,
     /// What changed per task since the last [`take_dirty`](Self::take_dirty).
-    pub(super) dirty: Vec<Dirty>,
+    pub(super) dirty: Chunked<Dirty>,
     /// The tasks marked in `dirty`, in the order they were first marked
     /// (so taking them does not scan the table).
     pub(super) dirty_list: Vec<TaskIx>,
@@ -130,7 +134,7 @@ pub struct TaskTable {
     runs: HashMap<NodeIx, u32>,
     /// Each task's data size (its JSON text, as stored), kept as it is
     /// written.
-    pub(super) sizes: Vec<usize>,
+    pub(super) sizes: Chunked<usize>,
     /// Most bytes one task's data may hold (0: no limit).
     pub(super) max_scope_bytes: usize,
     /// The first write refused since [`take_refused`](Self::take_refused).
@@ -322,7 +326,7 @@ impl TaskTable {
     /// Records why a task ended without changing its state (an operator's
     /// reason for terminating a process).
     pub fn attach_err(&mut self, ix: TaskIx, err: TaskError) {
-        self.task_mut(ix).err = Some(err);
+        self.task_mut(ix).err = Some(Box::new(err));
     }
 
     /// Fails the task: records the error in its data (`ecode`, `message`)
@@ -332,7 +336,7 @@ impl TaskTable {
         for (k, v) in err.to_vars() {
             self.put(ix, &k, &v);
         }
-        self.task_mut(ix).err = Some(err);
+        self.task_mut(ix).err = Some(Box::new(err));
     }
 
     /// Sets flag bits on a task.

@@ -7,6 +7,7 @@
 //! - [`ProcessTree`] is one process's view: the shared tree plus its dynamic
 //!   acts, with links that survive a store round-trip ([`NodeData`]).
 
+pub(crate) mod chunked;
 mod model_tree;
 mod node;
 mod process_tree;

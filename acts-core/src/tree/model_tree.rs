@@ -58,10 +58,13 @@ impl ModelTree {
         };
         let model_id = workflow.id.clone();
         let root = tree.push(
-            Node::new(root_id, NodeContent::Workflow(workflow), 0),
+            Node::new(root_id, NodeContent::Workflow(Box::new(workflow)), 0),
             &model_id,
         )?;
         tree.build_steps(root, steps, ChildKind::Normal, 1, &model_id)?;
+        // Built once, read by every process of the model: no spare room.
+        tree.nodes.shrink_to_fit();
+        tree.by_id.shrink_to_fit();
         Ok(tree)
     }
 

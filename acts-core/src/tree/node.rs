@@ -36,8 +36,9 @@ pub enum ChildKind {
 /// What a node is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum NodeContent {
-    /// The root.
-    Workflow(Workflow),
+    /// The root (boxed: one per model, and the largest kind — every other
+    /// node's content would otherwise be as large).
+    Workflow(Box<Workflow>),
     /// A branch of a step.
     Branch(Branch),
     /// A step.

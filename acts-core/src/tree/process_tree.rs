@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::model::Act;
 
+use super::chunked::Chunked;
 use super::model_tree::ModelTree;
 use super::node::{ChildKind, Node, NodeData, NodeIx, short_id};
 
@@ -20,14 +21,14 @@ use super::node::{ChildKind, Node, NodeData, NodeIx, short_id};
 #[derive(Debug, Clone)]
 pub struct ProcessTree {
     model: Arc<ModelTree>,
-    dynamic: Vec<Node>,
+    dynamic: Chunked<Node>,
     /// Whether each dynamic node is a child of its parent.
-    is_child: Vec<bool>,
+    is_child: Chunked<bool>,
     /// Whether each dynamic node runs the act of its step's literal `uses`
     /// (the model's [`Node::uses_act`]): such a node is implied by its
     /// task and its step, so it has no stored row (see
     /// [`restore_shared`](Self::restore_shared)).
-    shared: Vec<bool>,
+    shared: Chunked<bool>,
     by_id: HashMap<String, NodeIx>,
     /// Children added under static nodes.
     extra_children: HashMap<NodeIx, Vec<(ChildKind, NodeIx)>>,
@@ -38,9 +39,9 @@ impl ProcessTree {
     pub fn new(model: Arc<ModelTree>) -> Self {
         Self {
             model,
-            dynamic: Vec::new(),
-            is_child: Vec::new(),
-            shared: Vec::new(),
+            dynamic: Chunked::new(),
+            is_child: Chunked::new(),
+            shared: Chunked::new(),
             by_id: HashMap::new(),
             extra_children: HashMap::new(),
         }

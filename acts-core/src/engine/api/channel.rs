@@ -51,7 +51,7 @@ impl Channel {
             filters: Filters::new(options),
             handlers: RwLock::default(),
         });
-        emitter.channels.write().push(inner.clone());
+        emitter.add(inner.clone());
         if let Some(id) = &durable_id {
             emitter.register_durable(id, options, Some(inner.clone()));
         }

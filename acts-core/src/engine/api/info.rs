@@ -116,7 +116,7 @@ impl ProcInfo {
             start_time: set(root.map_or(0, |r| r.start_time)),
             end_time: set(root.map_or(0, |r| r.end_time)),
             outputs: p.outputs(),
-            err: root.and_then(|r| r.err.clone()),
+            err: root.and_then(|r| r.err.as_deref().cloned()),
             started_by: p.audience.started_by.clone(),
             paused: p.paused.clone(),
         }
@@ -209,7 +209,7 @@ impl TaskInfo {
             start_time: set(t.start_time),
             end_time: set(t.end_time),
             data: t.data.to_vars(),
-            err: t.err.clone(),
+            err: t.err.as_deref().cloned(),
             history: t.history.clone(),
             exposes: match &*node.content {
                 NodeContent::Act(a) => a.exposes.clone(),

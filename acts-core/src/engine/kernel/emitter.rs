@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
 use crate::engine::filter::{ChannelOptions, Filters};
-use crate::scheduler::{Message, MessageState, MessageType};
+use crate::scheduler::{Message, MessageInterest, MessageState, MessageType};
 
 /// A message handler of a channel.
 pub(crate) type Handler = Arc<dyn Fn(&Message) + Send + Sync>;
@@ -39,12 +39,41 @@ struct Durable {
 /// The engine's fan-out of messages to channels.
 #[derive(Default)]
 pub(crate) struct Emitter {
-    pub(crate) channels: RwLock<Vec<Arc<ChannelInner>>>,
+    channels: RwLock<Vec<Arc<ChannelInner>>>,
     durable: RwLock<HashMap<String, Durable>>,
     pub(crate) next_id: AtomicU64,
+    /// The [`MessageInterest`] of the channels and durable channels, kept
+    /// as they come and go (none: no message is built).
+    interest: AtomicU64,
 }
 
 impl Emitter {
+    /// Which messages any channel may take.
+    pub fn interest(&self) -> MessageInterest {
+        MessageInterest::from_bits(self.interest.load(Ordering::Acquire))
+    }
+
+    /// Derives [`interest`](Self::interest) again (after a channel came or
+    /// went; called with no lock held).
+    fn refresh_interest(&self) {
+        let interest = if self.has_durable() {
+            // Deliveries settle by the messages of ending tasks.
+            MessageInterest::ALL
+        } else {
+            self.channels
+                .read()
+                .iter()
+                .fold(MessageInterest::NONE, |i, c| i.union(c.filters.interest()))
+        };
+        self.interest.store(interest.bits(), Ordering::Release);
+    }
+
+    /// Adds a subscribed channel.
+    pub(crate) fn add(&self, channel: Arc<ChannelInner>) {
+        self.channels.write().push(channel);
+        self.refresh_interest();
+    }
+
     /// Hands `messages` (of one committed transition, in order) to every
     /// channel whose filters they pass.
     pub fn deliver(&self, messages: &[Message]) {
@@ -82,6 +111,7 @@ impl Emitter {
                 d.live = None;
             }
         }
+        self.refresh_interest();
     }
 
     /// Whether any durable channel is registered (if none, messages need
@@ -109,24 +139,27 @@ impl Emitter {
         options: &ChannelOptions,
         live: Option<Arc<ChannelInner>>,
     ) {
-        let mut d = self.durable.write();
-        let live = live.or_else(|| d.get(id).and_then(|x| x.live.clone()));
-        d.insert(
-            id.to_owned(),
-            Durable {
-                filters: Filters::new(options),
-                live,
-            },
-        );
+        {
+            let mut d = self.durable.write();
+            let live = live.or_else(|| d.get(id).and_then(|x| x.live.clone()));
+            d.insert(
+                id.to_owned(),
+                Durable {
+                    filters: Filters::new(options),
+                    live,
+                },
+            );
+        }
+        self.refresh_interest();
     }
 
     /// Forgets durable channel `id`.
     pub fn unregister_durable(&self, id: &str) {
-        if let Some(d) = self.durable.write().remove(id)
-            && let Some(live) = d.live
-        {
+        let removed = self.durable.write().remove(id);
+        if let Some(live) = removed.and_then(|d| d.live) {
             self.channels.write().retain(|c| c.id != live.id);
         }
+        self.refresh_interest();
     }
 
     /// Hands `m` again to the connected client of durable channel `id`;

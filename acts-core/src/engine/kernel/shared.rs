@@ -162,6 +162,7 @@ impl Kernel {
             seals: Some(&self.sealed),
             models: Some(self),
             limits: self.config.run_limits,
+            interest: self.emitter.interest(),
         }
     }
 

@@ -93,7 +93,7 @@ struct TaskView<'a> {
     state: crate::scheduler::TaskState,
     sign: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    err: &'a Option<TaskError>,
+    err: Option<&'a TaskError>,
     start_time: i64,
     end_time: i64,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -118,7 +118,7 @@ fn task_view<'a>(p: &'a Process, ix: crate::scheduler::TaskIx, task: &'a Task) -
         prev: task.prev.map(|x| TaskTable::position(x) as u32),
         state: task.state,
         sign: task.sign.0,
-        err: &task.err,
+        err: task.err.as_deref(),
         start_time: task.start_time,
         end_time: task.end_time,
         history: &task.history,
@@ -171,7 +171,7 @@ pub(crate) fn transition_ops(
         p.state(),
         root.map_or(persisted.row.start_time, |r| r.start_time),
         root.map_or(0, |r| r.end_time),
-        root.and_then(|r| r.err.as_ref()),
+        root.and_then(|r| r.err.as_deref()),
     );
     let old = &persisted.row;
     let indexed = match p.workflow() {
@@ -434,7 +434,7 @@ pub(crate) fn rebuild(
             state: t.state,
             data: scope.unwrap_or_default().into(),
             sign: crate::scheduler::Sign(t.sign),
-            err: t.err.clone(),
+            err: t.err.clone().map(Box::new),
             start_time: t.start_time,
             end_time: t.end_time,
             history: t.history.clone(),

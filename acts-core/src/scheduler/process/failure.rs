@@ -30,7 +30,7 @@ impl Process {
             let err = self
                 .tasks
                 .get(cur)
-                .and_then(|x| x.err.clone())
+                .and_then(|x| x.err.as_deref().cloned())
                 .unwrap_or_default();
             if self.is_kind(cur, NodeKind::Act) {
                 let outputs = self.outputs_of(cur, svc);

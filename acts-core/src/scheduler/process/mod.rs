@@ -54,6 +54,8 @@ pub struct Services<'a> {
     pub models: Option<&'a dyn ModelCatalog>,
     /// Bounds on the work of a process.
     pub limits: RunLimits,
+    /// Which messages anyone listens for (the others are not built).
+    pub interest: super::MessageInterest,
 }
 
 /// The deployed models, as the core asks about them.

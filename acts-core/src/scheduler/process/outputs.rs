@@ -127,6 +127,16 @@ impl Process {
         if task.sign.has(Sign::NO_EMIT) || !visible {
             return;
         }
+        let kind = self.tree.node(task.node).map(|n| n.content.kind().into());
+        if kind.is_some_and(|k| !svc.interest.wants(k, state.into())) {
+            // Nobody listens: no message. Exposes with expressions are
+            // still evaluated as the task ends and kept, as building its
+            // message would have done (later readers see those values).
+            if state.is_terminal() && self.exposes_of(t).iter().any(is_expression) {
+                self.outputs_of(t, svc);
+            }
+            return;
+        }
         let outputs = if state.is_terminal() {
             self.outputs_of(t, svc)
         } else {
@@ -195,7 +205,7 @@ impl Process {
             (task.start_time > 0).then_some(task.start_time),
             (task.end_time > 0).then_some(task.end_time),
         );
-        let err = task.err.clone();
+        let err = task.err.as_deref().cloned();
         let time = self.tasks.now();
         let model_id = self.model_id();
         self.messages.push(Message {
