@@ -184,3 +184,51 @@ impl ChannelInner {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(id: u64, options: &ChannelOptions) -> Arc<ChannelInner> {
+        Arc::new(ChannelInner {
+            id,
+            filters: Filters::new(options),
+            handlers: RwLock::default(),
+        })
+    }
+
+    #[test]
+    fn the_interest_follows_the_channels_and_is_everything_with_a_durable_one() {
+        let e = Emitter::default();
+        assert_eq!(
+            e.interest(),
+            MessageInterest::NONE,
+            "no channel: no message"
+        );
+        let ends = ChannelOptions::default()
+            .with_type("workflow")
+            .with_state("*e*");
+        e.add(channel(1, &ends));
+        let i = e.interest();
+        assert!(i.wants(MessageType::Workflow, MessageState::Completed));
+        assert!(i.wants(MessageType::Workflow, MessageState::Error));
+        assert!(!i.wants(MessageType::Workflow, MessageState::Stuck));
+        assert!(!i.wants(MessageType::Act, MessageState::Completed));
+        e.add(channel(2, &ChannelOptions::default().with_type("act")));
+        assert!(e.interest().wants(MessageType::Act, MessageState::Created));
+        e.register_durable("d", &ends, None);
+        assert_eq!(e.interest(), MessageInterest::ALL);
+        e.unregister_durable("d");
+        assert!(!e.interest().wants(MessageType::Step, MessageState::Created));
+        e.remove(2);
+        assert!(!e.interest().wants(MessageType::Act, MessageState::Created));
+        e.remove(1);
+        assert_eq!(e.interest(), MessageInterest::NONE);
+        // Default options take every message.
+        e.add(channel(3, &ChannelOptions::default()));
+        assert_eq!(
+            e.interest().bits().count_ones() as usize,
+            MessageType::ALL.len() * MessageState::ALL.len()
+        );
+    }
+}
