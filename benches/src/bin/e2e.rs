@@ -328,13 +328,22 @@ async fn finish(
     let secs = t0.elapsed().as_secs_f64();
     e.flush().await.ok();
     let commits = commits() - commits_before;
+    // How long the writer spent in its store's commits (since the engine
+    // started): next to `secs`, whether a run waited on the store.
+    let writer = e.stats().writer;
     e.close().await;
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "writer_busy_ms".into(),
+        json!(writer.commit_micros as f64 / 1000.0),
+    );
+    extra.insert("writer_groups".into(), json!(writer.commits));
     Outcome {
         n,
         secs,
         latencies_us,
         commits,
-        extra: Default::default(),
+        extra,
     }
 }
 

@@ -248,7 +248,9 @@ pub(crate) fn transition_ops(
         if row.state == old.state && row.quiet_since == old.quiet_since && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
         } else {
-            ops.extend(Collection::<ProcRow>::upsert_ops(Some(old), &row));
+            // A row not in the store yet has no index entries to replace.
+            let stored = persisted.row_stored.then_some(old);
+            ops.extend(Collection::<ProcRow>::upsert_ops(stored, &row));
         }
         persisted.row_stored = true;
         persisted.row = row;
