@@ -33,6 +33,11 @@ pub trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// The row's value for each indexed field (same order as `INDEXED`).
     fn index_values(&self) -> Vec<IndexValue>;
 
+    /// Puts back into a stored row's JSON what its id holds and its
+    /// stored value leaves out (a task row does not repeat the process and
+    /// task ids of its key). The default: nothing.
+    fn fill_from_id(_id: &str, _row: &mut Value) {}
+
     /// Upgrades a row stored at an older `version` to the current shape.
     /// The default accepts the current version only.
     fn upgrade(version: u32, row: Value) -> Result<Value, String> {
@@ -254,7 +259,9 @@ impl<T: Row> Collection<T> {
             .get("d")
             .cloned()
             .ok_or_else(|| corrupt("no data".into()))?;
-        T::upgrade(version as u32, data).map_err(corrupt)
+        let mut row = T::upgrade(version as u32, data).map_err(corrupt)?;
+        T::fill_from_id(id, &mut row);
+        Ok(row)
     }
 
     /// A row from its upgraded JSON.

@@ -20,7 +20,9 @@ pub use writer_stats::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterStats};
 
 /// Implements [`Row`] for a row type: its collection, schema version, id,
 /// and each indexed field's name paired with the value indexed under it —
-/// written once, so `INDEXED` and `index_values` cannot drift apart.
+/// written once, so `INDEXED` and `index_values` cannot drift apart. With
+/// `fill = f`, `f(id, json)` puts back what the stored value leaves out
+/// because the id holds it ([`Row::fill_from_id`]).
 ///
 /// ```ignore
 /// impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
@@ -31,6 +33,13 @@ macro_rules! impl_row {
     ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
         $($field:literal => $value:expr),* $(,)?
     }) => {
+        $crate::durable::impl_row!($ty, $collection, version = $version, |$r| $id, {
+            $($field => $value),*
+        }, fill = |_id, _row| {});
+    };
+    ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
+        $($field:literal => $value:expr),* $(,)?
+    }, fill = $fill:expr) => {
         impl $crate::durable::Row for $ty {
             const COLLECTION: &'static str = $collection;
             const VERSION: u32 = $version;
@@ -45,6 +54,11 @@ macro_rules! impl_row {
             fn index_values(&self) -> Vec<$crate::durable::IndexValue> {
                 let $r = self;
                 vec![$($value),*]
+            }
+
+            fn fill_from_id(id: &str, row: &mut serde_json::Value) {
+                let fill: fn(&str, &mut serde_json::Value) = $fill;
+                fill(id, row);
             }
         }
     };

@@ -215,9 +215,11 @@ pub const PROC_INDEX_GENERATION: u64 = 2;
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRow {
-    /// Process id.
+    /// Process id (in the row's key, not stored in its value).
+    #[serde(skip_serializing)]
     pub pid: String,
-    /// Task id.
+    /// Task id (in the row's key, not stored in its value).
+    #[serde(skip_serializing)]
     pub tid: String,
     /// Creation order within the process (links refer to it).
     pub seq: u32,
@@ -262,8 +264,25 @@ impl_row!(
     "tasks",
     version = 1,
     |r| task_row_id(&r.pid, &r.tid),
-    {}
+    {},
+    fill = fill_pid_tid
 );
+
+/// Puts `pid` and `tid` back into a task or scope row from its id
+/// `<pid>/<tid>` (rows written before they were left out keep theirs).
+fn fill_pid_tid(id: &str, row: &mut serde_json::Value) {
+    if let (Some((pid, tid)), Some(obj)) = (id.split_once('/'), row.as_object_mut()) {
+        obj.entry("pid").or_insert_with(|| pid.into());
+        obj.entry("tid").or_insert_with(|| tid.into());
+    }
+}
+
+/// Puts `pid` back into a node row from its id `<pid>/<seq>`.
+fn fill_pid(id: &str, row: &mut serde_json::Value) {
+    if let (Some((pid, _)), Some(obj)) = (id.split_once('/'), row.as_object_mut()) {
+        obj.entry("pid").or_insert_with(|| pid.into());
+    }
+}
 
 /// One dynamic node of a process's tree (an act dispatched by a step's
 /// `uses`, a block's or a push's acts), written once when it is created:
@@ -272,7 +291,8 @@ impl_row!(
 /// [`ProcRow::nodes`]; those are read first.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeRow {
-    /// Process id.
+    /// Process id (in the row's key, not stored in its value).
+    #[serde(skip_serializing)]
     pub pid: String,
     /// Its place among the process's dynamic nodes.
     pub seq: u32,
@@ -291,7 +311,8 @@ impl_row!(
     "nodes",
     version = 1,
     |r| node_row_id(&r.pid, r.seq),
-    {}
+    {},
+    fill = fill_pid
 );
 
 /// What a restarted engine must do for an in-flight process without
@@ -331,9 +352,11 @@ pub const WAKE_INDEX_COMPLETE: &str = "wake_index";
 /// One task's data scope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VarsRow {
-    /// Process id.
+    /// Process id (in the row's key, not stored in its value).
+    #[serde(skip_serializing)]
     pub pid: String,
-    /// Task id.
+    /// Task id (in the row's key, not stored in its value).
+    #[serde(skip_serializing)]
     pub tid: String,
     /// The data.
     pub data: Vars,
@@ -344,7 +367,8 @@ impl_row!(
     "vars",
     version = 1,
     |r| task_row_id(&r.pid, &r.tid),
-    {}
+    {},
+    fill = fill_pid_tid
 );
 
 /// An outbox record: an action to apply to another process's act.
