@@ -135,7 +135,7 @@ impl Executor {
     /// A deployed model and its definition.
     pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model(id).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow()?))
+        Ok((ModelInfo::from(&m.row), m.workflow(&self.rt.store).await?))
     }
 
     /// Every deployed model, oldest deploy first.
@@ -168,7 +168,7 @@ impl Executor {
         revision: u32,
     ) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model_version(id, revision).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow()?))
+        Ok((ModelInfo::from(&m.row), m.workflow(&self.rt.store).await?))
     }
 
     /// Moves the live processes of `plan.model` from version `plan.from` to
@@ -240,7 +240,11 @@ impl Executor {
                 row.audience.iter().map(String::as_str),
             )?;
         }
-        self.rt.deployed_of(&row).await?.workflow()
+        self.rt
+            .deployed_of(&row)
+            .await?
+            .workflow(&self.rt.store)
+            .await
     }
 
     /// The open interrupts this executor may answer, oldest process first:

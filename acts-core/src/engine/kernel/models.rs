@@ -103,10 +103,7 @@ impl Kernel {
         }
         let info = ModelInfo::from(&row);
         tree.revision = revision;
-        let deployed = Arc::new(DeployedModel {
-            row,
-            tree: Arc::new(tree),
-        });
+        let deployed = Arc::new(DeployedModel::new(row, tree));
         if let Some(prev) = self
             .models
             .latest
@@ -150,20 +147,7 @@ impl Kernel {
         if let Some(m) = self.models.older.read().get(&key) {
             return Ok(m.clone());
         }
-        let versions = Collection::<ModelVersionRow>::new(self.store.clone());
-        let row = match versions.get(&version_row_id(id, revision)).await? {
-            Some(v) => ModelRow::from(&v),
-            // A store written before versions existed: its latest version
-            // lives in the model row only.
-            None => Collection::<ModelRow>::new(self.store.clone())
-                .get(id)
-                .await?
-                .filter(|m| m.revision == revision)
-                .ok_or_else(|| EngineError::VersionNotFound {
-                    model: id.to_owned(),
-                    revision,
-                })?,
-        };
+        let row = super::catalog::stored_version(&self.store, id, revision).await?;
         let m = Arc::new(DeployedModel::from_row(row)?);
         self.models.older.write().insert(key, m.clone());
         Ok(m)
