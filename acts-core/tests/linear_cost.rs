@@ -142,37 +142,80 @@ async fn no_row_of_an_interrupt_chain_grows_with_the_steps_before_it() {
     assert!(root_long <= root_short + 32, "{root_short} / {root_long}");
 }
 
-#[tokio::test]
-async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows() {
-    let kv = store().await;
-    let start = || async {
-        Engine::builder()
-            .store(kv.clone())
-            .start()
-            .await
-            .expect("engine starts")
-    };
-    let engine = start().await;
-    let exec = engine.executor();
-    exec.deploy_yaml(&evaluated_irqs("lin3", 3))
+/// An engine on `kv`.
+async fn engine_on_store(kv: &std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
+    Engine::builder()
+        .store(kv.clone())
+        .start()
         .await
-        .expect("deploys");
+        .expect("engine starts")
+}
+
+/// Deploys `model` (id `lin3`, interrupt steps) on `kv`, starts it, answers
+/// its first interrupt and waits for the second; closes the engine and
+/// returns the process id and both interrupt messages.
+async fn two_interrupts_in(
+    kv: &std::sync::Arc<dyn acts_store::KvStore>,
+    model: &str,
+) -> (
+    String,
+    acts_core::scheduler::Message,
+    acts_core::scheduler::Message,
+) {
+    let engine = engine_on_store(kv).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(model).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec.start("lin3", Vars::new()).await.expect("starts");
     let first = recv_where(&mut rx, irq_created).await;
     exec.complete(&p.pid, &first.tid, Vars::new())
         .await
         .expect("answers");
-    recv_where(&mut rx, irq_created).await;
+    let second = recv_where(&mut rx, irq_created).await;
     engine.close().await;
+    (p.pid, first, second)
+}
+
+/// `times` times: a new engine on `kv` loads process `pid`, answers the
+/// interrupt it waits in, and closes; then the process has completed.
+async fn answer_across_restarts(
+    kv: &std::sync::Arc<dyn acts_store::KvStore>,
+    pid: &str,
+    times: usize,
+) {
+    for _ in 0..times {
+        let engine = engine_on_store(kv).await;
+        let exec = engine.executor();
+        let waiting = exec
+            .tasks(pid)
+            .await
+            .expect("loads")
+            .into_iter()
+            .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
+            .expect("an interrupt waits");
+        exec.complete(pid, &waiting.tid, Vars::new())
+            .await
+            .expect("answers");
+        engine.close().await;
+    }
+    let engine = engine_on_store(kv).await;
+    let info = engine.executor().process(pid).await.expect("loads");
+    assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
+    engine.close().await;
+}
+
+#[tokio::test]
+async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows() {
+    let kv = store().await;
+    let (pid, _, _) = two_interrupts_in(&kv, &evaluated_irqs("lin3", 3)).await;
     // Rewrite the store as an older acts left it: the dynamic nodes inside
     // the proc row, no node rows.
-    let prefix = format!("{}/", p.pid);
+    let prefix = format!("{pid}/");
     let nodes = Collection::<NodeRow>::new(kv.clone());
     let rows = nodes.get_by_id_prefix(&prefix).await.expect("reads");
     assert_eq!(rows.len(), 2, "one node row per dispatched act");
     let procs = Collection::<ProcRow>::new(kv.clone());
-    let mut row = procs.get(&p.pid).await.expect("reads").expect("row");
+    let mut row = procs.get(&pid).await.expect("reads").expect("row");
     row.nodes = rows.iter().map(|r| r.node.clone()).collect();
     procs.upsert(&row).await.expect("writes");
     for r in &rows {
@@ -182,56 +225,21 @@ async fn a_store_that_kept_dynamic_nodes_in_the_proc_row_still_loads_and_grows()
             .expect("deletes");
     }
     // It loads, takes new nodes (as rows after the old ones), reloads.
-    for _ in 0..2 {
-        let engine = start().await;
-        let exec = engine.executor();
-        let waiting = exec
-            .tasks(&p.pid)
-            .await
-            .expect("loads")
-            .into_iter()
-            .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
-            .expect("an interrupt waits");
-        exec.complete(&p.pid, &waiting.tid, Vars::new())
-            .await
-            .expect("answers");
-        engine.close().await;
-    }
-    let engine = start().await;
-    let info = engine.executor().process(&p.pid).await.expect("loads");
-    assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
+    answer_across_restarts(&kv, &pid, 2).await;
     let rows = nodes.get_by_id_prefix(&prefix).await.expect("reads");
     assert_eq!(
         rows.iter().map(|r| r.seq).collect::<Vec<_>>(),
         vec![2],
         "the new node follows the two the proc row holds"
     );
-    engine.close().await;
 }
 
 #[tokio::test]
 async fn a_literal_uses_act_has_no_node_row_and_an_older_stores_rows_still_load() {
     let kv = store().await;
-    let start = || async {
-        Engine::builder()
-            .store(kv.clone())
-            .start()
-            .await
-            .expect("engine starts")
-    };
     let model = linear(3, true);
-    let engine = start().await;
-    let exec = engine.executor();
-    exec.deploy_yaml(&model).await.expect("deploys");
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("lin3", Vars::new()).await.expect("starts");
-    let first = recv_where(&mut rx, irq_created).await;
-    exec.complete(&p.pid, &first.tid, Vars::new())
-        .await
-        .expect("answers");
-    let second = recv_where(&mut rx, irq_created).await;
-    engine.close().await;
-    let prefix = format!("{}/", p.pid);
+    let (pid, first, second) = two_interrupts_in(&kv, &model).await;
+    let prefix = format!("{pid}/");
     let nodes = Collection::<NodeRow>::new(kv.clone());
     assert!(
         nodes
@@ -253,7 +261,7 @@ async fn a_literal_uses_act_has_no_node_row_and_an_older_stores_rows_still_load(
             .expect("a literal uses");
         nodes
             .upsert(&NodeRow {
-                pid: p.pid.clone(),
+                pid: pid.clone(),
                 seq: seq as u32,
                 node,
             })
@@ -261,25 +269,9 @@ async fn a_literal_uses_act_has_no_node_row_and_an_older_stores_rows_still_load(
             .expect("writes");
     }
     // It loads (the stored rows, then an implied act), and runs to its end.
-    for _ in 0..2 {
-        let engine = start().await;
-        let exec = engine.executor();
-        let waiting = exec
-            .tasks(&p.pid)
-            .await
-            .expect("loads")
-            .into_iter()
-            .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
-            .expect("an interrupt waits");
-        exec.complete(&p.pid, &waiting.tid, Vars::new())
-            .await
-            .expect("answers");
-        engine.close().await;
-    }
-    let engine = start().await;
-    let info = engine.executor().process(&p.pid).await.expect("loads");
-    assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
-    let tasks = engine.executor().tasks(&p.pid).await.expect("loads");
+    answer_across_restarts(&kv, &pid, 2).await;
+    let engine = engine_on_store(&kv).await;
+    let tasks = engine.executor().tasks(&pid).await.expect("loads");
     assert_eq!(
         tasks.iter().filter(|t| t.kind == "act").count(),
         3,
