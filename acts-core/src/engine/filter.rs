@@ -88,13 +88,25 @@ pub(crate) struct Filters {
     uses: WildMatch,
     model: WildMatch,
     options: Vec<(String, WildMatch)>,
+    /// The (type, state) pairs these filters may pass (the other filters
+    /// look at what only a built message has), derived once.
+    interest: MessageInterest,
 }
 
 impl Filters {
     pub(crate) fn new(o: &ChannelOptions) -> Self {
+        let (r#type, state) = (WildMatch::new(&o.r#type), WildMatch::new(&o.state));
+        let mut interest = MessageInterest::NONE;
+        for t in MessageType::ALL {
+            for s in MessageState::ALL {
+                if r#type.matches(t.as_str()) && state.matches(s.as_str()) {
+                    interest = interest.with(*t, *s);
+                }
+            }
+        }
         Self {
-            r#type: WildMatch::new(&o.r#type),
-            state: WildMatch::new(&o.state),
+            r#type,
+            state,
             key: WildMatch::new(&o.key),
             uses: WildMatch::new(&o.uses),
             model: WildMatch::new(&o.model),
@@ -103,21 +115,13 @@ impl Filters {
                 .iter()
                 .map(|(k, p)| (k.clone(), WildMatch::new(p)))
                 .collect(),
+            interest,
         }
     }
 
-    /// The (type, state) pairs these filters may pass (the other filters
-    /// look at what only a built message has).
+    /// The (type, state) pairs these filters may pass.
     pub(crate) fn interest(&self) -> MessageInterest {
-        let mut i = MessageInterest::NONE;
-        for t in MessageType::ALL {
-            for s in MessageState::ALL {
-                if self.r#type.matches(t.as_str()) && self.state.matches(s.as_str()) {
-                    i = i.with(*t, *s);
-                }
-            }
-        }
-        i
+        self.interest
     }
 
     pub(crate) fn matches(&self, m: &Message) -> bool {

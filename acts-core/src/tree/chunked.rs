@@ -65,24 +65,9 @@ impl<T> Chunked<T> {
         self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
 
-    /// The entry at `i`, mutably, if there is one.
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
-    }
-
-    /// The last entry.
-    pub fn last(&self) -> Option<&T> {
-        self.chunks.last()?.last()
-    }
-
     /// Every entry, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
         self.chunks.iter().flatten()
-    }
-
-    /// Every entry, mutably, in order.
-    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> {
-        self.chunks.iter_mut().flatten()
     }
 }
 
@@ -134,13 +119,11 @@ mod tests {
         for i in [0, CHUNK - 1, CHUNK, 2 * CHUNK, n - 1] {
             assert_eq!((c[i], c.get(i)), (i, Some(&i)));
         }
-        assert_eq!((c.get(n), c.last()), (None, Some(&(n - 1))));
+        assert_eq!(c.get(n), None);
         c[CHUNK] = 0;
-        *c.get_mut(1).unwrap() = 5;
-        for x in c.iter_mut() {
-            *x += 1;
-        }
-        assert_eq!((c[0], c[1], c[CHUNK]), (1, 6, 1));
+        c[1] = 5;
+        assert_eq!((c[0], c[1], c[CHUNK], c[CHUNK + 1]), (0, 5, 0, CHUNK + 1));
+        assert!((&c).into_iter().eq(c.iter()));
         // Growing never reallocates a full chunk: one chunk of slack.
         assert_eq!(c.chunks.len(), 3);
         assert!(c.chunks.iter().all(|ch| ch.capacity() == CHUNK));

@@ -77,20 +77,9 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
     };
     // The shared acts of literal `uses` have no rows: their tasks imply
     // them (on the old version's steps).
-    let implied = implied_acts(
-        &stored.tasks,
-        stored
-            .row
-            .nodes
-            .iter()
-            .chain(stored.nodes.iter().map(|n| &n.node)),
-        to.old,
-    );
+    let implied = implied_acts(&stored.tasks, stored.stored_nodes(), to.old);
     let dynamic: HashSet<&str> = stored
-        .row
-        .nodes
-        .iter()
-        .chain(stored.nodes.iter().map(|n| &n.node))
+        .stored_nodes()
         .chain(implied.iter())
         .map(|n| n.id.as_str())
         .collect();
@@ -112,10 +101,7 @@ pub(crate) fn migrate_rows(stored: &StoredProcess, to: &Target<'_>) -> Result<Mi
         }
     };
     let parent_of: HashMap<&str, &str> = stored
-        .row
-        .nodes
-        .iter()
-        .chain(stored.nodes.iter().map(|n| &n.node))
+        .stored_nodes()
         .chain(implied.iter())
         .filter_map(|n| Some((n.id.as_str(), n.parent_id.as_deref()?)))
         .collect();

@@ -302,6 +302,17 @@ pub(crate) struct StoredProcess {
     pub wake: Wake,
 }
 
+impl StoredProcess {
+    /// Its stored dynamic nodes: those an older store kept in the proc
+    /// row, then its node rows.
+    pub fn stored_nodes(&self) -> impl Iterator<Item = &NodeData> {
+        self.row
+            .nodes
+            .iter()
+            .chain(self.nodes.iter().map(|n| &n.node))
+    }
+}
+
 /// Reads every row of process `pid`; `Ok(None)` when it has no proc row.
 /// A store failure is an error, never "no process".
 pub(crate) async fn read_process(
