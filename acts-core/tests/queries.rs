@@ -367,6 +367,7 @@ async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
     use acts_core::durable::Collection;
     use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};
     use acts_store::BatchOp;
+    use acts_store::keys::KeyBuilder;
     let kv = store().await;
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
@@ -389,9 +390,38 @@ async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
         assert_eq!(keys.len(), 3, "{field}: one entry per process");
         ops.extend(keys.into_iter().map(|p| BatchOp::delete(p.key)));
     }
+    // ... and the entries of its own `state` and `mid` indexes (one stale:
+    // a process that has since ended), which a newer engine no longer keeps.
+    let legacy = |field: &str, value: &str, pid: &str| {
+        // The layout an index entry of a string value had (and has).
+        let k = KeyBuilder::new()
+            .str("i")
+            .str("procs")
+            .str(field)
+            .raw(&[0x03])
+            .str(value)
+            .str(pid)
+            .finish();
+        BatchOp::put(k, pid.as_bytes().to_vec())
+    };
+    for i in 0..3 {
+        ops.push(legacy("state", "running", &format!("o{i}")));
+        ops.push(legacy("mid", "orders", &format!("o{i}")));
+    }
+    ops.push(legacy("state", "running", "gone"));
     kv.batch(ops).await.expect("the older store");
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
+    for field in ["state", "mid"] {
+        assert_eq!(
+            kv.scan(Collection::<ProcRow>::index_range(field))
+                .await
+                .expect("scan")
+                .len(),
+            0,
+            "{field}: the retired index's entries are deleted on start"
+        );
+    }
     assert_eq!(
         pids(&engine, &ProcessQuery::new().state(TaskState::Running)).await,
         ["o0", "o1", "o2"]

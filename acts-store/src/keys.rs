@@ -83,7 +83,11 @@ pub struct KeyBuilder {
 impl KeyBuilder {
     /// An empty key.
     pub fn new() -> Self {
-        Self::default()
+        // Room for a typical key (a collection, a field and an id or two)
+        // without growing.
+        Self {
+            buf: Vec::with_capacity(64),
+        }
     }
 
     /// Appends a string component.
@@ -99,11 +103,15 @@ impl KeyBuilder {
     }
 
     fn push_escaped(&mut self, b: &[u8]) {
-        for &byte in b {
-            self.buf.push(byte);
-            if byte == 0 {
-                self.buf.push(0xFF);
-            }
+        // Runs without a 0x00 are copied whole (ids and names have none).
+        self.buf.reserve(b.len() + 2);
+        let mut runs = b.split(|&byte| byte == 0);
+        if let Some(first) = runs.next() {
+            self.buf.extend_from_slice(first);
+        }
+        for run in runs {
+            self.buf.extend_from_slice(&[0, 0xFF]);
+            self.buf.extend_from_slice(run);
         }
     }
 

@@ -27,6 +27,17 @@ pub trait Row: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     /// The fields with a secondary index.
     const INDEXED: &'static [&'static str];
 
+    /// Fields with no index of their own whose equality a composite index
+    /// answers: `(field, pair_index)` — the rows whose `field` is `s` are
+    /// those of `pair_index`'s entries [`IndexValue::Pair`]`(s, ..)`, in
+    /// that index's order. One entry fewer per row to write.
+    const EQ_BY_PAIR: &'static [(&'static str, &'static str)] = &[];
+
+    /// Indexes rows of this type had once and have no more: an older
+    /// store's entries of them are deleted when its indexes are filled in
+    /// (see [`Collection::retired_ranges`]).
+    const RETIRED: &'static [&'static str] = &[];
+
     /// The row's id, unique in the collection.
     fn id(&self) -> String;
 
@@ -207,6 +218,26 @@ impl<T: Row> Collection<T> {
             .collect()
     }
 
+    /// The key prefix of the index entries of the rows whose `field` equals
+    /// `value`: from `field`'s own index, or from the composite index that
+    /// answers it ([`Row::EQ_BY_PAIR`]); `None` when neither has it.
+    fn eq_prefix(field: &str, value: &IndexValue) -> Option<Vec<u8>> {
+        if T::INDEXED.contains(&field) {
+            return Some(value.encode(Self::index_prefix(field)).finish());
+        }
+        let (_, pair) = T::EQ_BY_PAIR.iter().find(|(f, _)| *f == field)?;
+        match value {
+            IndexValue::Str(s) => Some(Self::index_prefix(pair).raw(&[0x04]).str(s).finish()),
+            _ => None,
+        }
+    }
+
+    /// The key ranges of the entries of the indexes this row type no
+    /// longer keeps ([`Row::RETIRED`]).
+    pub fn retired_ranges() -> Vec<ScanRange> {
+        T::RETIRED.iter().map(|f| Self::index_range(f)).collect()
+    }
+
     /// The key range of every entry of index `field`.
     pub fn index_range(field: &str) -> ScanRange {
         ScanRange::prefix(&Self::index_prefix(field).finish())
@@ -323,12 +354,10 @@ impl<T: Row> Collection<T> {
                 (Self::index_prefix(field).finish(), true)
             }
             None => match query.filters.iter().find_map(|f| match f {
-                Filter::Eq(field, v) if T::INDEXED.contains(&field.as_str()) => {
-                    IndexValue::from_json(v).map(|iv| (field, iv))
-                }
+                Filter::Eq(field, v) => Self::eq_prefix(field, &IndexValue::from_json(v)?),
                 _ => None,
             }) {
-                Some((field, iv)) => (iv.encode(Self::index_prefix(field)).finish(), true),
+                Some(prefix) => (prefix, true),
                 None => (Self::row_prefix().finish(), false),
             },
         };
@@ -469,20 +498,19 @@ impl<T: Row> Collection<T> {
 
     /// The ids of the rows whose indexed `field` equals `value`, read from
     /// the index alone (no row is read), in chunks handed to `each`.
-    /// `field` must be indexed.
+    /// `field` must be indexed (or answered by a composite index).
     pub async fn index_ids(
         &self,
         field: &str,
         value: IndexValue,
         mut each: impl FnMut(Vec<String>),
     ) -> Result<(), CollectionError> {
-        if !T::INDEXED.contains(&field) {
+        let Some(prefix) = Self::eq_prefix(field, &value) else {
             return Err(CollectionError::BadQuery {
                 collection: T::COLLECTION,
                 message: format!("'{field}' has no index"),
             });
-        }
-        let prefix = value.encode(Self::index_prefix(field)).finish();
+        };
         self.scan_all(&prefix, INDEX_CHUNK, |chunk| {
             // An index entry's value is the row id.
             each(

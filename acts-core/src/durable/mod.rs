@@ -22,7 +22,8 @@ pub use writer_stats::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterStats};
 /// and each indexed field's name paired with the value indexed under it —
 /// written once, so `INDEXED` and `index_values` cannot drift apart. With
 /// `fill = f`, `f(id, json)` puts back what the stored value leaves out
-/// because the id holds it ([`Row::fill_from_id`]).
+/// because the id holds it ([`Row::fill_from_id`]); with `consts = { .. }`,
+/// the items go into the impl (e.g. [`Row::EQ_BY_PAIR`], [`Row::RETIRED`]).
 ///
 /// ```ignore
 /// impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
@@ -40,7 +41,22 @@ macro_rules! impl_row {
     ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
         $($field:literal => $value:expr),* $(,)?
     }, fill = $fill:expr) => {
+        $crate::durable::impl_row!($ty, $collection, version = $version, |$r| $id, {
+            $($field => $value),*
+        }, fill = $fill, consts = {});
+    };
+    ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
+        $($field:literal => $value:expr),* $(,)?
+    }, consts = { $($item:item)* }) => {
+        $crate::durable::impl_row!($ty, $collection, version = $version, |$r| $id, {
+            $($field => $value),*
+        }, fill = |_id, _row| {}, consts = { $($item)* });
+    };
+    ($ty:ty, $collection:literal, version = $version:literal, |$r:ident| $id:expr, {
+        $($field:literal => $value:expr),* $(,)?
+    }, fill = $fill:expr, consts = { $($item:item)* }) => {
         impl $crate::durable::Row for $ty {
+            $($item)*
             const COLLECTION: &'static str = $collection;
             const VERSION: u32 = $version;
             const INDEXED: &'static [&'static str] = &[$($field),*];

@@ -190,8 +190,15 @@ impl Kernel {
     }
 
     /// After a durable transition: start what it requested; on a terminal
-    /// state, evict the process and refill the freed slot.
-    pub(crate) fn after_commit(&self, pid: &str, requests: Vec<Request>, terminal: bool) {
+    /// state, refill the freed slot; when it `returned` (a subflow child
+    /// wrote its return), apply the return to the parent.
+    pub(crate) fn after_commit(
+        &self,
+        pid: &str,
+        requests: Vec<Request>,
+        terminal: bool,
+        returned: bool,
+    ) {
         let Some(rt) = self.this() else {
             return;
         };
@@ -215,8 +222,9 @@ impl Kernel {
                 }
             }
         }
-        if terminal {
-            // The subflow return (if any) was written with the transition.
+        if returned {
+            // A subflow child's return, written with its last transition:
+            // applied to the parent now (a restart replays it otherwise).
             let rt2 = rt.clone();
             let pid = pid.to_owned();
             self.spawn(async move {

@@ -267,7 +267,8 @@ impl Kernel {
     /// store whose rows were written before an index of [`ProcRow`] or
     /// [`DeliveryRow`] existed (its fact below the generation), writes
     /// every such row's index entries (idempotent puts, a batch per chunk
-    /// of rows), then the fact. Once per store.
+    /// of rows) and deletes the entries of indexes retired since
+    /// ([`Row::RETIRED`]), then the fact. Once per store.
     pub(crate) async fn fill_indexes(&self) -> Result<(), EngineError> {
         let mut facts = Vec::new();
         facts.extend(
@@ -320,9 +321,27 @@ impl Kernel {
                 None => break,
             }
         }
-        if filled > 0 {
+        // Entries of indexes the rows no longer keep: deleted, a batch per
+        // chunk (nothing reads them; left, they would go stale).
+        let mut retired = 0usize;
+        for range in Collection::<R>::retired_ranges() {
+            loop {
+                let keys = self.store.scan(range.clone().with_limit(1024)).await?;
+                if keys.is_empty() {
+                    break;
+                }
+                retired += keys.len();
+                let ops = keys
+                    .into_iter()
+                    .map(|p| acts_store::BatchOp::delete(p.key))
+                    .collect();
+                self.write(None, ops).await?;
+            }
+        }
+        if filled > 0 || retired > 0 {
             tracing::info!(
                 rows = filled,
+                retired_entries = retired,
                 collection = R::COLLECTION,
                 "filled in the indexes of an older store"
             );

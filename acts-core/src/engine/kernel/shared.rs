@@ -422,9 +422,14 @@ impl Kernel {
         // continues from the same place).
         // (A paused process keeps its queue for the resume.)
         let continues = !terminal && process.has_queued_work() && process.paused.is_none();
-        if terminal && let Some(op) = persist::subflow_return(process) {
-            extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
-        }
+        let returned = terminal
+            && match persist::subflow_return(process) {
+                Some(op) => {
+                    extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
+                    true
+                }
+                None => false,
+            };
         let next_timer = if terminal { None } else { process.next_timer() };
         let wake = persist::Wake::of(process, next_timer);
         // Whether the process was in the store before this transition (a
@@ -483,7 +488,7 @@ impl Kernel {
         }
         drop(guard);
         self.unload_over_limit();
-        self.after_commit(&pid, requests, terminal);
+        self.after_commit(&pid, requests, terminal, returned);
         if continues && let Some(rt) = self.this() {
             self.spawn(rt.continue_process(handle.clone()));
         }

@@ -193,14 +193,18 @@ impl ProcRow {
 }
 
 impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
-    "state" => IndexValue::Str(r.state.as_str().to_owned()),
-    "mid" => IndexValue::Str(r.mid.clone()),
     "timestamp" => IndexValue::Int(r.timestamp),
     "version" => IndexValue::Str(format!("{}@{}", r.mid, r.rev)),
     "quiet" => r.quiet_since.map_or(IndexValue::Absent, IndexValue::Int),
-    // Listings of one state or one model, in admission order.
+    // Listings of one state or one model, in admission order; they also
+    // answer `state == s` and `mid == m` (no entries of their own).
     "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.timestamp, 0),
     "model_time" => IndexValue::Pair(r.mid.clone(), r.timestamp, 0),
+}, consts = {
+    const EQ_BY_PAIR: &'static [(&'static str, &'static str)] =
+        &[("state", "state_time"), ("mid", "model_time")];
+    // Until generation 3 `state` and `mid` had entries of their own.
+    const RETIRED: &'static [&'static str] = &["state", "mid"];
 });
 
 /// The [`MetaRow`] that says every process row's index entries include
@@ -209,8 +213,10 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
 pub const PROC_INDEX: &str = "proc_index";
 
 /// The generation of [`ProcRow`]'s index set (raised when an index is
-/// added, so a store written before fills it in once).
-pub const PROC_INDEX_GENERATION: u64 = 2;
+/// added or retired, so a store written before fills it in, and drops
+/// the retired entries, once). 3: `state` and `mid` answered by the
+/// composite indexes.
+pub const PROC_INDEX_GENERATION: u64 = 3;
 
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
