@@ -323,3 +323,80 @@ fn variables_shadow_globals_and_statement_lists_still_run() {
     // An undefined name is still an error, as in the reference.
     assert!(expr(&e, "aproved == true", scope(json!({"approved": true}))).is_err());
 }
+
+#[test]
+fn a_script_compiled_once_runs_each_time_on_its_own_variables_and_keeps_nothing() {
+    let e = one_runtime();
+    // The same texts again and again (each compiled once per realm): every
+    // run sees its own variables, and what one run writes is gone.
+    for i in 0..5 {
+        assert_eq!(
+            code(
+                &e,
+                "if (typeof kept !== 'undefined') return 'leaked'; kept = a; return { b: a + 10 }",
+                scope(json!({ "a": i }))
+            ),
+            Ok(json!({ "b": i + 10 }))
+        );
+        assert_eq!(
+            expr(&e, "a * 2", scope(json!({ "a": i }))),
+            Ok(json!(i * 2))
+        );
+    }
+    // The compiled function cannot be reached to hang state on it: an
+    // expression has no `arguments` of its own, and code's `arguments`
+    // belong to a fresh inner function each time.
+    assert!(expr(&e, "arguments.callee.leak = a", scope(json!({ "a": 1 }))).is_err());
+    assert_eq!(
+        code(
+            &e,
+            "const f = arguments.callee; const had = f.leak; f.leak = a; return had ?? null",
+            scope(json!({ "a": 1 }))
+        ),
+        Ok(json!(null))
+    );
+    assert_eq!(
+        code(
+            &e,
+            "const f = arguments.callee; const had = f.leak; f.leak = a; return had ?? null",
+            scope(json!({ "a": 2 }))
+        ),
+        Ok(json!(null)),
+        "the second run of the same text did not see the first's"
+    );
+    // `Function.prototype.caller` never yields the compiled function.
+    assert_eq!(
+        code(
+            &e,
+            "try { return (function inner() { return inner.caller; })() ?? null } catch (err) { return 'thrown' }",
+            ScriptScope::default()
+        )
+        .map(|v| v == json!(null) || v == json!("thrown")),
+        Ok(true)
+    );
+}
+
+#[test]
+fn more_scripts_than_a_realm_keeps_still_run_and_a_statement_list_runs_each_time() {
+    let e = one_runtime();
+    // More distinct texts than the realm keeps compiled: each still runs.
+    for i in 0..600 {
+        assert_eq!(
+            expr(&e, &format!("a + {i}"), scope(json!({ "a": 1 }))),
+            Ok(json!(1 + i))
+        );
+    }
+    // A statement list (run in a fresh context) remembered as such: it
+    // runs again with new variables, and a syntax error stays an error.
+    for i in 0..3 {
+        assert_eq!(
+            expr(&e, "let x = 2; x * a", scope(json!({ "a": i }))),
+            Ok(json!(2 * i))
+        );
+        let err = expr(&e, "a +", scope(json!({ "a": i })));
+        assert!(
+            matches!(&err, Err(ScriptError::Exception { message, .. }) if message.contains("unexpected token")),
+            "{err:?}"
+        );
+    }
+}

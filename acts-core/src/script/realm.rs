@@ -22,18 +22,26 @@
 //!   `globalThis`) is deleted when the evaluation ends; a property that
 //!   cannot be deleted, a changed prototype or a non-extensible global
 //!   object spoils the realm, which is then dropped and built anew.
-//! - Each evaluation compiles its script anew, as a function of the
-//!   variables object: nothing compiled is shared between evaluations.
+//! - A script is compiled once per realm (kept by its kind and text, up to
+//!   [`COMPILED_CAP`] scripts) as an arrow function of the variables
+//!   object: it has no `arguments`, no `prototype` and no name a script
+//!   could reach it by (QuickJS never exposes a caller), and it is frozen.
+//!   Each call makes a fresh scope over a fresh variables object (and, for
+//!   code, a fresh inner function), so nothing compiled carries state from
+//!   one evaluation to the next. A text that does not compile as a
+//!   function is remembered too, and goes straight to a fresh context.
 //!
-//! The realm keeps no JavaScript handle between evaluations (they cannot
-//! leave the thread that holds the runtime); what it needs of the
-//! intrinsics it reads by name from the frozen global object.
+//! Between evaluations the realm keeps only those compiled functions and
+//! its own checker of the global object, in its runtime's userdata
+//! (removed with the realm); what else it needs of the intrinsics it reads
+//! by name from the frozen global object.
 //!
 //! Statement lists whose completion value is the result (`let x = 2; x * a`)
 //! cannot run as a function; they run in a fresh context of their own (see
 //! `engine.rs`).
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -83,6 +91,48 @@ const LOCKDOWN: &str = r#"
   freeze(Object.getPrototypeOf(g));
 })()
 "#;
+
+/// How many compiled scripts a realm keeps (all are forgotten when it is
+/// full: a workload's scripts are few, a generated one's many).
+pub(super) const COMPILED_CAP: usize = 256;
+
+/// Texts longer than this are compiled for each evaluation, never kept.
+const COMPILED_MAX_LEN: usize = 16 * 1024;
+
+/// Made at lockdown: whether the global object is still extensible with
+/// its original prototype. The intrinsics it uses are taken before any
+/// script runs.
+const GLOBAL_CHECK: &str = r#"
+(() => {
+  const isExtensible = Object.isExtensible;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const objectProto = Object.prototype;
+  return Object.freeze((g) => isExtensible(g) && getPrototypeOf(g) === objectProto);
+})()
+"#;
+
+/// The realm's functions, kept in its runtime's userdata (a JavaScript
+/// value cannot be held outside its runtime): each compiled script under
+/// its kind's tag and its text (`None`: the text does not compile as a
+/// function, it runs in a fresh context), and [`GLOBAL_CHECK`]'s function
+/// under [`CHECK_KEY`]. Removed when the realm is dropped.
+type Kept<'js> = RefCell<HashMap<String, Option<Function<'js>>>>;
+
+/// Where [`Kept`] holds the global object's checker (no script key starts
+/// with `\0`).
+const CHECK_KEY: &str = "\0check";
+
+/// The key of a script in [`Kept`].
+fn script_key(kind: ScriptKind, source: &str) -> String {
+    let tag = match kind {
+        ScriptKind::Expression => 'e',
+        ScriptKind::Code => 'c',
+    };
+    let mut key = String::with_capacity(source.len() + 1);
+    key.push(tag);
+    key.push_str(source);
+    key
+}
 
 /// A long-lived, locked-down context of one runtime (see the module doc).
 pub(super) struct Realm {
@@ -166,6 +216,13 @@ impl Realm {
         let (baseline, baseline_symbols) = ctx.with(|ctx| -> rquickjs::Result<_> {
             helpers::install(&ctx, state, options(), helpers::prelude_all())?;
             ctx.eval_with_options::<(), _>(LOCKDOWN, options())?;
+            let check: Function = ctx.eval_with_options(GLOBAL_CHECK, options())?;
+            let mut kept = HashMap::new();
+            kept.insert(CHECK_KEY.to_owned(), Some(check));
+            // A realm left by a worker that failed mid-build is replaced.
+            let _ = ctx.remove_userdata::<Kept>();
+            ctx.store_userdata::<Kept>(RefCell::new(kept))
+                .map_err(|_| rquickjs::Error::new_from_js("userdata", "realm functions"))?;
             let intrinsics = Intrinsics::of(&ctx)?;
             let mut strings = HashSet::new();
             let mut symbols = 0;
@@ -195,15 +252,40 @@ impl Realm {
         vars_json: &str,
         finish: impl for<'js> FnOnce(&Ctx<'js>, Result<Value<'js>, CaughtError<'js>>) -> T,
     ) -> rquickjs::Result<RealmRun<T>> {
+        let baseline = (&self.baseline, self.baseline_symbols);
         self.ctx.with(|ctx| -> rquickjs::Result<_> {
-            let Some(f) = compile(&ctx, kind, source) else {
-                return Ok(RealmRun::Fresh);
-            };
             let intrinsics = Intrinsics::of(&ctx)?;
+            let key = script_key(kind, source);
+            let known = kept(&ctx, |k| k.get(&key).cloned())?;
+            let f = match known {
+                Some(Some(f)) => f,
+                Some(None) => return Ok(RealmRun::Fresh),
+                None => {
+                    let f = compile(&ctx, kind, source);
+                    if let Some(f) = &f {
+                        // Unreachable from scripts already; frozen all the same.
+                        intrinsics
+                            .object_fn("freeze")?
+                            .call::<_, ()>((f.clone(),))?;
+                    }
+                    if source.len() <= COMPILED_MAX_LEN {
+                        kept(&ctx, |k| {
+                            if k.len() > COMPILED_CAP {
+                                k.retain(|key, _| key == CHECK_KEY);
+                            }
+                            k.insert(key, f.clone());
+                        })?;
+                    }
+                    match f {
+                        Some(f) => f,
+                        None => return Ok(RealmRun::Fresh),
+                    }
+                }
+            };
             let vars = enter(&ctx, &intrinsics, vars_json)?;
             let value = f.call::<_, Value>((vars,)).catch(&ctx);
             let result = finish(&ctx, value);
-            let clean = self.clean(&ctx, &intrinsics).unwrap_or(false);
+            let clean = clean(&ctx, &intrinsics, baseline).unwrap_or(false);
             Ok(RealmRun::Ran { result, clean })
         })
     }
@@ -230,38 +312,67 @@ impl Realm {
             )
         })
     }
+}
 
-    /// Deletes what the evaluation added to the global object; whether the
-    /// realm is as the lockdown left it.
-    fn clean<'js>(&self, ctx: &Ctx<'js>, i: &Intrinsics<'js>) -> rquickjs::Result<bool> {
-        let g = ctx.globals();
-        let proto: Value = i.object_fn("getPrototypeOf")?.call((g.clone(),))?;
-        let object_proto: Value = i.object.get("prototype")?;
-        let extensible: bool = i.object_fn("isExtensible")?.call((g.clone(),))?;
-        let mut ok = extensible && proto == object_proto;
-        let keys = i.own_keys(&g)?;
-        // Baseline keys cannot be deleted (the lockdown made them
-        // non-configurable): the same count means nothing was added.
-        if keys.len() == self.baseline.len() + self.baseline_symbols {
-            return Ok(ok);
-        }
-        let delete: Function = i.reflect.get("deleteProperty")?;
-        let mut symbols = 0;
-        for k in keys {
-            match k.as_string() {
-                Some(s) if self.baseline.contains(&s.to_string()?) => continue,
-                Some(_) => {}
-                None => {
-                    symbols += 1;
-                    if symbols <= self.baseline_symbols {
-                        continue;
-                    }
+/// Deletes what the evaluation added to the global object; whether the
+/// realm is as the lockdown left it (`baseline`: the global object's own
+/// string keys and symbol count after the lockdown).
+fn clean<'js>(
+    ctx: &Ctx<'js>,
+    i: &Intrinsics<'js>,
+    (baseline, baseline_symbols): (&HashSet<String>, usize),
+) -> rquickjs::Result<bool> {
+    let g = ctx.globals();
+    let check = kept(ctx, |k| k.get(CHECK_KEY).cloned().flatten())?
+        .ok_or_else(|| rquickjs::Error::new_from_js("userdata", "global checker"))?;
+    if !check.call::<_, bool>((g.clone(),))? {
+        return Ok(false); // not extensible, or another prototype
+    }
+    // Baseline keys cannot be deleted (the lockdown made them
+    // non-configurable): the same count means nothing was added. Counted
+    // from the engine's list of keys, without building an array of them.
+    let count = g
+        .own_keys::<rquickjs::Atom>(rquickjs::object::Filter::new().string().symbol())
+        .len();
+    if count == baseline.len() + baseline_symbols {
+        return Ok(true);
+    }
+    let delete: Function = i.reflect.get("deleteProperty")?;
+    let mut ok = true;
+    let mut symbols = 0;
+    for k in i.own_keys(&g)? {
+        match k.as_string() {
+            Some(s) if baseline.contains(&s.to_string()?) => continue,
+            Some(_) => {}
+            None => {
+                symbols += 1;
+                if symbols <= baseline_symbols {
+                    continue;
                 }
             }
-            let deleted: bool = delete.call((g.clone(), k))?;
-            ok &= deleted;
         }
-        Ok(ok && symbols <= self.baseline_symbols)
+        let deleted: bool = delete.call((g.clone(), k))?;
+        ok &= deleted;
+    }
+    Ok(ok && symbols <= baseline_symbols)
+}
+
+/// `f` on the realm's [`Kept`] functions (an error when they are gone).
+fn kept<'js, T>(
+    ctx: &Ctx<'js>,
+    f: impl FnOnce(&mut HashMap<String, Option<Function<'js>>>) -> T,
+) -> rquickjs::Result<T> {
+    let guard = ctx
+        .userdata::<Kept>()
+        .ok_or_else(|| rquickjs::Error::new_from_js("userdata", "realm functions"))?;
+    let mut map = guard.borrow_mut();
+    Ok(f(&mut map))
+}
+
+impl Drop for Realm {
+    fn drop(&mut self) {
+        // The kept functions hold the context: released with the realm.
+        self.ctx.with(|ctx| drop(ctx.remove_userdata::<Kept>()));
     }
 }
 
@@ -303,11 +414,11 @@ fn enter<'js>(
 fn compile<'js>(ctx: &Ctx<'js>, kind: ScriptKind, source: &str) -> Option<Function<'js>> {
     let text = match kind {
         ScriptKind::Code => format!(
-            "(function (__acts_vars) {{ with (__acts_vars) {{ return (function () {{\n{source}\n}})(); }} }})"
+            "((__acts_vars) => {{ with (__acts_vars) {{ return (function () {{\n{source}\n}})(); }} }})"
         ),
-        ScriptKind::Expression => format!(
-            "(function (__acts_vars) {{ with (__acts_vars) {{ return (\n{source}\n); }} }})"
-        ),
+        ScriptKind::Expression => {
+            format!("((__acts_vars) => {{ with (__acts_vars) {{ return (\n{source}\n); }} }})")
+        }
     };
     ctx.eval_with_options::<Function, _>(text, options())
         .catch(ctx)
