@@ -261,8 +261,8 @@ steps:
         panic!("a literal uses has its act built with the tree")
     };
     assert_eq!(
-        (act.uses.as_str(), &act.params),
-        ("acts.transform.set", &json!({ "v": 1 }))
+        (act.uses.as_str(), act.params.to_value()),
+        ("acts.transform.set", json!({ "v": 1 }))
     );
     let b = t.get(t.find("b1").unwrap()).unwrap();
     assert!(matches!(&*b.content, NodeContent::Branch(b) if b.steps.is_empty()));

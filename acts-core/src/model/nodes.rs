@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Vars;
 use super::variant::Variant;
+use super::{Params, Vars};
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -234,9 +234,9 @@ pub struct Act {
     pub desc: String,
     /// The package id.
     pub uses: String,
-    /// The package's params.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub params: Value,
+    /// The package's params (kept small: see [`Params`]).
+    #[serde(skip_serializing_if = "Params::is_null")]
+    pub params: Params,
     /// Guard (JavaScript).
     #[serde(rename = "if", skip_serializing_if = "Option::is_none")]
     pub r#if: Option<String>,
@@ -259,7 +259,7 @@ impl Act {
     pub fn new(uses: impl Into<String>, params: impl Into<Value>) -> Self {
         Self {
             uses: uses.into(),
-            params: params.into(),
+            params: Params::from(params.into()),
             ..Self::default()
         }
     }

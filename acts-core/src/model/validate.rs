@@ -424,8 +424,9 @@ impl Validator<'_> {
                     act.id.clone()
                 },
             };
-            self.uses(&act_node, &act.uses, &act.params)?;
-            self.act_lists(&act_node, &act.uses, &act.params)?;
+            let params = act.params.as_value();
+            self.uses(&act_node, &act.uses, &params)?;
+            self.act_lists(&act_node, &act.uses, &params)?;
         }
         Ok(())
     }

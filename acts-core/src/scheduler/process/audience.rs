@@ -107,7 +107,7 @@ impl Process {
                 .data
                 .get(super::PARAMS_KEY)
                 .cloned()
-                .unwrap_or_else(|| a.params.clone()),
+                .unwrap_or_else(|| a.params.to_value()),
             _ => Value::Null,
         }
     }

@@ -313,13 +313,13 @@ impl Process {
     pub(super) fn eval_params(
         &self,
         t: TaskIx,
-        params: &serde_json::Value,
+        params: std::borrow::Cow<'_, serde_json::Value>,
         svc: Services<'_>,
     ) -> Result<serde_json::Value, TaskError> {
-        if !crate::model::has_expression(params) {
-            return Ok(params.clone());
+        if !crate::model::has_expression(&params) {
+            return Ok(params.into_owned());
         }
-        substitute::params(svc.scripts, params, &self.script_scope(t))
+        substitute::params(svc.scripts, &params, &self.script_scope(t))
             .map_err(|e| TaskError::new("", e.to_string()))
     }
 
@@ -559,7 +559,8 @@ impl Process {
                     if let Some(node) = self.tree.dispatch_shared(owner) {
                         self.queue_act(t, node)?;
                     } else {
-                        let params = self.eval_params(t, &s.params, svc)?;
+                        let params =
+                            self.eval_params(t, std::borrow::Cow::Borrowed(&s.params), svc)?;
                         self.dispatch_act(t, crate::tree::step_act(s, uses, params))?;
                     }
                 }

@@ -149,16 +149,7 @@ impl Process {
             return;
         };
         let (uses, params, options) = match &*node.content {
-            NodeContent::Act(a) => (
-                Some(a.uses.clone()),
-                // The params as evaluated when the act ran, if they had
-                // expressions.
-                task.data
-                    .get(PARAMS_KEY)
-                    .cloned()
-                    .unwrap_or_else(|| a.params.clone()),
-                a.options.clone(),
-            ),
+            NodeContent::Act(a) => (Some(a.uses.clone()), self.act_params(t), a.options.clone()),
             NodeContent::Step(s) => (s.uses.clone(), Value::Null, s.options.clone()),
             NodeContent::Branch(b) => (None, Value::Null, b.options.clone()),
             NodeContent::Workflow(w) => (None, Value::Null, w.options.clone()),

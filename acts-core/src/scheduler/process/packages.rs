@@ -24,7 +24,7 @@ impl Process {
             ));
         };
         let run_as = def.run_as;
-        let params = self.eval_params(t, &act.params, svc)?;
+        let params = self.eval_params(t, act.params.as_value(), svc)?;
         svc.packages
             .check_params(&act.uses, &params)
             .map_err(|e| TaskError::new("", e.to_string()))?;
@@ -33,7 +33,7 @@ impl Process {
             "__run_as".into(),
             Value::String(format!("{run_as:?}").to_lowercase()),
         );
-        if params != act.params {
+        if act.params != params {
             // Messages and clients see the evaluated params.
             data.insert(super::outputs::PARAMS_KEY.into(), params.clone());
         }
