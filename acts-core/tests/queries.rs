@@ -363,6 +363,80 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
 }
 
 #[tokio::test]
+async fn a_store_at_index_generation_two_only_loses_its_retired_entries() {
+    use acts_core::durable::Collection;
+    use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};
+    use acts_store::BatchOp;
+    use acts_store::keys::KeyBuilder;
+    let kv = store().await;
+    let engine = engine_on(kv.clone(), None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ORDERS).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..2 {
+        order(&engine, &format!("o{i}"), "c", i).await;
+    }
+    recv_where(&mut rx, |m| m.pid == "o1" && irq_created(m)).await;
+    engine.flush().await.unwrap();
+    engine.close().await;
+    drop(engine);
+    // As generation 2 left it: the fact at 2, the `state` and `mid`
+    // entries of each process beside the listing ones.
+    let fact = MetaRow {
+        id: PROC_INDEX.to_owned(),
+        value: json!(2),
+    };
+    let mut ops = vec![Collection::<MetaRow>::put_row_op(&fact)];
+    for i in 0..2 {
+        for (field, value) in [("state", "running"), ("mid", "orders")] {
+            let pid = format!("o{i}");
+            let key = KeyBuilder::new()
+                .str("i")
+                .str("procs")
+                .str(field)
+                .raw(&[0x03])
+                .str(value)
+                .str(&pid)
+                .finish();
+            ops.push(BatchOp::put(key, pid.into_bytes()));
+        }
+    }
+    // A listing entry gone missing (no generation-2 store lacks one): the
+    // start does not rewrite the rows' entries, so it stays missing.
+    let o1 = kv
+        .scan(Collection::<ProcRow>::index_range("state_time"))
+        .await
+        .expect("scan")
+        .into_iter()
+        .find(|p| p.value == b"o1")
+        .expect("o1 is listed");
+    ops.push(BatchOp::delete(o1.key));
+    kv.batch(ops).await.expect("the generation-2 store");
+    let engine = engine_on(kv.clone(), None).await;
+    for field in ["state", "mid"] {
+        assert!(
+            kv.scan(Collection::<ProcRow>::index_range(field))
+                .await
+                .expect("scan")
+                .is_empty(),
+            "{field}: the retired entries are deleted"
+        );
+    }
+    assert_eq!(
+        pids(&engine, &ProcessQuery::new().state(TaskState::Running)).await,
+        ["o0"],
+        "no row was read back to rewrite its entries"
+    );
+    let fact = Collection::<MetaRow>::new(kv.clone())
+        .get(PROC_INDEX)
+        .await
+        .expect("reads")
+        .expect("the fact");
+    assert_eq!(fact.value, json!(3), "the store is at generation 3");
+    engine.close().await;
+}
+
+#[tokio::test]
 async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
     use acts_core::durable::Collection;
     use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};

@@ -386,6 +386,14 @@ fn more_scripts_than_a_realm_keeps_still_run_and_a_statement_list_runs_each_time
             Ok(json!(1 + i))
         );
     }
+    // A text too long to keep is compiled for each evaluation.
+    let long = format!("a{}", " + 1".repeat(2_000));
+    for a in [1, 5] {
+        assert_eq!(
+            expr(&e, &long, scope(json!({ "a": a }))),
+            Ok(json!(a + 2_000))
+        );
+    }
     // A statement list (run in a fresh context) remembered as such: it
     // runs again with new variables, and a syntax error stays an error.
     for i in 0..3 {

@@ -23,7 +23,9 @@
 //!   cannot be deleted, a changed prototype or a non-extensible global
 //!   object spoils the realm, which is then dropped and built anew.
 //! - A script is compiled once per realm (kept by its kind and text, up to
-//!   [`COMPILED_CAP`] scripts) as an arrow function of the variables
+//!   [`KEPT_SCRIPTS`] scripts of [`KEPT_TEXT_BYTES`] of text in all: what a
+//!   realm keeps counts against its runtime's memory limit) as an arrow
+//!   function of the variables
 //!   object: it has no `arguments`, no `prototype` and no name a script
 //!   could reach it by (QuickJS never exposes a caller), and it is frozen.
 //!   Each call makes a fresh scope over a fresh variables object (and, for
@@ -94,10 +96,14 @@ const LOCKDOWN: &str = r#"
 
 /// How many compiled scripts a realm keeps (all are forgotten when it is
 /// full: a workload's scripts are few, a generated one's many).
-pub(super) const COMPILED_CAP: usize = 256;
+const KEPT_SCRIPTS: usize = 256;
+
+/// How much script text a realm keeps compiled, in all (their bytecode is
+/// a few times as large, and counts against the runtime's memory limit).
+const KEPT_TEXT_BYTES: usize = 256 * 1024;
 
 /// Texts longer than this are compiled for each evaluation, never kept.
-const COMPILED_MAX_LEN: usize = 16 * 1024;
+const KEPT_MAX_LEN: usize = 4 * 1024;
 
 /// Made at lockdown: whether the global object is still extensible with
 /// its original prototype. The intrinsics it uses are taken before any
@@ -141,6 +147,8 @@ pub(super) struct Realm {
     baseline: HashSet<String>,
     /// How many symbol keys it had then.
     baseline_symbols: usize,
+    /// The text bytes of the scripts kept compiled.
+    kept_bytes: usize,
 }
 
 /// What running a script in a realm gave.
@@ -240,6 +248,7 @@ impl Realm {
             ctx,
             baseline,
             baseline_symbols,
+            kept_bytes: 0,
         })
     }
 
@@ -253,6 +262,7 @@ impl Realm {
         finish: impl for<'js> FnOnce(&Ctx<'js>, Result<Value<'js>, CaughtError<'js>>) -> T,
     ) -> rquickjs::Result<RealmRun<T>> {
         let baseline = (&self.baseline, self.baseline_symbols);
+        let kept_bytes = &mut self.kept_bytes;
         self.ctx.with(|ctx| -> rquickjs::Result<_> {
             let intrinsics = Intrinsics::of(&ctx)?;
             let key = script_key(kind, source);
@@ -268,11 +278,13 @@ impl Realm {
                             .object_fn("freeze")?
                             .call::<_, ()>((f.clone(),))?;
                     }
-                    if source.len() <= COMPILED_MAX_LEN {
+                    if source.len() <= KEPT_MAX_LEN {
                         kept(&ctx, |k| {
-                            if k.len() > COMPILED_CAP {
+                            if k.len() > KEPT_SCRIPTS || *kept_bytes + key.len() > KEPT_TEXT_BYTES {
                                 k.retain(|key, _| key == CHECK_KEY);
+                                *kept_bytes = 0;
                             }
+                            *kept_bytes += key.len();
                             k.insert(key, f.clone());
                         })?;
                     }

@@ -15,7 +15,7 @@ use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
 use crate::engine::persist::rows::{
     DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, MetaRow, OpRow, PROC_INDEX,
-    PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE, WakeRow,
+    PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE, WakeRow,
 };
 
 /// How many loaded processes the boot resume lets resume at once.
@@ -272,12 +272,16 @@ impl Kernel {
     pub(crate) async fn fill_indexes(&self) -> Result<(), EngineError> {
         let mut facts = Vec::new();
         facts.extend(
-            self.fill_index::<ProcRow>(PROC_INDEX, PROC_INDEX_GENERATION)
+            self.fill_index::<ProcRow>(PROC_INDEX, PROC_INDEX_GENERATION, PROC_INDEX_ENTRIES_SINCE)
                 .await?,
         );
         facts.extend(
-            self.fill_index::<DeliveryRow>(DELIVERY_INDEX, DELIVERY_INDEX_GENERATION)
-                .await?,
+            self.fill_index::<DeliveryRow>(
+                DELIVERY_INDEX,
+                DELIVERY_INDEX_GENERATION,
+                DELIVERY_INDEX_GENERATION,
+            )
+            .await?,
         );
         // The facts together, after every entry they vouch for.
         if !facts.is_empty() {
@@ -287,11 +291,13 @@ impl Kernel {
     }
 
     /// Fills in `R`'s index entries unless fact `fact` says `generation`
-    /// is stored; the op that then records the fact.
+    /// is stored (only the retired ones' are deleted when it says
+    /// `entries_since` or later); the op that then records the fact.
     async fn fill_index<R: Row>(
         &self,
         fact: &str,
         generation: u64,
+        entries_since: u64,
     ) -> Result<Option<acts_store::BatchOp>, EngineError> {
         let meta = Collection::<MetaRow>::new(self.store.clone());
         let stored = meta
@@ -305,20 +311,23 @@ impl Kernel {
         let rows = Collection::<R>::new(self.store.clone());
         let mut q = Query::new().limit(1024);
         let mut filled = 0usize;
-        loop {
-            let page = rows.query(&q).await?;
-            filled += page.rows.len();
-            let ops: Vec<_> = page
-                .rows
-                .iter()
-                .flat_map(Collection::<R>::index_ops)
-                .collect();
-            if !ops.is_empty() {
-                self.write(None, ops).await?;
-            }
-            match page.next {
-                Some(next) => q.after = Some(next),
-                None => break,
+        // Written since `entries_since`, with every row: nothing to fill.
+        if stored < entries_since {
+            loop {
+                let page = rows.query(&q).await?;
+                filled += page.rows.len();
+                let ops: Vec<_> = page
+                    .rows
+                    .iter()
+                    .flat_map(Collection::<R>::index_ops)
+                    .collect();
+                if !ops.is_empty() {
+                    self.write(None, ops).await?;
+                }
+                match page.next {
+                    Some(next) => q.after = Some(next),
+                    None => break,
+                }
             }
         }
         // Entries of indexes the rows no longer keep: deleted, a batch per

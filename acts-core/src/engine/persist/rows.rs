@@ -218,6 +218,11 @@ pub const PROC_INDEX: &str = "proc_index";
 /// composite indexes.
 pub const PROC_INDEX_GENERATION: u64 = 3;
 
+/// The generation since which every stored [`ProcRow`] has the entries of
+/// each index of the current set (generation 3 only retired two): a store
+/// at it or later only has the retired entries deleted, no entry written.
+pub const PROC_INDEX_ENTRIES_SINCE: u64 = 2;
+
 /// A task's lifecycle row (its data lives in a [`VarsRow`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRow {
