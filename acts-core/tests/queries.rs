@@ -362,24 +362,63 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
     engine.close().await;
 }
 
+/// A store holding `n` waiting orders `o0`.. (the engine closed).
+async fn store_of_orders(n: usize) -> std::sync::Arc<dyn acts_store::KvStore> {
+    let kv = store().await;
+    let engine = engine_on(kv.clone(), None).await;
+    engine
+        .executor()
+        .deploy_yaml(ORDERS)
+        .await
+        .expect("the model deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for i in 0..n {
+        order(&engine, &format!("o{i}"), "c", i as i64).await;
+    }
+    let last = format!("o{}", n - 1);
+    recv_where(&mut rx, |m| m.pid == last && irq_created(m)).await;
+    engine.flush().await.expect("the store takes the writes");
+    engine.close().await;
+    kv
+}
+
+/// An entry of a process row's own `state` or `mid` index, as stores
+/// before index generation 3 kept them (the layout of an index entry of a
+/// string value).
+fn retired_entry(field: &str, value: &str, pid: &str) -> acts_store::BatchOp {
+    let key = acts_store::keys::KeyBuilder::new()
+        .str("i")
+        .str("procs")
+        .str(field)
+        .raw(&[0x03])
+        .str(value)
+        .str(pid)
+        .finish();
+    acts_store::BatchOp::put(key, pid.as_bytes().to_vec())
+}
+
+/// Whether `kv` holds no entry of the retired `state` and `mid` indexes.
+async fn no_retired_entries(kv: &std::sync::Arc<dyn acts_store::KvStore>) -> bool {
+    use acts_core::durable::Collection;
+    use acts_core::engine::testing::ProcRow;
+    for field in ["state", "mid"] {
+        let entries = kv
+            .scan(Collection::<ProcRow>::index_range(field))
+            .await
+            .expect("scan");
+        if !entries.is_empty() {
+            return false;
+        }
+    }
+    true
+}
+
 #[tokio::test]
 async fn a_store_at_index_generation_two_only_loses_its_retired_entries() {
     use acts_core::durable::Collection;
     use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};
     use acts_store::BatchOp;
-    use acts_store::keys::KeyBuilder;
-    let kv = store().await;
-    let engine = engine_on(kv.clone(), None).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    for i in 0..2 {
-        order(&engine, &format!("o{i}"), "c", i).await;
-    }
-    recv_where(&mut rx, |m| m.pid == "o1" && irq_created(m)).await;
-    engine.flush().await.unwrap();
-    engine.close().await;
-    drop(engine);
+    let kv = store_of_orders(2).await;
     // As generation 2 left it: the fact at 2, the `state` and `mid`
     // entries of each process beside the listing ones.
     let fact = MetaRow {
@@ -387,19 +426,9 @@ async fn a_store_at_index_generation_two_only_loses_its_retired_entries() {
         value: json!(2),
     };
     let mut ops = vec![Collection::<MetaRow>::put_row_op(&fact)];
-    for i in 0..2 {
-        for (field, value) in [("state", "running"), ("mid", "orders")] {
-            let pid = format!("o{i}");
-            let key = KeyBuilder::new()
-                .str("i")
-                .str("procs")
-                .str(field)
-                .raw(&[0x03])
-                .str(value)
-                .str(&pid)
-                .finish();
-            ops.push(BatchOp::put(key, pid.into_bytes()));
-        }
+    for pid in ["o0", "o1"] {
+        ops.push(retired_entry("state", "running", pid));
+        ops.push(retired_entry("mid", "orders", pid));
     }
     // A listing entry gone missing (no generation-2 store lacks one): the
     // start does not rewrite the rows' entries, so it stays missing.
@@ -413,15 +442,10 @@ async fn a_store_at_index_generation_two_only_loses_its_retired_entries() {
     ops.push(BatchOp::delete(o1.key));
     kv.batch(ops).await.expect("the generation-2 store");
     let engine = engine_on(kv.clone(), None).await;
-    for field in ["state", "mid"] {
-        assert!(
-            kv.scan(Collection::<ProcRow>::index_range(field))
-                .await
-                .expect("scan")
-                .is_empty(),
-            "{field}: the retired entries are deleted"
-        );
-    }
+    assert!(
+        no_retired_entries(&kv).await,
+        "the retired entries are deleted"
+    );
     assert_eq!(
         pids(&engine, &ProcessQuery::new().state(TaskState::Running)).await,
         ["o0"],
@@ -441,19 +465,7 @@ async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
     use acts_core::durable::Collection;
     use acts_core::engine::testing::{MetaRow, PROC_INDEX, ProcRow};
     use acts_store::BatchOp;
-    use acts_store::keys::KeyBuilder;
-    let kv = store().await;
-    let engine = engine_on(kv.clone(), None).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    for i in 0..3 {
-        order(&engine, &format!("o{i}"), "c", i).await;
-    }
-    recv_where(&mut rx, |m| m.pid == "o2" && irq_created(m)).await;
-    engine.flush().await.unwrap();
-    engine.close().await;
-    drop(engine);
+    let kv = store_of_orders(3).await;
     // As an older engine left it: no composite entries, no fact.
     let mut ops = vec![BatchOp::delete(Collection::<MetaRow>::row_key(PROC_INDEX))];
     for field in ["state_time", "model_time"] {
@@ -466,36 +478,18 @@ async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
     }
     // ... and the entries of its own `state` and `mid` indexes (one stale:
     // a process that has since ended), which a newer engine no longer keeps.
-    let legacy = |field: &str, value: &str, pid: &str| {
-        // The layout an index entry of a string value had (and has).
-        let k = KeyBuilder::new()
-            .str("i")
-            .str("procs")
-            .str(field)
-            .raw(&[0x03])
-            .str(value)
-            .str(pid)
-            .finish();
-        BatchOp::put(k, pid.as_bytes().to_vec())
-    };
-    for i in 0..3 {
-        ops.push(legacy("state", "running", &format!("o{i}")));
-        ops.push(legacy("mid", "orders", &format!("o{i}")));
+    for pid in ["o0", "o1", "o2"] {
+        ops.push(retired_entry("state", "running", pid));
+        ops.push(retired_entry("mid", "orders", pid));
     }
-    ops.push(legacy("state", "running", "gone"));
+    ops.push(retired_entry("state", "running", "gone"));
     kv.batch(ops).await.expect("the older store");
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    for field in ["state", "mid"] {
-        assert_eq!(
-            kv.scan(Collection::<ProcRow>::index_range(field))
-                .await
-                .expect("scan")
-                .len(),
-            0,
-            "{field}: the retired index's entries are deleted on start"
-        );
-    }
+    assert!(
+        no_retired_entries(&kv).await,
+        "the retired indexes' entries are deleted on start"
+    );
     assert_eq!(
         pids(&engine, &ProcessQuery::new().state(TaskState::Running)).await,
         ["o0", "o1", "o2"]
