@@ -117,27 +117,22 @@ const GLOBAL_CHECK: &str = r#"
 })()
 "#;
 
-/// The realm's functions, kept in its runtime's userdata (a JavaScript
-/// value cannot be held outside its runtime): each compiled script under
-/// its kind's tag and its text (`None`: the text does not compile as a
-/// function, it runs in a fresh context), and [`GLOBAL_CHECK`]'s function
-/// under [`CHECK_KEY`]. Removed when the realm is dropped.
-type Kept<'js> = RefCell<HashMap<String, Option<Function<'js>>>>;
+/// The realm's compiled scripts, kept in its runtime's userdata (a
+/// JavaScript value cannot be held outside its runtime): one map per kind
+/// ([`slot`]), by text (`None`: the text does not compile as a function,
+/// it runs in a fresh context). Removed when the realm is dropped.
+type Compiled<'js> = RefCell<Vec<HashMap<String, Option<Function<'js>>>>>;
 
-/// Where [`Kept`] holds the global object's checker (no script key starts
-/// with `\0`).
-const CHECK_KEY: &str = "\0check";
+/// [`GLOBAL_CHECK`]'s function, kept in the runtime's userdata beside
+/// [`Compiled`] (the realm's only other function).
+type GlobalCheck<'js> = Function<'js>;
 
-/// The key of a script in [`Kept`].
-fn script_key(kind: ScriptKind, source: &str) -> String {
-    let tag = match kind {
-        ScriptKind::Expression => 'e',
-        ScriptKind::Code => 'c',
-    };
-    let mut key = String::with_capacity(source.len() + 1);
-    key.push(tag);
-    key.push_str(source);
-    key
+/// The map of [`Compiled`] that holds scripts of `kind`.
+fn slot(kind: ScriptKind) -> usize {
+    match kind {
+        ScriptKind::Expression => 0,
+        ScriptKind::Code => 1,
+    }
 }
 
 /// A long-lived, locked-down context of one runtime (see the module doc).
@@ -147,8 +142,6 @@ pub(super) struct Realm {
     baseline: HashSet<String>,
     /// How many symbol keys it had then.
     baseline_symbols: usize,
-    /// The text bytes of the scripts kept compiled.
-    kept_bytes: usize,
 }
 
 /// What running a script in a realm gave.
@@ -224,13 +217,18 @@ impl Realm {
         let (baseline, baseline_symbols) = ctx.with(|ctx| -> rquickjs::Result<_> {
             helpers::install(&ctx, state, options(), helpers::prelude_all())?;
             ctx.eval_with_options::<(), _>(LOCKDOWN, options())?;
-            let check: Function = ctx.eval_with_options(GLOBAL_CHECK, options())?;
-            let mut kept = HashMap::new();
-            kept.insert(CHECK_KEY.to_owned(), Some(check));
-            // A realm left by a worker that failed mid-build is replaced.
-            let _ = ctx.remove_userdata::<Kept>();
-            ctx.store_userdata::<Kept>(RefCell::new(kept))
-                .map_err(|_| rquickjs::Error::new_from_js("userdata", "realm functions"))?;
+            let check: GlobalCheck = ctx.eval_with_options(GLOBAL_CHECK, options())?;
+            // What a realm that failed mid-build left is replaced.
+            let _ = ctx.remove_userdata::<Compiled>();
+            let _ = ctx.remove_userdata::<GlobalCheck>();
+            let kept = ctx
+                // One map per kind: `slot` indexes no further.
+                .store_userdata::<Compiled>(RefCell::new(vec![HashMap::new(); 2]))
+                .is_ok()
+                && ctx.store_userdata::<GlobalCheck>(check).is_ok();
+            if !kept {
+                return Err(rquickjs::Error::new_from_js("userdata", "realm functions"));
+            }
             let intrinsics = Intrinsics::of(&ctx)?;
             let mut strings = HashSet::new();
             let mut symbols = 0;
@@ -248,7 +246,6 @@ impl Realm {
             ctx,
             baseline,
             baseline_symbols,
-            kept_bytes: 0,
         })
     }
 
@@ -262,11 +259,9 @@ impl Realm {
         finish: impl for<'js> FnOnce(&Ctx<'js>, Result<Value<'js>, CaughtError<'js>>) -> T,
     ) -> rquickjs::Result<RealmRun<T>> {
         let baseline = (&self.baseline, self.baseline_symbols);
-        let kept_bytes = &mut self.kept_bytes;
         self.ctx.with(|ctx| -> rquickjs::Result<_> {
             let intrinsics = Intrinsics::of(&ctx)?;
-            let key = script_key(kind, source);
-            let known = kept(&ctx, |k| k.get(&key).cloned())?;
+            let known = compiled(&ctx, |c| c[slot(kind)].get(source).cloned())?;
             let f = match known {
                 Some(Some(f)) => f,
                 Some(None) => return Ok(RealmRun::Fresh),
@@ -279,13 +274,14 @@ impl Realm {
                             .call::<_, ()>((f.clone(),))?;
                     }
                     if source.len() <= KEPT_MAX_LEN {
-                        kept(&ctx, |k| {
-                            if k.len() > KEPT_SCRIPTS || *kept_bytes + key.len() > KEPT_TEXT_BYTES {
-                                k.retain(|key, _| key == CHECK_KEY);
-                                *kept_bytes = 0;
+                        compiled(&ctx, |c| {
+                            let scripts: usize = c.iter().map(HashMap::len).sum();
+                            let text: usize =
+                                c.iter().flat_map(HashMap::keys).map(String::len).sum();
+                            if scripts >= KEPT_SCRIPTS || text + source.len() > KEPT_TEXT_BYTES {
+                                c.iter_mut().for_each(HashMap::clear);
                             }
-                            *kept_bytes += key.len();
-                            k.insert(key, f.clone());
+                            c[slot(kind)].insert(source.to_owned(), f.clone());
                         })?;
                     }
                     match f {
@@ -335,7 +331,9 @@ fn clean<'js>(
     (baseline, baseline_symbols): (&HashSet<String>, usize),
 ) -> rquickjs::Result<bool> {
     let g = ctx.globals();
-    let check = kept(ctx, |k| k.get(CHECK_KEY).cloned().flatten())?
+    let check: GlobalCheck = ctx
+        .userdata::<GlobalCheck>()
+        .map(|f| f.clone())
         .ok_or_else(|| rquickjs::Error::new_from_js("userdata", "global checker"))?;
     if !check.call::<_, bool>((g.clone(),))? {
         return Ok(false); // not extensible, or another prototype
@@ -369,22 +367,25 @@ fn clean<'js>(
     Ok(ok && symbols <= baseline_symbols)
 }
 
-/// `f` on the realm's [`Kept`] functions (an error when they are gone).
-fn kept<'js, T>(
+/// `f` on the realm's [`Compiled`] scripts (an error when they are gone).
+fn compiled<'js, T>(
     ctx: &Ctx<'js>,
-    f: impl FnOnce(&mut HashMap<String, Option<Function<'js>>>) -> T,
+    f: impl FnOnce(&mut [HashMap<String, Option<Function<'js>>>]) -> T,
 ) -> rquickjs::Result<T> {
     let guard = ctx
-        .userdata::<Kept>()
+        .userdata::<Compiled>()
         .ok_or_else(|| rquickjs::Error::new_from_js("userdata", "realm functions"))?;
-    let mut map = guard.borrow_mut();
-    Ok(f(&mut map))
+    let mut maps = guard.borrow_mut();
+    Ok(f(&mut maps))
 }
 
 impl Drop for Realm {
     fn drop(&mut self) {
         // The kept functions hold the context: released with the realm.
-        self.ctx.with(|ctx| drop(ctx.remove_userdata::<Kept>()));
+        self.ctx.with(|ctx| {
+            drop(ctx.remove_userdata::<Compiled>());
+            drop(ctx.remove_userdata::<GlobalCheck>());
+        });
     }
 }
 

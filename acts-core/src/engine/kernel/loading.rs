@@ -308,11 +308,11 @@ impl Kernel {
         if stored >= generation {
             return Ok(None);
         }
-        let rows = Collection::<R>::new(self.store.clone());
-        let mut q = Query::new().limit(1024);
         let mut filled = 0usize;
         // Written since `entries_since`, with every row: nothing to fill.
         if stored < entries_since {
+            let rows = Collection::<R>::new(self.store.clone());
+            let mut q = Query::new().limit(1024);
             loop {
                 let page = rows.query(&q).await?;
                 filled += page.rows.len();

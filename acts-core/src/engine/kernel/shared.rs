@@ -422,14 +422,11 @@ impl Kernel {
         // continues from the same place).
         // (A paused process keeps its queue for the resume.)
         let continues = !terminal && process.has_queued_work() && process.paused.is_none();
-        let returned = terminal
-            && match persist::subflow_return(process) {
-                Some(op) => {
-                    extra.extend(Collection::<OpRow>::upsert_ops(None, &op));
-                    true
-                }
-                None => false,
-            };
+        let return_op = terminal.then(|| persist::subflow_return(process)).flatten();
+        let returned = return_op.is_some();
+        if let Some(op) = &return_op {
+            extra.extend(Collection::<OpRow>::upsert_ops(None, op));
+        }
         let next_timer = if terminal { None } else { process.next_timer() };
         let wake = persist::Wake::of(process, next_timer);
         // Whether the process was in the store before this transition (a
