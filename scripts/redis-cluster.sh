@@ -17,20 +17,40 @@ case "$cmd" in
   start)
     mkdir -p "$dir"
     ports=()
-    port=$((21000 + $$ % 20000))
+    # Ports and bus ports (+10000) below the kernel's ephemeral range, where
+    # the test run's own client connections take their ports.
+    low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    span=$((low - 10000 - 10000 - 100))
+    port=$((10000 + ($$ * 7) % span))
+    tries=0
     while [[ ${#ports[@]} -lt 6 ]]; do
+      tries=$((tries + 1))
+      if [[ $tries -gt 200 ]]; then
+        echo "redis-cluster.sh: no free ports found below $low" >&2
+        exit 1
+      fi
+      if [[ $((port + 10000)) -ge $low ]]; then port=10000; fi
       if port_free "$port" && port_free $((port + 10000)); then
         mkdir -p "$dir/$port"
         redis-server --port "$port" --bind 127.0.0.1 --protected-mode no \
           --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
           --dir "$dir/$port" --save '' --appendonly no --repl-diskless-sync-delay 0 --daemonize yes \
-          --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log" >/dev/null
-        ports+=("$port")
+          --pidfile "$dir/$port/redis.pid" --logfile "$dir/$port/redis.log" >/dev/null || true
+        up=no
+        for _ in $(seq 100); do
+          if redis-cli -p "$port" ping >/dev/null 2>&1; then up=yes; break; fi
+          sleep 0.1
+        done
+        if [[ $up == yes ]]; then
+          ports+=("$port")
+        else
+          # Taken meanwhile, or it failed: say why, try another port.
+          echo "redis-cluster.sh: node on port $port did not start; trying another" >&2
+          tail -5 "$dir/$port/redis.log" >&2 2>/dev/null || true
+          rm -rf "${dir:?}/$port"
+        fi
       fi
       port=$((port + 1))
-    done
-    for p in "${ports[@]}"; do
-      for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
     done
     addrs=()
     for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done

@@ -26,8 +26,11 @@ done
 rm -rf "${TMPDIR:-/tmp}"/acts-test-store-*
 
 echo "== the engine suites again on redis (a private redis-server)"
-port=$((20000 + $$ % 20000))
-while redis-cli -p "$port" ping >/dev/null 2>&1; do port=$((port + 1)); done
+# A port below the kernel's ephemeral range (where client connections
+# take their ports), not in use.
+low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port=$((10000 + $$ % (low - 11000)))
+while redis-cli -p "$port" ping >/dev/null 2>&1 || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes >/dev/null
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -40,6 +43,6 @@ cluster_nodes=$(scripts/redis-cluster.sh start "$cluster_dir")
 ACTS_TEST_STORE=redis-cluster ACTS_TEST_REDIS_CLUSTER="$cluster_nodes" engine_suites
 scripts/redis-cluster.sh stop "$cluster_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
-cargo test -p acts-cli --features redis --test cluster_nodes
+cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings
 echo "== acts test examples/ docs/MODEL.md"
 cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md

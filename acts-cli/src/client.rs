@@ -160,18 +160,28 @@ impl Client {
         self.send(self.http.delete(url)).await.map(drop)
     }
 
-    /// Posts `body`; the answer read as `T` (`Value` for any).
+    /// Posts `body` (JSON); the answer read as `T` (`Value` for any).
     async fn post<T: DeserializeOwned>(
         &self,
         segments: &[&str],
         body: String,
+    ) -> Result<T, Refused> {
+        self.post_as(segments, body, "application/json").await
+    }
+
+    /// Posts `body` of `content_type`; the answer read as `T`.
+    async fn post_as<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: String,
+        content_type: &str,
     ) -> Result<T, Refused> {
         let url = self.url(segments, &[])?;
         decode(
             self.send(
                 self.http
                     .post(url)
-                    .header("content-type", "application/json")
+                    .header("content-type", content_type)
                     .body(body),
             )
             .await?,
@@ -192,7 +202,7 @@ pub(crate) async fn run(
             for path in &models {
                 let text = read_model_file(path, strict)?;
                 let info: ModelInfo = c
-                    .post(&["models"], text)
+                    .post_as(&["models"], text, "application/yaml")
                     .await
                     .map_err(|r| named(r, &path.display().to_string()))?;
                 print_warnings(path, &info);

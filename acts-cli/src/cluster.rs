@@ -8,7 +8,7 @@ use std::time::Duration;
 use acts_cluster::{ClusterConfig, ClusterError, ClusterNode, ClusterStatus};
 
 use crate::failure::Failure;
-use crate::serve::{access_note, listen_with_auth};
+use crate::serve::{access_note, listen_with_options};
 
 /// What `acts serve --cluster` was given.
 pub(crate) struct Join<'a> {
@@ -26,7 +26,8 @@ pub(crate) async fn serve(
     listen: Option<&str>,
     config: Option<&Path>,
 ) -> Result<u8, Failure> {
-    let (auth, listener, bound) = listen_with_auth(listen, config).await?;
+    let (options, listener, bound) = listen_with_options(listen, config).await?;
+    let auth = options.auth;
     let advertise = match join.advertise {
         Some(a) => a.trim_end_matches('/').to_owned(),
         None if bound.ip().is_unspecified() => {
@@ -41,6 +42,7 @@ pub(crate) async fn serve(
     let family = acts::open_store_family(join.url)
         .await
         .map_err(|e| Failure::input(format!("--cluster: {e}")))?;
+    let persistence = family.persistence();
     let mut cluster = ClusterConfig::new(join.node, &advertise, join.partitions);
     cluster.lease_ttl = join.lease_ttl;
     let node = ClusterNode::join(cluster, family, auth.clone())
@@ -65,12 +67,16 @@ pub(crate) async fn serve(
         node.held().len(),
         access_note(&auth),
     );
+    if let Some(note) = crate::serve::persistence_note(&persistence) {
+        let _ = writeln!(std::io::stderr(), "acts serve: {note}");
+    }
     acts_cluster::serve(node, listener, acts_server::shutdown_signal())
         .await
         .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     let _ = writeln!(
         std::io::stderr(),
-        "acts serve: left the cluster; its partitions were handed over"
+        "acts serve: left the cluster; its partitions were handed over; {}",
+        crate::serve::stop_note(&persistence)
     );
     Ok(0)
 }

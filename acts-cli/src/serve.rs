@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 
-use acts_server::{Auth, TokenConfig};
+use acts_server::{Auth, ServerOptions, StreamLimits, TokenConfig};
 use serde::Deserialize;
 
 use crate::failure::Failure;
@@ -28,6 +28,9 @@ struct ServeConfig {
     /// The access tokens.
     #[serde(default)]
     tokens: Vec<TokenConfig>,
+    /// The bounds of live message streams.
+    #[serde(default)]
+    streams: StreamLimits,
 }
 
 /// Reads the config file, if any.
@@ -48,7 +51,7 @@ fn read_config(path: Option<&Path>) -> Result<ServeConfig, Failure> {
         .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
     serde_norway::from_str(&text).map_err(|e| {
         Failure::input(format!(
-            "the config '{shown}' is not valid (keys: listen, tokens: [{{principal, roles, sha256}}]): {e}"
+            "the config '{shown}' is not valid (keys: listen, tokens: [{{principal, roles, sha256}}], streams: {{queue_messages, queue_bytes, total_bytes, per_principal, max_streams, stall}}): {e}"
         ))
     })
 }
@@ -66,14 +69,15 @@ fn env_tokens() -> Result<Vec<TokenConfig>, Failure> {
     }
 }
 
-/// The access tokens and the bound listener of `acts serve`: from the
-/// config file, `ACTS_TOKENS` and `--listen` (loopback only without
-/// tokens).
-pub(crate) async fn listen_with_auth(
+/// The server's options (access tokens, stream bounds) and the bound
+/// listener of `acts serve`: from the config file, `ACTS_TOKENS` and
+/// `--listen` (loopback only without tokens).
+pub(crate) async fn listen_with_options(
     listen: Option<&str>,
     config: Option<&Path>,
-) -> Result<(Auth, tokio::net::TcpListener, SocketAddr), Failure> {
+) -> Result<(ServerOptions, tokio::net::TcpListener, SocketAddr), Failure> {
     let cfg = read_config(config)?;
+    let streams = cfg.streams;
     let mut tokens = cfg.tokens;
     tokens.extend(env_tokens()?);
     let auth =
@@ -106,7 +110,7 @@ pub(crate) async fn listen_with_auth(
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
-    Ok((auth, listener, bound))
+    Ok((ServerOptions { auth, streams }, listener, bound))
 }
 
 /// How the access is described in the start-up note.
@@ -128,11 +132,12 @@ pub(crate) async fn run(
     config: Option<&Path>,
     lease: Option<acts::LeaseConfig>,
 ) -> Result<u8, Failure> {
-    let (auth, listener, bound) = listen_with_auth(listen, config).await?;
+    let (options, listener, bound) = listen_with_options(listen, config).await?;
     let node = lease.as_ref().map(|l| l.node.clone());
     let engine = open_engine_with(store, None, true, lease).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
-    let access = access_note(&auth);
+    let access = access_note(&options.auth);
+    let persistence = engine.persistence();
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.
     let _ = writeln!(
@@ -141,12 +146,36 @@ pub(crate) async fn run(
          http://{bound}/ and the API under /api/v1; {access}; Ctrl-C stops",
         node.map_or_else(String::new, |n| format!(", owned as node '{n}'"))
     );
-    acts_server::serve(engine, auth, listener, acts_server::shutdown_signal())
-        .await
-        .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
+    if let Some(note) = persistence_note(&persistence) {
+        let _ = writeln!(std::io::stderr(), "acts serve: {note}");
+    }
+    acts_server::serve(
+        engine.clone(),
+        options,
+        listener,
+        acts_server::shutdown_signal(),
+    )
+    .await
+    .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     let _ = writeln!(
         std::io::stderr(),
-        "acts serve: stopped; everything acknowledged is stored"
+        "acts serve: stopped; {}",
+        stop_note(&engine.persistence())
     );
     Ok(0)
+}
+
+/// What the start-up says of a store that does not sync every
+/// acknowledged write (`None`: it does).
+pub(crate) fn persistence_note(p: &acts::Persistence) -> Option<String> {
+    (!p.is_synced()).then(|| format!("warning: {p}"))
+}
+
+/// What the stop claims: only what the store guarantees.
+pub(crate) fn stop_note(p: &acts::Persistence) -> String {
+    if p.is_synced() {
+        "everything acknowledged is stored".to_owned()
+    } else {
+        format!("everything acknowledged was handed to the store, but {p}")
+    }
 }

@@ -209,6 +209,7 @@ async fn api(
 async fn deploy(http: &reqwest::Client, node: &str, text: &str) {
     let resp = http
         .post(format!("{node}/api/v1/models"))
+        .header("content-type", "application/yaml")
         .body(text.to_owned())
         .send()
         .await

@@ -4,75 +4,18 @@
 //! non-loopback address without access tokens, and with tokens from a
 //! config file listens anywhere and lets each principal do its part.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
+
+use support::{http, serve, serve_with};
 
 use serde_json::Value;
 
 const APPROVAL: &str = "id: approval\nver: '1'\nindex: [amount]\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: approve }\n";
-
-/// Starts `acts serve` on a free loopback port; returns the child and the
-/// address it announced.
-fn serve(store: &str) -> (Child, String) {
-    serve_with(&["--store", store, "--listen", "127.0.0.1:0"])
-}
-
-/// Starts `acts serve ARGS`; returns the child and the address it
-/// announced.
-fn serve_with(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
-        .arg("serve")
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("acts serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut reader = BufReader::new(stderr);
-    let mut line = String::new();
-    reader
-        .read_line(&mut line)
-        .expect("acts serve says where it listens");
-    // The rest of what it says is read (and dropped) as it comes.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = reader.read_to_string(&mut rest);
-    });
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in: {line}"))
-        .to_owned();
-    (child, addr)
-}
-
-/// One HTTP/1.1 request; returns the status and the body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connects");
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("a read timeout (hang guard)");
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("sends");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("a response");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_owned();
-    (status, body)
-}
 
 fn sigterm(child: &Child) {
     let ok = Command::new("kill")

@@ -194,15 +194,21 @@ impl ClusterNode {
     /// The API of this node: every route of `acts serve` (see
     /// `acts-server`), routed over the cluster, plus `/api/v1/cluster/status`
     /// (nodes, partitions, owners, epochs, lag) and `/healthz`.
-    pub fn router(&self) -> Router {
-        Router::new()
+    ///
+    /// Behind the same [`acts_server::Guard`] as `acts serve`: without
+    /// tokens only loopback hosts on `port` (when known) are answered, and
+    /// no request from another web page is.
+    pub fn router(&self, port: Option<u16>) -> Router {
+        let routes = Router::new()
             .route("/healthz", get(|| async { "ok" }))
             .route("/metrics", get(metrics))
             .route("/api/v1/cluster/status", get(crate::status::status))
             .route("/api/v1/cluster/sync", post(crate::status::sync))
             .fallback(dispatch)
             .with_state(self.clone())
-            .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES))
+            .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES));
+        let guard = acts_server::Guard::new(self.inner.auth.is_enabled(), port);
+        acts_server::guarded(routes, guard)
     }
 
     pub(crate) fn target(&self, p: u32) -> Target {

@@ -47,7 +47,12 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let served = axum::serve(listener, node.router())
+    let port = listener.local_addr()?.port();
+    // A client that takes no byte for the stall time is dropped, as on
+    // `acts serve`.
+    let stall = acts_server::StreamLimits::default().stall;
+    let listener = acts_server::StallListener::new(listener, stall);
+    let served = axum::serve(listener, node.router(Some(port)))
         .with_graceful_shutdown(shutdown)
         .await;
     node.leave().await;

@@ -71,7 +71,8 @@ async fn node(family: &StoreFamily, clock: &ManualClock, id: &str) -> Result<Nod
         ..EngineConfig::default()
     };
     let node = ClusterNode::join(config, family.clone(), acts_server::Auth::none()).await?;
-    let router = node.router();
+    let port = listener.local_addr().expect("address").port();
+    let router = node.router(Some(port));
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
@@ -158,6 +159,7 @@ async fn deploy(n: &Node, text: &str) {
     let client = reqwest::Client::new();
     let resp = client
         .post(format!("{}/api/v1/models", n.url))
+        .header("content-type", "application/yaml")
         .body(text.to_owned())
         .send()
         .await
@@ -716,4 +718,75 @@ steps:
         0,
         "the schedule's processes live on partition 0"
     );
+}
+
+/// The cluster's front is as local as `acts serve` without tokens: a page
+/// on another origin can neither deploy nor start, and a request for a
+/// name that is not loopback (DNS rebinding) is not answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_front_refuses_other_pages_and_foreign_hosts() {
+    let family = StoreFamily::memory("guard");
+    let clock = ManualClock::new(1_000_000);
+    let a = node(&family, &clock, "a").await.expect("a joins");
+    tick_all(&[&a]).await;
+    deploy(&a, ASK).await;
+    let http = reqwest::Client::new();
+    let port = a.url.rsplit(':').next().expect("a port").to_owned();
+    // A page's "simple" text/plain POST of a model: 415, nothing deployed.
+    let r = http
+        .post(format!("{}/api/v1/models", a.url))
+        .header("content-type", "text/plain")
+        .body(CHILD.to_owned())
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 415);
+    // The same with the page's origin, as YAML: 403.
+    let r = http
+        .post(format!("{}/api/v1/models", a.url))
+        .header("content-type", "application/yaml")
+        .header("origin", "https://evil.example")
+        .body(CHILD.to_owned())
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 403);
+    let (_, models) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/models", a.url),
+        None,
+    )
+    .await;
+    assert!(
+        !models.to_string().contains("\"child\""),
+        "nothing was deployed: {models}"
+    );
+    // A start as text/plain from a page: refused, no process.
+    let r = http
+        .post(format!("{}/api/v1/processes", a.url))
+        .header("content-type", "text/plain")
+        .header("origin", "https://evil.example")
+        .body(r#"{"model": "asking", "vars": {"pid": "fromapage"}}"#)
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 403);
+    let (status, _) = call(
+        reqwest::Method::GET,
+        format!("{}/api/v1/processes/fromapage", a.url),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "no process was started");
+    // A rebinding page reads with its own name as the Host: 403.
+    let r = http
+        .get(format!("{}/api/v1/processes", a.url))
+        .header("host", format!("evil.example:{port}"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(r.status().as_u16(), 403);
+    let body: Value = r.json().await.expect("an error body");
+    assert_eq!(body["error"]["code"], "forbidden_host", "{body}");
+    a.node.leave().await;
 }

@@ -117,7 +117,7 @@ fn answer(key: &str, tasks: &[TaskInfo]) -> Option<(Action, Vars)> {
 
 async fn recv(rx: &mut UnboundedReceiver<Message>) {
     // A hang guard, not a timing assumption: something must happen.
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+    tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .expect("the process makes progress")
         .expect("channel open");

@@ -413,7 +413,7 @@ async fn manual_and_hook_triggers_start_the_model() {
 }
 
 async fn wait_processes(e: &Engine, n: usize) {
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while e
             .executor()
             .processes(None, None)
@@ -422,7 +422,8 @@ async fn wait_processes(e: &Engine, n: usize) {
             .len()
             < n
         {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -452,9 +453,10 @@ async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
     assert!(e.executor().processes(None, None).await.unwrap().is_empty());
     clock.set(next);
     wait_processes(&e, 1).await;
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while row(&e).await.last_run.is_none() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -485,9 +487,10 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
             .find(|t| t.trigger == "every_minute")
             .expect("the schedule row")
     };
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while row().await.last_run.is_none() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await

@@ -34,7 +34,7 @@ async fn setup() -> (Arc<FailingStore<MemoryStore>>, Engine) {
 }
 
 async fn irq(rx: &mut UnboundedReceiver<Message>) -> Message {
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             let m = rx.recv().await.expect("open");
             if m.r#type == "act" && m.state == "created" {
@@ -190,9 +190,10 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     exec.complete(&child_irq.pid, &child_irq.tid, Vars::new())
         .await
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while failing.failures() == 0 || !engine.is_idle() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -202,9 +203,10 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     assert_eq!(parent.state, TaskState::Running, "not returned yet");
     // No restart: the next housekeeping pass applies the record.
     engine.housekeeping().await;
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while !engine.is_idle() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -247,13 +249,14 @@ async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
     );
     // The next housekeeping tick starts the child; the parent completes.
     clock.advance(Duration::from_secs(20));
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             wait_idle(&engine).await;
             if exec.process(&pid).await.expect("readable").state == TaskState::Completed {
                 return;
             }
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -262,9 +265,10 @@ async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
 }
 
 async fn wait_idle(engine: &Engine) {
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         while !engine.is_idle() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -297,14 +301,15 @@ async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
         "the tick failed: nothing happened yet"
     );
     // The next housekeeping tick retries it: the timeout aborts the process.
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             clock.advance(Duration::from_secs(20));
             wait_idle(&engine).await;
             if exec.process(&pid).await.expect("readable").state == TaskState::Aborted {
                 return;
             }
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await

@@ -38,7 +38,7 @@ async fn fixture() -> Fixture {
         .start("two", Vars::new())
         .await
         .expect("start");
-    let m = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+    let m = tokio::time::timeout(Duration::from_secs(60), rx.recv())
         .await
         .expect("hang guard")
         .expect("irq");

@@ -342,9 +342,10 @@ steps:
     })
     .await;
     // Hang guard only: the engine settles with the boss's answer pending.
-    let settled = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+    let settled = tokio::time::timeout(std::time::Duration::from_secs(60), async {
         while !engine.is_idle() {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await;

@@ -50,7 +50,8 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
     // The background resume counts them and loads none.
     tokio::time::timeout(GUARD, async {
         while !engine.is_idle() || engine.cache().count() < n {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await

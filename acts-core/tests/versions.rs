@@ -47,7 +47,8 @@ async fn run_to_end(engine: &Engine, pid: &str) -> serde_json::Value {
             if p.state.is_terminal() {
                 return p;
             }
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await
@@ -214,7 +215,8 @@ async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
     // the held one: once it is queued, every check it makes is done.
     tokio::time::timeout(GUARD, async {
         while engine.stats().queued_writes == 0 {
-            tokio::task::yield_now().await;
+            // Not a spin: the waited-for work gets the cores.
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     })
     .await

@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use crate::auth::Exec;
 use crate::error::ApiError;
-use crate::routes::{AppState, StreamFilter, Subscription, json_body, optional_json_body};
+use crate::routes::{AppState, json_body, optional_json_body};
+use crate::stream::{StreamFilter, Subscription};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -36,7 +37,7 @@ pub(crate) async fn stream(
     x.need_operator("a durable channel")?;
     let options: ChannelOptions = f.options();
     let channel = s.engine.durable_channel(&id, options).await?;
-    let sub = Subscription::open(channel.clone());
+    let sub = Subscription::open(&s.streams, channel.clone(), &x)?;
     channel.resend_pending().await?;
     Ok(sub.into_sse())
 }
@@ -165,11 +166,12 @@ pub(crate) const MAX_HOOK_WAIT_MS: u64 = 300_000;
 /// still running are answered as they are), with their outputs.
 pub(crate) async fn hook(
     State(s): State<AppState>,
-    Exec(exec, _): Exec,
+    x: Exec,
     Path(name): Path<String>,
     Query(q): Query<HookQuery>,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
+    let exec = &x.0;
     let payload: Value = optional_json_body(&body)?;
     let Some(wait) = q.wait_ms else {
         return Ok(Json(exec.hook(&name, payload).await?));
@@ -181,9 +183,11 @@ pub(crate) async fn hook(
     }
     // Listen before starting: a process that ends at once is heard.
     let mut sub = Subscription::open(
+        &s.streams,
         s.engine
             .channel(ChannelOptions::default().with_type("workflow")),
-    );
+        &x,
+    )?;
     let started = exec.hook(&name, payload).await?;
     let mut open: std::collections::HashSet<String> = started
         .iter()
@@ -192,9 +196,9 @@ pub(crate) async fn hook(
         .collect();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(wait);
     while !open.is_empty() {
-        match tokio::time::timeout_at(deadline, sub.next()).await {
-            Ok(Some(m)) if m.state != "created" && m.state != "stuck" => {
-                open.remove(&m.pid);
+        match tokio::time::timeout_at(deadline, sub.next_message()).await {
+            Ok(Some(m)) if m["state"] != "created" && m["state"] != "stuck" => {
+                open.remove(m["pid"].as_str().unwrap_or_default());
             }
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => break,

@@ -19,8 +19,11 @@ mod auth;
 mod dashboard;
 mod durable;
 mod error;
+mod guard;
+mod listener;
 mod metrics;
 mod routes;
+mod stream;
 
 use std::future::Future;
 
@@ -31,27 +34,67 @@ use tokio::net::TcpListener;
 
 pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
-pub use routes::STREAM_QUEUE;
+pub use guard::Guard;
+pub use listener::StallListener;
+pub use stream::{STREAM_QUEUE, StreamLimits};
 
 /// The largest request body accepted (a model text, a start's vars, an
 /// action's options): 2 MiB. The engine's own limits (model size, vars
 /// size) apply below it, each with its own error.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
+/// How a server is set up: who may call it, and the bounds of its live
+/// streams.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// The access tokens (none: every request is the local admin).
+    pub auth: Auth,
+    /// The bounds of live message streams.
+    pub streams: StreamLimits,
+}
+
+impl From<Auth> for ServerOptions {
+    fn from(auth: Auth) -> Self {
+        Self {
+            auth,
+            streams: StreamLimits::default(),
+        }
+    }
+}
+
 /// The API over `engine` without tokens: every request is the local
 /// admin (see [`router_with`]).
 pub fn router(engine: Engine) -> Router {
-    router_with(engine, Auth::none())
+    router_with(engine, ServerOptions::default())
 }
 
 /// The API over `engine` (every route; see the crate docs), each request
-/// acting for the principal of its token in `auth`.
-pub fn router_with(engine: Engine, auth: Auth) -> Router {
+/// acting for the principal of its token in `options.auth`, behind the
+/// [`Guard`] of a server with or without tokens whose port is not known
+/// (any port of a loopback host is taken; [`serve`] knows its port and
+/// checks it).
+pub fn router_with(engine: Engine, options: impl Into<ServerOptions>) -> Router {
+    app(engine, options.into(), None)
+}
+
+/// `router` behind `guard` (the cluster's front puts its own routes
+/// behind the same checks).
+pub fn guarded(router: Router, guard: Guard) -> Router {
+    router.layer(axum::middleware::from_fn_with_state(
+        std::sync::Arc::new(guard),
+        guard::enforce,
+    ))
+}
+
+fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
+    let auth = options.auth;
+    let guard = Guard::new(auth.is_enabled(), port);
     let metrics = metrics::Metrics::new();
-    routes::routes(routes::AppState {
+    let api = routes::routes(routes::AppState {
         engine,
         metrics: metrics.clone(),
         tokens: auth.is_enabled(),
+        streams: stream::Streams::new(options.streams),
     })
     .layer(axum::middleware::from_fn_with_state(
         std::sync::Arc::new(auth),
@@ -61,21 +104,27 @@ pub fn router_with(engine: Engine, auth: Auth) -> Router {
         metrics,
         metrics::Metrics::track,
     ))
-    .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+    .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    guarded(api, guard)
 }
 
 /// Serves the API over `engine` on `listener` until `shutdown` resolves:
 /// then stops accepting, lets the requests in flight finish (their
 /// transitions are durable before they answer), and closes the engine
-/// (flushing what is queued and letting go of the store).
+/// (flushing what is queued and letting go of the store). A connection
+/// whose client takes no byte for `options.streams.stall` is dropped
+/// ([`StallListener`]).
 pub async fn serve(
     engine: Engine,
-    auth: Auth,
+    options: impl Into<ServerOptions>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router_with(engine.clone(), auth);
-    let served = axum::serve(listener, app)
+    let options = options.into();
+    let port = listener.local_addr()?.port();
+    let stall = options.streams.stall;
+    let app = app(engine.clone(), options, Some(port));
+    let served = axum::serve(StallListener::new(listener, stall), app)
         .with_graceful_shutdown(shutdown)
         .await;
     engine.close().await;

@@ -28,7 +28,7 @@ impl Metrics {
     }
 
     /// The text a scrape returns.
-    pub(crate) async fn render(&self, engine: &Engine) -> String {
+    pub(crate) async fn render(&self, engine: &Engine, streams: &crate::stream::Streams) -> String {
         let exec = engine.executor();
         // Counted from the deliveries' state index (keys only); a store
         // that cannot answer leaves the last figures in place.
@@ -40,6 +40,8 @@ impl Metrics {
                 by_state.push((state.as_str(), n));
             }
         }
+        let ready = engine.readiness().await.is_ok();
+        let synced = engine.persistence().is_synced();
         let st = engine.stats();
         let cap = engine.cache().cap();
         let max_resident = engine.cache().max_resident();
@@ -52,6 +54,12 @@ impl Metrics {
             metrics::gauge!("acts_admission_cap").set(cap as f64);
             metrics::gauge!("acts_max_resident").set(max_resident as f64);
             metrics::gauge!("acts_writes_queued").set(st.queued_writes as f64);
+            // 1 while the next transition can commit (as /readyz), and
+            // while the store syncs every acknowledged write.
+            metrics::gauge!("acts_store_ready").set(f64::from(u8::from(ready)));
+            metrics::gauge!("acts_store_synced").set(f64::from(u8::from(synced)));
+            metrics::gauge!("acts_streams_open").set(streams.open_streams() as f64);
+            metrics::gauge!("acts_streams_queued_bytes").set(streams.queued_bytes() as f64);
             if let Some(n) = pending {
                 metrics::gauge!("acts_deliveries_pending").set(n as f64);
             }

@@ -1,32 +1,28 @@
 //! The HTTP API under `/api/v1`: models, processes, task actions and the
 //! live message stream, plus `/healthz`, `/readyz` and `/metrics`.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use acts::{
-    Action, ChannelOptions, Engine, MigrationPlan, ModelInfo, ProcessQuery, TaskQuery, TaskState,
-    Vars, Workflow,
+    Action, Engine, MigrationPlan, ModelInfo, ProcessQuery, TaskQuery, TaskState, Vars, Workflow,
 };
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
 
 use crate::auth::Exec;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::stream::{StreamFilter, Streams, Subscription};
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -36,6 +32,8 @@ pub(crate) struct AppState {
     /// Whether access tokens are configured (the dashboard offers to sign
     /// out only then).
     pub tokens: bool,
+    /// The bounds and the accounts of live streams.
+    pub streams: Arc<Streams>,
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -112,11 +110,16 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Ready when the store answers.
+/// Ready when the next transition can commit (`Engine::readiness`): a
+/// 503 says why not.
 async fn readyz(State(s): State<AppState>) -> Response {
-    match s.engine.executor().models().await {
-        Ok(_) => "ready".into_response(),
-        Err(e) => ApiError::from(e).into_response(),
+    match s.engine.readiness().await {
+        Ok(()) => "ready".into_response(),
+        Err(e) => {
+            let mut e = ApiError::from(e);
+            e.status = StatusCode::SERVICE_UNAVAILABLE;
+            e.into_response()
+        }
     }
 }
 
@@ -126,7 +129,7 @@ async fn metrics(State(s): State<AppState>, x: Exec) -> Response {
     }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(&s.engine).await,
+        s.metrics.render(&s.engine, &s.streams).await,
     )
         .into_response()
 }
@@ -543,154 +546,14 @@ async fn act(
 
 // ---- the message stream -----------------------------------------------------
 
-/// The filters of a message stream: globs, as channel options.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct StreamFilter {
-    r#type: Option<String>,
-    state: Option<String>,
-    key: Option<String>,
-    uses: Option<String>,
-    model: Option<String>,
-}
-
-impl StreamFilter {
-    /// The channel options these filters stand for (absent: any).
-    pub(crate) fn options(self) -> ChannelOptions {
-        let mut options = ChannelOptions::default();
-        if let Some(v) = self.r#type {
-            options = options.with_type(v);
-        }
-        if let Some(v) = self.state {
-            options = options.with_state(v);
-        }
-        if let Some(v) = self.key {
-            options = options.with_key(v);
-        }
-        if let Some(v) = self.uses {
-            options = options.with_uses(v);
-        }
-        if let Some(v) = self.model {
-            options = options.with_model(v);
-        }
-        options
-    }
-}
-
-/// One message as an event: its type as the event name, its id as the
-/// event id, the message as JSON data.
-pub(crate) fn event_of(m: &acts::Message) -> Event {
-    Event::default()
-        .event(m.r#type.to_string())
-        .id(m.id.clone())
-        .json_data(m)
-        .unwrap_or_else(|_| Event::default().comment("unserializable message"))
-}
-
 async fn messages(
     State(s): State<AppState>,
     x: Exec,
     Query(f): Query<StreamFilter>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     // The subscription ends when the client goes (the stream, and with it
     // the subscription, is dropped).
-    Subscription::open(s.engine.channel(f.options()))
-        .for_caller(&x)
-        .into_sse()
-}
-
-/// Most messages queued for one stream's client. A client that falls this
-/// far behind is cut off — its stream ends with a `lagged` event — rather
-/// than let the server's memory grow with it (a durable channel re-sends
-/// what was not acknowledged when the client reconnects).
-pub const STREAM_QUEUE: usize = 1024;
-
-/// A stream's channel: its handlers are removed when the stream is
-/// dropped, so a client that goes leaves nothing behind (a durable
-/// channel's registration and deliveries stay).
-pub(crate) struct Subscription {
-    channel: acts::Channel,
-    rx: mpsc::Receiver<acts::Message>,
-    lagged: Arc<AtomicBool>,
-    /// For a caller who is not an operator: the executor that says which
-    /// processes it may see, and the pids it may (once seen, a process
-    /// stays visible: its audience only grows).
-    visible_to: Option<(acts::Executor, HashSet<String>)>,
-}
-
-impl Subscription {
-    /// Listens on `channel` through a queue of [`STREAM_QUEUE`] messages.
-    pub(crate) fn open(channel: acts::Channel) -> Self {
-        let (tx, rx) = mpsc::channel(STREAM_QUEUE);
-        let sender = Mutex::new(Some(tx));
-        let lagged = Arc::new(AtomicBool::new(false));
-        let lag = lagged.clone();
-        channel.on_message(move |m| {
-            let mut slot = sender.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(tx) = slot.as_ref()
-                && let Err(TrySendError::Full(_)) = tx.try_send(m.clone())
-            {
-                // Too slow: stop queueing; the stream ends once drained.
-                lag.store(true, Ordering::Relaxed);
-                *slot = None;
-            }
-        });
-        Self {
-            channel,
-            rx,
-            lagged,
-            visible_to: None,
-        }
-    }
-
-    /// Only the messages of processes `x`'s caller may see (everything for
-    /// an operator or admin).
-    pub(crate) fn for_caller(mut self, x: &Exec) -> Self {
-        if !x.1.is_operator() {
-            self.visible_to = Some((x.0.clone(), HashSet::new()));
-        }
-        self
-    }
-
-    /// The next message the caller may see (`None`: the stream ended).
-    pub(crate) async fn next(&mut self) -> Option<acts::Message> {
-        loop {
-            let m = self.rx.recv().await?;
-            let Some((x, seen)) = &mut self.visible_to else {
-                return Some(m);
-            };
-            if seen.contains(&m.pid) || x.may_see_process(&m.pid).await.unwrap_or(false) {
-                seen.insert(m.pid.clone());
-                return Some(m);
-            }
-        }
-    }
-
-    /// Its messages as a Server-Sent Events response, one event each
-    /// ([`event_of`]), kept alive while idle; a client cut off for reading
-    /// too slowly gets a last `lagged` event.
-    pub(crate) fn into_sse(self) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-        let stream = futures_util::stream::unfold(Some(self), |sub| async move {
-            let mut sub = sub?;
-            match sub.next().await {
-                Some(m) => Some((Ok(event_of(&m)), Some(sub))),
-                None if sub.lagged.load(Ordering::Relaxed) => {
-                    let note = Event::default().event("lagged").data(format!(
-                        "the client read too slowly ({STREAM_QUEUE} messages were waiting); reconnect (a durable channel re-sends what was not acknowledged)"
-                    ));
-                    Some((Ok(note), None))
-                }
-                None => None,
-            }
-        });
-        Sse::new(stream).keep_alive(KeepAlive::default())
-    }
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        self.channel.close();
-    }
+    Ok(Subscription::open(&s.streams, s.engine.channel(f.options()), &x)?.into_sse())
 }
 
 /// A JSON request body that may be absent (then `T::default()`: no

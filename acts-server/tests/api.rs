@@ -531,16 +531,13 @@ async fn a_client_that_reads_too_slowly_is_cut_off_with_a_lagged_event() {
             None => break,
         }
     }
+    // The queue was emptied when the client was cut off (its memory given
+    // back at once, read or not): what is left is the note.
     let events = text.matches("\n\n").count();
-    assert_eq!(
-        events,
-        acts_server::STREAM_QUEUE + 1,
-        "the queue's worth of messages, then the note"
-    );
+    assert_eq!(events, 1, "only the note: {text}");
     assert!(
-        text.contains("event: lagged\n"),
-        "{}",
-        &text[text.len().saturating_sub(300)..]
+        text.starts_with("event: lagged\n") && text.contains("messages were waiting"),
+        "{text}"
     );
 }
 

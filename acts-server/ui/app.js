@@ -69,7 +69,7 @@ async function api(method, path, body, text) {
   let payload;
   if (body !== undefined) {
     payload = text ? body : JSON.stringify(body);
-    headers['Content-Type'] = text ? 'text/plain' : 'application/json';
+    headers['Content-Type'] = text ? 'application/yaml' : 'application/json';
   }
   const res = await fetch('/api/v1' + path, { method, headers, body: payload });
   const raw = await res.text();
@@ -145,7 +145,7 @@ async function whoAmI() {
   const who = document.getElementById('who');
   who.replaceChildren(
     h('span', { id: 'principal' }, me.principal + (me.roles.length ? ' (' + me.roles.join(', ') + ')' : '')),
-    me.tokens ? h('button', { class: 'secondary', onclick: () => { sessionStorage.removeItem(TOKEN_KEY); location.reload(); } }, 'Sign out') : null,
+    ...(me.tokens ? [h('button', { class: 'secondary', onclick: () => { sessionStorage.removeItem(TOKEN_KEY); location.reload(); } }, 'Sign out')] : []),
   );
   return true;
 }

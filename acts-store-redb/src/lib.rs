@@ -31,6 +31,13 @@
 //!   0-byte file included: it is never silently made into a new store),
 //!   `Conflict` for a database another handle or process holds open,
 //!   `Corruption` for a damaged file.
+//! - **An I/O error heals without a restart.** A write that fails on an
+//!   I/O error (a full disk, say) makes redb refuse every later call until
+//!   the file is reopened. The store then answers `Unavailable` naming the
+//!   error, and reopens the file on the next call (and on every
+//!   [`health`](acts_store::KvStore::health) check) after a backoff of
+//!   100 ms doubling to 5 s, until it succeeds: what was committed before
+//!   the error is there, the failed write is not.
 //! - A damaged file is an error, never a panic: redb panics on some damaged
 //!   pages, so every call into redb runs under `catch_unwind`; a panic
 //!   becomes a `Corruption` error naming the file, and every later call on
@@ -49,13 +56,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use acts_store::blocking::run_blocking;
 use acts_store::{
-    BatchOp, Condition, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_conditional, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError, StoreOp,
+    StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
+use parking_lot::{Mutex, RwLock};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use crate::error::{BACKEND, map_err};
@@ -96,9 +105,26 @@ impl RedbOptions {
     }
 }
 
+/// The first wait before reopening a file after an I/O error; it doubles
+/// up to [`REOPEN_MAX_DELAY`] while reopening fails.
+const REOPEN_FIRST_DELAY: Duration = Duration::from_millis(100);
+const REOPEN_MAX_DELAY: Duration = Duration::from_secs(5);
+
+/// Why the file must be reopened, and when to try.
+#[derive(Debug)]
+struct Broken {
+    error: String,
+    next_try: Instant,
+    delay: Duration,
+}
+
 #[derive(Debug)]
 struct Inner {
-    db: Database,
+    /// The open database (`None` for the moment of a reopen).
+    db: RwLock<Option<Arc<Database>>>,
+    /// Set after an I/O error: the file is reopened before the next call.
+    broken: Mutex<Option<Broken>>,
+    cache_size: usize,
     durability: Durability,
     /// Set when a non-durable commit happened since the last durable one.
     unsynced: AtomicBool,
@@ -137,30 +163,14 @@ impl RedbStore {
                 ),
             ));
         }
-        let mut builder = Database::builder();
-        builder.set_cache_size(options.cache_size.unwrap_or(DEFAULT_CACHE_SIZE));
-        let opened = catch_unwind(AssertUnwindSafe(|| -> StoreResult<Database> {
-            let db = builder
-                .create(path)
-                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-            // Create the table up front so read transactions always find it.
-            let txn = db
-                .begin_write()
-                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-            txn.open_table(TABLE)
-                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-            txn.commit()
-                .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
-            Ok(db)
-        }));
-        let db = match opened {
-            Ok(db) => db?,
-            Err(panic) => return Err(damaged(StoreOp::Open, path, &*panic)),
-        };
+        let cache_size = options.cache_size.unwrap_or(DEFAULT_CACHE_SIZE);
+        let db = open_database(path, cache_size)?;
         tracing::debug!(path = %path.display(), durability = ?options.durability, "opened redb store");
         Ok(Self {
             inner: Arc::new(Inner {
-                db,
+                db: RwLock::new(Some(Arc::new(db))),
+                broken: Mutex::new(None),
+                cache_size,
                 durability: options.durability,
                 unsynced: AtomicBool::new(false),
                 damaged: AtomicBool::new(false),
@@ -184,6 +194,30 @@ impl RedbStore {
     pub async fn sync(&self) -> StoreResult<()> {
         let inner = self.inner.clone();
         run_blocking(BACKEND, StoreOp::Batch, move || inner.sync()).await
+    }
+}
+
+/// Opens (or creates) the database at `path` with its table.
+fn open_database(path: &Path, cache_size: usize) -> StoreResult<Database> {
+    let mut builder = Database::builder();
+    builder.set_cache_size(cache_size);
+    let opened = catch_unwind(AssertUnwindSafe(|| -> StoreResult<Database> {
+        let db = builder
+            .create(path)
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        // Create the table up front so read transactions always find it.
+        let txn = db
+            .begin_write()
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        txn.open_table(TABLE)
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        txn.commit()
+            .map_err(|e| map_err(StoreOp::Open, Some(path), e))?;
+        Ok(db)
+    }));
+    match opened {
+        Ok(db) => db,
+        Err(panic) => Err(damaged(StoreOp::Open, path, &*panic)),
     }
 }
 
@@ -231,6 +265,76 @@ impl Inner {
         }
     }
 
+    /// The open database: reopened first if an I/O error broke it (once
+    /// its backoff has passed; until then, `Unavailable` with the error).
+    fn database(&self, op: StoreOp) -> StoreResult<Arc<Database>> {
+        {
+            let mut broken = self.broken.lock();
+            if let Some(b) = broken.as_mut() {
+                if Instant::now() < b.next_try {
+                    return Err(self.unavailable(op, &b.error, None));
+                }
+                match self.reopen() {
+                    Ok(()) => {
+                        tracing::warn!(path = %self.path.display(), after = %b.error, "redb store: the file is open again after an I/O error");
+                        *broken = None;
+                    }
+                    Err(e) => {
+                        b.delay = (b.delay * 2).min(REOPEN_MAX_DELAY);
+                        b.next_try = Instant::now() + b.delay;
+                        return Err(self.unavailable(op, &b.error, Some(&e)));
+                    }
+                }
+            }
+        }
+        self.db
+            .read()
+            .clone()
+            .ok_or_else(|| self.unavailable(op, "the file is being reopened", None))
+    }
+
+    /// Closes the file and opens it again (redb recovers it to its last
+    /// commit).
+    fn reopen(&self) -> StoreResult<()> {
+        let mut db = self.db.write();
+        // Dropping the last handle closes the file (and its lock).
+        *db = None;
+        let opened = open_database(&self.path, self.cache_size)?;
+        *db = Some(Arc::new(opened));
+        Ok(())
+    }
+
+    fn unavailable(&self, op: StoreOp, error: &str, reopen: Option<&StoreError>) -> StoreError {
+        StoreError::new(
+            BACKEND,
+            op,
+            ErrorKind::Unavailable,
+            format!(
+                "{}: a write failed on an I/O error ({error}); nothing since was acknowledged,                  and the file is reopened once it can be{}",
+                self.path.display(),
+                reopen.map_or_else(String::new, |e| format!(" (the last try: {e})"))
+            ),
+        )
+    }
+
+    /// Maps a redb error of `op`; an I/O error marks the file for a reopen
+    /// (redb refuses every later call until then).
+    fn fail(&self, op: StoreOp, e: impl Into<redb::Error>) -> StoreError {
+        let e: redb::Error = e.into();
+        if matches!(e, redb::Error::Io(_) | redb::Error::PreviousIo) {
+            let mut broken = self.broken.lock();
+            if broken.is_none() {
+                tracing::error!(path = %self.path.display(), error = %e, "redb store: I/O error; the file is reopened before the next call");
+                *broken = Some(Broken {
+                    error: e.to_string(),
+                    next_try: Instant::now() + REOPEN_FIRST_DELAY,
+                    delay: REOPEN_FIRST_DELAY,
+                });
+            }
+        }
+        map_err(op, None, e)
+    }
+
     fn sync(&self) -> StoreResult<()> {
         if !self.unsynced.swap(false, Ordering::SeqCst) {
             return Ok(());
@@ -259,18 +363,19 @@ impl Inner {
         ops: Vec<BatchOp>,
         durability: Durability,
     ) -> StoreResult<bool> {
-        let mut txn = self.db.begin_write().map_err(|e| map_err(op, None, e))?;
+        let mut txn = self
+            .database(op)?
+            .begin_write()
+            .map_err(|e| self.fail(op, e))?;
         txn.set_durability(match durability {
             Durability::Immediate => redb::Durability::Immediate,
             Durability::None => redb::Durability::None,
         })
-        .map_err(|e| map_err(op, None, e))?;
+        .map_err(|e| self.fail(op, e))?;
         {
-            let mut table = txn.open_table(TABLE).map_err(|e| map_err(op, None, e))?;
+            let mut table = txn.open_table(TABLE).map_err(|e| self.fail(op, e))?;
             for c in conditions {
-                let current = table
-                    .get(c.key.as_slice())
-                    .map_err(|e| map_err(op, None, e))?;
+                let current = table.get(c.key.as_slice()).map_err(|e| self.fail(op, e))?;
                 if !c.holds(current.as_ref().map(|v| v.value())) {
                     return Ok(false);
                 }
@@ -280,19 +385,17 @@ impl Inner {
                     BatchOp::Put { key, value } => {
                         table
                             .insert(key.as_slice(), value.as_slice())
-                            .map_err(|e| map_err(op, None, e))?;
+                            .map_err(|e| self.fail(op, e))?;
                     }
                     BatchOp::Delete { key } => {
-                        table
-                            .remove(key.as_slice())
-                            .map_err(|e| map_err(op, None, e))?;
+                        table.remove(key.as_slice()).map_err(|e| self.fail(op, e))?;
                     }
                 }
             }
         }
         // Dropping an uncommitted transaction aborts it: an error above
         // leaves the database untouched.
-        txn.commit().map_err(|e| map_err(op, None, e))?;
+        txn.commit().map_err(|e| self.fail(op, e))?;
         if durability == Durability::None {
             self.unsynced.store(true, Ordering::SeqCst);
         }
@@ -303,8 +406,11 @@ impl Inner {
         &self,
         op: StoreOp,
     ) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
-        let txn = self.db.begin_read().map_err(|e| map_err(op, None, e))?;
-        txn.open_table(TABLE).map_err(|e| map_err(op, None, e))
+        let txn = self
+            .database(op)?
+            .begin_read()
+            .map_err(|e| self.fail(op, e))?;
+        txn.open_table(TABLE).map_err(|e| self.fail(op, e))
     }
 }
 
@@ -339,7 +445,7 @@ impl KvStore for RedbStore {
         validate_key(BACKEND, op, key)?;
         self.inner.guarded(op, || {
             let table = self.inner.read_table(op)?;
-            let value = table.get(key).map_err(|e| map_err(op, None, e))?;
+            let value = table.get(key).map_err(|e| self.inner.fail(op, e))?;
             Ok(value.map(|guard| guard.value().to_vec()))
         })
     }
@@ -354,7 +460,7 @@ impl KvStore for RedbStore {
                 .map(|key| {
                     let value = table
                         .get(key.as_slice())
-                        .map_err(|e| map_err(op, None, e))?;
+                        .map_err(|e| self.inner.fail(op, e))?;
                     Ok(value.map(|guard| guard.value().to_vec()))
                 })
                 .collect()
@@ -396,13 +502,13 @@ impl KvStore for RedbStore {
             let bounds = (to_slice(&range.start), to_slice(&range.end));
             let iter = table
                 .range::<&[u8]>(bounds)
-                .map_err(|e| map_err(op, None, e))?;
+                .map_err(|e| self.inner.fail(op, e))?;
             let to_pair = |item: Result<
                 (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>),
                 redb::StorageError,
             >| {
                 item.map(|(k, v)| KvPair::new(k.value(), v.value()))
-                    .map_err(|e| map_err(op, None, e))
+                    .map_err(|e| self.inner.fail(op, e))
             };
             let limit = range.limit_or_max();
             if range.reverse {
@@ -411,5 +517,26 @@ impl KvStore for RedbStore {
                 iter.take(limit).map(to_pair).collect()
             }
         })
+    }
+    fn persistence(&self) -> Persistence {
+        match self.inner.durability {
+            Durability::Immediate => Persistence::Synced,
+            Durability::None => Persistence::Weak(format!(
+                "{} is opened with fsync=false: a crash of this machine loses what was                  acknowledged since the last sync (remove ?fsync=false)",
+                self.inner.path.display()
+            )),
+        }
+    }
+
+    /// `Ok` unless the file failed on an I/O error and cannot be reopened
+    /// yet (this check tries to reopen it).
+    async fn health(&self) -> StoreResult<()> {
+        let inner = self.inner.clone();
+        run_blocking(BACKEND, StoreOp::Health, move || {
+            inner.guarded(StoreOp::Health, || {
+                inner.database(StoreOp::Health).map(drop)
+            })
+        })
+        .await
     }
 }

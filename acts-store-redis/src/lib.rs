@@ -54,19 +54,22 @@
 
 mod error;
 mod scripts;
+mod settings;
 
 use std::ops::Bound;
+use std::sync::Arc;
 use std::time::Duration;
 
 use acts_store::{
-    BatchOp, Condition, ErrorKind, KvPair, KvStore, ScanRange, StoreError, StoreOp, StoreResult,
-    validate_batch, validate_conditional, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError, StoreOp,
+    StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 
 use crate::error::{BACKEND, map_err};
+use crate::settings::Watch;
 
 /// Connection settings for [`RedisStore::connect_with`].
 #[derive(Debug, Clone)]
@@ -87,6 +90,14 @@ pub struct RedisOptions {
     pub wait_replicas: u32,
     /// How long a write waits for its replicas (default 1 s).
     pub wait_timeout: Duration,
+    /// Open (and keep writing to) a server that evicts keys when it is
+    /// full (`maxmemory-policy` other than `noeviction`). Off by default:
+    /// such a server silently drops acknowledged work, so the store
+    /// refuses it (see `settings.rs`).
+    pub allow_eviction: bool,
+    /// How often the server's eviction policy and persistence are read
+    /// again while the store is used (default 2 s).
+    pub settings_interval: Duration,
 }
 
 impl Default for RedisOptions {
@@ -97,6 +108,8 @@ impl Default for RedisOptions {
             reconnect_retries: 2,
             wait_replicas: 0,
             wait_timeout: Duration::from_secs(1),
+            allow_eviction: false,
+            settings_interval: Duration::from_secs(2),
         }
     }
 }
@@ -154,6 +167,9 @@ pub struct RedisStore {
     op_timeout: Duration,
     /// Replicas every write waits for, and how long (`None`: no wait).
     wait: Option<(u32, Duration)>,
+    /// The server's settings as last seen (shared by every namespace of
+    /// this connection).
+    watch: Arc<Watch>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -200,7 +216,9 @@ impl RedisStore {
         .map_err(|_| timeout_err(op, options.op_timeout))?
         .map_err(|e| map_err(op, e).context(url))?;
         tracing::debug!(url, namespace, "connected redis store");
-        Ok(Self::on(Conn::Single(conn), namespace, &options))
+        Self::on(Conn::Single(conn), namespace, &options)
+            .await
+            .map_err(|e| e.context(url))
     }
 
     /// Connects to the Redis Cluster that `nodes` (`redis://HOST:PORT`
@@ -235,12 +253,18 @@ impl RedisStore {
             .map_err(|_| timeout_err(op, options.op_timeout))?
             .map_err(|e| map_err(op, e).context(&shown))?;
         tracing::debug!(nodes = %shown, namespace, "connected redis cluster store");
-        Ok(Self::on(Conn::Cluster(conn), namespace, &options))
+        Self::on(Conn::Cluster(conn), namespace, &options)
+            .await
+            .map_err(|e| e.context(&shown))
     }
 
-    fn on(conn: Conn, namespace: &str, options: &RedisOptions) -> Self {
+    /// The store over `conn`, once the server's settings are read (an
+    /// evicting server is refused unless allowed) and followed.
+    async fn on(conn: Conn, namespace: &str, options: &RedisOptions) -> StoreResult<Self> {
+        let watch = Watch::open(&conn, options.allow_eviction, options.op_timeout).await?;
+        watch.follow(conn.clone(), options.settings_interval, options.op_timeout);
         let tagged = format!("acts:{{{namespace}}}:");
-        Self {
+        Ok(Self {
             conn,
             namespace: namespace.to_owned(),
             index_key: format!("{tagged}i").into_bytes(),
@@ -248,7 +272,8 @@ impl RedisStore {
             op_timeout: options.op_timeout,
             wait: (options.wait_replicas > 0)
                 .then_some((options.wait_replicas, options.wait_timeout)),
-        }
+            watch,
+        })
     }
 
     /// The store of namespace `namespace` on the same server or cluster,
@@ -335,6 +360,7 @@ impl RedisStore {
         conditions: &[Condition],
         ops: &[BatchOp],
     ) -> StoreResult<bool> {
+        self.watch.check_writable(op)?;
         let mut invocation = scripts::batch().key(&self.index_key);
         invocation.arg(&self.value_prefix).arg(conditions.len());
         for c in conditions {
@@ -483,5 +509,16 @@ impl KvStore for RedisStore {
             pairs.push(KvPair { key, value });
         }
         Ok(pairs)
+    }
+
+    fn persistence(&self) -> Persistence {
+        self.watch.persistence()
+    }
+
+    /// Reads the server's settings again now: `Err` when it cannot be
+    /// reached or evicts keys.
+    async fn health(&self) -> StoreResult<()> {
+        self.watch.refresh(&self.conn, self.op_timeout).await?;
+        self.watch.check_writable(StoreOp::Health)
     }
 }

@@ -232,6 +232,17 @@ impl KvStore for RocksStore {
         BACKEND
     }
 
+    fn persistence(&self) -> acts_store::Persistence {
+        if self.inner.sync {
+            acts_store::Persistence::Synced
+        } else {
+            acts_store::Persistence::Weak(format!(
+                "{} is opened with sync=false: a crash of this machine loses what was                  acknowledged since the write-ahead log was last synced (remove ?sync=false)",
+                self.inner.path.display()
+            ))
+        }
+    }
+
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         validate_key(BACKEND, StoreOp::Get, key)?;
         self.inner

@@ -21,6 +21,9 @@ pub enum StoreOp {
     BatchIf,
     /// An ordered range or prefix scan.
     Scan,
+    /// A check that the store can take writes now
+    /// ([`KvStore::health`](crate::KvStore::health)).
+    Health,
 }
 
 impl StoreOp {
@@ -41,6 +44,7 @@ impl fmt::Display for StoreOp {
             StoreOp::Batch => "batch",
             StoreOp::BatchIf => "batch_if",
             StoreOp::Scan => "scan",
+            StoreOp::Health => "health",
         })
     }
 }

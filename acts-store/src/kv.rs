@@ -15,6 +15,38 @@ pub const MAX_KEY_LEN: usize = 16 * 1024;
 /// 512 MiB; we stay well below every backend's limit).
 pub const MAX_VALUE_LEN: usize = 128 * 1024 * 1024;
 
+/// What an acknowledged write survives, as a store is set up now
+/// ([`KvStore::persistence`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Persistence {
+    /// Every acknowledged write is on disk (synced) before `Ok`: a crash of
+    /// the store or of its machine loses nothing acknowledged.
+    Synced,
+    /// Acknowledged writes can be lost: when, and which setting to change.
+    Weak(String),
+    /// The store cannot tell (a managed Redis that refuses `CONFIG GET`,
+    /// say): why.
+    Unknown(String),
+}
+
+impl Persistence {
+    /// Whether every acknowledged write is synced to disk.
+    pub fn is_synced(&self) -> bool {
+        matches!(self, Persistence::Synced)
+    }
+}
+
+impl std::fmt::Display for Persistence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Persistence::Synced => f.write_str("every acknowledged write is synced to disk"),
+            Persistence::Weak(why) => write!(f, "acknowledged work can be lost: {why}"),
+            Persistence::Unknown(why) => write!(f, "what the store keeps is not known: {why}"),
+        }
+    }
+}
+
 /// One key and its value, as returned by scans.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KvPair {
@@ -357,6 +389,22 @@ pub trait KvStore: Send + Sync + 'static {
     /// view of the store.
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>>;
 
+    /// What an acknowledged write survives as the store is set up now (a
+    /// server's settings may change while it runs). The default: not
+    /// known.
+    fn persistence(&self) -> Persistence {
+        Persistence::Unknown(format!("the {} store does not say", self.backend()))
+    }
+
+    /// Whether the store can take writes now, checked afresh: a store that
+    /// refuses writes (a Redis that evicts keys, a file store that failed
+    /// on an I/O error and could not be reopened yet) says why. A file
+    /// store whose commit failed on an I/O error tries to reopen here. The
+    /// default: `Ok`.
+    async fn health(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
     /// Reads the pairs whose key starts with `prefix`; see [`scan`](KvStore::scan).
     async fn scan_prefix(
         &self,
@@ -405,6 +453,14 @@ impl KvStore for std::sync::Arc<dyn KvStore> {
 
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
         (**self).scan(range).await
+    }
+
+    fn persistence(&self) -> Persistence {
+        (**self).persistence()
+    }
+
+    async fn health(&self) -> StoreResult<()> {
+        (**self).health().await
     }
 
     async fn scan_prefix(

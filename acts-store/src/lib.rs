@@ -75,7 +75,7 @@ mod memory;
 
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
 pub use kv::{
-    BatchOp, Condition, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, ScanRange, validate_batch,
-    validate_conditional, validate_key, validate_keys,
+    BatchOp, Condition, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, Persistence, ScanRange,
+    validate_batch, validate_conditional, validate_key, validate_keys,
 };
 pub use memory::MemoryStore;

@@ -74,6 +74,12 @@ impl KvStore for MemoryStore {
         BACKEND
     }
 
+    fn persistence(&self) -> crate::Persistence {
+        crate::Persistence::Weak(
+            "the memory store lives in this process: everything is gone when it ends".into(),
+        )
+    }
+
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         validate_key(BACKEND, StoreOp::Get, key)?;
         Ok(self.map.read().get(key).map(|v| v.to_vec()))

@@ -129,4 +129,12 @@ impl<S: KvStore> KvStore for CountingStore<S> {
             .fetch_add(v.len() as u64, Ordering::Relaxed);
         Ok(v)
     }
+
+    fn persistence(&self) -> acts_store::Persistence {
+        self.inner.persistence()
+    }
+
+    async fn health(&self) -> StoreResult<()> {
+        self.inner.health().await
+    }
 }

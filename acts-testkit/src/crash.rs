@@ -214,6 +214,10 @@ impl KvStore for CrashStore {
         self.check_alive(StoreOp::Scan).await?;
         self.data.scan(range).await
     }
+
+    async fn health(&self) -> StoreResult<()> {
+        self.check_alive(StoreOp::Health).await
+    }
 }
 
 #[cfg(test)]

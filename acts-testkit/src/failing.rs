@@ -51,6 +51,7 @@ impl OpSet {
             StoreOp::Get | StoreOp::GetMany => self.reads,
             StoreOp::Scan => self.scans,
             StoreOp::Put | StoreOp::Delete | StoreOp::Batch | StoreOp::BatchIf => self.writes,
+            StoreOp::Health => self.writes,
             StoreOp::Open => false,
         }
     }
@@ -279,6 +280,16 @@ impl<S: KvStore> KvStore for FailingStore<S> {
     async fn scan(&self, range: ScanRange) -> StoreResult<Vec<KvPair>> {
         self.check(StoreOp::Scan)?;
         self.inner.scan(range).await
+    }
+
+    fn persistence(&self) -> acts_store::Persistence {
+        self.inner.persistence()
+    }
+
+    /// Fails as writes fail (a store that cannot write is not healthy).
+    async fn health(&self) -> StoreResult<()> {
+        self.check(StoreOp::Health)?;
+        self.inner.health().await
     }
 }
 

@@ -249,6 +249,14 @@ impl<S: KvStore> KvStore for GatedStore<S> {
         }
         rows
     }
+
+    fn persistence(&self) -> acts_store::Persistence {
+        self.inner.persistence()
+    }
+
+    async fn health(&self) -> StoreResult<()> {
+        self.inner.health().await
+    }
 }
 
 #[cfg(test)]

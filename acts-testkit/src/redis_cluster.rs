@@ -4,11 +4,11 @@
 //! ready when every node says `cluster_state:ok`. Dropping it stops every
 //! node and removes their folders.
 
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::redis_server::free_port;
+use crate::redis_server::free_port_with;
 
 /// How long starting the cluster may take before it is an error.
 const START_GUARD: Duration = Duration::from_secs(60);
@@ -27,15 +27,10 @@ pub struct RedisCluster {
     dir: tempfile::TempDir,
 }
 
-/// A free port whose cluster bus port (+10,000) is free too.
+/// A free port whose cluster bus port (+10,000) is free too, both below
+/// the ephemeral range.
 fn free_cluster_port() -> Result<u16, String> {
-    for _ in 0..100 {
-        let port = free_port()?;
-        if port <= 55_535 && TcpListener::bind((Ipv4Addr::LOCALHOST, port + 10_000)).is_ok() {
-            return Ok(port);
-        }
-    }
-    Err("cannot find a free port with a free cluster bus port".into())
+    free_port_with(Some(10_000))
 }
 
 fn redis_cli(args: &[&str]) -> Result<String, String> {

@@ -180,12 +180,44 @@ impl Drop for RedisServer {
     }
 }
 
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, below the kernel's
+/// ephemeral range (where the test run's own client connections take
+/// their ports, so a port picked there may be gone before the server
+/// binds it), with room for `above` more ports above it free too (a
+/// cluster node's bus port is +10,000).
+pub(crate) fn free_port_with(above: Option<u16>) -> Result<u16, String> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| {
+            t.split_whitespace()
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+        })
+        .unwrap_or(32_768);
+    let top = low.saturating_sub(u32::from(above.unwrap_or(0)) + 100);
+    let base = 10_000u32;
+    if top <= base + 100 {
+        return Err(format!(
+            "no room for ports below the ephemeral range ({low})"
+        ));
+    }
+    // Parallel test processes start at different places.
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let seed = std::process::id()
+        .wrapping_mul(7919)
+        .wrapping_add(NEXT.fetch_add(97, std::sync::atomic::Ordering::Relaxed));
+    let span = top - base;
+    for i in 0..span {
+        let port = u16::try_from(base + (seed + i) % span).unwrap_or(u16::MAX);
+        let free = |p: u16| TcpListener::bind((Ipv4Addr::LOCALHOST, p)).is_ok();
+        if free(port) && above.is_none_or(|a| free(port + a)) {
+            return Ok(port);
+        }
+    }
+    Err("cannot find a free port below the ephemeral range".into())
+}
+
+/// A free loopback port below the ephemeral range (see [`free_port_with`]).
 pub(crate) fn free_port() -> Result<u16, String> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(|e| format!("cannot find a free port: {e}"))?;
-    listener
-        .local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
+    free_port_with(None)
 }

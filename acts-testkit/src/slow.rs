@@ -122,4 +122,12 @@ impl<S: KvStore> KvStore for SlowStore<S> {
         self.delay(false).await;
         self.inner.scan(range).await
     }
+
+    fn persistence(&self) -> acts_store::Persistence {
+        self.inner.persistence()
+    }
+
+    async fn health(&self) -> StoreResult<()> {
+        self.inner.health().await
+    }
 }

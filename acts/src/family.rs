@@ -51,6 +51,16 @@ impl StoreFamily {
         &self.name
     }
 
+    /// What an acknowledged write survives on the family's backend, as it
+    /// is set up now.
+    pub fn persistence(&self) -> acts_store::Persistence {
+        match &self.backend {
+            Backend::Memory(_) => MemoryStore::new().persistence(),
+            #[cfg(feature = "redis")]
+            Backend::Redis(base) => base.persistence(),
+        }
+    }
+
     /// The member `suffix` (namespace `NAME:SUFFIX`), opened on the
     /// family's connection.
     pub fn member(&self, suffix: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {

@@ -80,7 +80,7 @@ pub use acts_core::scheduler::{
 };
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
-pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, StoreError};
+pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError};
 
 mod family;
 pub use family::{StoreFamily, open_store_family};
@@ -167,7 +167,9 @@ fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
 /// - `rocksdb:PATH` — a RocksDB directory (feature `rocksdb`);
 ///   `?sync=false` skips the WAL sync;
 /// - `redis://HOST:PORT/NAMESPACE` — keys under `NAMESPACE` on a Redis
-///   server (feature `redis`);
+///   server (feature `redis`); a server that evicts keys
+///   (`maxmemory-policy` other than `noeviction`) is refused unless
+///   `?allow_eviction=true`;
 /// - `redis+cluster://HOST:PORT,HOST:PORT,.../NAMESPACE` — keys under
 ///   `NAMESPACE` on a Redis Cluster (any reachable node finds the rest; the
 ///   namespace lives in one slot; feature `redis`).
@@ -283,7 +285,14 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
                 })?;
                 options.wait_timeout = std::time::Duration::from_millis(ms);
             }
-            _ => return Err(unknown_option(url, k, "wait_replicas, wait_ms")),
+            "allow_eviction" => options.allow_eviction = flag(url, k, v)?,
+            _ => {
+                return Err(unknown_option(
+                    url,
+                    k,
+                    "wait_replicas, wait_ms, allow_eviction",
+                ));
+            }
         }
     }
     let (hosts, namespace) = rest.split_once('/').unwrap_or((rest, ""));

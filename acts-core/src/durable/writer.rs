@@ -137,6 +137,8 @@ struct Shared {
     inline: std::sync::atomic::AtomicBool,
     /// What the writer has committed so far.
     stats: WriterStatsCell,
+    /// Why the last commit failed, until one succeeds again.
+    failing: Mutex<Option<String>>,
     /// The condition every commit carries (see
     /// [`GroupCommitWriter::set_fence`]), and why it stopped holding once
     /// the store refused a commit on it.
@@ -203,6 +205,7 @@ impl GroupCommitWriter {
                 epoch: std::sync::atomic::AtomicU64::new(1),
                 inline: std::sync::atomic::AtomicBool::new(false),
                 stats: WriterStatsCell::default(),
+                failing: Mutex::new(None),
                 fence: Mutex::new(Fence::default()),
             }),
         }
@@ -222,6 +225,11 @@ impl GroupCommitWriter {
     /// it (`None` while it holds or there is none).
     pub fn fenced(&self) -> Option<String> {
         self.shared.fence.lock().broken.clone()
+    }
+
+    /// Why the last commit failed, while no commit has succeeded since.
+    pub fn failing(&self) -> Option<String> {
+        self.shared.failing.lock().clone()
     }
 
     /// Queues `batch` and waits until it is committed (or skipped, or
@@ -415,6 +423,12 @@ fn settle(g: Group, result: Result<bool, StoreError>, shared: &Shared) {
         shared
             .stats
             .record(micros, matches!(result, Ok(true)), g.waiters.len() as u64);
+    }
+    // Only a commit that wrote something says the store takes writes.
+    match &result {
+        Ok(true) if !g.waiters.is_empty() => *shared.failing.lock() = None,
+        Err(e) => *shared.failing.lock() = Some(e.to_string()),
+        _ => {}
     }
     match result {
         Ok(true) => {

@@ -68,7 +68,8 @@ async fn start_node(family: &StoreFamily, id: &str, partitions: u32) -> Result<N
     let node = ClusterNode::join(config, family.clone(), acts_server::Auth::none())
         .await
         .map_err(|e| e.to_string())?;
-    let router = node.router();
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let router = node.router(Some(port));
     tokio::spawn(async move {
         let _ = axum_serve(listener, router).await;
     });
@@ -202,6 +203,7 @@ async fn one(redis: &RedisCluster, count: usize, args: &Args) -> Result<Value, S
     for text in [AUTO3, ONE_IRQ] {
         let resp = http
             .post(format!("{}/api/v1/models", nodes[0].url))
+            .header("content-type", "application/yaml")
             .body(text)
             .send()
             .await

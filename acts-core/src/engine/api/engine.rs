@@ -468,6 +468,21 @@ impl Engine {
             .next_due_matching(|k| matches!(k, shared::TimerKey::Process(p) if p == pid))
     }
 
+    /// Whether the engine can acknowledge work now: `Err` saying why while
+    /// it is closed or fenced, the store refuses writes (a Redis that
+    /// evicts keys, a file broken by an I/O error that cannot be reopened
+    /// yet), or its last commit failed and a probe commit fails too. What
+    /// `/readyz` answers.
+    pub async fn readiness(&self) -> Result<(), EngineError> {
+        self.rt.readiness().await
+    }
+
+    /// What an acknowledged write survives on this engine's store, as it
+    /// is set up now.
+    pub fn persistence(&self) -> acts_store::Persistence {
+        self.rt.store.persistence()
+    }
+
     /// Resolves once every write queued so far is durable.
     pub async fn flush(&self) -> Result<(), EngineError> {
         self.rt

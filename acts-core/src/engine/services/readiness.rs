@@ -1,0 +1,35 @@
+//! Whether the engine can acknowledge work now: what `/readyz` answers.
+//!
+//! Ready means the next transition can commit: the engine is open and not
+//! fenced, the store says it takes writes ([`KvStore::health`]: a Redis
+//! that evicts keys does not, a file store broken by an I/O error does not
+//! until it reopens), and — when the last commit failed — a probe commit
+//! gets through. Nothing else proves that a store which failed a commit
+//! takes writes again (a disk that is still full opens fine).
+//!
+//! [`KvStore::health`]: acts_store::KvStore::health
+
+use acts_store::BatchOp;
+use acts_store::keys::KeyBuilder;
+
+use crate::engine::api::error::EngineError;
+use crate::engine::kernel::shared::Kernel;
+
+/// The key a probe commit writes (the time of the probe, ms).
+fn probe_key() -> Vec<u8> {
+    KeyBuilder::new().str("health").str("probe").finish()
+}
+
+impl Kernel {
+    /// `Ok` when the next transition can commit; else why not.
+    pub(crate) async fn readiness(&self) -> Result<(), EngineError> {
+        self.check_open()?;
+        self.store.health().await?;
+        if self.writer.failing().is_some() {
+            let now = self.clock.now_millis().to_string();
+            self.write(None, vec![BatchOp::put(probe_key(), now)])
+                .await?;
+        }
+        Ok(())
+    }
+}
