@@ -10,18 +10,52 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tower::ServiceExt;
 
 use crate::front::{Call, FORWARDED, PARTITION, Target, error};
 use crate::node::ClusterNode;
 
-/// Most SSE chunks queued for one client (as `acts_server::STREAM_QUEUE`):
-/// a client that falls this far behind is cut off with a `lagged` event.
+/// Most SSE chunks queued for one client (as `acts_server::STREAM_QUEUE`).
 const QUEUE: usize = acts_server::STREAM_QUEUE;
+
+/// Most bytes queued for one client of the merged stream: past it the
+/// partitions' followers wait (and each partition's own stream, bounded
+/// as on `acts serve`, cuts them off with `lagged` if the client stays
+/// behind).
+const QUEUE_BYTES: usize = 4 << 20;
+
+/// The sending side of one client's merged stream, bounded in chunks and
+/// in bytes.
+#[derive(Clone)]
+struct Out {
+    tx: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
+    room: Arc<Semaphore>,
+}
+
+impl Out {
+    /// Queues `chunk` once there is room for its bytes; `Err` when the
+    /// client is gone.
+    async fn send(&self, chunk: Bytes) -> Result<(), ()> {
+        let need = u32::try_from(chunk.len().clamp(1, QUEUE_BYTES)).unwrap_or(u32::MAX);
+        let permit = self
+            .room
+            .clone()
+            .acquire_many_owned(need)
+            .await
+            .map_err(drop)?;
+        self.tx.send((chunk, permit)).await.map_err(drop)
+    }
+
+    fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
 
 /// Most bytes of one event from a partition (a longer one is cut off:
 /// the sub-stream is dropped and attached again).
@@ -43,7 +77,11 @@ fn sse_response(body: Body) -> Response {
 
 /// The merged stream of every partition.
 pub(crate) fn merged(node: &ClusterNode, call: Call) -> Response {
-    let (tx, rx) = mpsc::channel::<Bytes>(QUEUE);
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let tx = Out {
+        tx,
+        room: Arc::new(Semaphore::new(QUEUE_BYTES)),
+    };
     for p in 0..node.partitions() {
         let (node, call, tx) = (node.clone(), call.clone(), tx.clone());
         tokio::spawn(async move { follow(node, p, call, tx).await });
@@ -59,8 +97,9 @@ pub(crate) fn merged(node: &ClusterNode, call: Call) -> Response {
         }
     });
     drop(tx);
+    // A chunk's room is given back once the body has taken it.
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let chunk = rx.recv().await?;
+        let (chunk, _room) = rx.recv().await?;
         Some((Ok::<Bytes, std::convert::Infallible>(chunk), rx))
     });
     sse_response(Body::from_stream(stream))
@@ -94,7 +133,7 @@ pub(crate) async fn local(node: &ClusterNode, p: u32, call: &Call) -> Response {
 
 /// Forwards partition `p`'s events to `tx` for as long as the client
 /// listens, attaching to whichever node owns `p`.
-async fn follow(node: ClusterNode, p: u32, call: Call, tx: mpsc::Sender<Bytes>) {
+async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out) {
     while !tx.is_closed() {
         match (node.target(p), node.holding(p)) {
             (Target::Local(router), Some(holding)) => {
@@ -190,7 +229,7 @@ fn while_held(
 
 /// Tells the client (an SSE comment, which clients skip) that partition
 /// `p`'s messages flow from now on; `false` when the client is gone.
-async fn attached(p: u32, tx: &mpsc::Sender<Bytes>) -> bool {
+async fn attached(p: u32, tx: &Out) -> bool {
     tx.send(Bytes::from(format!(": partition {p} attached\n\n")))
         .await
         .is_ok()
@@ -206,7 +245,7 @@ struct Events {
 impl Events {
     /// Takes `chunk`; `false` when the client is gone or an event is too
     /// large (drop the sub-stream).
-    async fn push(&mut self, chunk: &[u8], tx: &mpsc::Sender<Bytes>) -> bool {
+    async fn push(&mut self, chunk: &[u8], tx: &Out) -> bool {
         self.pending.extend_from_slice(chunk);
         while let Some(end) = find(&self.pending, b"\n\n") {
             let event: Vec<u8> = self.pending.drain(..end + 2).collect();
@@ -232,11 +271,15 @@ mod tests {
     #[tokio::test]
     async fn events_are_passed_whole_and_keep_alives_dropped() {
         let (tx, mut rx) = mpsc::channel(8);
+        let tx = Out {
+            tx,
+            room: Arc::new(Semaphore::new(QUEUE_BYTES)),
+        };
         let mut e = Events::default();
         assert!(e.push(b"event: message\ndata: {\"a\"", &tx).await);
         assert!(e.push(b":1}\n\n:\n\ndata: 2\n", &tx).await);
         assert_eq!(
-            rx.recv().await.as_deref(),
+            rx.recv().await.map(|(c, _)| c).as_deref(),
             Some(&b"event: message\ndata: {\"a\":1}\n\n"[..])
         );
         assert!(
@@ -244,6 +287,38 @@ mod tests {
             "the keep-alive is dropped, the half event kept"
         );
         assert!(e.push(b"\n", &tx).await);
-        assert_eq!(rx.recv().await.as_deref(), Some(&b"data: 2\n\n"[..]));
+        assert_eq!(
+            rx.recv().await.map(|(c, _)| c).as_deref(),
+            Some(&b"data: 2\n\n"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn queued_bytes_are_bounded_and_given_back_when_taken() {
+        let (tx, mut rx) = mpsc::channel(QUEUE);
+        let room = Arc::new(Semaphore::new(QUEUE_BYTES));
+        let out = Out {
+            tx,
+            room: room.clone(),
+        };
+        let half = Bytes::from(vec![b'x'; QUEUE_BYTES / 2]);
+        out.send(half.clone()).await.expect("room");
+        out.send(half.clone()).await.expect("room");
+        assert_eq!(room.available_permits(), 0, "the budget is used up");
+        // A third waits for room (not queued) ...
+        let third = tokio::spawn({
+            let out = out.clone();
+            let half = half.clone();
+            async move { out.send(half).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!third.is_finished(), "it waits for room");
+        // ... until the client takes one.
+        drop(rx.recv().await.expect("a chunk"));
+        third
+            .await
+            .expect("joined")
+            .expect("sent once there was room");
+        assert_eq!(rx.len(), 2);
     }
 }

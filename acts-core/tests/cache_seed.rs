@@ -1046,7 +1046,7 @@ async fn cache_store_error_is_not_an_empty_success() {
         .store(kv.clone())
         .clock(Arc::new(clock.clone()))
         .config(EngineConfig {
-            tick: Duration::from_secs(60),
+            tick: Duration::from_secs(10),
             delivery_retry: Duration::from_secs(30),
             ..EngineConfig::default()
         })
@@ -1079,6 +1079,10 @@ async fn cache_store_error_is_not_an_empty_success() {
     engine.housekeeping().await;
     assert!(failing.failures() > failed_before, "the scan met the store");
     assert!(rx.try_recv().is_err(), "nothing re-sent on a down store");
+    // A timer pass started by the first advance may still be running (on a
+    // busy machine): once it ends it re-arms from the time it sees, so the
+    // clock moves on only when nothing is in flight.
+    settle(&engine).await;
     failing.heal();
     clock.advance(Duration::from_secs(11));
     let again = recv(&mut rx).await;

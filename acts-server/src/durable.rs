@@ -67,15 +67,24 @@ pub(crate) async fn remove(
     }
 }
 
-/// The filters of a delivery listing.
+/// The filters and page of a delivery listing.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListDeliveries {
     channel: Option<String>,
     /// `pending`, `acked`, `failed` (the dead letters) or `closed`.
     state: Option<String>,
+    /// At most this many (default and most: 1,000).
+    limit: Option<usize>,
+    /// Where the previous page ended (its `x-acts-next` header).
+    cursor: Option<String>,
 }
 
+/// The header that carries the cursor of a listing's next page.
+pub(crate) const NEXT_HEADER: &str = "x-acts-next";
+
+/// One page of deliveries as an array (at most 1,000); the cursor of the
+/// next page, if any, in the `x-acts-next` header.
 pub(crate) async fn deliveries(
     Exec(x, _): Exec,
     Query(q): Query<ListDeliveries>,
@@ -92,7 +101,19 @@ pub(crate) async fn deliveries(
             )));
         }
     };
-    Ok(Json(x.deliveries(q.channel.as_deref(), state).await?))
+    let query = acts::DeliveryQuery {
+        channel: q.channel,
+        state,
+        limit: Some(q.limit.unwrap_or(acts::MAX_PAGE).clamp(1, acts::MAX_PAGE)),
+        cursor: q.cursor,
+        ..acts::DeliveryQuery::default()
+    };
+    let page = x.find_deliveries(&query).await?;
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some(next) = page.next.and_then(|n| n.parse().ok()) {
+        headers.insert(NEXT_HEADER, next);
+    }
+    Ok((headers, Json(page.deliveries)))
 }
 
 /// A delivery query (the body: an `acts::DeliveryQuery` as JSON): one

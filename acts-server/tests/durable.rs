@@ -17,7 +17,7 @@ const APPROVAL: &str = "id: approval\nver: '1'\nsteps:\n  - id: ask\n    uses: a
 const HOOKED: &str = "id: hooked\nver: '1'\non:\n  - id: order\n    kind: hook\nsteps:\n  - id: s\n    uses: acts.transform.set\n    params: { seen: true }\n";
 
 /// Hang guard for reads of a stream (never what decides an outcome).
-const GUARD: Duration = Duration::from_secs(10);
+const GUARD: Duration = Duration::from_secs(60);
 
 async fn call(app: &Router, method: Method, uri: &str, body: &str) -> (StatusCode, Value) {
     let req = Request::builder()
@@ -257,5 +257,57 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     assert_eq!(dead.as_array().map(Vec::len), Some(0), "{dead}");
     let (status, _) = call(&app, Method::DELETE, &path, "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    engine.close().await;
+}
+
+/// `GET /api/v1/deliveries` answers one bounded page (`limit`, at most
+/// 1,000) and the cursor of the next in `x-acts-next`: a million dead
+/// letters are never one body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_delivery_listing_is_paged() {
+    let engine = engine_on("memory:").await;
+    let app = acts_server::router(engine.clone());
+    let (status, _) = call(&app, Method::POST, "/api/v1/models", APPROVAL).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let mut events = Events::open(&app, STREAM).await;
+    for pid in ["a", "b", "c"] {
+        start(&app, pid).await;
+        events.next().await;
+    }
+    let page = |uri: String| {
+        let app = app.clone();
+        async move {
+            let req = Request::builder()
+                .uri(uri)
+                .body(Body::empty())
+                .expect("a request");
+            let res = app.oneshot(req).await.expect("an answer");
+            assert_eq!(res.status(), StatusCode::OK);
+            let next = res
+                .headers()
+                .get("x-acts-next")
+                .map(|v| v.to_str().expect("text").to_owned());
+            let bytes = res.into_body().collect().await.expect("a body").to_bytes();
+            let items: Vec<Value> = serde_json::from_slice(&bytes).expect("an array");
+            (items, next)
+        }
+    };
+    let (first, next) = page("/api/v1/deliveries?channel=inbox&limit=2".into()).await;
+    assert_eq!(first.len(), 2);
+    let next = next.expect("a cursor: one more is left");
+    let (rest, last) = page(format!(
+        "/api/v1/deliveries?channel=inbox&limit=2&cursor={next}"
+    ))
+    .await;
+    assert_eq!(rest.len(), 1);
+    assert_eq!(last, None, "the last page");
+    let mut pids: Vec<&str> = first
+        .iter()
+        .chain(&rest)
+        .filter_map(|d| d["pid"].as_str())
+        .collect();
+    pids.sort_unstable();
+    assert_eq!(pids, ["a", "b", "c"]);
+    drop(events);
     engine.close().await;
 }

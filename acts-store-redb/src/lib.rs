@@ -310,7 +310,8 @@ impl Inner {
             op,
             ErrorKind::Unavailable,
             format!(
-                "{}: a write failed on an I/O error ({error}); nothing since was acknowledged,                  and the file is reopened once it can be{}",
+                "{}: a write failed on an I/O error ({error}); nothing since was acknowledged, \
+                 and the file is reopened once it can be{}",
                 self.path.display(),
                 reopen.map_or_else(String::new, |e| format!(" (the last try: {e})"))
             ),
@@ -522,7 +523,8 @@ impl KvStore for RedbStore {
         match self.inner.durability {
             Durability::Immediate => Persistence::Synced,
             Durability::None => Persistence::Weak(format!(
-                "{} is opened with fsync=false: a crash of this machine loses what was                  acknowledged since the last sync (remove ?fsync=false)",
+                "{} is opened with fsync=false: a crash of this machine loses what was \
+                 acknowledged since the last sync (remove ?fsync=false)",
                 self.inner.path.display()
             )),
         }

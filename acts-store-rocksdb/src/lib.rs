@@ -237,7 +237,8 @@ impl KvStore for RocksStore {
             acts_store::Persistence::Synced
         } else {
             acts_store::Persistence::Weak(format!(
-                "{} is opened with sync=false: a crash of this machine loses what was                  acknowledged since the write-ahead log was last synced (remove ?sync=false)",
+                "{} is opened with sync=false: a crash of this machine loses what was \
+                 acknowledged since the write-ahead log was last synced (remove ?sync=false)",
                 self.inner.path.display()
             ))
         }

@@ -65,7 +65,7 @@ pub use acts_core::durable::WriterConfig;
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
     DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
-    LeaseConfig, LeaseInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
+    LeaseConfig, LeaseInfo, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
     PackageContext, PackageFailure, PackageInfo, PidFilter, Principal, ProcInfo, ProcessMigration,
     ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry,
     TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,

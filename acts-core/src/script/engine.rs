@@ -423,7 +423,20 @@ fn finish<'js>(
     let value = value.map_err(fail)?;
     let value =
         settle(ctx, value, deadline).map_err(|e| promise_error(e, source, time, deadline))?;
-    let text = ctx.json_stringify(value).catch(ctx).map_err(fail)?;
+    let text = ctx.json_stringify(value.clone()).catch(ctx).map_err(fail)?;
+    // JSON turns a number that is not finite (NaN, Infinity) into null: a
+    // result with a null is looked at again, and such a number fails the
+    // script as in the reference (never a silent null).
+    if text
+        .as_ref()
+        .is_some_and(|t| t.to_string().map(|t| t.contains("null")).unwrap_or(false))
+        && let Some(message) = non_finite(ctx, value)
+    {
+        return Err(ScriptError::Exception {
+            message: format!("its result: {message}"),
+            script: source.to_owned(),
+        });
+    }
     match text {
         // A result that cannot be read back (nested too deep) is an error,
         // never a silent null (found by the fuzzer).
@@ -437,6 +450,37 @@ fn finish<'js>(
         }),
         None => Ok(Value::Null),
     }
+}
+
+/// Where `value` holds a number that is not finite, said as an error
+/// message (`None`: nowhere).
+fn non_finite<'js>(ctx: &Ctx<'js>, value: rquickjs::Value<'js>) -> Option<String> {
+    let found: Arc<Mutex<Option<String>>> = Arc::default();
+    let seen = found.clone();
+    let replacer = Function::new(
+        ctx.clone(),
+        move |key: rquickjs::Coerced<String>, v: rquickjs::Value<'js>| {
+            if let Some(n) = v.as_float()
+                && !n.is_finite()
+            {
+                let mut seen = seen.lock();
+                if seen.is_none() {
+                    let at = if key.0.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (at '{}')", key.0)
+                    };
+                    *seen = Some(format!(
+                        "a number that is not finite ({n}){at}; JSON has no such number"
+                    ));
+                }
+            }
+            v
+        },
+    )
+    .ok()?;
+    let _ = ctx.json_stringify_replacer(value, replacer);
+    found.lock().take()
 }
 
 /// Runs `source` in `ctx`: code and pure expressions as a function whose
