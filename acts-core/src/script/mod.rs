@@ -12,6 +12,9 @@
 //!   `console.*`, `os`, and `Array.prototype.intersection/union/difference`.
 //! - [`substitute`] implements the reference's `${{ }}` rules for vars and
 //!   params.
+//! - `outcome.rs` turns a run into its result (a promise settled first; a
+//!   number that is not finite is an error, as in the reference) or a
+//!   [`ScriptError`].
 //!
 //! Not yet: the step-id proxies (`step1.k`), snapshot (`$name`) and user-var
 //! globals of the reference; they need the scheduler's task table.
@@ -20,6 +23,7 @@ mod engine;
 mod error;
 mod helpers;
 mod kind;
+mod outcome;
 mod realm;
 mod scope;
 pub mod substitute;
