@@ -85,7 +85,7 @@ impl Guard {
                 "this server has no access tokens, so it answers requests for its loopback \
                  address only ({expected}), not for Host '{}': a web page that points another \
                  name at this machine cannot reach it. To serve other names, configure access \
-                 tokens (docs/SERVER.md, \"Access\")",
+                 tokens (docs/SERVER.md, \"Local access\")",
                 shown(host)
             ),
         ))
