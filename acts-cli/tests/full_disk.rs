@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::http;
+use support::{address_in, http};
 
 const MODEL: &str = "id: fill\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: approve }\n";
 
@@ -46,18 +46,11 @@ fn a_full_disk_is_refused_then_healed_without_a_restart() {
     let mut reader = BufReader::new(child.stderr.take().expect("stderr"));
     let mut line = String::new();
     reader.read_line(&mut line).expect("a first line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| {
-            let mut rest = String::new();
-            let _ = reader.read_to_string(&mut rest);
-            panic!(
-                "the server did not start in a private tmpfs (needs user namespaces): {line}{rest}"
-            )
-        })
-        .to_owned();
+    let addr = address_in(&line).unwrap_or_else(|| {
+        let mut rest = String::new();
+        let _ = reader.read_to_string(&mut rest);
+        panic!("the server did not start in a private tmpfs (needs user namespaces): {line}{rest}")
+    });
     std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = reader.read_to_string(&mut rest);

@@ -61,13 +61,16 @@ pub fn serve_logged(args: &[&str]) -> (Child, String, Log) {
         let _ = reader.read_to_string(&mut rest);
         first + &rest
     });
-    let addr = line
-        .split("http://")
+    let addr = address_in(&line).unwrap_or_else(|| panic!("no address in: {line}"));
+    (child, addr, Log(log))
+}
+
+/// The `HOST:PORT` of the `http://` address a line of `acts serve` names.
+pub fn address_in(line: &str) -> Option<String> {
+    line.split("http://")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in: {line}"))
-        .to_owned();
-    (child, addr, Log(log))
+        .map(str::to_owned)
 }
 
 /// Stops a server with SIGTERM and waits for it; its exit code.
