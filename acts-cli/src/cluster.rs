@@ -27,7 +27,6 @@ pub(crate) async fn serve(
     config: Option<&Path>,
 ) -> Result<u8, Failure> {
     let (options, listener, bound) = listen_with_options(listen, config).await?;
-    let auth = options.auth;
     let advertise = match join.advertise {
         Some(a) => a.trim_end_matches('/').to_owned(),
         None if bound.ip().is_unspecified() => {
@@ -45,7 +44,7 @@ pub(crate) async fn serve(
     let persistence = family.persistence();
     let mut cluster = ClusterConfig::new(join.node, &advertise, join.partitions);
     cluster.lease_ttl = join.lease_ttl;
-    let node = ClusterNode::join(cluster, family, auth.clone())
+    let node = ClusterNode::join(cluster, family, options.clone())
         .await
         .map_err(|e| match e {
             ClusterError::PartitionCount { .. }
@@ -65,7 +64,7 @@ pub(crate) async fn serve(
         join.url,
         node.partitions(),
         node.held().len(),
-        access_note(&auth),
+        access_note(options.auth()),
     );
     if let Some(note) = crate::serve::persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");

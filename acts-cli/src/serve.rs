@@ -110,7 +110,7 @@ pub(crate) async fn listen_with_options(
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
-    Ok((ServerOptions { auth, streams }, listener, bound))
+    Ok((ServerOptions::new(auth, streams), listener, bound))
 }
 
 /// How the access is described in the start-up note.
@@ -136,7 +136,7 @@ pub(crate) async fn run(
     let node = lease.as_ref().map(|l| l.node.clone());
     let engine = open_engine_with(store, None, true, lease).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
-    let access = access_note(&options.auth);
+    let access = access_note(options.auth());
     let persistence = engine.persistence();
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.

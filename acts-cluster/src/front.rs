@@ -207,7 +207,7 @@ impl ClusterNode {
             .fallback(dispatch)
             .with_state(self.clone())
             .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES));
-        let guard = acts_server::Guard::new(self.inner.auth.is_enabled(), port);
+        let guard = acts_server::Guard::new(self.inner.server.auth().is_enabled(), port);
         acts_server::guarded(routes, guard)
     }
 

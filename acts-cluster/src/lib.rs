@@ -50,7 +50,7 @@ pub async fn serve(
     let port = listener.local_addr()?.port();
     // A client that takes no byte for the stall time is dropped, as on
     // `acts serve`.
-    let stall = acts_server::StreamLimits::default().stall;
+    let stall = node.inner.server.stream_limits().stall;
     let listener = acts_server::StallListener::new(listener, stall);
     let served = axum::serve(listener, node.router(Some(port)))
         .with_graceful_shutdown(shutdown)

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use acts::{Clock, Engine, EngineConfig, EngineError, LeaseConfig, PidFilter, StoreFamily};
-use acts_server::Auth;
+use acts_server::ServerOptions;
 use axum::Router;
 use parking_lot::{Mutex, RwLock};
 use tokio::task::JoinHandle;
@@ -150,7 +150,9 @@ pub(crate) struct Inner {
     pub(crate) info: ClusterInfo,
     family: StoreFamily,
     pub(crate) meta: Meta,
-    pub(crate) auth: Auth,
+    /// Who may call this node, and the one stream budget all its
+    /// partitions share.
+    pub(crate) server: ServerOptions,
     started_at: i64,
     pub(crate) state: RwLock<State>,
     /// One tick at a time (held across the tick's awaits: that is its
@@ -174,12 +176,15 @@ impl ClusterNode {
     /// `config.partitions` if it does not exist), heartbeats, takes the
     /// partitions this node should own whose leases are free, and (with
     /// `config.background`) keeps doing so every third of the TTL.
-    /// Requests act for the principals of `auth`.
+    /// Requests act for the principals of `server`'s tokens, and the
+    /// live streams of every partition this node serves share
+    /// `server`'s one stream budget.
     pub async fn join(
         config: ClusterConfig,
         family: StoreFamily,
-        auth: Auth,
+        server: impl Into<ServerOptions>,
     ) -> Result<Self, ClusterError> {
+        let server = server.into();
         config.check()?;
         let meta = Meta::new(family.member("meta")?);
         let now = config.clock.now_millis();
@@ -210,7 +215,7 @@ impl ClusterNode {
                 info,
                 family,
                 meta,
-                auth,
+                server,
                 started_at: now,
                 tick_lock: tokio::sync::Mutex::new(()),
                 http,
@@ -440,7 +445,7 @@ impl ClusterNode {
         };
         let synced = changes.last().map_or(seq, |(s, _)| (*s).max(seq));
         let epoch = engine.lease_epoch().unwrap_or(0);
-        let router = acts_server::router_with(engine.clone(), self.inner.auth.clone());
+        let router = acts_server::router_with(engine.clone(), self.inner.server.clone());
         info!(partition = p, epoch, "took the partition");
         let holding = self.inner.takings.fetch_add(1, Ordering::Relaxed);
         self.inner.state.write().held.insert(

@@ -103,7 +103,7 @@ impl ClusterNode {
     /// An operator (or admin) may read the status and trigger a sync: the
     /// refusal otherwise.
     fn refuse_unless_operator(&self, req: &Request, what: &str) -> Option<Response> {
-        let principal = match self.inner.auth.caller(req.headers()) {
+        let principal = match self.inner.server.auth().caller(req.headers()) {
             Ok(p) => p,
             Err(e) => return Some(e.into_response()),
         };

@@ -21,28 +21,34 @@ use tower::ServiceExt;
 use crate::front::{Call, FORWARDED, PARTITION, Target, error};
 use crate::node::ClusterNode;
 
-/// Most SSE chunks queued for one client (as `acts_server::STREAM_QUEUE`).
-const QUEUE: usize = acts_server::STREAM_QUEUE;
-
-/// Most bytes queued for one client of the merged stream: past it the
-/// partitions' followers wait (and each partition's own stream, bounded
-/// as on `acts serve`, cuts them off with `lagged` if the client stays
-/// behind).
-const QUEUE_BYTES: usize = 4 << 20;
+/// A queued chunk and the room it holds until the client takes it.
+type Chunk = (Bytes, OwnedSemaphorePermit);
 
 /// The sending side of one client's merged stream, bounded in chunks and
-/// in bytes.
+/// in bytes as one stream of the node's `streams:` limits
+/// (`queue_messages`, `queue_bytes`): past them the partitions' followers
+/// wait (and each partition's own stream, bounded as on `acts serve`,
+/// cuts them off with `lagged` if the client stays behind).
 #[derive(Clone)]
 struct Out {
-    tx: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
+    tx: mpsc::Sender<Chunk>,
     room: Arc<Semaphore>,
+    bytes: usize,
 }
 
 impl Out {
+    /// A client's queue of at most `messages` chunks and `bytes` bytes.
+    fn new(messages: usize, bytes: usize) -> (Self, mpsc::Receiver<Chunk>) {
+        let (tx, rx) = mpsc::channel(messages.max(1));
+        let bytes = bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let room = Arc::new(Semaphore::new(bytes));
+        (Self { tx, room, bytes }, rx)
+    }
+
     /// Queues `chunk` once there is room for its bytes; `Err` when the
     /// client is gone.
     async fn send(&self, chunk: Bytes) -> Result<(), ()> {
-        let need = u32::try_from(chunk.len().clamp(1, QUEUE_BYTES)).unwrap_or(u32::MAX);
+        let need = u32::try_from(chunk.len().clamp(1, self.bytes)).unwrap_or(u32::MAX);
         let permit = self
             .room
             .clone()
@@ -77,11 +83,8 @@ fn sse_response(body: Body) -> Response {
 
 /// The merged stream of every partition.
 pub(crate) fn merged(node: &ClusterNode, call: Call) -> Response {
-    let (tx, rx) = mpsc::channel(QUEUE);
-    let tx = Out {
-        tx,
-        room: Arc::new(Semaphore::new(QUEUE_BYTES)),
-    };
+    let limits = node.inner.server.stream_limits();
+    let (tx, rx) = Out::new(limits.queue_messages, limits.queue_bytes);
     for p in 0..node.partitions() {
         let (node, call, tx) = (node.clone(), call.clone(), tx.clone());
         tokio::spawn(async move { follow(node, p, call, tx).await });
@@ -270,11 +273,7 @@ mod tests {
 
     #[tokio::test]
     async fn events_are_passed_whole_and_keep_alives_dropped() {
-        let (tx, mut rx) = mpsc::channel(8);
-        let tx = Out {
-            tx,
-            room: Arc::new(Semaphore::new(QUEUE_BYTES)),
-        };
+        let (tx, mut rx) = Out::new(8, 1 << 20);
         let mut e = Events::default();
         assert!(e.push(b"event: message\ndata: {\"a\"", &tx).await);
         assert!(e.push(b":1}\n\n:\n\ndata: 2\n", &tx).await);
@@ -295,13 +294,10 @@ mod tests {
 
     #[tokio::test]
     async fn queued_bytes_are_bounded_and_given_back_when_taken() {
-        let (tx, mut rx) = mpsc::channel(QUEUE);
-        let room = Arc::new(Semaphore::new(QUEUE_BYTES));
-        let out = Out {
-            tx,
-            room: room.clone(),
-        };
-        let half = Bytes::from(vec![b'x'; QUEUE_BYTES / 2]);
+        const BYTES: usize = 1 << 20;
+        let (out, mut rx) = Out::new(1024, BYTES);
+        let room = out.room.clone();
+        let half = Bytes::from(vec![b'x'; BYTES / 2]);
         out.send(half.clone()).await.expect("room");
         out.send(half.clone()).await.expect("room");
         assert_eq!(room.available_permits(), 0, "the budget is used up");

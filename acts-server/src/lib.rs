@@ -44,21 +44,45 @@ pub use stream::{STREAM_QUEUE, StreamLimits};
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// How a server is set up: who may call it, and the bounds of its live
-/// streams.
-#[derive(Debug, Clone, Default)]
+/// streams. Clones share one stream budget: every router built from the
+/// same options (a cluster node's partitions) counts its streams, and the
+/// bytes they queue, against the same limits.
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
-    /// The access tokens (none: every request is the local admin).
-    pub auth: Auth,
-    /// The bounds of live message streams.
-    pub streams: StreamLimits,
+    auth: Auth,
+    streams: std::sync::Arc<stream::Streams>,
+}
+
+impl ServerOptions {
+    /// Requests act for the principals of `auth` (none: every request is
+    /// the local admin); live streams are bounded by `limits`.
+    pub fn new(auth: Auth, limits: StreamLimits) -> Self {
+        Self {
+            auth,
+            streams: stream::Streams::new(limits),
+        }
+    }
+
+    /// Who may call the server.
+    pub fn auth(&self) -> &Auth {
+        &self.auth
+    }
+
+    /// The bounds of live streams.
+    pub fn stream_limits(&self) -> StreamLimits {
+        self.streams.limits()
+    }
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self::new(Auth::default(), StreamLimits::default())
+    }
 }
 
 impl From<Auth> for ServerOptions {
     fn from(auth: Auth) -> Self {
-        Self {
-            auth,
-            streams: StreamLimits::default(),
-        }
+        Self::new(auth, StreamLimits::default())
     }
 }
 
@@ -94,7 +118,7 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
         engine,
         metrics: metrics.clone(),
         tokens: auth.is_enabled(),
-        streams: stream::Streams::new(options.streams),
+        streams: options.streams,
     })
     .layer(axum::middleware::from_fn_with_state(
         std::sync::Arc::new(auth),
@@ -122,7 +146,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let options = options.into();
     let port = listener.local_addr()?.port();
-    let stall = options.streams.stall;
+    let stall = options.stream_limits().stall;
     let app = app(engine.clone(), options, Some(port));
     let served = axum::serve(StallListener::new(listener, stall), app)
         .with_graceful_shutdown(shutdown)

@@ -83,7 +83,14 @@ mod seconds {
 pub(crate) struct Streams {
     limits: StreamLimits,
     queued_bytes: AtomicUsize,
-    open: Mutex<HashMap<String, usize>>,
+    open: Mutex<Open>,
+}
+
+/// The streams open now: in all, and by principal.
+#[derive(Debug, Default)]
+struct Open {
+    total: usize,
+    by_principal: HashMap<String, usize>,
 }
 
 impl Streams {
@@ -91,8 +98,13 @@ impl Streams {
         Arc::new(Self {
             limits,
             queued_bytes: AtomicUsize::new(0),
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(Open::default()),
         })
+    }
+
+    /// The limits every stream is held to.
+    pub(crate) fn limits(&self) -> StreamLimits {
+        self.limits
     }
 
     /// Bytes queued for all clients now (a metric).
@@ -102,15 +114,15 @@ impl Streams {
 
     /// Streams open now (a metric).
     pub(crate) fn open_streams(&self) -> usize {
-        self.open.lock().values().sum()
+        self.open.lock().total
     }
 
     /// A place for one more stream of `principal`, or a 429 saying which
     /// bound it would pass.
     fn admit(self: &Arc<Self>, principal: &str) -> Result<Place, ApiError> {
         let mut open = self.open.lock();
-        let total: usize = open.values().sum();
-        let mine = open.get(principal).copied().unwrap_or(0);
+        let total = open.total;
+        let mine = open.by_principal.get(principal).copied().unwrap_or(0);
         let refused = if total >= self.limits.max_streams {
             Some(format!(
                 "the server has {total} streams open, its limit (streams.max_streams)"
@@ -130,7 +142,8 @@ impl Streams {
                 message,
             });
         }
-        *open.entry(principal.to_owned()).or_default() += 1;
+        open.total += 1;
+        *open.by_principal.entry(principal.to_owned()).or_default() += 1;
         Ok(Place {
             streams: self.clone(),
             principal: principal.to_owned(),
@@ -147,11 +160,13 @@ struct Place {
 
 impl Drop for Place {
     fn drop(&mut self) {
-        let mut open = self.streams.open.lock();
-        if let Some(n) = open.get_mut(&self.principal) {
+        let mut guard = self.streams.open.lock();
+        let open = &mut *guard;
+        if let Some(n) = open.by_principal.get_mut(&self.principal) {
+            open.total -= 1;
             *n -= 1;
             if *n == 0 {
-                open.remove(&self.principal);
+                open.by_principal.remove(&self.principal);
             }
         }
     }
