@@ -109,9 +109,10 @@ fn helpers_read_the_scope_and_record_effects() {
     let s = ScriptScope {
         own: vars(json!({"v": 2, "ecode": "E1"})),
         ancestors: vec![vars(json!({"v": 3, "p": "parent"}))],
-        inputs: vars(json!({"i": 1})),
+        inputs: Some(vars(json!({"i": 1}))),
         env: vars(json!({"region": "eu"})),
         cost_millis: 90 * 60 * 1000,
+        steps: Vec::new(),
     };
     let src = "$set('x', $get('v') + 1); $set_process_var('done', true); $env.tier = 'gold';
                [$get('x'), $get('p'), v, $inputs().i, $data().v, $ecode(), $env.region, $cost_in('1h'), $cost_in('1h', '1h'), typeof os]";

@@ -35,6 +35,16 @@ fn one_runtime() -> ScriptEngine {
     e
 }
 
+/// The evaluations of `e` all ran on the one runtime `one_runtime` built:
+/// what they were kept apart from was really there.
+fn shared_one_runtime(e: &ScriptEngine) {
+    assert_eq!(
+        e.stats().runtimes,
+        1,
+        "every evaluation ran on the same runtime (no runtime was built per script)"
+    );
+}
+
 #[test]
 fn a_setter_on_global_this_neither_sees_nor_changes_the_next_evaluation() {
     let e = one_runtime();
@@ -57,6 +67,7 @@ fn a_setter_on_global_this_neither_sees_nor_changes_the_next_evaluation() {
         Ok(json!("undefined")),
         "the spy's global is gone, and it never saw the victim's amount"
     );
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -78,6 +89,7 @@ fn prototype_changes_and_sloppy_globals_do_not_leak() {
         ),
         Ok(json!({"inj": true, "map": [2, 4], "leaked": "undefined"}))
     );
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -128,6 +140,7 @@ fn the_engine_plumbing_is_out_of_reach_and_replaced_helpers_do_not_survive() {
         }],
         "the victim's own writes, and only those"
     );
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -141,6 +154,7 @@ fn sealed_data_stays_frozen_for_the_script() {
         ScriptScope::from_vars(v),
     );
     assert_eq!(out, Ok(json!(10)));
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -261,6 +275,7 @@ fn intrinsics_without_a_global_name_are_frozen_too() {
         code(&e, victim, ScriptScope::default()),
         Ok(json!([null, null, null, "function"]))
     );
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -288,6 +303,7 @@ fn what_a_script_does_to_the_global_object_ends_with_it() {
             "after {spy}"
         );
     }
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -322,6 +338,7 @@ fn variables_shadow_globals_and_statement_lists_still_run() {
     );
     // An undefined name is still an error, as in the reference.
     assert!(expr(&e, "aproved == true", scope(json!({"approved": true}))).is_err());
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -374,6 +391,7 @@ fn a_script_compiled_once_runs_each_time_on_its_own_variables_and_keeps_nothing(
         .map(|v| v == json!(null) || v == json!("thrown")),
         Ok(true)
     );
+    shared_one_runtime(&e);
 }
 
 #[test]
@@ -407,4 +425,5 @@ fn more_scripts_than_a_realm_keeps_still_run_and_a_statement_list_runs_each_time
             "{err:?}"
         );
     }
+    shared_one_runtime(&e);
 }

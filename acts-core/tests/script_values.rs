@@ -3,7 +3,8 @@
 //! is a conversion error — a code step fails its act (JSON has no such
 //! number, and a silent `null` would hide the bug), a substituted param
 //! becomes `null` as any failing substitution does in the reference — while
-//! a real `null` stays `null`. Runs on every backend
+//! a real `null` stays `null`; and a global named by a step id reads and
+//! writes that step's latest task (spec §1.8). Runs on every backend
 //! (`scripts/test.sh`'s engine suites).
 
 mod common;
@@ -71,5 +72,101 @@ async fn a_substituted_infinite_value_is_the_reference_null_and_a_real_null_stay
         serde_json::to_value(&end.outputs).ok(),
         Some(json!({"none": null, "list": [1, null]}))
     );
+    engine.close().await;
+}
+
+/// A global named by a step's id reads and writes the latest task of that
+/// step (the reference's §1.8): `first.a` is what `first` sees, an absent
+/// key is `null`, `first.data()` / `first.inputs()` its own data, a step id
+/// that is not an identifier is `globalThis['my-step']`, and
+/// `second.note = v` (a running step) is a fold-up write on it.
+#[tokio::test]
+async fn a_global_named_by_a_step_id_reads_and_writes_that_step() {
+    let (engine, end) = run(
+        r#"
+id: steps
+ver: '1'
+steps:
+  - id: first
+    uses: acts.transform.code
+    params: "return { a: 1, b: 'two' }"
+  - id: my-step
+    uses: acts.transform.code
+    params: "return { c: 3 }"
+  - id: second
+    uses: acts.transform.code
+    params: "second.note = 'written'; const d = first.data(); const i = first.inputs(); return { read: first.a, missing: first.missing, data_a: d.a, data_b: d.b, inputs_a: i.a, dashed: globalThis['my-step'].c, note: second.note }"
+"#,
+        "steps",
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    for (key, want) in [
+        ("read", json!(1)),
+        ("missing", json!(null)),
+        ("data_a", json!(1)),
+        ("data_b", json!("two")),
+        ("inputs_a", json!(1)),
+        ("dashed", json!(3)),
+        ("note", json!("written")),
+    ] {
+        assert_eq!(
+            end.outputs.get(key),
+            Some(&want),
+            "{key}: {:?}",
+            end.outputs
+        );
+    }
+    engine.close().await;
+}
+
+/// A step that has ended cannot be written through its global (the
+/// reference's error), and a variable of the same name as a step wins
+/// over the step's global.
+#[tokio::test]
+async fn an_ended_step_is_not_written_and_a_variable_wins_over_a_step_name() {
+    let (engine, end) = run(
+        r#"
+id: ended
+ver: '1'
+steps:
+  - id: first
+    uses: acts.transform.code
+    params: "return { a: 1 }"
+  - id: second
+    uses: acts.transform.code
+    params: "first.a = 2; return {}"
+"#,
+        "ended",
+    )
+    .await;
+    assert_eq!(end.state, "error", "{end:?}");
+    let err = end.err.clone().expect("an error");
+    assert!(
+        err.message.contains("step 'first' has ended"),
+        "{}",
+        err.message
+    );
+    engine.close().await;
+    let (engine, end) = run(
+        r#"
+id: shadow
+ver: '1'
+vars:
+  - { name: first, value: 'a variable' }
+steps:
+  - id: first
+    uses: acts.transform.code
+    params: "return { a: 1 }"
+  - id: second
+    uses: acts.transform.code
+    params: "return { kind: typeof first, value: String(first) }"
+"#,
+        "shadow",
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    assert_eq!(end.outputs.get("kind"), Some(&json!("string")));
+    assert_eq!(end.outputs.get("value"), Some(&json!("a variable")));
     engine.close().await;
 }

@@ -96,10 +96,14 @@ pub struct ScriptStats {
     /// Evaluations that failed otherwise (a thrown error, a syntax error, a
     /// rejected promise, a result of the wrong type ...).
     pub failures: u64,
+    /// JavaScript runtimes built (the pool reuses them: a runtime is
+    /// dropped only after a limit or an unsettled promise).
+    pub runtimes: u64,
 }
 
 #[derive(Default)]
 struct StatsCell {
+    runtimes: AtomicU64,
     evaluations: AtomicU64,
     timeouts: AtomicU64,
     out_of_memory: AtomicU64,
@@ -141,6 +145,7 @@ impl ScriptEngine {
             timeouts: s.timeouts.load(Relaxed),
             out_of_memory: s.out_of_memory.load(Relaxed),
             failures: s.failures.load(Relaxed),
+            runtimes: s.runtimes.load(Relaxed),
         }
     }
 
@@ -253,6 +258,7 @@ impl ScriptEngine {
     fn new_worker(&self) -> Result<Worker, ScriptError> {
         let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
         let rt = Runtime::new().map_err(setup)?;
+        self.stats.runtimes.fetch_add(1, Relaxed);
         rt.set_memory_limit(self.limits.memory_bytes);
         rt.set_max_stack_size(self.limits.stack_bytes);
         let deadline: Arc<Mutex<Option<Instant>>> = Arc::default();
@@ -304,6 +310,9 @@ impl Worker {
             });
         }
         let vars = Value::Object(globals).to_string();
+        // Step globals are proxies over this evaluation's state: made in a
+        // context of its own (the realm's globals stay as locked down).
+        let steps: Vec<String> = scope.steps.iter().map(|s| s.id.clone()).collect();
         *self.state.lock() = EvalState {
             scope,
             effects: Vec::new(),
@@ -311,6 +320,7 @@ impl Worker {
         *self.deadline.lock() = Some(Instant::now() + time);
         let deadline = &self.deadline;
         let ran = match self.realm.as_mut() {
+            _ if !steps.is_empty() => Ok(RealmRun::Fresh),
             Some(realm) => realm
                 .run(kind, source, &vars, |ctx, value| {
                     finish(ctx, value, source, time, deadline)
@@ -327,7 +337,7 @@ impl Worker {
                 }
                 result
             }
-            Ok(RealmRun::Fresh) => self.eval_fresh(kind, source, &vars, time),
+            Ok(RealmRun::Fresh) => self.eval_fresh(kind, source, &vars, &steps, time),
             Err(e) => {
                 self.realm = None;
                 Err(e)
@@ -371,12 +381,14 @@ impl Worker {
     }
 
     /// Runs `source` in a context of its own (pristine globals and
-    /// intrinsics, the helpers it names), dropped after.
+    /// intrinsics, the helpers it names, a global for each of `steps` no
+    /// variable has taken), dropped after.
     fn eval_fresh(
         &self,
         kind: ScriptKind,
         source: &str,
         vars: &str,
+        steps: &[String],
         time: Duration,
     ) -> Result<Value, ScriptError> {
         let setup = |e: rquickjs::Error| ScriptError::Setup(e.to_string());
@@ -384,10 +396,14 @@ impl Worker {
         let deadline = &self.deadline;
         ctx.with(|ctx| -> Result<Value, ScriptError> {
             let fail = |e: CaughtError<'_>| classify(e, source, time, deadline);
-            let freeze =
-                helpers::install(&ctx, &self.state, options(), helpers::prelude_for(source))
-                    .catch(&ctx)
-                    .map_err(fail)?;
+            let freeze = helpers::install(
+                &ctx,
+                &self.state,
+                options(),
+                helpers::prelude_for(source, !steps.is_empty()),
+            )
+            .catch(&ctx)
+            .map_err(fail)?;
             let g = ctx.globals();
             let vars: rquickjs::Object = ctx
                 .json_parse(vars)
@@ -403,6 +419,19 @@ impl Worker {
                     js = freeze.call((js,)).catch(&ctx).map_err(fail)?;
                 }
                 g.set(k.as_str(), js).catch(&ctx).map_err(fail)?;
+            }
+            if !steps.is_empty() {
+                let make: Function = g.get("__acts_step").catch(&ctx).map_err(fail)?;
+                g.remove("__acts_step").catch(&ctx).map_err(fail)?;
+                for id in steps {
+                    // A task variable of the same name wins, as in the
+                    // reference (variables are installed last there).
+                    if !vars.contains_key(id.as_str()).catch(&ctx).map_err(fail)? {
+                        let proxy: rquickjs::Value =
+                            make.call((id.as_str(),)).catch(&ctx).map_err(fail)?;
+                        g.set(id.as_str(), proxy).catch(&ctx).map_err(fail)?;
+                    }
+                }
             }
             let value = run(&ctx, kind, source);
             finish(&ctx, value, source, time, deadline)

@@ -47,7 +47,7 @@ const PRELUDE_HEAD: &str = r#"
 (() => {
   const g = globalThis;
   const n = {};
-  for (const k of ['log', 'get', 'set', 'set_process_var', 'inputs', 'data', 'ecode', 'cost', 'cost_in', 'env_get', 'env_set']) {
+  for (const k of ['log', 'get', 'set', 'set_process_var', 'inputs', 'data', 'ecode', 'cost', 'cost_in', 'env_get', 'env_set', 'step_get', 'step_data', 'step_set']) {
     n[k] = g['__acts_' + k]; delete g['__acts_' + k];
   }
   const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
@@ -98,6 +98,22 @@ const PRELUDE_PARTS: &[(&[&str], &str)] = &[
     ),
 ];
 
+/// The step globals' maker, for an evaluation given steps (fresh
+/// contexts only): `__acts_step(id)` makes the proxy the engine installs
+/// as the global `id`, and is deleted before the script runs.
+const PRELUDE_STEPS: &str = r#"
+  g.__acts_step = (id) => new Proxy({}, {
+    get: (_, key) => {
+      if (typeof key !== 'string') return undefined;
+      if (key === 'data' || key === 'inputs') return () => parse(n.step_data(id));
+      const v = parse(n.step_get(id, key));
+      return v === undefined ? null : v;
+    },
+    set: (_, key, value) => { if (typeof key === 'string') n.step_set(id, key, text(value)); return true; },
+    has: (_, key) => typeof key === 'string',
+  });
+"#;
+
 /// The end of the prelude: hides `eval` and evaluates to the deep-freeze
 /// function the engine uses for sealed data (kept out of the global
 /// object).
@@ -109,23 +125,28 @@ const PRELUDE_TAIL: &str = r#"
 "#;
 
 /// The prelude for `source`: the helpers it names (a helper reached only
-/// by a computed name, `globalThis['$e' + 'nv']`, is not installed) — for
-/// a fresh context, which pays for what its script uses.
-pub(super) fn prelude_for(source: &str) -> String {
-    prelude_with(|names| names.iter().any(|n| source.contains(n)))
+/// by a computed name, `globalThis['$e' + 'nv']`, is not installed), and
+/// with `steps` the maker of step globals — for a fresh context, which
+/// pays for what its script uses.
+pub(super) fn prelude_for(source: &str, steps: bool) -> String {
+    prelude_with(|names| names.iter().any(|n| source.contains(n)), steps)
 }
 
-/// The prelude with every helper, for a long-lived realm.
+/// The prelude with every helper, for a long-lived realm (which never
+/// runs a script given steps).
 pub(super) fn prelude_all() -> String {
-    prelude_with(|_| true)
+    prelude_with(|_| true, false)
 }
 
-fn prelude_with(wanted: impl Fn(&[&str]) -> bool) -> String {
+fn prelude_with(wanted: impl Fn(&[&str]) -> bool, steps: bool) -> String {
     let mut text = String::from(PRELUDE_HEAD);
     for (names, part) in PRELUDE_PARTS {
         if wanted(names) {
             text.push_str(part);
         }
+    }
+    if steps {
+        text.push_str(PRELUDE_STEPS);
     }
     text.push_str(PRELUDE_TAIL);
     text
@@ -228,7 +249,9 @@ pub(super) fn install<'js>(
     g.set(
         "__acts_inputs",
         Function::new(ctx.clone(), move || -> String {
-            Value::Object(s.lock().scope.inputs.clone()).to_string()
+            let st = s.lock();
+            let inputs = st.scope.inputs.as_ref().unwrap_or(&st.scope.own);
+            Value::Object(inputs.clone()).to_string()
         })?,
     )?;
     let s = state.clone();
@@ -292,6 +315,49 @@ pub(super) fn install<'js>(
                 st.scope.env.insert(name.clone(), value.clone());
                 st.effects.push(ScriptEffect::SetEnv { name, value });
                 Ok(())
+            },
+        )?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_step_get",
+        Function::new(
+            ctx.clone(),
+            move |id: String, name: String| -> Option<String> {
+                let st = s.lock();
+                let step = st.scope.step(&id)?;
+                step.visible.get(&name).map(json_text)
+            },
+        )?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_step_data",
+        Function::new(ctx.clone(), move |id: String| -> String {
+            let st = s.lock();
+            st.scope.step(&id).map_or("null".to_owned(), |step| {
+                Value::Object(step.data.clone()).to_string()
+            })
+        })?,
+    )?;
+    let s = state.clone();
+    g.set(
+        "__acts_step_set",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, id: String, name: String, value: String| -> rquickjs::Result<()> {
+                let value = from_script(&value)?;
+                let mut st = s.lock();
+                match st.scope.set_step(&id, &name, value) {
+                    Ok(effect) => {
+                        st.effects.push(effect);
+                        Ok(())
+                    }
+                    Err(message) => {
+                        drop(st);
+                        Err(rquickjs::Exception::throw_message(&ctx, &message))
+                    }
+                }
             },
         )?,
     )?;

@@ -9,15 +9,15 @@
 //!   env) and its writes come back as [`ScriptEffect`]s, which the scheduler
 //!   applies in the same transition. Helpers: `$get`, `$set`, `$inputs`,
 //!   `$data`, `$ecode`, `$cost`, `$cost_in`, `$set_process_var`, `$env`,
-//!   `console.*`, `os`, and `Array.prototype.intersection/union/difference`.
+//!   `console.*`, `os`, `Array.prototype.intersection/union/difference`,
+//!   and a global for each step the script names ([`StepView`]).
 //! - [`substitute`] implements the reference's `${{ }}` rules for vars and
 //!   params.
 //! - `outcome.rs` turns a run into its result (a promise settled first; a
 //!   number that is not finite is an error, as in the reference) or a
 //!   [`ScriptError`].
 //!
-//! Not yet: the step-id proxies (`step1.k`), snapshot (`$name`) and user-var
-//! globals of the reference; they need the scheduler's task table.
+//! Not yet: the reference's user-var globals (`secrets`).
 
 mod engine;
 mod error;
@@ -32,4 +32,4 @@ pub use engine::{ScriptEngine, ScriptLimits, ScriptOutput, ScriptStats};
 pub use error::ScriptError;
 pub use helpers::HELPER_NAMES;
 pub use kind::ScriptKind;
-pub use scope::{ScriptEffect, ScriptScope, is_private};
+pub use scope::{ScriptEffect, ScriptScope, StepView, is_private, named_ids};

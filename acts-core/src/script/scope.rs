@@ -26,6 +26,16 @@ pub enum ScriptEffect {
         /// The value.
         value: Value,
     },
+    /// `step.name = value`: a fold-up write on the latest task of the step
+    /// a global names (see [`StepView`]).
+    SetStep {
+        /// The id of the step's task.
+        task: String,
+        /// The key.
+        name: String,
+        /// The value.
+        value: Value,
+    },
     /// `$env.name = value`: a write into the process environment.
     SetEnv {
         /// The key.
@@ -42,12 +52,75 @@ pub struct ScriptScope {
     pub own: Vars,
     /// The ancestors' data, nearest first (`$get` looks here after `own`).
     pub ancestors: Vec<Vars>,
-    /// The task's computed inputs (`$inputs()`).
-    pub inputs: Vars,
+    /// The task's inputs (`$inputs()`); `None`: its own data, which is
+    /// what a task of the engine holds of its inputs (COMPATIBILITY.md,
+    /// "Where a step's data lives").
+    pub inputs: Option<Vars>,
     /// The process environment (`$env`).
     pub env: Vars,
     /// Elapsed milliseconds used by `$cost()` and `$cost_in()`.
     pub cost_millis: u64,
+    /// The steps the script names, each as a global of its id (a task
+    /// variable of the same name wins).
+    pub steps: Vec<StepView>,
+}
+
+/// What a script sees of a step it names by id (`first.a`,
+/// `first.a = v`, `first.data()`, `first.inputs()`): the latest task of
+/// that step in the process.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepView {
+    /// The step's id (the name of the global).
+    pub id: String,
+    /// The id of its latest task.
+    pub task: String,
+    /// That task's own data (`first.data()`, `first.inputs()`).
+    pub data: Vars,
+    /// What that task sees: its own data over its ancestors' (`first.a`).
+    pub visible: Vars,
+    /// Whether that task has ended (its data can no longer be written).
+    pub ended: bool,
+}
+
+impl ScriptScope {
+    /// The step `id` names, if the script was given it.
+    pub fn step(&self, id: &str) -> Option<&StepView> {
+        self.steps.iter().find(|s| s.id == id)
+    }
+
+    /// `step.name = value` on the step `id` names: recorded in the view
+    /// (later reads in the same evaluation see it) and returned as the
+    /// effect to apply; an error a script can read when the step's task
+    /// has ended or the step was not given.
+    pub fn set_step(&mut self, id: &str, name: &str, value: Value) -> Result<ScriptEffect, String> {
+        let Some(step) = self.steps.iter_mut().find(|s| s.id == id) else {
+            return Err(format!("step '{id}' has no task in this process"));
+        };
+        if step.ended {
+            return Err(format!(
+                "step '{id}' has ended: its data can no longer be written (write '{name}' with $set or into a running step)"
+            ));
+        }
+        step.data.insert(name.to_owned(), value.clone());
+        step.visible.insert(name.to_owned(), value.clone());
+        Ok(ScriptEffect::SetStep {
+            task: step.task.clone(),
+            name: name.to_owned(),
+            value,
+        })
+    }
+}
+
+/// The names in `source` that may name a step: every run of identifier
+/// characters, and every quoted string (`globalThis['my-step']`).
+pub fn named_ids(source: &str) -> impl Iterator<Item = &str> {
+    let words = source
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| !w.is_empty());
+    let quoted = ['\'', '"', '`']
+        .into_iter()
+        .flat_map(move |q| source.split(q).skip(1).step_by(2).filter(|w| !w.is_empty()));
+    words.chain(quoted)
 }
 
 impl ScriptScope {

@@ -22,6 +22,7 @@ pub(crate) use outputs::PARAMS_KEY;
 mod packages;
 mod resume;
 mod retry;
+mod step_views;
 mod timeouts;
 mod undo;
 
@@ -319,7 +320,8 @@ impl Process {
         if !crate::model::has_expression(&params) {
             return Ok(params.into_owned());
         }
-        substitute::params(svc.scripts, &params, &self.script_scope(t))
+        let scope = self.script_scope(t, &params.to_string());
+        substitute::params(svc.scripts, &params, &scope)
             .map_err(|e| TaskError::new("", e.to_string()))
     }
 
@@ -368,7 +370,8 @@ impl Process {
         // to evaluate: building it for every task would cost the whole
         // process data per step.
         if !vars.is_empty() {
-            let scope = self.script_scope(t);
+            let texts: Vec<String> = vars.iter().map(|v| v.value.to_string()).collect();
+            let scope = self.script_scope(t, &texts.join("\n"));
             for v in vars {
                 let value = substitute::vars(svc.scripts, &v.value, &scope)
                     .map_err(|e| TaskError::new("", e.to_string()))?;
@@ -453,17 +456,19 @@ impl Process {
         Ok(())
     }
 
-    /// What a script running in task `t` sees: its data and its
-    /// ancestors', and the process environment (`$env`).
-    pub(super) fn script_scope(&self, t: TaskIx) -> crate::script::ScriptScope {
+    /// What script `source` running in task `t` sees: its data and its
+    /// ancestors', the process environment (`$env`), and the steps it
+    /// names (`step_views.rs`).
+    pub(super) fn script_scope(&self, t: TaskIx, source: &str) -> crate::script::ScriptScope {
         let mut scope = self.tasks.script_scope(t);
         scope.env = self.env.clone();
+        scope.steps = self.step_views(source);
         scope
     }
 
     fn condition(&self, t: TaskIx, expr: &str, svc: Services<'_>) -> Result<bool, TaskError> {
         svc.scripts
-            .eval_bool(expr, self.script_scope(t))
+            .eval_bool(expr, self.script_scope(t, expr))
             .map_err(|e| TaskError::new("", e.to_string()))
     }
 
@@ -571,7 +576,7 @@ impl Process {
                     // (`$set`, `$set_process_var`, `$env`) is applied.
                     let out = svc
                         .scripts
-                        .eval(ScriptKind::Expression, script, self.script_scope(t))
+                        .eval(ScriptKind::Expression, script, self.script_scope(t, script))
                         .map_err(|e| TaskError::new("", e.to_string()))?;
                     self.apply_effects(t, out.effects);
                 }

@@ -42,7 +42,8 @@ impl Process {
         if let Some(Value::Object(kept)) = self.tasks.get(t).and_then(|x| x.data.get(OUTPUTS_KEY)) {
             return kept.clone();
         }
-        let scope = self.script_scope(t);
+        let texts: Vec<&str> = exposes.iter().filter_map(|e| e.value.as_str()).collect();
+        let scope = self.script_scope(t, &texts.join("\n"));
         let mut out = Vars::new();
         for e in &exposes {
             let value = match e.value.as_str().and_then(whole_expression) {

@@ -54,7 +54,7 @@ impl Process {
                     let code = params.as_str().unwrap_or_default();
                     let out = svc
                         .scripts
-                        .eval(ScriptKind::Code, code, self.script_scope(t))
+                        .eval(ScriptKind::Code, code, self.script_scope(t, code))
                         .map_err(|e| TaskError::new("", e.to_string()))?;
                     self.apply_effects(t, out.effects);
                     if let Value::Object(vars) = out.value {
@@ -203,6 +203,13 @@ impl Process {
                     v.insert(name, value);
                     let root = self.root();
                     self.tasks.set_user_data(root, &v);
+                }
+                ScriptEffect::SetStep { task, name, value } => {
+                    if let Some(ix) = self.tasks.find_id(&task) {
+                        let mut v = Vars::new();
+                        v.insert(name, value);
+                        self.tasks.update_data(ix, &v);
+                    }
                 }
                 ScriptEffect::SetEnv { name, value } => {
                     self.env.insert(name, value);

@@ -143,7 +143,7 @@ impl Process {
                     NodeContent::Step(s) => match &s.r#if {
                         Some(cond) => svc
                             .scripts
-                            .eval_bool(cond, self.script_scope(owner))
+                            .eval_bool(cond, self.script_scope(owner, cond))
                             .unwrap_or(false),
                         None => true,
                     },
