@@ -585,7 +585,14 @@ async fn nodes_die_join_and_freeze_and_every_process_ends_as_without_faults() {
     tokio::time::sleep(Duration::from_secs(TTL_SECS)).await;
     n2.signal("-CONT");
     let (status, body) = stale.await.expect("the stale call").expect("n2 answers");
+    // Refused because n2 no longer owns the partition: fenced at its write
+    // (`not_owner`), or let go of before the call ran (`moving`) — never a
+    // store failure or anything else.
     assert_eq!(status, 503, "the frozen node's action is refused: {body}");
+    assert!(
+        matches!(body["error"]["code"].as_str(), Some("not_owner" | "moving")),
+        "refused for ownership: {body}"
+    );
     assert_eq!(
         waiting(&http, &live, &victim, "ask").await,
         victim_task,
@@ -674,9 +681,12 @@ async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64
 }
 
 /// Runs `asks` processes on 3 nodes, crashes the Redis master serving the
-/// most partitions while they are being answered, brings it back as a
-/// replica, and reports which acknowledged answers the processes lost.
+/// most partitions while they are being answered — after answers were
+/// acknowledged that its stopped replicas never received, where the
+/// settings allow that — brings it back as a replica, and reports which
+/// acknowledged answers the processes lost.
 async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
+    let wait = options.contains("wait_replicas");
     let mut redis = RedisCluster::start().expect("a private Redis Cluster");
     let store = format!("{}{options}", redis.store_url("failover"));
     let http = reqwest::Client::new();
@@ -718,9 +728,70 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
     while answered.load(std::sync::atomic::Ordering::SeqCst) < asks / 4 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // The master that serves the most partitions (each partition is one
+    // namespace, `failover:pN`, whose keys share one hash tag).
     let masters = redis.masters().expect("the masters");
-    let victim = masters[0];
+    let mut served = std::collections::BTreeMap::<u16, usize>::new();
+    for p in 0..PARTITIONS {
+        let port = redis
+            .master_of(&format!("{{failover:p{p}}}"))
+            .expect("the partition's master");
+        *served.entry(port).or_default() += 1;
+    }
+    let (&victim, &partitions) = served
+        .iter()
+        .max_by_key(|(port, n)| (**n, std::cmp::Reverse(**port)))
+        .expect("some master serves the partitions");
+    let on_victim: std::collections::BTreeSet<u32> = (0..PARTITIONS)
+        .filter(|p| redis.master_of(&format!("{{failover:p{p}}}")).ok() == Some(victim))
+        .collect();
+    eprintln!(
+        "master crash: the master on port {victim} serves {partitions} of {PARTITIONS} partitions"
+    );
+    // The window, made certain: its replicas are stopped, so what the
+    // master acknowledges now only it has. Without WAIT, answers on its
+    // partitions are acknowledged all the same (at least three, before
+    // the crash); with WAIT they cannot be (each waits for a replica, times
+    // out and is tried again), while the other partitions go on.
+    let replicas = redis.replicas_of(victim).expect("the victim's replicas");
+    for r in &replicas {
+        redis.freeze(*r, true).expect("stop a replica");
+    }
+    let mark = acked.lock().expect("acked").len();
+    let stopped = Instant::now();
+    loop {
+        let (mine, others) = {
+            let acked = acked.lock().expect("acked");
+            acked[mark..].iter().fold((0, 0), |(m, o), (pid, _)| {
+                if on_victim.contains(&acts_cluster::placement::partition_of(pid, PARTITIONS)) {
+                    (m + 1, o)
+                } else {
+                    (m, o + 1)
+                }
+            })
+        };
+        let done = if wait {
+            assert_eq!(
+                mine, 0,
+                "acknowledged on a master whose replicas are stopped, with WAIT"
+            );
+            others >= 3 && stopped.elapsed() >= Duration::from_secs(5)
+        } else {
+            mine >= 3
+        };
+        if done {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(90),
+            "no answers were acknowledged while the replicas were stopped ({mine} on the victim, {others} elsewhere)"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     redis.kill(victim).expect("kill a master");
+    for r in &replicas {
+        redis.freeze(*r, false).expect("continue a replica");
+    }
     // The replica is promoted; the crashed node comes back as a replica.
     tokio::task::block_in_place(|| {
         redis
@@ -731,8 +802,9 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
     driving.await.expect("answering through the failover");
     let acked = acked.lock().expect("acked").clone();
     let mut lost = Vec::new();
+    // One hang guard for all: a lost answer is not waited for again.
+    let deadline = Instant::now() + Duration::from_secs(30);
     for (pid, n) in &acked {
-        let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let (_, body) = process(&http, &nodes, pid).await;
             if body["process"]["state"] == "completed"
@@ -775,6 +847,10 @@ async fn a_redis_master_crash_loses_no_acknowledged_answer_with_wait_replicas() 
         asks,
         safe.lost.len(),
         safe.seconds
+    );
+    assert!(
+        !default.lost.is_empty(),
+        "without WAIT, answers acknowledged only by the crashed master are lost"
     );
     assert!(safe.acknowledged > 0, "answers were acknowledged");
     assert!(

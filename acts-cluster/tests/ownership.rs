@@ -386,6 +386,7 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
     start(&n1, "asking", &pid).await;
     let tid = waiting_task(&n1, &pid, "ask").await;
     let stale = n2.node.engine(p2).expect("n2 holds it");
+    let stale_epoch = stale.lease_epoch().expect("a leased engine");
 
     // n2 freezes (renews nothing) past its TTL; n1 takes everything.
     clock.advance(TTL + Duration::from_secs(1));
@@ -417,10 +418,20 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
 
     // It steps down, heartbeats again and gets its share back.
     n2.node.tick().await.expect("tick");
-    assert!(n2.node.engine(p2).is_none() || !n2.node.engine(p2).expect("engine").is_fenced());
+    assert!(
+        n2.node.engine(p2).is_none() && !n2.node.held().contains(&p2),
+        "n2 let go of the partition it was fenced off"
+    );
     tick_all(&[&n1, &n2]).await;
     check_balanced(&[&n1, &n2]);
     assert!(n2.node.held().contains(&p2));
+    let back = n2.node.engine(p2).expect("n2 holds it again");
+    assert!(!back.is_fenced(), "a live engine, not the stale one");
+    assert!(
+        back.lease_epoch() > Some(stale_epoch),
+        "taken under a new lease ({:?} after {stale_epoch})",
+        back.lease_epoch()
+    );
     let (status, body) = complete(&n1, &pid, &tid).await;
     assert_eq!(status, 204, "{body}");
     assert_eq!(process_state(&n2, &pid).await, "completed");
@@ -682,27 +693,28 @@ steps:
     )
     .await;
     clock.advance(Duration::from_secs(61));
-    // Hang guard only: the count settles at one.
-    let mut total = Value::Null;
-    for _ in 0..200 {
-        let body = expect_call(
-            reqwest::Method::GET,
-            format!("{}/api/v1/processes?model=minutely", n2.url),
-            None,
-            200,
-        )
-        .await;
-        total = body["total"].clone();
-        if total != json!(0) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let total = count_moved_from(&n2, "minutely", 0).await;
     assert_eq!(
         total,
         json!(1),
         "one start for one firing, on {P} partitions"
     );
+    // And it stays one: a firing on another partition, later than the
+    // first, would show here (each partition's engine fires on its own).
+    for _ in 0..40 {
+        let (_, body) = call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes?model=minutely", n1.url),
+            None,
+        )
+        .await;
+        assert_eq!(
+            body["total"],
+            json!(1),
+            "a second start for the same firing"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let (_, body) = call(
         reqwest::Method::GET,
         format!("{}/api/v1/processes?model=minutely", n1.url),
@@ -718,6 +730,27 @@ steps:
         0,
         "the schedule's processes live on partition 0"
     );
+}
+
+/// The `total` of `model`'s processes once it is no longer `from` (a
+/// minute's hang guard).
+async fn count_moved_from(n: &Node, model: &str, from: u64) -> Value {
+    let mut total = Value::Null;
+    for _ in 0..2400 {
+        let body = expect_call(
+            reqwest::Method::GET,
+            format!("{}/api/v1/processes?model={model}", n.url),
+            None,
+            200,
+        )
+        .await;
+        total = body["total"].clone();
+        if total != json!(from) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    total
 }
 
 /// The cluster's front is as local as `acts serve` without tokens: a page

@@ -4,8 +4,11 @@
 //! commit leaves — and a new engine on it resumes and is driven to the end
 //! by the same deterministic client. Each run must reach the same terminal
 //! state and outputs as the crash-free one, and no client action that
-//! returned `Ok` may be lost or applied twice (the outputs count every
-//! answer). A client on a durable channel never acks: after each cut it
+//! returned `Ok` may be lost or applied twice: an answer acknowledged
+//! before the cut is in the recovered task history before the run goes on,
+//! and at the end each answer is in its task's history as often as it was
+//! before the cut plus as often as this run's calls returned `Ok` (as
+//! acts-sim's exactly-once check). A client on a durable channel never acks: after each cut it
 //! reconnects and must hear every message of the crash-free run that ends
 //! a task at least once — those of committed transitions re-sent with their
 //! original ids (a `created` message whose task already ended is closed,
@@ -123,10 +126,27 @@ async fn recv(rx: &mut UnboundedReceiver<Message>) {
         .expect("channel open");
 }
 
+/// A client answer that returned `Ok`: its task, its action's wire name,
+/// and how many batches the store had committed when it returned (it is
+/// in one of them: an upper bound on where).
+struct Ack {
+    tid: String,
+    action: &'static str,
+    by_batch: usize,
+}
+
 /// Drives process `PID` to its end on `engine`: deploys and starts it if
 /// the store does not have it yet, answers every waiting act, and moves
-/// the clock on when only a timeout can make progress.
-async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
+/// the clock on when only a timeout can make progress. Returns the ended
+/// process and the answers that returned `Ok` (`recorded`: the store whose
+/// committed batches date them).
+async fn drive(
+    engine: &Engine,
+    clock: &ManualClock,
+    case: &Case,
+    recorded: Option<&CrashStore>,
+) -> (ProcInfo, Vec<Ack>) {
+    let mut acks = Vec::new();
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     engine.resume().await.expect("resume");
@@ -148,7 +168,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
     loop {
         let info = exec.process(PID).await.expect("process readable");
         if info.state.is_terminal() {
-            return info;
+            return (info, acks);
         }
         let tasks = exec.tasks(PID).await.expect("tasks");
         let waiting: Vec<&TaskInfo> = tasks
@@ -162,7 +182,18 @@ async fn drive(engine: &Engine, clock: &ManualClock, case: &Case) -> ProcInfo {
             match answer(&key, &tasks) {
                 Some((action, vars)) => {
                     match exec.act(PID, &t.tid, action, vars).await {
-                        Ok(()) => acted = true,
+                        Ok(()) => {
+                            let by_batch = match recorded {
+                                Some(store) => store.committed().await,
+                                None => 0,
+                            };
+                            acks.push(Ack {
+                                tid: t.tid.clone(),
+                                action: action.as_str(),
+                                by_batch,
+                            });
+                            acted = true;
+                        }
                         // Settled meanwhile (e.g. by a sibling's answer).
                         Err(EngineError::Action(_)) => acted = true,
                         Err(e) => panic!("act: {e}"),
@@ -190,6 +221,24 @@ async fn client(engine: &Engine) -> (acts_core::engine::Channel, UnboundedReceiv
         .expect("the client's channel registers");
     let rx = ch.subscribe();
     (ch, rx)
+}
+
+/// How often each (task, action) is in process `PID`'s task histories
+/// (none: the store does not have the process).
+async fn histories(engine: &Engine) -> std::collections::BTreeMap<(String, String), usize> {
+    let mut out = std::collections::BTreeMap::new();
+    match engine.executor().tasks(PID).await {
+        Ok(tasks) => {
+            for t in tasks {
+                for e in t.history {
+                    *out.entry((t.tid.clone(), e.action)).or_default() += 1;
+                }
+            }
+        }
+        Err(EngineError::ProcessNotFound(_)) => {}
+        Err(e) => panic!("tasks: {e}"),
+    }
+    out
 }
 
 fn heard(rx: &mut UnboundedReceiver<Message>) -> Vec<Message> {
@@ -242,7 +291,7 @@ async fn run_case(case: &Case) -> usize {
         .await
         .expect("test setup");
     let (_ch, mut rx) = client(&engine).await;
-    let expected = drive(&engine, &clock, case).await;
+    let (expected, acked) = drive(&engine, &clock, case, Some(&recorded)).await;
     let all = heard(&mut rx);
     let ids: std::collections::HashSet<String> = all.iter().map(|m| m.id.clone()).collect();
     engine.close().await;
@@ -276,7 +325,39 @@ async fn run_case(case: &Case) -> usize {
                 case.name
             );
         }
-        let got = drive(&engine, &clock, case).await;
+        // Every answer acknowledged before the cut was kept.
+        let before = histories(&engine).await;
+        for ack in acked.iter().filter(|a| a.by_batch <= k) {
+            assert!(
+                before.contains_key(&(ack.tid.clone(), ack.action.to_owned())),
+                "{}: cut {k}: '{}' on {} returned Ok by batch {} but is not in the recovered history",
+                case.name,
+                ack.action,
+                ack.tid,
+                ack.by_batch
+            );
+        }
+        let (got, acks) = drive(&engine, &clock, case, None).await;
+        // Nothing applied twice, nothing lost: each answer is in the
+        // history as often as before the cut plus this run's `Ok`s.
+        let end = histories(&engine).await;
+        let mut want = before.clone();
+        for ack in &acks {
+            *want
+                .entry((ack.tid.clone(), ack.action.to_owned()))
+                .or_default() += 1;
+        }
+        for (key, n) in &want {
+            assert_eq!(
+                end.get(key),
+                Some(n),
+                "{}: cut {k}: '{}' on {} is in the history {:?} time(s), answered {n} time(s)",
+                case.name,
+                key.1,
+                key.0,
+                end.get(key)
+            );
+        }
         assert_eq!(
             (got.state, &got.outputs),
             (expected.state, &expected.outputs),
@@ -338,7 +419,7 @@ async fn crash_free_outcomes_are_the_documented_ones() {
             .start()
             .await
             .unwrap();
-        drive(&engine, &clock, case).await
+        drive(&engine, &clock, case, None).await.0
     };
     let seq = run(outcome("sequence")).await;
     assert_eq!(seq.state, TaskState::Completed);

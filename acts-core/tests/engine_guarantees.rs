@@ -7,6 +7,7 @@ mod common;
 use common::*;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::Vars;
@@ -324,9 +325,12 @@ async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
 }
 
 /// A long linear model: 60 `set` steps, each adding to a sum.
+/// The code steps of [`long_model`].
+const LONG_STEPS: u64 = 60;
+
 fn long_model() -> String {
     let mut y = String::from("id: long\nver: '1'\nvars:\n  - { name: sum, value: 0 }\nsteps:\n");
-    for i in 0..60 {
+    for i in 0..LONG_STEPS {
         y.push_str(&format!(
             "  - id: s{i}\n    uses: acts.transform.code\n    params: 'return {{ sum: sum + {i} }}'\n"
         ));
@@ -378,6 +382,8 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
     engine.close().await;
     let batches = recorded.committed().await;
     assert!(batches >= 4, "several slices were committed ({batches})");
+    // The code steps each resumed run evaluated, by cut.
+    let mut evaluated: Vec<u64> = Vec::new();
     for k in 1..=batches {
         let cut = recorded.recover_prefix(k).await;
         // This engine resumes what the cut store holds.
@@ -392,6 +398,14 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
             Ok(got) => {
                 assert_eq!(got.state, TaskState::Completed, "cut {k}");
                 assert_eq!(got.outputs, want.outputs, "cut {k}");
+                // Where it left off, not from the start: a later cut
+                // leaves fewer code steps to evaluate, never more.
+                let left = engine.stats().scripts.evaluations;
+                assert!(
+                    left <= evaluated.last().copied().unwrap_or(LONG_STEPS),
+                    "cut {k} of {batches}: {left} steps evaluated after {evaluated:?}"
+                );
+                evaluated.push(left);
             }
             // Cut before the start committed (the store's index fact, the
             // deploy, then the start): nothing to resume.
@@ -400,6 +414,13 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
         }
         engine.close().await;
     }
+    // The cut after the last slice has nothing left to run, and some cut
+    // resumed in the middle: neither all 60 steps again nor none.
+    assert_eq!(evaluated.last(), Some(&0), "{evaluated:?}");
+    assert!(
+        evaluated.iter().any(|n| (1..LONG_STEPS).contains(n)),
+        "a cut between the slices resumed mid-run: {evaluated:?}"
+    );
 }
 
 fn limited(run: acts_core::scheduler::RunLimits) -> acts_core::engine::EngineConfig {
@@ -549,7 +570,17 @@ async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twic
     let failing = Arc::new(FailingStore::new(store().await));
     let gated = Arc::new(GatedStore::new(failing.clone() as Arc<dyn KvStore>));
     three_waiting(gated.clone()).await;
-    let engine = engine_on(gated.clone()).await;
+    // No housekeeping in the test's span: the only reads are the loads'.
+    let engine = Engine::builder()
+        .store(gated.clone() as Arc<dyn KvStore>)
+        .resume_on_start(false)
+        .config(acts_core::engine::EngineConfig {
+            tick: Duration::from_secs(3600),
+            ..Default::default()
+        })
+        .start()
+        .await
+        .expect("engine starts");
     // The first caller's load parks on its first read ...
     gated.arm(GateKind::Read);
     let first = {
@@ -580,6 +611,11 @@ async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twic
         gated.entered(GateKind::Read),
         1,
         "the failed load was not run again by the joined caller"
+    );
+    assert_eq!(
+        failing.failures(),
+        1,
+        "one read failed: the joined caller did not load again after the failure"
     );
     failing.heal();
     let a = engine.process_handle("w1").await.unwrap().unwrap();

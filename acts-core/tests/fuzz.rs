@@ -40,13 +40,43 @@ fn engine() -> ScriptEngine {
     })
 }
 
+/// A hang guard for one case, far above every limit the case runs under
+/// (a script's 200 ms): a case past it escaped its limits. Not a speed
+/// claim.
+const CASE_BOUND: Duration = Duration::from_secs(20);
+
 /// Loads `text` as a model and, when it loads, builds its tree: either may
-/// fail, neither may panic.
-fn load(text: &str) {
-    if let Ok(loaded) = Workflow::load_yaml_within(text, &ModelLimits::default()) {
-        let _ = ModelTree::build(&loaded.workflow);
-        let _ = acts_core::model::lint(&loaded.workflow, &loaded.unknown_keys);
+/// fail — with a message that says what is wrong — neither may panic or
+/// run unbounded.
+fn load(text: &str) -> Result<(), TestCaseError> {
+    let started = Instant::now();
+    match Workflow::load_yaml_within(text, &ModelLimits::default()) {
+        Ok(loaded) => {
+            if let Err(e) = ModelTree::build(&loaded.workflow) {
+                prop_assert!(!e.to_string().is_empty(), "a tree error without a message");
+            }
+            let _ = acts_core::model::lint(&loaded.workflow, &loaded.unknown_keys);
+        }
+        Err(e) => prop_assert!(!e.to_string().is_empty(), "a load error without a message"),
     }
+    prop_assert!(
+        started.elapsed() < CASE_BOUND,
+        "unbounded: {:?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
+/// A script's failure, as a fuzzed script may cause it: thrown, stopped
+/// at a limit, not valid JavaScript or not a value — never a broken
+/// runtime — and saying so.
+fn structured(e: &ScriptError) -> Result<(), TestCaseError> {
+    prop_assert!(
+        !matches!(e, ScriptError::Setup(_)),
+        "the runtime broke: {e}"
+    );
+    prop_assert!(!e.to_string().is_empty());
+    Ok(())
 }
 
 /// Text made of what YAML and our expressions give meaning to.
@@ -147,12 +177,12 @@ proptest! {
 
     #[test]
     fn any_text_loads_as_a_model_or_fails_cleanly(text in "\\PC{0,400}") {
-        load(&text);
+        load(&text)?;
     }
 
     #[test]
     fn yaml_shaped_text_loads_or_fails_cleanly(text in yamlish()) {
-        load(&text);
+        load(&text)?;
     }
 
     #[test]
@@ -161,15 +191,21 @@ proptest! {
         if let Value::Object(m) = &mut tree {
             m.entry("id").or_insert(json!("m"));
         }
-        load(&tree.to_string());
+        load(&tree.to_string())?;
     }
 
     #[test]
     fn substitution_never_panics(template in "[${} a-z0-9+*'\"`();\\\\.]{0,40}") {
         let e = engine();
         let scope = ScriptScope::from_vars(json!({"a": 1, "b": "x"}).as_object().cloned().unwrap_or_default());
-        let _ = substitute::vars(&e, &json!({"x": template, "y": [template.clone()]}), &scope);
-        let _ = e.eval(ScriptKind::Expression, &template, scope);
+        let started = Instant::now();
+        if let Err(err) = substitute::vars(&e, &json!({"x": template, "y": [template.clone()]}), &scope) {
+            structured(&err)?;
+        }
+        if let Err(err) = e.eval(ScriptKind::Expression, &template, scope) {
+            structured(&err)?;
+        }
+        prop_assert!(started.elapsed() < CASE_BOUND, "unbounded: {:?}", started.elapsed());
     }
 
     #[test]

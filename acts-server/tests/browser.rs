@@ -349,3 +349,49 @@ async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
         .expect("the server task")
         .expect("the server stops cleanly");
 }
+
+/// Without tokens (the local admin, `acts serve`'s default) the dashboard
+/// names the caller plainly and its own calls pass the local-access
+/// checks: a deploy from the page (`application/yaml`, the page's own
+/// origin) is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
+    let engine = Engine::builder().start().await.expect("engine starts");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let site = format!("http://{}", listener.local_addr().expect("an address"));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(acts_server::serve(
+        engine.clone(),
+        Auth::none(),
+        listener,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
+    let driver = Driver::start().await;
+    let b = driver.session().await;
+    b.open(&format!("{site}/#/models")).await;
+    b.wait_text("#principal", "local").await;
+    let who = b.text("#principal").await;
+    assert!(
+        who.contains("admin") && !who.contains("null") && !who.contains("undefined"),
+        "the header names the caller: {who:?}"
+    );
+    b.type_into("#deploy-text", APPROVAL).await;
+    b.click("#deploy").await;
+    b.wait_text("#toast", "Deployed approval").await;
+    assert!(
+        engine.executor().model("approval").await.is_ok(),
+        "the page's deploy reached the engine"
+    );
+    let _ =
+        b.d.call(reqwest::Method::DELETE, &format!("/session/{}", b.id), None)
+            .await;
+    let _ = stop_tx.send(());
+    server
+        .await
+        .expect("the server task")
+        .expect("the server stops cleanly");
+}

@@ -172,6 +172,96 @@ impl RedisCluster {
         Ok(ports)
     }
 
+    /// The port of the master that serves `key`'s slot now (a key with a
+    /// hash tag, `{tag}`, is served where the tag is).
+    pub fn master_of(&self, key: &str) -> Result<u16, String> {
+        let live = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .ok_or("no node of the cluster runs")?;
+        let port = live.port.to_string();
+        let slot: u16 = redis_cli(&["-p", &port, "cluster", "keyslot", key])?
+            .trim()
+            .parse()
+            .map_err(|e| format!("CLUSTER KEYSLOT {key}: {e}"))?;
+        let text = redis_cli(&["-p", &port, "cluster", "nodes"])?;
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let flags = fields.get(2).copied().unwrap_or("");
+            if !flags.contains("master") || flags.contains("fail") {
+                continue;
+            }
+            let serves = fields.iter().skip(8).any(|range| {
+                let mut ends = range.splitn(2, '-').map(|n| n.parse::<u16>());
+                match (ends.next(), ends.next()) {
+                    (Some(Ok(lo)), Some(Ok(hi))) => (lo..=hi).contains(&slot),
+                    (Some(Ok(one)), None) => one == slot,
+                    _ => false,
+                }
+            });
+            if serves {
+                return fields
+                    .get(1)
+                    .and_then(|a| a.split(['@', ':']).nth(1))
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| format!("CLUSTER NODES: no port in '{line}'"));
+            }
+        }
+        Err(format!("no master serves slot {slot} of '{key}'"))
+    }
+
+    /// The ports of the replicas of the master on `master`.
+    pub fn replicas_of(&self, master: u16) -> Result<Vec<u16>, String> {
+        let live = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .ok_or("no node of the cluster runs")?;
+        let text = redis_cli(&["-p", &live.port.to_string(), "cluster", "nodes"])?;
+        let port_of = |line: &str| -> Option<u16> {
+            line.split(' ')
+                .nth(1)?
+                .split(['@', ':'])
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        let id = text
+            .lines()
+            .find(|l| port_of(l) == Some(master))
+            .and_then(|l| l.split(' ').next())
+            .ok_or_else(|| format!("no node on port {master}"))?;
+        Ok(text
+            .lines()
+            .filter(|l| l.split(' ').nth(3) == Some(id))
+            .filter_map(port_of)
+            .collect())
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) the node on `port`: a
+    /// stopped replica takes nothing from its master, which goes on
+    /// acknowledging writes only it has.
+    pub fn freeze(&self, port: u16, frozen: bool) -> Result<(), String> {
+        let pid = self
+            .nodes
+            .iter()
+            .find(|n| n.port == port)
+            .and_then(|n| n.child.as_ref())
+            .map(Child::id)
+            .ok_or_else(|| format!("no running node on port {port}"))?;
+        let sig = if frozen { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .map_err(|e| format!("kill {sig} {pid}: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("kill {sig} {pid}: {status}"))
+        }
+    }
+
     /// Kills the node on `port` (SIGKILL: a crash — what it had not
     /// replicated is gone); its replica takes over after the node timeout
     /// (2 s).
