@@ -10,23 +10,10 @@ mod common;
 
 use common::*;
 
-use acts_core::engine::{ChannelOptions, Engine};
-use acts_core::model::Vars;
 use serde_json::json;
 
 async fn outputs_of(yaml: &str, model: &str) -> serde_json::Value {
-    let engine = Engine::builder()
-        .store(store().await)
-        .start()
-        .await
-        .expect("the engine starts");
-    let exec = engine.executor();
-    exec.deploy_yaml(yaml).await.expect("deploys");
-    let mut rx = engine
-        .channel(ChannelOptions::default().with_type("workflow"))
-        .subscribe();
-    let p = exec.start(model, Vars::new()).await.expect("starts");
-    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    let (engine, end) = run_to_end(yaml, model).await;
     assert_eq!(end.state, "completed", "{end:?}");
     engine.close().await;
     let mut outputs = serde_json::to_value(&end.outputs).expect("json");

@@ -11,29 +11,11 @@ mod common;
 
 use common::*;
 
-use acts_core::engine::{ChannelOptions, Engine};
-use acts_core::model::Vars;
 use serde_json::json;
-
-async fn run(yaml: &str, model: &str) -> (Engine, acts_core::scheduler::Message) {
-    let engine = Engine::builder()
-        .store(store().await)
-        .start()
-        .await
-        .expect("the engine starts");
-    let exec = engine.executor();
-    exec.deploy_yaml(yaml).await.expect("deploys");
-    let mut rx = engine
-        .channel(ChannelOptions::default().with_type("workflow"))
-        .subscribe();
-    let p = exec.start(model, Vars::new()).await.expect("starts");
-    let end = recv_where(&mut rx, ends(&p.pid)).await;
-    (engine, end)
-}
 
 #[tokio::test]
 async fn a_code_result_that_is_not_a_finite_number_fails_the_act() {
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         "id: nan\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'return { ok: 1, ratio: 0 / 0 }'\n",
         "nan",
     )
@@ -53,7 +35,7 @@ async fn a_code_result_that_is_not_a_finite_number_fails_the_act() {
 /// result is such a failure, not a number; a real `null` stays `null`.
 #[tokio::test]
 async fn a_substituted_infinite_value_is_the_reference_null_and_a_real_null_stays() {
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         "id: inf\nver: '1'\nvars:\n  - { name: n, value: 0 }\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { big: '${{ 1 / n }}', fine: '${{ 2 / 4 }}' }\n",
         "inf",
     )
@@ -62,7 +44,7 @@ async fn a_substituted_infinite_value_is_the_reference_null_and_a_real_null_stay
     assert_eq!(end.outputs.get("big"), Some(&json!(null)));
     assert_eq!(end.outputs.get("fine"), Some(&json!(0.5)));
     engine.close().await;
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         "id: nul\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'return { none: null, list: [1, null] }'\nexposes:\n  - { name: none }\n  - { name: list }\n",
         "nul",
     )
@@ -82,7 +64,7 @@ async fn a_substituted_infinite_value_is_the_reference_null_and_a_real_null_stay
 /// `second.note = v` (a running step) is a fold-up write on it.
 #[tokio::test]
 async fn a_global_named_by_a_step_id_reads_and_writes_that_step() {
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         r#"
 id: steps
 ver: '1'
@@ -125,7 +107,7 @@ steps:
 /// over the step's global.
 #[tokio::test]
 async fn an_ended_step_is_not_written_and_a_variable_wins_over_a_step_name() {
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         r#"
 id: ended
 ver: '1'
@@ -148,7 +130,7 @@ steps:
         err.message
     );
     engine.close().await;
-    let (engine, end) = run(
+    let (engine, end) = run_to_end(
         r#"
 id: shadow
 ver: '1'

@@ -148,15 +148,19 @@ impl RedisCluster {
         format!("redis+cluster://{}/{namespace}", self.nodes().join(","))
     }
 
+    /// The port of a node that runs (whom to ask about the cluster).
+    fn live_port(&self) -> Result<String, String> {
+        self.nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .map(|n| n.port.to_string())
+            .ok_or_else(|| "no node of the cluster runs".to_owned())
+    }
+
     /// The ports of the masters that serve slots now (as a running node
     /// sees the cluster).
     pub fn masters(&self) -> Result<Vec<u16>, String> {
-        let live = self
-            .nodes
-            .iter()
-            .find(|n| n.child.is_some())
-            .ok_or("no node of the cluster runs")?;
-        let text = redis_cli(&["-p", &live.port.to_string(), "cluster", "nodes"])?;
+        let text = redis_cli(&["-p", &self.live_port()?, "cluster", "nodes"])?;
         let mut ports: Vec<u16> = text
             .lines()
             .filter(|l| {
@@ -175,12 +179,7 @@ impl RedisCluster {
     /// The port of the master that serves `key`'s slot now (a key with a
     /// hash tag, `{tag}`, is served where the tag is).
     pub fn master_of(&self, key: &str) -> Result<u16, String> {
-        let live = self
-            .nodes
-            .iter()
-            .find(|n| n.child.is_some())
-            .ok_or("no node of the cluster runs")?;
-        let port = live.port.to_string();
+        let port = self.live_port()?;
         let slot: u16 = redis_cli(&["-p", &port, "cluster", "keyslot", key])?
             .trim()
             .parse()
@@ -213,12 +212,7 @@ impl RedisCluster {
 
     /// The ports of the replicas of the master on `master`.
     pub fn replicas_of(&self, master: u16) -> Result<Vec<u16>, String> {
-        let live = self
-            .nodes
-            .iter()
-            .find(|n| n.child.is_some())
-            .ok_or("no node of the cluster runs")?;
-        let text = redis_cli(&["-p", &live.port.to_string(), "cluster", "nodes"])?;
+        let text = redis_cli(&["-p", &self.live_port()?, "cluster", "nodes"])?;
         let port_of = |line: &str| -> Option<u16> {
             line.split(' ')
                 .nth(1)?

@@ -132,6 +132,20 @@ pub async fn engine_on(
     builder.start().await.expect("engine starts")
 }
 
+/// An engine on the test store with `yaml` deployed, process of `model`
+/// started and run to its end: the engine and the process's end message.
+pub async fn run_to_end(yaml: &str, model: &str) -> (acts_core::engine::Engine, Message) {
+    let engine = engine_on(store().await, None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(yaml).await.expect("deploys");
+    let mut rx = engine
+        .channel(acts_core::engine::ChannelOptions::default().with_type("workflow"))
+        .subscribe();
+    let p = exec.start(model, Vars::new()).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    (engine, end)
+}
+
 /// The tasks of process `pid` waiting in an interrupt (their ids).
 pub async fn waiting(exec: &acts_core::engine::Executor, pid: &str) -> Vec<String> {
     exec.tasks(pid)
