@@ -10,22 +10,8 @@ use acts_core::engine::{ChannelOptions, Engine, EngineError};
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
 use acts_store::KvStore;
+use acts_testkit::models::THREE_STEPS;
 use serde_json::json;
-
-const THREE_STEPS: &str = r#"
-id: three
-ver: "1"
-steps:
-  - id: step1
-    uses: acts.transform.set
-    params: { a: 10 }
-  - id: step2
-    uses: acts.transform.code
-    params: "return { b: a + 10 }"
-  - id: step3
-    uses: acts.transform.set
-    params: { c: 30 }
-"#;
 
 const APPROVAL: &str = r#"
 id: approval

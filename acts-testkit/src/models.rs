@@ -1,6 +1,23 @@
 //! Model texts that tests and benchmarks share (YAML strings only: the
 //! testkit does not depend on the engine).
 
+/// The three-step model of the end-to-end scenarios and the bursts
+/// (`set`, `code`, `set`; id `three`): outputs `a: 10, b: 20, c: 30`.
+pub const THREE_STEPS: &str = r#"
+id: three
+ver: "1"
+steps:
+  - id: step1
+    uses: acts.transform.set
+    params: { a: 10 }
+  - id: step2
+    uses: acts.transform.code
+    params: "return { b: a + 10 }"
+  - id: step3
+    uses: acts.transform.set
+    params: { c: 30 }
+"#;
+
 /// What each step of [`linear_model`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinearStep {

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use acts::{ChannelOptions, Engine, KvStore, Vars, Workflow};
 use acts_benches::percentile;
 use acts_testkit::CountingStore;
-use acts_testkit::models::{LinearStep, linear_model};
+use acts_testkit::models::{LinearStep, THREE_STEPS, linear_model};
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -49,21 +49,6 @@ use tokio::sync::mpsc::UnboundedReceiver;
 #[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const THREE_STEPS: &str = r#"
-id: three
-ver: "1"
-steps:
-  - id: step1
-    uses: acts.transform.set
-    params: { a: 10 }
-  - id: step2
-    uses: acts.transform.code
-    params: "return { b: a + 10 }"
-  - id: step3
-    uses: acts.transform.set
-    params: { c: 30 }
-"#;
 
 const ONE_IRQ: &str = r#"
 id: one_irq
