@@ -646,15 +646,20 @@ struct FailoverReport {
     seconds: f64,
 }
 
-/// Answers `pid`'s question once; `true` when the node acknowledged it
-/// (204). A call that failed (the store was failing over) is tried again
-/// while the question is still open.
-async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64) -> bool {
+/// Answers `pid`'s question once; when the node acknowledged it (204),
+/// when the acknowledged call was sent. A call that failed (the store was
+/// failing over) is tried again while the question is still open.
+async fn answer_once(
+    http: &reqwest::Client,
+    nodes: &[String],
+    pid: &str,
+    n: u64,
+) -> Option<Instant> {
     let deadline = Instant::now() + Duration::from_secs(90);
     while Instant::now() < deadline {
         let (status, body) = process(http, nodes, pid).await;
         if status == 200 && body["process"]["state"] != "running" {
-            return false;
+            return None;
         }
         let open = body["tasks"].as_array().and_then(|ts| {
             ts.iter()
@@ -663,6 +668,7 @@ async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64
                 .map(str::to_owned)
         });
         if let Some(tid) = open {
+            let sent = Instant::now();
             let (status, _) = api(
                 http,
                 nodes,
@@ -672,12 +678,12 @@ async fn answer_once(http: &reqwest::Client, nodes: &[String], pid: &str, n: u64
             )
             .await;
             if status == 204 {
-                return true;
+                return Some(sent);
             }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    false
+    None
 }
 
 /// Runs `asks` processes on 3 nodes, crashes the Redis master serving the
@@ -751,8 +757,8 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
                     (http.clone(), nodes.clone(), acked.clone(), answered.clone());
                 set.spawn(async move {
                     let pid = format!("ask{i}");
-                    if answer_once(&http, &nodes, &pid, i as u64).await {
-                        acked.lock().expect("acked").push((pid, i as u64));
+                    if let Some(sent) = answer_once(&http, &nodes, &pid, i as u64).await {
+                        acked.lock().expect("acked").push((pid, i as u64, sent));
                     }
                     answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 });
@@ -772,18 +778,22 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
     for r in &replicas {
         redis.freeze(*r, true).expect("stop a replica");
     }
-    let mark = acked.lock().expect("acked").len();
+    // Calls sent from now on are in the window (one sent before may be
+    // acknowledged after: it reached the replicas in time).
     let stopped = Instant::now();
     loop {
         let (mine, others) = {
             let acked = acked.lock().expect("acked");
-            acked[mark..].iter().fold((0, 0), |(m, o), (pid, _)| {
-                if on_victim(pid) {
-                    (m + 1, o)
-                } else {
-                    (m, o + 1)
-                }
-            })
+            acked.iter().filter(|(_, _, sent)| *sent >= stopped).fold(
+                (0, 0),
+                |(m, o), (pid, _, _)| {
+                    if on_victim(pid) {
+                        (m + 1, o)
+                    } else {
+                        (m, o + 1)
+                    }
+                },
+            )
         };
         let done = if wait {
             assert_eq!(
@@ -819,7 +829,7 @@ async fn through_a_master_crash(options: &str, asks: usize) -> FailoverReport {
     let mut lost = Vec::new();
     // One hang guard for all: a lost answer is not waited for again.
     let deadline = Instant::now() + Duration::from_secs(30);
-    for (pid, n) in &acked {
+    for (pid, n, _) in &acked {
         loop {
             let (_, body) = process(&http, &nodes, pid).await;
             if body["process"]["state"] == "completed"
