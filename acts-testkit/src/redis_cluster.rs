@@ -233,6 +233,41 @@ impl RedisCluster {
             .collect())
     }
 
+    /// Writes `bytes` bytes to `key` on the node on `port` (a key with a
+    /// hash tag the node serves): a large write fills the replication
+    /// stream to its stopped replicas, so what the node acknowledges after
+    /// it stays in its own output buffer.
+    pub fn fill(&self, port: u16, key: &str, bytes: usize) -> Result<(), String> {
+        use std::io::Write as _;
+        let mut child = Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "-x", "SET", key])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("redis-cli: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("redis-cli has no stdin")?;
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..bytes.div_ceil(chunk.len()) {
+            stdin
+                .write_all(&chunk)
+                .map_err(|e| format!("writing to redis-cli: {e}"))?;
+        }
+        drop(stdin);
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("redis-cli: {e}"))?;
+        let answer = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && answer.trim() == "OK" {
+            Ok(())
+        } else {
+            Err(format!(
+                "SET {key} on port {port}: {answer}{}",
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
     /// Stops (SIGSTOP) or continues (SIGCONT) the node on `port`: a
     /// stopped replica takes nothing from its master, which goes on
     /// acknowledging writes only it has.
