@@ -225,6 +225,23 @@ fn screenshots_dir() -> PathBuf {
     dir
 }
 
+/// Ends the browser session, stops the server and checks it stopped
+/// cleanly.
+async fn finish(
+    b: &Session<'_>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let _ =
+        b.d.call(reqwest::Method::DELETE, &format!("/session/{}", b.id), None)
+            .await;
+    let _ = stop.send(());
+    server
+        .await
+        .expect("the server task")
+        .expect("the server stops cleanly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
     let engine = Engine::builder().start().await.expect("engine starts");
@@ -340,14 +357,7 @@ async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
     b.wait_text("#process-state", "completed").await;
     b.screenshot(&shots, "10-process-phone").await;
 
-    let _ =
-        b.d.call(reqwest::Method::DELETE, &format!("/session/{}", b.id), None)
-            .await;
-    let _ = stop_tx.send(());
-    server
-        .await
-        .expect("the server task")
-        .expect("the server stops cleanly");
+    finish(&b, stop_tx, server).await;
 }
 
 /// Without tokens (the local admin, `acts serve`'s default) the dashboard
@@ -386,12 +396,5 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
         engine.executor().model("approval").await.is_ok(),
         "the page's deploy reached the engine"
     );
-    let _ =
-        b.d.call(reqwest::Method::DELETE, &format!("/session/{}", b.id), None)
-            .await;
-    let _ = stop_tx.send(());
-    server
-        .await
-        .expect("the server task")
-        .expect("the server stops cleanly");
+    finish(&b, stop_tx, server).await;
 }

@@ -9,25 +9,9 @@ use std::sync::Arc;
 use acts_core::model::Workflow;
 use acts_core::script::{ScriptEngine, ScriptKind, ScriptScope};
 use acts_core::tree::{ModelTree, ProcessTree};
+use acts_testkit::models::THREE_STEPS;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
-
-/// The 3-step model of the end-to-end scenarios (issue: speed).
-const THREE_STEPS: &str = "
-id: three_steps
-ver: 1.0.0
-steps:
-  - id: step1
-    uses: acts.transform.set
-    params: { a: 10 }
-  - id: step2
-    uses: acts.transform.code
-    params: |
-      return { b: a + 10 };
-  - id: step3
-    uses: acts.transform.set
-    params: { c: 30 }
-";
 
 fn core_benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("model");
