@@ -7,12 +7,13 @@ use acts::{Action, ChannelOptions, Clock, Engine, Executor, ManualClock, SystemC
 
 use crate::answers::{AnswerFile, parse_vars};
 use crate::cli::{AnswerMode, Cli, Command};
-use crate::driver::{Driver, Mode, print_report};
+use crate::driver::{Driver, Mode};
 use crate::failure::Failure;
 use crate::output::{
     pick_errored, pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json,
     print_models, print_process, print_processes, print_started, print_tasks, print_versions,
 };
+use crate::report::print_report;
 use crate::session::{RunSpec, deploy_file, open_engine, run_model};
 
 /// Runs the command; returns the exit code.

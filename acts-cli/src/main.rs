@@ -28,6 +28,7 @@ mod failure;
 mod output;
 mod owner;
 mod query;
+mod report;
 mod serve;
 mod session;
 mod testcmd;

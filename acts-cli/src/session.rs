@@ -9,8 +9,9 @@ use acts::{
     StoreErrorKind as ErrorKind,
 };
 
-use crate::driver::{Driver, Mode, Report};
+use crate::driver::{Driver, Mode};
 use crate::failure::Failure;
+use crate::report::Report;
 
 pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
     open_engine_with(url, clock, false, None).await

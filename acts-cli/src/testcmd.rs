@@ -34,8 +34,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::answers::AnswerFile;
-use crate::driver::{Mode, Report};
+use crate::driver::Mode;
 use crate::failure::Failure;
+use crate::report::Report;
 use crate::session::{RunSpec, open_engine, run_model};
 
 /// A test file.

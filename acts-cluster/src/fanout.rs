@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 use tracing::warn;
 
-use crate::front::{Answer, Call, FORWARDED, error};
+use crate::call::{Answer, Call, FORWARDED, Target, error};
 use crate::meta::CatalogOp;
 use crate::node::ClusterNode;
 
@@ -153,7 +153,7 @@ impl ClusterNode {
     /// holds no partition cannot make a model change itself).
     async fn on_partition_whole(&self, p: u32, call: &Call) -> Response {
         let owner = match self.target(p) {
-            crate::front::Target::Remote(owner) if !call.headers.contains_key(FORWARDED) => owner,
+            Target::Remote(owner) if !call.headers.contains_key(FORWARDED) => owner,
             _ => {
                 return error(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -3,27 +3,16 @@
 //! this node's engine of that partition, or forwarded once to the node
 //! that owns it (waiting, within a bound, while a partition moves).
 
-use std::time::Duration;
-
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tower::ServiceExt;
-use tracing::debug;
 
-use crate::node::{ClusterNode, Owner};
-
-/// Set on a request one node forwards to another (the value: the
-/// forwarding node): the receiver runs it or refuses, never forwards it
-/// again.
-pub(crate) const FORWARDED: &str = "x-acts-forwarded";
-/// Set on a forwarded request that is meant for one partition (listings
-/// and calls that name no process).
-pub(crate) const PARTITION: &str = "x-acts-partition";
+use crate::call::{Call, PARTITION, error};
+use crate::node::ClusterNode;
 
 /// What a request is about, by its method and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,98 +87,6 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
     }
 }
 
-/// An error answer in the API's shape.
-pub(crate) fn error(
-    status: StatusCode,
-    code: &'static str,
-    message: impl Into<String>,
-) -> Response {
-    acts_server::ApiError {
-        status,
-        code,
-        message: message.into(),
-    }
-    .into_response()
-}
-
-/// A buffered request: what a retry or a forward needs again.
-#[derive(Clone)]
-pub(crate) struct Call {
-    pub(crate) method: Method,
-    pub(crate) uri: Uri,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
-}
-
-impl Call {
-    pub(crate) fn request(&self) -> Request {
-        let mut req = Request::new(Body::from(self.body.clone()));
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-
-    fn forwarded(&self) -> bool {
-        self.headers.contains_key(FORWARDED)
-    }
-}
-
-/// A buffered answer.
-pub(crate) struct Answer {
-    pub(crate) status: StatusCode,
-    pub(crate) content_type: Option<HeaderValue>,
-    pub(crate) body: Bytes,
-}
-
-impl Answer {
-    /// A 503 with `code` and `message`, in the API's error shape
-    /// (`acts_server::ApiError`'s body).
-    fn unavailable(code: &'static str, message: String) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            content_type: Some(HeaderValue::from_static("application/json")),
-            body: Bytes::from(json!({"error": {"code": code, "message": message}}).to_string()),
-        }
-    }
-
-    /// The API error code of a failed answer.
-    fn code(&self) -> Option<String> {
-        let v: Value = serde_json::from_slice(&self.body).ok()?;
-        v["error"]["code"].as_str().map(str::to_owned)
-    }
-
-    /// Whether the partition was not (or no longer) served where the call
-    /// went: worth trying again once ownership settles.
-    fn moved(&self) -> bool {
-        self.status == StatusCode::SERVICE_UNAVAILABLE
-            && matches!(
-                self.code().as_deref(),
-                Some("not_owner" | "closing" | "moving")
-            )
-    }
-
-    pub(crate) fn json(&self) -> Option<Value> {
-        serde_json::from_slice(&self.body).ok()
-    }
-
-    pub(crate) fn into_response(self) -> Response {
-        let mut r = Response::new(Body::from(self.body));
-        *r.status_mut() = self.status;
-        if let Some(ct) = self.content_type {
-            r.headers_mut().insert(header::CONTENT_TYPE, ct);
-        }
-        r
-    }
-}
-
-/// Where a partition's calls go now.
-pub(crate) enum Target {
-    Local(Router),
-    Remote(Owner),
-    Nobody,
-}
-
 impl ClusterNode {
     /// The API of this node: every route of `acts serve` (see
     /// `acts-server`), routed over the cluster, plus `/api/v1/cluster/status`
@@ -209,148 +106,6 @@ impl ClusterNode {
             .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES));
         let guard = acts_server::Guard::new(self.inner.server.auth().is_enabled(), port);
         acts_server::guarded(routes, guard)
-    }
-
-    pub(crate) fn target(&self, p: u32) -> Target {
-        let state = self.inner.state.read();
-        if let Some(h) = state.held.get(&p) {
-            return Target::Local(h.router.clone());
-        }
-        match state.owners.get(p as usize).cloned().flatten() {
-            Some(o) if o.node != self.inner.config.node => Target::Remote(o),
-            _ => Target::Nobody,
-        }
-    }
-
-    /// How long a call waits for a partition that is moving: two lease
-    /// TTLs and a bit (a dead owner's lease expires, a tick notices).
-    fn patience(&self) -> Duration {
-        self.inner.config.lease_ttl * 2 + Duration::from_secs(1)
-    }
-
-    /// Runs `call` on partition `p`: here if this node holds it, else on
-    /// its owner (once: a forwarded call is never forwarded again, and is
-    /// answered at once). While the partition has no live owner, or its
-    /// owner hands it over, the call is tried again for up to
-    /// [`patience`](Self::patience).
-    pub(crate) async fn on_partition(&self, p: u32, call: &Call) -> Answer {
-        let deadline = tokio::time::Instant::now() + self.patience();
-        loop {
-            let answer = match self.target(p) {
-                Target::Local(router) => Some(run_local(router, call).await),
-                Target::Remote(_) | Target::Nobody if call.forwarded() => {
-                    Some(Answer::unavailable(
-                        "moving",
-                        format!(
-                            "node '{}' does not own partition {p} (it is moving)",
-                            self.id()
-                        ),
-                    ))
-                }
-                Target::Remote(owner) => self.forward(&owner, Some(p), call).await,
-                Target::Nobody => None,
-            };
-            match answer {
-                // A forwarded call is answered at once: the node that
-                // forwarded it waits and tries again where the partition
-                // went (so a node that just lost a partition refuses
-                // instead of waiting to get it back).
-                Some(a)
-                    if !a.moved()
-                        || call.forwarded()
-                        || tokio::time::Instant::now() >= deadline =>
-                {
-                    return a;
-                }
-                None if tokio::time::Instant::now() >= deadline => {
-                    return Answer::unavailable(
-                        "unavailable",
-                        format!(
-                            "partition {p} has no live owner (a node may have stopped; its \
-                             partitions move within the lease TTL of {:?}); try again",
-                            self.inner.config.lease_ttl
-                        ),
-                    );
-                }
-                _ => {
-                    debug!(partition = p, "partition moving; trying again");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-
-    /// Sends `call` to `owner`, pinned to partition `p` if given (else
-    /// the owner routes it as its own call). `None`: the owner could not
-    /// be reached (try again once the map changes).
-    pub(crate) async fn forward(
-        &self,
-        owner: &Owner,
-        p: Option<u32>,
-        call: &Call,
-    ) -> Option<Answer> {
-        let path = call.uri.path_and_query().map_or("/", |pq| pq.as_str());
-        let url = format!("{}{path}", owner.addr.trim_end_matches('/'));
-        let mut req = self
-            .inner
-            .http
-            .request(call.method.clone(), url)
-            .header(FORWARDED, self.id())
-            .body(call.body.clone());
-        if let Some(p) = p {
-            req = req.header(PARTITION, p.to_string());
-        }
-        for name in [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT] {
-            if let Some(v) = call.headers.get(&name) {
-                req = req.header(name, v.clone());
-            }
-        }
-        match req.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
-                let body = resp.bytes().await.ok()?;
-                Some(Answer {
-                    status,
-                    content_type,
-                    body,
-                })
-            }
-            Err(e) => {
-                debug!(partition = ?p, owner = %owner.node, error = %e, "forwarding failed");
-                None
-            }
-        }
-    }
-
-    /// A partition to run a call every partition answers alike: one this
-    /// node holds, else partition 0 (on its owner).
-    pub(crate) fn any_partition(&self) -> u32 {
-        self.inner
-            .state
-            .read()
-            .held
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
-async fn run_local(router: Router, call: &Call) -> Answer {
-    let resp = match router.oneshot(call.request()).await {
-        Ok(r) => r,
-        Err(never) => match never {},
-    };
-    let status = resp.status();
-    let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
-    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .unwrap_or_default();
-    Answer {
-        status,
-        content_type,
-        body,
     }
 }
 

@@ -11,11 +11,14 @@
 //!   metadata namespace), taking and handing over partitions (one leased
 //!   engine each, resumed as after a restart), the model catalog every
 //!   partition follows (`catalog.rs`, `meta.rs`).
-//! - [`ClusterNode::router`] (`front.rs`, `fanout.rs`, `status.rs`): the
-//!   HTTP API of `acts serve`, accepted by any node and routed to the
-//!   owner of the partition it concerns; listings merged over every
-//!   partition; the live message stream of every partition (`stream.rs`);
-//!   `/api/v1/cluster/status`.
+//! - [`ClusterNode::router`] (`front.rs`: what a call is about and where
+//!   it goes): the HTTP API of `acts serve`, accepted by any node and
+//!   routed to the owner of the partition it concerns (`forward.rs`: run
+//!   here or forwarded once, tried again while a partition moves);
+//!   listings merged over every partition (`fanout.rs`); the live message
+//!   stream of every partition (`stream.rs`); `/api/v1/cluster/status`
+//!   (`status.rs`); metrics (`metrics.rs`). What the front and these
+//!   spokes share about a call is in `call.rs`: no spoke imports the front.
 //!
 //! May depend on: the facade `acts` (engines, the store family),
 //! `acts-server` (each partition's API), `acts-store` (the store
@@ -24,9 +27,11 @@
 //! Start reading at [`ClusterNode::join`] and [`ClusterNode::tick`];
 //! `docs/CLUSTER.md` is the user's guide and the design.
 
+mod call;
 mod catalog;
 mod error;
 mod fanout;
+mod forward;
 mod front;
 mod meta;
 mod metrics;

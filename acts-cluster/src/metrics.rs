@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::front::{Call, Target};
+use crate::call::{Call, Target};
 use crate::node::ClusterNode;
 
 /// Sums the series of several Prometheus texts; `# HELP`/`# TYPE` lines

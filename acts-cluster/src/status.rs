@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use crate::front::error;
+use crate::call::error;
 use crate::node::ClusterNode;
 
 /// A cluster as one node sees it.

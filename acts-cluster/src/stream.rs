@@ -18,7 +18,7 @@ use axum::response::Response;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tower::ServiceExt;
 
-use crate::front::{Call, FORWARDED, PARTITION, Target, error};
+use crate::call::{Call, FORWARDED, PARTITION, Target, error};
 use crate::node::ClusterNode;
 
 /// A queued chunk and the room it holds until the client takes it.

@@ -12,17 +12,16 @@
 
 use std::collections::HashMap;
 
-use acts::{Executor, Principal};
-use axum::extract::{FromRequestParts, Request, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use acts::Principal;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
-use crate::routes::AppState;
+use crate::extract::Caller;
 
 /// The principal every request is when no token is configured.
 pub const LOCAL_ADMIN: &str = "local";
@@ -97,7 +96,9 @@ impl Auth {
             return Ok(Principal::new(LOCAL_ADMIN, [acts::ROLE_ADMIN]));
         }
         let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
-            unauthorized("this server needs a token: send 'Authorization: Bearer <token>'")
+            ApiError::unauthorized(
+                "this server needs a token: send 'Authorization: Bearer <token>'",
+            )
         })?;
         let token = value
             .to_str()
@@ -105,12 +106,14 @@ impl Auth {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be 'Bearer <token>'")
+            })?;
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         self.tokens
             .get(&digest)
             .cloned()
-            .ok_or_else(|| unauthorized("the token is not one this server knows"))
+            .ok_or_else(|| ApiError::unauthorized("the token is not one this server knows"))
     }
 }
 
@@ -133,18 +136,6 @@ fn parse_hash(hex: &str) -> Option<[u8; 32]> {
     }
     Some(out)
 }
-
-fn unauthorized(message: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::UNAUTHORIZED,
-        code: "unauthorized",
-        message: message.to_owned(),
-    }
-}
-
-/// The caller of a request, as the middleware found it.
-#[derive(Debug, Clone)]
-pub(crate) struct Caller(pub Principal);
 
 /// Finds the caller of every request but the health checks (a 401 ends
 /// the request there).
@@ -173,37 +164,10 @@ pub(crate) async fn authenticate(
     }
 }
 
-/// The engine's executor acting for the caller, and the caller.
-pub(crate) struct Exec(pub Executor, pub Principal);
-
-impl FromRequestParts<AppState> for Exec {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
-        let principal = parts
-            .extensions
-            .get::<Caller>()
-            .map(|c| c.0.clone())
-            .ok_or_else(|| unauthorized("the request has no caller"))?;
-        Ok(Exec(
-            s.engine.executor().as_principal(principal.clone()),
-            principal,
-        ))
-    }
-}
-
-impl Exec {
-    /// `Ok` if the caller is an operator or admin; a 403 for `what`
-    /// otherwise (for what the server owns rather than the executor:
-    /// durable channels, metrics).
-    pub(crate) fn need_operator(&self, what: &str) -> Result<(), ApiError> {
-        Ok(self.1.check_operator(what)?)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     #[test]
     fn tokens_are_looked_up_by_hash() {

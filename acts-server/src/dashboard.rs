@@ -6,9 +6,11 @@
 //! styles, and the page builds every element from text (never from HTML
 //! it was sent), so a process's data cannot inject markup.
 
+use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use crate::error::ApiError;
 
@@ -42,13 +44,20 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     r
 }
 
+/// The page and its assets; they work with any router state.
+pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route("/", get(index))
+        .route("/ui/{file}", get(file))
+}
+
 /// `/`: the page.
-pub(crate) async fn index() -> Response {
+async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
 /// `/ui/{file}`: its script and style.
-pub(crate) async fn file(Path(file): Path<String>) -> Response {
+async fn file(Path(file): Path<String>) -> Response {
     match file.as_str() {
         "app.js" => asset("text/javascript; charset=utf-8", APP_JS),
         "app.css" => asset("text/css; charset=utf-8", APP_CSS),

@@ -8,6 +8,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+/// What a handler returns.
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
+
 /// A request that failed: its status, a stable machine-readable code and a
 /// message for people.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +30,15 @@ impl ApiError {
         Self {
             status: StatusCode::BAD_REQUEST,
             code: "bad_request",
+            message: message.into(),
+        }
+    }
+
+    /// A 401 with `message`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
             message: message.into(),
         }
     }

@@ -11,18 +11,22 @@
 //! tower-http, metrics; never on a store backend (the caller opens the
 //! store).
 //!
-//! Start reading at [`router`] (every endpoint, in `routes.rs`) and
-//! [`serve`]; the web dashboard (served at `/`) is `ui/` (embedded by
+//! Start reading at [`router`] (the routers of every resource merged, one
+//! file each under `routes/`) and [`serve`]. What handlers share is in
+//! `state.rs`; what they take from a request (the caller's executor, a
+//! JSON body, query parameters — each failing with the API's error body)
+//! in `extract.rs`. The web dashboard (served at `/`) is `ui/` (embedded by
 //! `dashboard.rs`).
 
 mod auth;
 mod dashboard;
-mod durable;
 mod error;
+mod extract;
 mod guard;
 mod listener;
 mod metrics;
 mod routes;
+mod state;
 mod stream;
 
 use std::future::Future;
@@ -114,7 +118,7 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
     let auth = options.auth;
     let guard = Guard::new(auth.is_enabled(), port);
     let metrics = metrics::Metrics::new();
-    let api = routes::routes(routes::AppState {
+    let api = routes(state::AppState {
         engine,
         metrics: metrics.clone(),
         tokens: auth.is_enabled(),
@@ -130,6 +134,24 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
     ))
     .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     guarded(api, guard)
+}
+
+/// Every resource's router, and a 404 in the API's error body for the
+/// rest (without the body limit and the request counter, which [`app`]
+/// adds).
+fn routes(state: state::AppState) -> Router {
+    Router::new()
+        .merge(routes::service::router())
+        .merge(dashboard::router())
+        .merge(routes::models::router())
+        .merge(routes::processes::router())
+        .merge(routes::tasks::router())
+        .merge(routes::messages::router())
+        .merge(routes::channels::router())
+        .merge(routes::deliveries::router())
+        .merge(routes::triggers::router())
+        .fallback(|| async { ApiError::not_found("no such endpoint (the API is under /api/v1)") })
+        .with_state(state)
 }
 
 /// Serves the API over `engine` on `listener` until `shutdown` resolves:

@@ -25,7 +25,6 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use tokio::sync::Notify;
 
-use crate::auth::Exec;
 use crate::error::ApiError;
 
 /// Most messages queued for one stream's client (see [`StreamLimits`]).
@@ -321,15 +320,17 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// Listens on `channel` for caller `x` (only the messages of the
-    /// processes it may see, unless an operator), within `streams`' bounds:
-    /// a 429 when the caller or the server has too many streams open.
+    /// Listens on `channel` for caller `who` (only the messages of the
+    /// processes `exec`, acting for it, may see, unless an operator),
+    /// within `streams`' bounds: a 429 when the caller or the server has
+    /// too many streams open.
     pub(crate) fn open(
         streams: &Arc<Streams>,
         channel: acts::Channel,
-        x: &Exec,
+        exec: &acts::Executor,
+        who: &acts::Principal,
     ) -> Result<Self, ApiError> {
-        let place = streams.admit(&x.1.id)?;
+        let place = streams.admit(&who.id)?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             ready: Notify::new(),
@@ -341,7 +342,7 @@ impl Subscription {
                 shared.push(m);
             }
         });
-        let visible_to = (!x.1.is_operator()).then(|| (x.0.clone(), HashSet::new()));
+        let visible_to = (!who.is_operator()).then(|| (exec.clone(), HashSet::new()));
         Ok(Self {
             channel,
             shared,

@@ -18,8 +18,9 @@ use acts_testkit::{CrashStore, FailPlan, FailingStore, OpSet, SlowStore};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::drive::{Driven, Sim, Trace, drive, retry, settle};
+use crate::drive::{Driven, drive};
 use crate::rows::{START, orphans, resume_time, teardown};
+use crate::sim::{Sim, Trace, retry, settle};
 use crate::workflow::Spec;
 
 /// What to try for each seed.
@@ -372,7 +373,7 @@ async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
         ));
     }
     let exec = sim.engine.executor();
-    let tasks = retry(|| exec.tasks(crate::drive::PID))
+    let tasks = retry(|| exec.tasks(crate::sim::PID))
         .await
         .map_err(|e| format!("reading the tasks: {e}"))?;
     sim.engine.housekeeping().await;

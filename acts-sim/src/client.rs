@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn the_same_question_gets_the_same_answer() {
-        let spec = crate::workflow::generate(3);
+        let spec = crate::generate::generate(3);
         for key in ["s1", "s2", "x"] {
             for occ in 1..4 {
                 assert_eq!(

@@ -1,6 +1,6 @@
 //! Deterministic simulation of the acts engine.
 //!
-//! From one seed, [`run_seed`] draws a workflow ([`workflow::generate`]:
+//! From one seed, [`run_seed`] draws a workflow ([`generate::generate`]:
 //! sequences, if/else branches and branches with `needs`, parallel,
 //! sequence and block fan-outs of interrupts, interrupts with step
 //! timeouts and catches, subflows, `while` loops, a backward `next`, set
@@ -26,16 +26,23 @@
 //! store contract, the redb and RocksDB backends, `acts-testkit` (crash,
 //! failing and slow stores).
 //! Start reading at [`run_seed`]; `docs/TESTING.md` says how to run it.
+//! One run's engine, trace and fault riding are in `sim.rs`; driving a
+//! process to its end in `drive.rs`, one client turn in `turn.rs`, the
+//! checks in `check.rs`, row checks in `rows.rs`; the workflows in
+//! `workflow.rs` (drawn by `generate.rs`).
 
 pub mod check;
 pub mod client;
 pub mod drive;
+pub mod generate;
 pub mod rows;
+pub mod sim;
 mod turn;
 pub mod workflow;
 
 pub use check::{Failure, Outcome, Plan, Report, check};
-pub use workflow::{Grammar, Spec, generate, generate_with};
+pub use generate::{generate, generate_with};
+pub use workflow::{Grammar, Spec};
 
 /// Checks seed `seed` under `plan` on a single-threaded runtime.
 pub fn run_seed(seed: u64, plan: Plan) -> Result<Report, Failure> {
@@ -51,7 +58,7 @@ pub fn run_spec(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure> {
         .map_err(|e| Failure {
             run: "setup".into(),
             what: format!("cannot build the runtime: {e}"),
-            trace: drive::Trace::default(),
+            trace: sim::Trace::default(),
         })?;
     rt.block_on(check(seed, spec, plan))
 }
@@ -69,7 +76,7 @@ pub fn shrink(seed: u64, spec: &Spec, plan: Plan, budget: usize) -> (Spec, Failu
                 Failure {
                     run: "shrink".into(),
                     what: "the spec passes: nothing to shrink".into(),
-                    trace: drive::Trace::default(),
+                    trace: sim::Trace::default(),
                 },
             );
         }

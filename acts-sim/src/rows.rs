@@ -11,7 +11,7 @@ use acts_core::engine::testing::{
 };
 use acts_store::KvStore;
 
-use crate::drive::{Sim, Trace, retry};
+use crate::sim::{Sim, Trace, retry};
 
 /// The engine clock every simulation starts at (ms).
 pub const START: i64 = 1_000_000;

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::client::{
     Answer, answer, answer_delay, cancels, migrates, pauses, pushes, rewinds, sets_vars, terminates,
 };
-use crate::drive::{PID, Sim, Trace, settle, transient};
+use crate::sim::{PID, Sim, Trace, settle, transient};
 use crate::workflow::Spec;
 
 /// What the client remembers between rounds of one run.

@@ -45,6 +45,7 @@ macro_rules! ensure_eq {
 
 mod cases;
 mod fencing;
+mod heavy;
 mod model;
 
 use std::collections::HashMap;

@@ -1,0 +1,140 @@
+//! The extractors handlers take: who calls ([`Exec`]), a JSON body
+//! ([`Body`], [`OptionalBody`]), a model's text ([`Text`]) and query
+//! parameters ([`Params`]) — each failing with the API's error body
+//! (`{"error": {code, message}}`), never axum's plain-text rejection.
+//!
+//! May use: the state, the error type and the facade `acts`.
+
+use acts::{Executor, Principal};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The caller of a request, as the authentication middleware found it.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller(pub Principal);
+
+/// The engine's executor acting for the caller, and the caller.
+pub(crate) struct Exec(pub Executor, pub Principal);
+
+impl FromRequestParts<AppState> for Exec {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &AppState) -> Result<Self, ApiError> {
+        let principal = parts
+            .extensions
+            .get::<Caller>()
+            .map(|c| c.0.clone())
+            .ok_or_else(|| ApiError::unauthorized("the request has no caller"))?;
+        Ok(Exec(
+            s.engine.executor().as_principal(principal.clone()),
+            principal,
+        ))
+    }
+}
+
+impl Exec {
+    /// `Ok` if the caller is an operator or admin; a 403 for `what`
+    /// otherwise (for what the server owns rather than the executor:
+    /// durable channels, metrics).
+    pub(crate) fn need_operator(&self, what: &str) -> Result<(), ApiError> {
+        Ok(self.1.check_operator(what)?)
+    }
+}
+
+/// The raw bytes of a body, a failure to read them (too large, cut off)
+/// as an API error.
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|e| {
+        let status = e.status();
+        ApiError {
+            status,
+            code: if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "too_large"
+            } else {
+                "bad_request"
+            },
+            message: e.body_text(),
+        }
+    })
+}
+
+/// `bytes` as JSON for `T`, with a 400 that says what is wrong.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the request body is not valid JSON for this call: {e}"
+        ))
+    })
+}
+
+/// A JSON request body (whatever its content type says; the guard has
+/// already refused what a browser form could send).
+pub(crate) struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        Ok(Body(parse_json(&body_bytes(req, state).await?)?))
+    }
+}
+
+/// A JSON request body that may be absent: then `T::default()` (no
+/// options, a null payload).
+pub(crate) struct OptionalBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.is_empty() {
+            return Ok(OptionalBody(T::default()));
+        }
+        Ok(OptionalBody(parse_json(&bytes)?))
+    }
+}
+
+/// A text body (a model, as YAML or JSON): UTF-8 or a 400.
+pub(crate) struct Text(pub String);
+
+impl<S: Send + Sync> FromRequest<S> for Text {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        String::from_utf8(bytes.into())
+            .map(Text)
+            .map_err(|_| ApiError::bad_request("the model must be UTF-8 text (YAML or JSON)"))
+    }
+}
+
+/// Query parameters, with a 400 naming the parameter that is wrong.
+pub(crate) struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(q)| Params(q))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
+    }
+}
+
+/// Whether a query also counts its matches (`?count=true`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CountParam {
+    /// Also count every match (`total`).
+    #[serde(default)]
+    pub(crate) count: bool,
+}
