@@ -371,8 +371,84 @@ async fn abort_and_remove() {
 async fn a_body_over_the_limit_is_413() {
     let (app, _engine) = app().await;
     let big = "x".repeat(acts_server::MAX_BODY_BYTES + 1);
-    let (status, _) = call(&app, Method::POST, "/api/v1/models", Some(&big)).await;
+    let (status, body) = call(&app, Method::POST, "/api/v1/models", Some(&big)).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error_code(&body), "too_large", "{body}");
+    let (status, body) = call(&app, Method::POST, "/api/v1/processes", Some(&big)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error_code(&body), "too_large", "{body}");
+}
+
+/// Every malformed request is answered in the API's error body, never
+/// with the framework's plain text: a body that is not JSON, one of the
+/// wrong shape, query parameters of the wrong type or unknown, a model
+/// that is not UTF-8.
+#[tokio::test]
+async fn malformed_requests_are_400s_in_the_error_body() {
+    let (app, _engine) = app().await;
+    deploy(&app).await;
+    for (method, uri, body, says) in [
+        (
+            Method::POST,
+            "/api/v1/processes",
+            Some("{not json"),
+            "not valid JSON",
+        ),
+        (
+            Method::POST,
+            "/api/v1/processes",
+            Some(r#"{"model": 7}"#),
+            "invalid type",
+        ),
+        (
+            Method::POST,
+            "/api/v1/processes",
+            Some(r#"{"model": "m", "pidd": 1}"#),
+            "unknown field",
+        ),
+        (
+            Method::POST,
+            "/api/v1/processes/query?count=maybe",
+            Some("{}"),
+            "count",
+        ),
+        (Method::GET, "/api/v1/processes?limit=many", None, "limit"),
+        (Method::GET, "/api/v1/processes?colour=red", None, "colour"),
+        (
+            Method::GET,
+            "/api/v1/stuck?after_secs=-1",
+            None,
+            "after_secs",
+        ),
+        (
+            Method::POST,
+            "/api/v1/processes/p1/pause",
+            Some("[1]"),
+            "not valid JSON",
+        ),
+    ] {
+        let (status, out) = call(&app, method.clone(), uri, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method} {uri}: {out}");
+        assert_eq!(error_code(&out), "bad_request", "{method} {uri}: {out}");
+        let message = out["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{method} {uri}: {message}");
+    }
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/models")
+        .header("content-type", "application/yaml")
+        .body(Body::from(vec![0xff, 0xfe, b'i', b'd']))
+        .expect("a valid request");
+    let res = app.clone().oneshot(req).await.expect("the router answers");
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .expect("the body")
+        .to_bytes();
+    let out: Value = serde_json::from_slice(&bytes).expect("a JSON error body");
+    assert_eq!(error_code(&out), "bad_request", "{out}");
 }
 
 #[tokio::test]
