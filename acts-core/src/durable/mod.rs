@@ -8,6 +8,9 @@
 //! The engine's row types (models, procs, tasks, vars, ops, ...) live in
 //! `crate::engine::persist` and implement [`Row`] through `impl_row!`,
 //! which keeps each indexed field's name next to the value it indexes.
+//!
+//! May use: nothing else of the crate (only the store contract,
+//! `acts-store`).
 
 mod collection;
 mod query;

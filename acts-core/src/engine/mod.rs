@@ -23,24 +23,33 @@
 //!
 //! ## The rooms
 //!
-//! - [`api`]: what embedders use — [`Engine`] and its builder, the
-//!   [`Executor`], [`Channel`]s and their filters, the `Info` types,
-//!   [`EngineError`], application packages. It may use every other room.
+//! Each room's `mod.rs` says what it may use, and `tests/layout.rs`
+//! checks that line against the imports. From the bottom:
+//!
+//! - `types`: the vocabulary every room shares — [`EngineError`], the
+//!   `Info` views, principals and roles, the application-package
+//!   interface, channel filters. It uses no other room.
+//! - `persist`: the rows and the one place that turns a process into rows
+//!   and back (and rows into `Info` views); it uses `types`.
 //! - `kernel`: the runtime core — the shared state ([`EngineConfig`]), one
 //!   transition and its batch, the resident cache, loading and recovery,
 //!   deploying and starting, what a committed transition sets off. It uses
-//!   `persist` and the service hooks; never `api` beyond the error and
-//!   info types.
-//! - `persist`: the rows and the one place that turns a process into rows
-//!   and back; it uses only the scheduler, the model and `durable`.
-//! - `services`: deliveries, triggers, housekeeping and sealed data
-//!   (the reference's snapshots) — built on the kernel.
+//!   `types` and `persist`, and reaches the services only through the
+//!   hooks the builder passes in.
+//! - `services`: deliveries, triggers, housekeeping, sealed data (the
+//!   reference's snapshots), the stuck detector, the lease, readiness —
+//!   built on the kernel (they implement its hooks).
+//! - [`api`]: what embedders use — [`Engine`] and its builder, the
+//!   [`Executor`], [`Channel`]s, the queries. It may use every other room.
+//!
+//! May use: `durable`, `model`, `package`, `scheduler`, `script`, `time`,
+//! `tree` (every other folder of the crate).
 
 pub mod api;
-pub(crate) mod filter;
 pub(crate) mod kernel;
 pub(crate) mod persist;
 pub(crate) mod services;
+pub(crate) mod types;
 
 pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{

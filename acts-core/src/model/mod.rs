@@ -7,6 +7,8 @@
 //! - [`Workflow::load_yaml`] keeps the positions of nodes in the source so
 //!   [`validate`] can say which line to fix.
 //! - Unknown keys are ignored at every level, as in the reference engine.
+//!
+//! May use: nothing else of the crate.
 
 mod error;
 mod limits;

@@ -9,6 +9,8 @@
 //!
 //! Running a package (the `ActPackage` trait and the built-ins' behaviour)
 //! comes with the scheduler, which owns the context a package runs in.
+//!
+//! May use: `model`, `scheduler` (the task states a package reports).
 
 mod builtin;
 mod definition;

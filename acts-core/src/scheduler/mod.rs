@@ -18,6 +18,8 @@
 //! requests for work outside the process (application packages, subflow
 //! children) are here too; the engine (`crate::engine`) persists each
 //! transition and delivers its messages.
+//!
+//! May use: `model`, `package`, `script`, `tree`.
 
 mod message;
 mod process;

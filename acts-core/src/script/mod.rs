@@ -18,6 +18,8 @@
 //!   [`ScriptError`].
 //!
 //! Not yet: the reference's user-var globals (`secrets`).
+//!
+//! May use: `model`.
 
 mod engine;
 mod error;

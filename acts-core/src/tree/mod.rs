@@ -6,6 +6,8 @@
 //!   until it creates dynamic acts).
 //! - [`ProcessTree`] is one process's view: the shared tree plus its dynamic
 //!   acts, with links that survive a store round-trip ([`NodeData`]).
+//!
+//! May use: `model`.
 
 pub(crate) mod chunked;
 mod model_tree;

@@ -15,10 +15,11 @@ use tokio::sync::mpsc;
 
 use crate::scheduler::Message;
 
-use crate::engine::api::error::EngineError;
-use crate::engine::filter::{ChannelOptions, Filters};
 use crate::engine::kernel::emitter::{ChannelInner, Emitter};
 use crate::engine::kernel::shared::Kernel;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::filter::{ChannelOptions, Filters};
 
 /// A subscription to the engine's messages (see the module docs). Dropping
 /// the value does not unsubscribe; call [`close`](Self::close).
@@ -84,7 +85,7 @@ impl Channel {
     /// are an error.
     pub async fn ack(&self, msg_id: &str) -> Result<(), EngineError> {
         let (id, rt) = self.durable()?;
-        rt.ack_delivery(id, msg_id).await
+        On(&rt).ack_delivery(id, msg_id).await
     }
 
     /// Hands every unacknowledged message of this durable channel to its
@@ -92,7 +93,7 @@ impl Channel {
     /// reconnecting). Returns how many were sent.
     pub async fn resend_pending(&self) -> Result<usize, EngineError> {
         let (id, rt) = self.durable()?;
-        rt.resend_channel(id).await
+        On(&rt).resend_channel(id).await
     }
 
     /// Calls `f` with every message that passes the filters.
@@ -142,7 +143,7 @@ impl Channel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::filter::tests::msg;
+    use crate::engine::types::filter::tests::msg;
     use crate::scheduler::MessageType;
     use std::sync::atomic::AtomicU64;
 

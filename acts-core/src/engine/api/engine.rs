@@ -9,16 +9,18 @@ use acts_store::{KvStore, MemoryStore};
 
 use crate::durable::WriterConfig;
 use crate::engine::api::channel::Channel;
-use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::package::ActPackage;
-use crate::engine::filter::ChannelOptions;
 use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::config::EngineConfig;
+use crate::engine::kernel::hooks::ServiceHooks;
 use crate::engine::kernel::shared::{self, Kernel};
 use crate::engine::services::sealed::{SealOptions, SealedData};
+use crate::engine::services::{On, Services};
+use crate::engine::types::error::EngineError;
+use crate::engine::types::filter::ChannelOptions;
+use crate::engine::types::package::ActPackage;
 use crate::package::{PackageRegistry, RunAs};
 use crate::script::{ScriptEngine, ScriptLimits};
 use crate::time::{Clock, SystemClock, TimerService};
@@ -140,6 +142,8 @@ impl EngineBuilder {
         // One runtime per core up front: a burst of first processes does
         // not wait for runtimes to be built.
         scripts.warm(std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let sealed = Arc::new(SealedData::new(self.clock.clone()));
+        let services = Arc::new(Services::new(sealed.clone()));
         let rt = Kernel::new(
             store,
             &self.config,
@@ -148,6 +152,8 @@ impl EngineBuilder {
             app,
             self.clock,
             timers,
+            sealed,
+            services.clone(),
         );
         let weak = Arc::downgrade(&rt);
         tokio::spawn(async move {
@@ -163,23 +169,23 @@ impl EngineBuilder {
             }
         });
         for (name, options) in self.sealed {
-            rt.sealed.register(&name, options)?;
+            services.sealed().register(&name, options)?;
         }
-        let engine = Engine { rt };
+        let engine = Engine { rt, services };
         // A shared store is taken (and fenced) before anything is written.
         match &self.config.lease {
             Some(lease) => {
-                engine.rt.acquire_lease(lease).await?;
-                engine.rt.spawn_lease_renewal();
+                On(&engine.rt).acquire_lease(lease).await?;
+                On(&engine.rt).spawn_lease_renewal();
             }
             // An engine without a lease writes unfenced: not on a store a
             // node owns.
-            None => engine.rt.refuse_if_owned().await?,
+            None => On(&engine.rt).refuse_if_owned().await?,
         }
         engine.rt.fill_indexes().await?;
         engine.rt.publish_packages().await?;
         engine.rt.load_models().await?;
-        engine.rt.load_channels().await?;
+        On(&engine.rt).load_channels().await?;
         if self.resume {
             // Ready at once: a bounded read proves the store answers (a
             // down store fails the start, never looks like "nothing to
@@ -203,7 +209,7 @@ impl EngineBuilder {
                 }
             });
         }
-        engine.rt.arm_schedules().await?;
+        engine.services.arm_schedules(&engine.rt).await?;
         engine.rt.arm_housekeeping();
         Ok(engine)
     }
@@ -240,6 +246,7 @@ pub struct EngineStats {
 #[derive(Clone)]
 pub struct Engine {
     rt: Arc<Kernel>,
+    services: Arc<Services>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -287,7 +294,7 @@ impl Engine {
         id: &str,
         options: ChannelOptions,
     ) -> Result<Channel, EngineError> {
-        self.rt.register_channel(id, &options).await?;
+        On(&self.rt).register_channel(id, &options).await?;
         Ok(Channel::open(
             &self.rt.emitter,
             &options,
@@ -362,24 +369,24 @@ impl Engine {
     /// a handle on it (for stateless clients, e.g. over HTTP), as
     /// [`Channel::ack`] does.
     pub async fn ack(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
-        self.rt.ack_delivery(channel, msg_id).await
+        On(&self.rt).ack_delivery(channel, msg_id).await
     }
 
     /// Forgets durable channel `id` and its deliveries.
     pub async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
-        self.rt.remove_channel(id).await
+        On(&self.rt).remove_channel(id).await
     }
 
     /// The sealed-data registry (external data sealed into tasks).
     pub fn sealed_data(&self) -> &SealedData {
-        &self.rt.sealed
+        self.services.sealed()
     }
 
     /// Runs the housekeeping pass now (re-send due deliveries, drop
     /// expired sealed-data entries, sweep settled processes), as the timer
     /// does every `tick`.
     pub async fn housekeeping(&self) {
-        self.rt.housekeeping(true).await;
+        self.services.housekeeping(&self.rt, true).await;
     }
 
     /// Renews the store's lease now (with [`EngineConfig::lease`]; the
@@ -387,12 +394,12 @@ impl Engine {
     /// [`EngineError::Fenced`] once another node has taken the store.
     pub async fn renew_lease(&self) -> Result<(), EngineError> {
         self.rt.check_open()?;
-        self.rt.renew_lease().await
+        On(&self.rt).renew_lease().await
     }
 
     /// Who owns the store, as stored (`None`: no node ever took it).
     pub async fn lease(&self) -> Result<Option<crate::engine::LeaseInfo>, EngineError> {
-        self.rt.read_lease().await
+        Ok(On(&self.rt).read_lease().await?.map(Into::into))
     }
 
     /// The resident set.
@@ -474,7 +481,7 @@ impl Engine {
     /// yet), or its last commit failed and a probe commit fails too. What
     /// `/readyz` answers.
     pub async fn readiness(&self) -> Result<(), EngineError> {
-        self.rt.readiness().await
+        On(&self.rt).readiness().await
     }
 
     /// What an acknowledged write survives on this engine's store, as it

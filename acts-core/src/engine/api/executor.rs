@@ -13,14 +13,16 @@ use crate::durable::{Collection, Query};
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskError, TaskState};
 
-use crate::engine::api::access::Principal;
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::{
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::rows::{ModelRow, PackageRow, TriggerRow};
+use crate::engine::services::On;
+use crate::engine::types::access::Principal;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::DeliveryState;
+use crate::engine::types::info::{
     DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
     ProcInfo, TaskInfo, TriggerInfo,
 };
-use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{DeliveryState, ModelRow, PackageRow, TriggerRow};
 
 /// The client API of an engine (cheap to clone).
 #[derive(Clone)]
@@ -266,7 +268,7 @@ impl Executor {
                 let info = match same {
                     Some(p) => p,
                     None => match self.rt.proc_row(&t.pid).await? {
-                        Some(row) => ProcInfo::of_row(&row),
+                        Some(row) => ProcInfo::from(&row),
                         None => continue, // removed meanwhile
                     },
                 };
@@ -346,13 +348,15 @@ impl Executor {
         trigger_id: &str,
         payload: Value,
     ) -> Result<ProcInfo, EngineError> {
-        self.rt.start_trigger(trigger_id, payload, self.by()).await
+        On(&self.rt)
+            .start_trigger(trigger_id, payload, self.by())
+            .await
     }
 
     /// Sends hook event `name`: every model with a hook trigger of that id
     /// starts with `payload`. Returns the processes started.
     pub async fn hook(&self, name: &str, payload: Value) -> Result<Vec<ProcInfo>, EngineError> {
-        self.rt.hook(name, payload, self.by()).await
+        On(&self.rt).hook(name, payload, self.by()).await
     }
 
     /// The triggers of every deployed model (with the schedules' next and
@@ -373,7 +377,7 @@ impl Executor {
         state: Option<DeliveryState>,
     ) -> Result<Vec<DeliveryInfo>, EngineError> {
         self.need_operator("reading deliveries")?;
-        let rows = self.rt.deliveries(channel, state).await?;
+        let rows = On(&self.rt).deliveries(channel, state).await?;
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
@@ -390,14 +394,14 @@ impl Executor {
     /// Only a failed delivery can be redelivered.
     pub async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("redelivering a dead letter")?;
-        self.rt.redeliver(channel, msg_id).await
+        On(&self.rt).redeliver(channel, msg_id).await
     }
 
     /// Discards dead letter `msg_id` of channel `channel` (its delivery is
     /// deleted). Only a failed delivery can be discarded.
     pub async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("discarding a dead letter")?;
-        self.rt.discard(channel, msg_id).await
+        On(&self.rt).discard(channel, msg_id).await
     }
 
     // ---- tasks --------------------------------------------------------------

@@ -18,11 +18,11 @@ use serde_json::Value;
 use crate::durable::{Collection, Filter, IndexValue, Query};
 use crate::scheduler::TaskState;
 
-use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::info::ProcInfo;
 use crate::engine::persist::rows::ProcRow;
 use crate::engine::persist::var_index::{indexable, var_prefix};
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::ProcInfo;
 
 /// Most processes one page holds.
 pub const MAX_PAGE: usize = 1000;
@@ -342,7 +342,7 @@ impl Executor {
             .rows
             .iter()
             .filter(|r| self.may_see_row(r))
-            .map(ProcInfo::of_row)
+            .map(ProcInfo::from)
             .collect();
         Ok(ProcessPage {
             processes,

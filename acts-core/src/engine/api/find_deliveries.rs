@@ -12,11 +12,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{Collection, Filter, Query};
-use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, count_pages, decode_cursor, encode_cursor};
-use crate::engine::api::info::DeliveryInfo;
-use crate::engine::persist::rows::{DeliveryRow, DeliveryState, MessageRow};
+use crate::engine::persist::rows::{DeliveryRow, MessageRow};
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::DeliveryInfo;
+use crate::engine::types::info::DeliveryState;
 
 /// What deliveries to find (every field optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::scheduler::{MessageType, TaskState};
 
-use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages, encode_cursor, hex_bytes};
-use crate::engine::api::info::TaskInfo;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::TaskInfo;
 
 /// Most processes one page of a task query examines.
 pub const MAX_PROCESSES_PER_PAGE: usize = 1000;

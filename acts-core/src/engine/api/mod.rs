@@ -8,35 +8,32 @@
 //! [`DeliveryInfo`], [`TriggerInfo`], [`PackageInfo`]) — never rows — and fail
 //! with [`EngineError`].
 //!
-//! May use: every room of the engine (it is the top).
+//! May use: `types`, `persist`, `kernel`, `services` (every room of the
+//! engine: it is the top).
 
-pub(crate) mod access;
 pub(crate) mod channel;
 mod engine;
-pub(crate) mod error;
 pub(crate) mod executor;
 pub(crate) mod find;
 mod find_deliveries;
 mod find_tasks;
-pub(crate) mod info;
 mod operate;
-pub(crate) mod package;
 
-pub use crate::engine::filter::ChannelOptions;
 pub use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
-pub use crate::engine::persist::rows::DeliveryState;
-pub use access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
+pub use crate::engine::types::access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
+pub use crate::engine::types::error::EngineError;
+pub use crate::engine::types::filter::ChannelOptions;
+pub use crate::engine::types::info::DeliveryState;
+pub use crate::engine::types::info::{
+    DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
+    ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,
+};
+pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailure};
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
-pub use error::EngineError;
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessPage, ProcessQuery, VarFilter};
 pub use find_deliveries::{DeliveryPage, DeliveryQuery};
 pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TaskPage, TaskQuery};
-pub use info::{
-    DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
-    ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,
-};
-pub use package::{ActPackage, PackageContext, PackageFailure};

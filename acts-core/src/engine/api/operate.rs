@@ -3,9 +3,10 @@
 
 use crate::model::Vars;
 
-use crate::engine::api::error::EngineError;
 use crate::engine::api::executor::Executor;
-use crate::engine::api::info::ProcInfo;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::ProcInfo;
 
 impl Executor {
     /// Pauses process `pid` (operator): its automatic steps and timers hold
@@ -80,7 +81,7 @@ impl Executor {
     ) -> Result<Vec<ProcInfo>, EngineError> {
         self.need_operator("listing stuck processes")?;
         let after = after.unwrap_or(self.rt.config.stuck_after);
-        let rows = self.rt.stuck(after, 1000).await?;
-        Ok(rows.iter().map(ProcInfo::of_row).collect())
+        let rows = On(&self.rt).stuck(after, 1000).await?;
+        Ok(rows.iter().map(ProcInfo::from).collect())
     }
 }

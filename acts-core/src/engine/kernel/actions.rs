@@ -5,9 +5,9 @@
 use crate::model::Vars;
 use crate::scheduler::{Action, ActionError, Process, Services};
 
-use crate::engine::api::access::Principal;
-use crate::engine::api::error::EngineError;
 use crate::engine::kernel::shared::{Kernel, Outcome};
+use crate::engine::types::access::Principal;
+use crate::engine::types::error::EngineError;
 
 impl Kernel {
     // ---- actions ------------------------------------------------------------

@@ -13,8 +13,8 @@ use crate::model::Workflow;
 use crate::tree::ModelTree;
 
 use crate::durable::Collection;
-use crate::engine::api::error::EngineError;
 use crate::engine::persist::rows::{ModelRow, ModelVersionRow, version_row_id};
+use crate::engine::types::error::EngineError;
 
 /// A deployed model version, ready to start processes from.
 ///

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
-use crate::engine::filter::{ChannelOptions, Filters};
+use crate::engine::types::filter::{ChannelOptions, Filters};
 use crate::scheduler::{Message, MessageInterest, MessageState, MessageType};
 
 /// A message handler of a channel.

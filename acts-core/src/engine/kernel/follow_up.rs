@@ -13,13 +13,13 @@ use crate::durable::Collection;
 use crate::model::Vars;
 use crate::scheduler::{Action, Request, TaskError, TaskState};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::package::PackageContext;
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
 use crate::engine::kernel::stalled::Stalled;
 use crate::engine::persist::rows::ProcRow;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::package::PackageContext;
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with

@@ -86,7 +86,7 @@ pub(crate) struct Loading {
     /// or the error every joined caller gets. Set once; a failed load is
     /// never retried on the same cell (a later miss starts a new load), so
     /// two loads of one pid can never both install an instance.
-    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, crate::engine::api::error::EngineError>>,
+    pub cell: OnceCell<Result<Option<Arc<ProcHandle>>, crate::engine::types::error::EngineError>>,
     /// Whether the load starts the process (a refill) rather than only
     /// fetching it (a demand load).
     pub start: bool,

@@ -8,7 +8,6 @@ use tracing::{debug, warn};
 use crate::durable::{Collection, Filter, IndexValue, Query, Row};
 use crate::scheduler::{Action, TaskState};
 
-use crate::engine::api::error::EngineError;
 use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
 use crate::engine::kernel::handle::pid_hash;
 use crate::engine::kernel::shared::Kernel;
@@ -17,6 +16,7 @@ use crate::engine::persist::rows::{
     DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, MetaRow, OpRow, PROC_INDEX,
     PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE, WakeRow,
 };
+use crate::engine::types::error::EngineError;
 
 /// How many loaded processes the boot resume lets resume at once.
 const RESUMES_AT_ONCE: usize = 64;

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use crate::durable::{Collection, IndexValue};
 use crate::scheduler::TaskEvent;
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::{MigrationPlan, MigrationReport, ProcessMigration, TaskMoveInfo};
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
 use crate::engine::persist::migrate::{Target, migrate_rows};
 use crate::engine::persist::rows::ProcRow;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::{MigrationPlan, MigrationReport, ProcessMigration, TaskMoveInfo};
 
 impl Kernel {
     /// Applies (or, with `dry_run`, checks) `plan` on every live process of
@@ -240,7 +240,7 @@ impl Kernel {
         }
         let messages = m.process.take_messages();
         let mut ops = std::mem::take(&mut m.ops);
-        ops.extend(self.delivery_ops(&messages, None).await?);
+        ops.extend(self.hooks.delivery_ops(self, &messages, None).await?);
         self.write(Some((pid, handle.born)), ops).await?;
         // The instance in memory runs the old version: dropped, so the
         // next use loads the migrated rows.

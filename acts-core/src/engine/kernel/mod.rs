@@ -3,9 +3,9 @@
 //! recovery, the model catalog, starting, and what a committed transition sets
 //! off (continuations, subflow children, timers, packages, refill).
 //!
-//! May use: `persist` (rows), the services' hooks, and the API's error,
-//! info, package and access types; never the executor, the builder or channels
-//! beyond the emitter.
+//! May use: `types` and `persist`; the services only through the
+//! [`ServiceHooks`](hooks::ServiceHooks) the builder passes in (never the
+//! services' code or the api's).
 
 pub(crate) mod actions;
 pub(crate) mod cache;
@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod follow_up;
 pub(crate) mod handle;
+pub(crate) mod hooks;
 pub(crate) mod instances;
 pub(crate) mod loading;
 pub(crate) mod migrate;

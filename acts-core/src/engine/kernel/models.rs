@@ -20,11 +20,11 @@ use crate::scheduler::ModelCatalog;
 use crate::script::ScriptError;
 use crate::tree::ModelTree;
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::ModelInfo;
 use crate::engine::kernel::catalog::{DeployedModel, VersionPin};
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow, version_row_id};
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::ModelInfo;
 
 impl ModelCatalog for Kernel {
     fn has_model(&self, id: &str) -> bool {
@@ -96,10 +96,10 @@ impl Kernel {
             &(&row).into(),
         ));
         // The model's triggers go in the same batch.
-        ops.extend(self.trigger_ops(workflow).await?);
+        ops.extend(self.hooks.trigger_ops(self, workflow).await?);
         self.write(None, ops).await?;
         if workflow.on.iter().any(|t| t.kind == "schedule") {
-            self.arm_schedules().await?;
+            self.hooks.arm_schedules(self).await?;
         }
         let info = ModelInfo::from(&row);
         tree.revision = revision;

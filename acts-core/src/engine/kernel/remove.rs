@@ -3,9 +3,9 @@
 
 use crate::scheduler::TaskState;
 
-use crate::engine::api::error::EngineError;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
+use crate::engine::types::error::EngineError;
 
 impl Kernel {
     /// Removes process `pid` and every row of it. Writes of it still
@@ -45,7 +45,7 @@ impl Kernel {
         // Its messages and deliveries go with it (nothing is owed to a
         // client about a process that no longer exists).
         let mut ops = persist::delete_ops(&stored);
-        ops.extend(self.process_message_ops(pid).await?);
+        ops.extend(self.hooks.process_message_ops(self, pid).await?);
         self.write(None, ops).await?;
         if in_flight && !released && !queued {
             // Admitted and not resident (unloaded): its place is free.

@@ -11,9 +11,9 @@
 //! (a concurrent read; tried again a few times), and an instance loaded
 //! before a removal cannot write after it (the writer's removal epoch).
 
-use crate::engine::api::error::EngineError;
 use crate::engine::kernel::cache::Admission;
 use crate::engine::kernel::shared::{Kernel, Outcome};
+use crate::engine::types::error::EngineError;
 use crate::scheduler::{Process, Services};
 
 /// How many times a reopen retries its claim while another instance of

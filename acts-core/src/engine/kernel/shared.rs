@@ -36,14 +36,15 @@ use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskErro
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId, TimerService};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::package::ActPackage;
 use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
+use crate::engine::kernel::hooks::ServiceHooks;
 use crate::engine::persist;
 use crate::engine::persist::rows::{DeliveryRow, OpRow};
-use crate::engine::services::sealed::SealedData;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::package::ActPackage;
+use crate::scheduler::seal::Seals;
 
 /// What an engine timer is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +69,11 @@ pub(crate) struct Kernel {
     pub timers: TimerService<TimerKey>,
     pub emitter: Arc<Emitter>,
     pub config: EngineConfig,
-    pub sealed: SealedData,
+    /// Sealed data a transition seals into tasks (the registry is the
+    /// services').
+    seals: Arc<dyn Seals>,
+    /// The services, as the kernel calls them.
+    pub(crate) hooks: Arc<dyn ServiceHooks<Kernel>>,
     pub(crate) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
     /// Every in-flight process's armed timeout timer and when it is due,
     /// resident or not (the in-memory side of the wake index: a timer
@@ -117,9 +122,10 @@ impl Kernel {
         app_packages: HashMap<String, Arc<dyn ActPackage>>,
         clock: Arc<dyn Clock>,
         timers: TimerService<TimerKey>,
+        seals: Arc<dyn Seals>,
+        hooks: Arc<dyn ServiceHooks<Kernel>>,
     ) -> Arc<Self> {
         let writer = GroupCommitWriter::start(store.clone(), config.writer);
-        let clock_for_sealed = clock.clone();
         Arc::new_cyclic(|me| Self {
             store,
             writer,
@@ -132,7 +138,8 @@ impl Kernel {
             timers,
             emitter: Arc::new(Emitter::default()),
             config: config.clone(),
-            sealed: SealedData::new(clock_for_sealed),
+            seals,
+            hooks,
             schedule_timer: parking_lot::Mutex::new(None),
             proc_timers: parking_lot::Mutex::new(HashMap::new()),
             timers_touched: parking_lot::Mutex::new(None),
@@ -159,7 +166,7 @@ impl Kernel {
         Services {
             scripts: &self.scripts,
             packages: &self.packages,
-            seals: Some(&self.sealed),
+            seals: Some(&*self.seals),
             models: Some(self),
             limits: self.config.run_limits,
             interest: self.emitter.interest(),
@@ -234,7 +241,7 @@ impl Kernel {
         // Everything acknowledged is already durable; this only waits for
         // the writes in flight, hands the store's lease over, then lets go
         // of the store.
-        self.release_lease().await;
+        self.hooks.release_lease(self).await;
         self.writer.close().await;
     }
 
@@ -317,7 +324,7 @@ impl Kernel {
             // meanwhile.
             let pre_read = if self.emitter.has_durable() {
                 let seen = current.commits.load(Ordering::Acquire);
-                Some((seen, self.deliveries_of(current.pid()).await?))
+                Some((seen, self.hooks.deliveries_of(self, current.pid()).await?))
             } else {
                 None
             };
@@ -437,7 +444,16 @@ impl Kernel {
         let was_parked = was_stored && slot.persisted.row.state == TaskState::None;
         let mut ops = persist::transition_ops(process, &mut slot.persisted, wake);
         ops.extend(extra);
-        let committed = match self.delivery_ops(&messages, known_pending).await {
+        // Without durable channels there is nothing to record (and no
+        // call into the services on the commit path).
+        let deliveries = if self.emitter.has_durable() {
+            self.hooks
+                .delivery_ops(self, &messages, known_pending)
+                .await
+        } else {
+            Ok(Vec::new())
+        };
+        let committed = match deliveries {
             Ok(deliveries) => {
                 ops.extend(deliveries);
                 self.write(Some((&pid, handle.born)), ops).await
@@ -512,8 +528,8 @@ impl Kernel {
                     self.stall(&pid, crate::engine::kernel::stalled::Stalled::Tick, &e);
                 }
             }
-            TimerKey::Schedules => self.fire_schedules().await,
-            TimerKey::Housekeeping => self.housekeeping(false).await,
+            TimerKey::Schedules => self.hooks.fire_schedules(self).await,
+            TimerKey::Housekeeping => self.hooks.housekeeping(self, false).await,
         }
     }
 

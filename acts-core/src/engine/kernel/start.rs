@@ -11,13 +11,13 @@ use crate::model::Vars;
 use crate::scheduler::Process;
 use crate::tree::long_id;
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::ProcInfo;
 use crate::engine::kernel::cache::{Admission, ProcHandle};
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
 use crate::engine::persist::rows::ProcRow;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::ProcInfo;
 
 impl Kernel {
     // ---- starting processes ---------------------------------------------
@@ -168,7 +168,7 @@ impl Kernel {
                 // Slots may have freed while the row was written.
                 self.refill();
                 debug!(pid = %pid, "parked: the resident set is full");
-                Ok(ProcInfo::of_row(&row))
+                Ok(ProcInfo::from(&row))
             }
         }
     }

@@ -13,11 +13,11 @@
 
 use crate::durable::{Collection, Filter, IndexValue, Query};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::{ModelInfo, ModelVersionInfo};
 use crate::engine::kernel::catalog::GoingMark;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow, version_row_id};
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::{ModelInfo, ModelVersionInfo};
 
 /// Who runs on a version: stored processes, and how many have not ended.
 struct Users {
@@ -185,7 +185,7 @@ impl Kernel {
                 (false, false) => {}
             }
         }
-        ops.extend(self.trigger_delete_ops(id).await?);
+        ops.extend(self.hooks.trigger_delete_ops(self, id).await?);
         self.write(None, ops).await?;
         if let Some(prev) = self.models.latest.write().remove(id) {
             self.models

@@ -1,9 +1,10 @@
 //! Persistence: the engine's rows and the one place that turns a process
 //! into rows (what a transition writes) and rows back into a process.
 //!
-//! May use: the scheduler, the model, the tree and `durable`
-//! (collections); nothing else of the engine.
+//! May use: `types`; of the crate, the scheduler, the model, the tree and
+//! `durable` (collections).
 
+pub(crate) mod info;
 pub(crate) mod migrate;
 pub(crate) mod process;
 pub(crate) mod rows;

@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{IndexValue, impl_row};
+use crate::engine::types::info::DeliveryState;
 use crate::model::Vars;
 use crate::scheduler::{TaskError, TaskState};
 use crate::tree::NodeData;
@@ -422,35 +423,6 @@ impl_row!(MessageRow, "messages", version = 1, |r| r.id.clone(), {
     "pid" => IndexValue::Str(r.pid.clone()),
 });
 
-/// Where a delivery stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum DeliveryState {
-    /// Not acknowledged yet: re-sent on the retry timer.
-    Pending,
-    /// Acknowledged by the client.
-    Acked,
-    /// Given up after the last try (the dead-letter view).
-    Failed,
-    /// Settled without an ack: the message's task has ended since (an
-    /// interrupt answered, an act finished), so re-sending it would be
-    /// stale.
-    Closed,
-}
-
-impl DeliveryState {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryState::Pending => "pending",
-            DeliveryState::Acked => "acked",
-            DeliveryState::Failed => "failed",
-            DeliveryState::Closed => "closed",
-        }
-    }
-}
-
 /// One message owed to one durable channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeliveryRow {
@@ -516,7 +488,7 @@ pub struct ChannelRow {
     /// The channel id.
     pub id: String,
     /// Its filters.
-    pub options: crate::engine::filter::ChannelOptions,
+    pub options: crate::engine::types::filter::ChannelOptions,
 }
 
 impl_row!(ChannelRow, "channels", version = 1, |r| r.id.clone(), {});

@@ -23,15 +23,14 @@ use tracing::{error, warn};
 use crate::durable::{Collection, Filter, Query};
 use crate::scheduler::{Message, MessageState, TaskState};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::filter::ChannelOptions;
-use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
-use crate::engine::persist::rows::{
-    ChannelRow, DeliveryRow, DeliveryState, MessageRow, ProcRow, delivery_row_id,
-};
+use crate::engine::persist::rows::{ChannelRow, DeliveryRow, MessageRow, ProcRow, delivery_row_id};
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::filter::ChannelOptions;
+use crate::engine::types::info::DeliveryState;
 
-impl Kernel {
+impl On<'_> {
     /// Stores the registration of durable channel `id`.
     pub(crate) async fn register_channel(
         &self,
@@ -417,7 +416,6 @@ impl Kernel {
         if let Err(e) = self.resend_due().await {
             warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
         }
-        self.sealed.sweep(self.now());
         if let Err(e) = self.retry_outbox().await {
             warn!(error = %e, "reading the outbox failed; retried on the next tick");
         }

@@ -23,13 +23,15 @@ use acts_store::keys::KeyBuilder;
 use acts_store::{BatchOp, Condition};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::api::error::EngineError;
 use crate::engine::kernel::config::HeldLease;
 pub use crate::engine::kernel::config::LeaseConfig;
-use crate::engine::kernel::shared::Kernel;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
 
-/// Who owns a store, as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Who owns a store (what [`Engine::lease`](crate::engine::Engine::lease)
+/// answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LeaseInfo {
     /// The owning node.
     pub owner: String,
@@ -37,6 +39,25 @@ pub struct LeaseInfo {
     pub epoch: u64,
     /// When the lease expires unless renewed (ms on the engine clock).
     pub expires_at: i64,
+}
+
+/// A lease as stored (its own shape: [`LeaseInfo`] may grow without
+/// changing what is stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredLease {
+    pub(crate) owner: String,
+    pub(crate) epoch: u64,
+    pub(crate) expires_at: i64,
+}
+
+impl From<StoredLease> for LeaseInfo {
+    fn from(l: StoredLease) -> Self {
+        Self {
+            owner: l.owner,
+            epoch: l.epoch,
+            expires_at: l.expires_at,
+        }
+    }
 }
 
 /// Most bytes of a stored lease (a bigger one is damage, not a lease).
@@ -56,9 +77,9 @@ fn corrupt(what: &str) -> EngineError {
     ))
 }
 
-impl Kernel {
+impl On<'_> {
     /// The store's lease as stored (`None`: no node ever owned it).
-    pub(crate) async fn read_lease(&self) -> Result<Option<LeaseInfo>, EngineError> {
+    pub(crate) async fn read_lease(&self) -> Result<Option<StoredLease>, EngineError> {
         let Some(bytes) = self.store.get(&lease_key()).await? else {
             return Ok(None);
         };
@@ -140,7 +161,7 @@ impl Kernel {
 
     fn lease_bytes(&self, config: &LeaseConfig, epoch: u64, expires_from: i64) -> Vec<u8> {
         let ttl = i64::try_from(config.ttl.as_millis()).unwrap_or(i64::MAX);
-        let info = LeaseInfo {
+        let info = StoredLease {
             owner: config.node.clone(),
             epoch,
             expires_at: expires_from.saturating_add(ttl),
@@ -211,7 +232,7 @@ impl Kernel {
                 if rt.is_closed() {
                     return;
                 }
-                if let Err(e) = rt.renew_lease().await {
+                if let Err(e) = On(&rt).renew_lease().await {
                     tracing::error!(error = %e, "renewing the store's lease failed");
                     if matches!(e, EngineError::Fenced(_)) {
                         return;

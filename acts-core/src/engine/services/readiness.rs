@@ -12,15 +12,15 @@
 use acts_store::BatchOp;
 use acts_store::keys::KeyBuilder;
 
-use crate::engine::api::error::EngineError;
-use crate::engine::kernel::shared::Kernel;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
 
 /// The key a probe commit writes (the time of the probe, ms).
 fn probe_key() -> Vec<u8> {
     KeyBuilder::new().str("health").str("probe").finish()
 }
 
-impl Kernel {
+impl On<'_> {
     /// `Ok` when the next transition can commit; else why not.
     pub(crate) async fn readiness(&self) -> Result<(), EngineError> {
         self.check_open()?;

@@ -20,7 +20,7 @@ use crate::model::Vars;
 use crate::scheduler::seal::{OnMissing, SealPolicy, SealTarget, Seals};
 use crate::time::Clock;
 
-use crate::engine::api::error::EngineError;
+use crate::engine::types::error::EngineError;
 
 /// The longest TTL (seconds) a target may have.
 pub const MAX_TTL_SECS: u64 = (i64::MAX / 1000) as u64;

@@ -18,14 +18,14 @@ use tracing::warn;
 use crate::durable::Collection;
 use crate::scheduler::{Message, MessageState, MessageType};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::ProcRow;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
 
 /// Most stuck processes one check reads (the rest wait for the next).
 const MAX_PER_CHECK: usize = 1000;
 
-impl Kernel {
+impl On<'_> {
     /// The processes quiet for longer than `after` (oldest quiet first, at
     /// most `limit`), read from the `quiet` index up to that bound.
     pub(crate) async fn stuck(

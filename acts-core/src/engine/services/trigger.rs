@@ -20,10 +20,11 @@ use tracing::warn;
 use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
 
-use crate::engine::api::error::EngineError;
-use crate::engine::api::info::ProcInfo;
-use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::kernel::shared::TimerKey;
 use crate::engine::persist::rows::TriggerRow;
+use crate::engine::services::On;
+use crate::engine::types::error::EngineError;
+use crate::engine::types::info::ProcInfo;
 
 /// The next fire time of `cron` strictly after `after_ms` (0: never).
 pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
@@ -37,7 +38,7 @@ pub(crate) fn next_fire(cron: &str, after_ms: i64) -> Result<i64, String> {
         .map_or(0, |t| t.timestamp_millis()))
 }
 
-impl Kernel {
+impl On<'_> {
     /// The trigger rows of `workflow`'s triggers (keeping the schedule state
     /// of unchanged crons), and deletes of triggers no longer declared.
     pub(crate) async fn trigger_ops(

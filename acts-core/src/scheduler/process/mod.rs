@@ -1,10 +1,10 @@
 //! [`Process`]: one workflow run as a pure, synchronous state machine.
 //!
-//! The process owns its tree and tasks and a queue of jobs (`exec` or
-//! `next` of a task). [`Process::run`] works the queue until nothing is left
-//! to do (every task is terminal or waits for a client), collecting the
-//! messages clients are to receive. No I/O happens here: the engine around it
-//! persists the resulting state and delivers the messages after that.
+//! It owns its tree, tasks and a queue of jobs (`exec` or `next` of a
+//! task); [`Process::run`] works the queue until every task is terminal or
+//! waits for a client, collecting the messages for clients. No I/O here:
+//! the engine persists the state and delivers the messages after that.
+//! May use: the rest of the scheduler (it has no sibling rooms).
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! [`ActPackage`]: application packages.
 //!
 //! An application registers a package with
-//! [`EngineBuilder::package`](super::EngineBuilder::package). Acts that
+//! [`EngineBuilder::package`](crate::engine::EngineBuilder::package). Acts that
 //! use it are checked against its params schema at deploy; when one runs,
 //! the act stays `running` while the engine calls [`ActPackage::run`] off
 //! the process's lane, then completes the act with the returned vars (or

@@ -1,10 +1,10 @@
 //! Access control: [`Principal`]s and what each may do, checked by the
-//! [`Executor`](super::Executor) itself so that every front end (the HTTP
+//! [`Executor`](crate::engine::Executor) itself so that every front end (the HTTP
 //! API, the CLI, an embedding application) gets the same answer.
 //!
 //! An executor without a principal is the embedding application and may do
 //! everything. One made with
-//! [`Executor::as_principal`](super::Executor::as_principal) checks each
+//! [`Executor::as_principal`](crate::engine::Executor::as_principal) checks each
 //! call:
 //! - role `admin`: everything;
 //! - role `operator`: everything except deploying and removing models —

@@ -11,13 +11,10 @@ use crate::model::{Variant, Vars};
 use crate::scheduler::{MessageType, Pause, Process, TaskError, TaskEvent, TaskIx, TaskState};
 use crate::tree::NodeContent;
 
-use crate::engine::persist::rows::{
-    DeliveryRow, DeliveryState, ModelRow, PackageRow, ProcRow, TriggerRow,
-};
 use crate::package::PackageDefinition;
 
 /// A stored time: 0 means "not set".
-fn set(ms: i64) -> Option<i64> {
+pub(crate) fn set(ms: i64) -> Option<i64> {
     (ms != 0).then_some(ms)
 }
 
@@ -43,20 +40,6 @@ pub struct ModelInfo {
     /// changed nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unchanged: bool,
-}
-
-impl From<&ModelRow> for ModelInfo {
-    fn from(r: &ModelRow) -> Self {
-        Self {
-            id: r.id.clone(),
-            name: r.name.clone(),
-            ver: r.ver.clone(),
-            revision: r.revision,
-            deployed_at: r.deployed_at,
-            warnings: Vec::new(),
-            unchanged: false,
-        }
-    }
 }
 
 /// One version of a model, as `versions` lists it.
@@ -119,21 +102,6 @@ impl ProcInfo {
             err: root.and_then(|r| r.err.as_deref().cloned()),
             started_by: p.audience.started_by.clone(),
             paused: p.paused.clone(),
-        }
-    }
-
-    pub(crate) fn of_row(r: &ProcRow) -> Self {
-        Self {
-            pid: r.id.clone(),
-            model_id: r.mid.clone(),
-            model_rev: r.rev,
-            state: r.state,
-            start_time: set(r.start_time),
-            end_time: set(r.end_time),
-            outputs: Vars::new(),
-            err: r.err.clone(),
-            started_by: r.started_by.clone(),
-            paused: r.paused.clone(),
         }
     }
 }
@@ -219,6 +187,35 @@ impl TaskInfo {
     }
 }
 
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum DeliveryState {
+    /// Not acknowledged yet: re-sent on the retry timer.
+    Pending,
+    /// Acknowledged by the client.
+    Acked,
+    /// Given up after the last try (the dead-letter view).
+    Failed,
+    /// Settled without an ack: the message's task has ended since (an
+    /// interrupt answered, an act finished), so re-sending it would be
+    /// stale.
+    Closed,
+}
+
+impl DeliveryState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Acked => "acked",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Closed => "closed",
+        }
+    }
+}
+
 /// One message owed to one durable channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -239,27 +236,11 @@ pub struct DeliveryInfo {
     pub next_at: Option<i64>,
     /// When it was created.
     pub created_at: i64,
-    /// The message itself, when asked for ([`DeliveryQuery::messages`](crate::engine::api::DeliveryQuery::messages))
+    /// The message itself, when asked for ([`DeliveryQuery::messages`](crate::engine::DeliveryQuery::messages))
     /// and still stored (a message is kept until every durable channel's
     /// delivery of it is settled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<crate::scheduler::Message>,
-}
-
-impl From<&DeliveryRow> for DeliveryInfo {
-    fn from(r: &DeliveryRow) -> Self {
-        Self {
-            channel: r.channel.clone(),
-            msg_id: r.msg_id.clone(),
-            pid: r.pid.clone(),
-            tid: r.tid.clone(),
-            state: r.state,
-            tries: r.tries,
-            next_at: (r.state == DeliveryState::Pending).then_some(r.next_at),
-            created_at: r.created_at,
-            message: None,
-        }
-    }
 }
 
 /// A model's trigger (`on:`).
@@ -286,21 +267,6 @@ pub struct TriggerInfo {
     pub last_run: Option<i64>,
 }
 
-impl From<&TriggerRow> for TriggerInfo {
-    fn from(r: &TriggerRow) -> Self {
-        Self {
-            id: r.id.clone(),
-            model_id: r.mid.clone(),
-            trigger: r.trigger.clone(),
-            kind: r.kind.clone(),
-            params: r.params.clone(),
-            schedule: r.schedule.clone(),
-            next_run: set(r.next_run),
-            last_run: set(r.last_run),
-        }
-    }
-}
-
 /// A package the engine knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -309,15 +275,6 @@ pub struct PackageInfo {
     pub definition: PackageDefinition,
     /// Whether it is built in (else the application registered it).
     pub builtin: bool,
-}
-
-impl From<&PackageRow> for PackageInfo {
-    fn from(r: &PackageRow) -> Self {
-        Self {
-            definition: r.package.clone(),
-            builtin: r.builtin,
-        }
-    }
 }
 
 /// A migration plan: move the live processes of `model` from version
