@@ -84,9 +84,10 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             lease_ttl,
             ..
         } => {
-            let lease = node.map(|id| acts::LeaseConfig {
-                ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
-                ..acts::LeaseConfig::new(&id)
+            let lease = node.map(|id| {
+                let mut v = acts::LeaseConfig::new(&id);
+                v.ttl = std::time::Duration::from_secs(lease_ttl.max(1));
+                v
             });
             crate::serve::run(&args.store, listen.as_deref(), config.as_deref(), lease).await
         }
@@ -225,7 +226,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
             let mut list = Vec::new();
             loop {
                 let page = exec.find_processes(&q).await.map_err(Failure::action)?;
-                list.extend(page.processes);
+                list.extend(page.items);
                 match page.next {
                     Some(c) => q.cursor = Some(c),
                     None => break,
@@ -251,7 +252,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 let (exec, q) = (&exec, q.clone().after(cursor));
                 async move {
                     let page = exec.find_tasks(&q).await.map_err(Failure::action)?;
-                    Ok((page.tasks, page.next))
+                    Ok((page.items, page.next))
                 }
             })
             .await?;
@@ -290,7 +291,7 @@ async fn other_command(engine: &Engine, command: Command, strict: bool) -> Resul
                 let (exec, q) = (&exec, q.clone().after(cursor));
                 async move {
                     let page = exec.find_deliveries(&q).await.map_err(Failure::action)?;
-                    Ok((page.deliveries, page.next))
+                    Ok((page.items, page.next))
                 }
             })
             .await?;

@@ -56,12 +56,7 @@ pub(crate) fn where_query(
                 "--where '{w}': the variable name is missing"
             )));
         }
-        let f = filter.get_or_insert_with(|| VarFilter {
-            name: name.to_owned(),
-            eq: None,
-            min: None,
-            max: None,
-        });
+        let f = filter.get_or_insert_with(|| VarFilter::new(name));
         if f.name != name {
             return Err(Failure::input(format!(
                 "--where on '{}' and '{name}': a query looks up one variable (filter the rest with --state, or in the output)",
@@ -106,12 +101,14 @@ pub(crate) fn migration_plan(
             })?
         }
     };
-    Ok(acts::MigrationPlan {
-        model: model.to_owned(),
-        from,
-        to,
-        map,
-        vars: crate::answers::parse_vars(vars)?,
+    Ok({
+        let mut v = acts::MigrationPlan::default();
+        v.model = model.to_owned();
+        v.from = from;
+        v.to = to;
+        v.map = map;
+        v.vars = crate::answers::parse_vars(vars)?;
+        v
     })
 }
 
@@ -188,12 +185,13 @@ pub(crate) fn delivery_query(f: &DeliveryFilter) -> Result<DeliveryQuery, Failur
             ))),
         })
         .transpose()?;
-    Ok(DeliveryQuery {
-        channel: f.channel.clone(),
-        state,
-        pid: f.pid.clone(),
-        messages: f.messages,
-        ..DeliveryQuery::new()
+    Ok({
+        let mut v = DeliveryQuery::new();
+        v.channel = f.channel.clone();
+        v.state = state;
+        v.pid = f.pid.clone();
+        v.messages = f.messages;
+        v
     })
 }
 

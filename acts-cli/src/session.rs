@@ -43,9 +43,10 @@ pub(crate) async fn open_engine_with(
     let mut builder = Engine::builder()
         .store(store)
         .resume_on_start(resume)
-        .config(acts::EngineConfig {
-            lease,
-            ..acts::EngineConfig::default()
+        .config({
+            let mut v = acts::EngineConfig::default();
+            v.lease = lease;
+            v
         });
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));

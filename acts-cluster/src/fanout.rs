@@ -185,14 +185,11 @@ type Cursors = BTreeMap<u32, Option<String>>;
 
 fn encode_cursors(c: &Cursors) -> String {
     let json = serde_json::to_string(c).unwrap_or_default();
-    format!(
-        "c{}",
-        acts::acts_core::engine::encode_cursor(json.as_bytes())
-    )
+    format!("c{}", acts::encode_cursor(json.as_bytes()))
 }
 
 fn decode_cursors(s: &str) -> Option<Cursors> {
-    let bytes = acts::acts_core::engine::hex_bytes(s.strip_prefix('c')?, MAX_CURSOR_CHARS)?;
+    let bytes = acts::hex_bytes(s.strip_prefix('c')?, MAX_CURSOR_CHARS)?;
     serde_json::from_slice(&bytes).ok()
 }
 

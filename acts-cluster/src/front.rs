@@ -206,7 +206,7 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
             return node.on_partition(p, &call).await.into_response();
         }
         None => {
-            let pid = acts::acts_core::tree::long_id();
+            let pid = acts::long_id();
             if !body.get("vars").is_some_and(Value::is_object) {
                 body["vars"] = json!({});
             }

@@ -389,10 +389,11 @@ impl ClusterNode {
         let config = &self.inner.config;
         let store = self.inner.family.member(&format!("p{p}"))?;
         let mut engine_config = config.engine.clone();
-        engine_config.lease = Some(LeaseConfig {
-            node: config.node.clone(),
-            ttl: config.lease_ttl,
-            background_renewal: config.background,
+        engine_config.lease = Some({
+            let mut v = LeaseConfig::new(&config.node);
+            v.ttl = config.lease_ttl;
+            v.background_renewal = config.background;
+            v
         });
         // Schedules fire once per cluster: on partition 0's owner.
         engine_config.run_schedules = config.engine.run_schedules && p == 0;

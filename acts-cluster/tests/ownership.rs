@@ -66,9 +66,10 @@ async fn node(family: &StoreFamily, clock: &ManualClock, id: &str) -> Result<Nod
     config.background = false;
     // No housekeeping in the test's time span: a "frozen" node renews
     // nothing on its own.
-    config.engine = EngineConfig {
-        tick: Duration::from_secs(3600),
-        ..EngineConfig::default()
+    config.engine = {
+        let mut v = EngineConfig::default();
+        v.tick = Duration::from_secs(3600);
+        v
     };
     let node = ClusterNode::join(config, family.clone(), acts_server::Auth::none()).await?;
     let port = listener.local_addr().expect("address").port();

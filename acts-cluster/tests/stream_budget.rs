@@ -34,9 +34,10 @@ async fn the_partitions_of_a_node_share_one_stream_budget() {
     let mut config = ClusterConfig::new("a", &url, 2);
     config.clock = Arc::new(ManualClock::new(1_000_000));
     config.background = false;
-    config.engine = EngineConfig {
-        tick: Duration::from_secs(3600),
-        ..EngineConfig::default()
+    config.engine = {
+        let mut v = EngineConfig::default();
+        v.tick = Duration::from_secs(3600);
+        v
     };
     let limits = StreamLimits {
         max_streams: 1,

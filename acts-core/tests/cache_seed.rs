@@ -1045,10 +1045,11 @@ async fn cache_store_error_is_not_an_empty_success() {
     let engine = Engine::builder()
         .store(kv.clone())
         .clock(Arc::new(clock.clone()))
-        .config(EngineConfig {
-            tick: Duration::from_secs(10),
-            delivery_retry: Duration::from_secs(30),
-            ..EngineConfig::default()
+        .config({
+            let mut v = EngineConfig::default();
+            v.tick = Duration::from_secs(10);
+            v.delivery_retry = Duration::from_secs(30);
+            v
         })
         .start()
         .await

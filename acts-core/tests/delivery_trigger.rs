@@ -27,11 +27,12 @@ const WAITS: &str =
     "id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n";
 
 fn config() -> EngineConfig {
-    EngineConfig {
-        tick: Duration::from_secs(365 * 86_400),
-        delivery_retry: Duration::from_secs(30),
-        delivery_max_tries: 3,
-        ..EngineConfig::default()
+    {
+        let mut v = EngineConfig::default();
+        v.tick = Duration::from_secs(365 * 86_400);
+        v.delivery_retry = Duration::from_secs(30);
+        v.delivery_max_tries = 3;
+        v
     }
 }
 
@@ -250,9 +251,10 @@ struct Finished {
 
 /// An engine whose finished processes are kept 60 s, with WAITS deployed.
 async fn retaining_a_minute(kv: &Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
-    let cfg = EngineConfig {
-        retention: Some(Duration::from_secs(60)),
-        ..config()
+    let cfg = {
+        let mut v = config();
+        v.retention = Some(Duration::from_secs(60));
+        v
     };
     let e = engine(kv.clone(), clock, cfg).await;
     e.executor().deploy_yaml(WAITS).await.expect("test setup");

@@ -294,16 +294,15 @@ async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
 #[tokio::test]
 async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     let kv = store().await;
-    let engine = engine_with(
-        kv,
-        acts_core::engine::EngineConfig {
-            run_limits: acts_core::scheduler::RunLimits {
-                max_node_runs: 50,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    )
+    let engine = engine_with(kv, {
+        let mut v = acts_core::engine::EngineConfig::default();
+        v.run_limits = {
+            let mut v = acts_core::scheduler::RunLimits::default();
+            v.max_node_runs = 50;
+            v
+        };
+        v
+    })
     .await;
     let exec = engine.executor();
     exec.deploy_yaml(
@@ -339,12 +338,14 @@ fn long_model() -> String {
 }
 
 fn small_budget() -> acts_core::engine::EngineConfig {
-    acts_core::engine::EngineConfig {
-        run_limits: acts_core::scheduler::RunLimits {
-            jobs_per_run: 25,
-            ..Default::default()
-        },
-        ..Default::default()
+    {
+        let mut v = acts_core::engine::EngineConfig::default();
+        v.run_limits = {
+            let mut v = acts_core::scheduler::RunLimits::default();
+            v.jobs_per_run = 25;
+            v
+        };
+        v
     }
 }
 
@@ -424,14 +425,17 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
 }
 
 fn limited(run: acts_core::scheduler::RunLimits) -> acts_core::engine::EngineConfig {
-    acts_core::engine::EngineConfig {
-        run_limits: run,
-        max_vars_bytes: 10_000,
-        model_limits: acts_core::model::ModelLimits {
-            max_bytes: 50_000,
-            max_depth: 64,
-        },
-        ..Default::default()
+    {
+        let mut v = acts_core::engine::EngineConfig::default();
+        v.run_limits = run;
+        v.max_vars_bytes = 10_000;
+        v.model_limits = {
+            let mut v = acts_core::model::ModelLimits::default();
+            v.max_bytes = 50_000;
+            v.max_depth = 64;
+            v
+        };
+        v
     }
 }
 
@@ -514,9 +518,10 @@ async fn oversized_start_vars_and_action_options_are_refused_and_change_nothing(
 
 #[tokio::test]
 async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
-    let run = acts_core::scheduler::RunLimits {
-        max_scope_bytes: 10_000,
-        ..Default::default()
+    let run = {
+        let mut v = acts_core::scheduler::RunLimits::default();
+        v.max_scope_bytes = 10_000;
+        v
     };
     let kv = store().await;
     let engine = engine_with(kv.clone(), limited(run)).await;
@@ -574,9 +579,10 @@ async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twic
     let engine = Engine::builder()
         .store(gated.clone() as Arc<dyn KvStore>)
         .resume_on_start(false)
-        .config(acts_core::engine::EngineConfig {
-            tick: Duration::from_secs(3600),
-            ..Default::default()
+        .config({
+            let mut v = acts_core::engine::EngineConfig::default();
+            v.tick = Duration::from_secs(3600);
+            v
         })
         .start()
         .await
@@ -690,10 +696,11 @@ async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
     let engine = Engine::builder()
         .store(kv)
         .cache_cap(2)
-        .config(acts_core::engine::EngineConfig {
-            cache_cap: 2,
-            admission_wait: std::time::Duration::from_millis(1),
-            ..Default::default()
+        .config({
+            let mut v = acts_core::engine::EngineConfig::default();
+            v.cache_cap = 2;
+            v.admission_wait = std::time::Duration::from_millis(1);
+            v
         })
         .start()
         .await
@@ -721,9 +728,10 @@ async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
 async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause() {
     let engine = Engine::builder()
         .store(store().await)
-        .script_limits(acts_core::script::ScriptLimits {
-            time: std::time::Duration::from_millis(200),
-            ..Default::default()
+        .script_limits({
+            let mut v = acts_core::script::ScriptLimits::default();
+            v.time = std::time::Duration::from_millis(200);
+            v
         })
         .start()
         .await

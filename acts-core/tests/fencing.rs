@@ -41,13 +41,15 @@ async fn node(
     Engine::builder()
         .store(kv)
         .clock(Arc::new(clock.clone()))
-        .config(EngineConfig {
-            lease: Some(LeaseConfig {
-                node: name.to_owned(),
-                ttl: TTL,
-                background_renewal: false,
-            }),
-            ..EngineConfig::default()
+        .config({
+            let mut v = EngineConfig::default();
+            v.lease = Some({
+                let mut v = LeaseConfig::new(name);
+                v.ttl = TTL;
+                v.background_renewal = false;
+                v
+            });
+            v
         })
         .start()
         .await

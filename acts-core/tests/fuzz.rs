@@ -33,10 +33,11 @@ fn config() -> ProptestConfig {
 /// An engine with short limits (a fuzzed script that loops is stopped
 /// quickly).
 fn engine() -> ScriptEngine {
-    ScriptEngine::new(ScriptLimits {
-        time: Duration::from_millis(200),
-        memory_bytes: 8 * 1024 * 1024,
-        ..ScriptLimits::default()
+    ScriptEngine::new({
+        let mut v = ScriptLimits::default();
+        v.time = Duration::from_millis(200);
+        v.memory_bytes = 8 * 1024 * 1024;
+        v
     })
 }
 

@@ -339,3 +339,23 @@ fn the_room_check_finds_a_use_its_line_does_not_name() {
         "{found:?}"
     );
 }
+
+#[test]
+fn no_crate_that_ships_depends_on_the_testkit_outside_its_tests() {
+    for krate in crates() {
+        if matches!(krate.as_str(), "acts-testkit" | "acts-sim" | "benches") {
+            continue;
+        }
+        let manifest = std::fs::read_to_string(workspace().join(&krate).join("Cargo.toml"))
+            .expect("a crate manifest");
+        let deps = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .map(|rest| rest.split("\n[").next().unwrap_or_default())
+            .unwrap_or_default();
+        assert!(
+            !deps.contains("acts-testkit"),
+            "{krate} depends on acts-testkit outside its dev-dependencies"
+        );
+    }
+}

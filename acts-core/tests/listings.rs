@@ -69,8 +69,8 @@ async fn all_task_pages(engine: &Engine, q: TaskQuery, n: usize) -> Vec<(String,
             .find_tasks(&q.clone().limit(n).after(cursor))
             .await
             .expect("a page");
-        assert!(page.tasks.len() <= n);
-        out.extend(page.tasks.into_iter().map(|t| (t.pid, t.tid)));
+        assert!(page.items.len() <= n);
+        out.extend(page.items.into_iter().map(|t| (t.pid, t.tid)));
         match page.next {
             Some(c) => cursor = Some(c),
             None => return out,
@@ -89,14 +89,15 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
     let inbox = all_task_pages(&engine, TaskQuery::inbox(), 100).await;
     let pids: Vec<&str> = inbox.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(pids, ["o0", "o1", "o2", "o3", "o4"]);
-    let ship = TaskQuery {
-        key: Some("ship".into()),
-        ..TaskQuery::inbox()
+    let ship = {
+        let mut v = TaskQuery::inbox();
+        v.key = Some("ship".into());
+        v
     };
     let shipping = exec.find_tasks(&ship).await.unwrap();
     assert_eq!(
         shipping
-            .tasks
+            .items
             .iter()
             .map(|t| (t.pid.as_str(), t.key.as_deref(), t.state))
             .collect::<Vec<_>>(),
@@ -118,17 +119,18 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
     assert_eq!(boxed, inbox);
 
     // Completed steps of one kind.
-    let reviewed = TaskQuery {
-        state: Some(TaskState::Completed),
-        kind: Some(MessageType::Step),
-        node: Some("review".into()),
-        ..TaskQuery::new()
+    let reviewed = {
+        let mut v = TaskQuery::new();
+        v.state = Some(TaskState::Completed);
+        v.kind = Some(MessageType::Step);
+        v.node = Some("review".into());
+        v
     };
     let done: Vec<String> = exec
         .find_tasks(&reviewed)
         .await
         .unwrap()
-        .tasks
+        .items
         .into_iter()
         .map(|t| t.pid)
         .collect();
@@ -147,9 +149,10 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
     assert!(want.len() > 15, "several tasks per process");
     assert_eq!(all_task_pages(&engine, TaskQuery::new(), 3).await, want);
     assert_eq!(all_task_pages(&engine, TaskQuery::new(), 1).await, want);
-    let newest = TaskQuery::new().in_processes(ProcessQuery {
-        descending: true,
-        ..ProcessQuery::new()
+    let newest = TaskQuery::new().in_processes({
+        let mut v = ProcessQuery::new();
+        v.descending = true;
+        v
     });
     let got = all_task_pages(&engine, newest, 4).await;
     let first_pid: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).take(1).collect();
@@ -158,7 +161,7 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
 
     // Other processes' filters narrow the walk; none match.
     let none = TaskQuery::new().in_processes(ProcessQuery::new().model("nope"));
-    assert!(exec.find_tasks(&none).await.unwrap().tasks.is_empty());
+    assert!(exec.find_tasks(&none).await.unwrap().items.is_empty());
     // A cursor that no query returned is refused.
     assert!(matches!(
         exec.find_tasks(&TaskQuery::new().after(Some("zz".into())))
@@ -218,7 +221,7 @@ steps:
         .find_tasks(&TaskQuery::inbox())
         .await
         .unwrap()
-        .tasks
+        .items
         .into_iter()
         .map(|t| t.pid)
         .collect();
@@ -265,8 +268,8 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
             .find_deliveries(&pending.clone().limit(2).after(cursor))
             .await
             .unwrap();
-        assert!(page.deliveries.len() <= 2);
-        got.extend(page.deliveries.into_iter().map(|d| d.pid));
+        assert!(page.items.len() <= 2);
+        got.extend(page.items.into_iter().map(|d| d.pid));
         match page.next {
             Some(c) => cursor = Some(c),
             None => break,
@@ -276,7 +279,7 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
     let mut newest = pending.clone();
     newest.descending = true;
     let first = exec.find_deliveries(&newest.limit(1)).await.unwrap();
-    assert_eq!(first.deliveries[0].pid, "o6");
+    assert_eq!(first.items[0].pid, "o6");
     assert_eq!(exec.count_deliveries_matching(&pending).await.unwrap(), 4);
     let acked = DeliveryQuery::new()
         .channel("c")
@@ -288,20 +291,22 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
             .unwrap(),
         7
     );
-    let of_o5 = DeliveryQuery {
-        pid: Some("o5".into()),
-        ..DeliveryQuery::new()
+    let of_o5 = {
+        let mut v = DeliveryQuery::new();
+        v.pid = Some("o5".into());
+        v
     };
     let found = exec.find_deliveries(&of_o5).await.unwrap();
-    assert_eq!(found.deliveries.len(), 1);
-    assert_eq!(found.deliveries[0].state, DeliveryState::Pending);
-    assert!(found.deliveries[0].message.is_none(), "not asked for");
+    assert_eq!(found.items.len(), 1);
+    assert_eq!(found.items[0].state, DeliveryState::Pending);
+    assert!(found.items[0].message.is_none(), "not asked for");
     // With their messages: the stored messages of the pending ones.
-    let with = DeliveryQuery {
-        messages: true,
-        ..pending.clone()
+    let with = {
+        let mut v = pending.clone();
+        v.messages = true;
+        v
     };
-    let listed = exec.find_deliveries(&with).await.unwrap().deliveries;
+    let listed = exec.find_deliveries(&with).await.unwrap().items;
     assert_eq!(listed.len(), 4);
     for d in &listed {
         let m = d
@@ -318,7 +323,7 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
         exec.find_deliveries(&DeliveryQuery::new().channel("other"))
             .await
             .unwrap()
-            .deliveries
+            .items
             .is_empty()
     );
     // Operators only.
@@ -341,7 +346,7 @@ async fn a_delivery_listing_reads_only_the_matching_entries_and_rows() {
     let pending = DeliveryQuery::new().state(DeliveryState::Pending);
     let before = counting.counts();
     let page = exec.find_deliveries(&pending).await.unwrap();
-    assert_eq!(page.deliveries.len(), 2);
+    assert_eq!(page.items.len(), 2);
     assert_eq!(
         counting.counts().values_read - before.values_read,
         4,

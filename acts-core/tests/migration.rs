@@ -27,11 +27,12 @@ use tokio::sync::mpsc::UnboundedReceiver;
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn plan(model: &str, from: u32, to: u32) -> MigrationPlan {
-    MigrationPlan {
-        model: model.into(),
-        from,
-        to,
-        ..MigrationPlan::default()
+    {
+        let mut v = MigrationPlan::default();
+        v.model = model.into();
+        v.from = from;
+        v.to = to;
+        v
     }
 }
 
@@ -183,9 +184,10 @@ async fn a_parked_process_moves_and_starts_on_the_new_version() {
     // One admission place: the second process waits parked.
     let engine = acts_core::engine::Engine::builder()
         .store(store().await)
-        .config(acts_core::engine::EngineConfig {
-            cache_cap: 1,
-            ..Default::default()
+        .config({
+            let mut v = acts_core::engine::EngineConfig::default();
+            v.cache_cap = 1;
+            v
         })
         .start()
         .await
@@ -319,7 +321,7 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
         .find_processes(&acts_core::engine::ProcessQuery::new().model("child"))
         .await
         .unwrap()
-        .processes
+        .items
         .into_iter()
         .map(|p| p.pid)
         .collect();

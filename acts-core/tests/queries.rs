@@ -48,7 +48,7 @@ async fn pids(engine: &Engine, q: &ProcessQuery) -> Vec<String> {
         .await
         .expect("the query runs");
     assert!(page.next.is_none(), "one page");
-    page.processes.into_iter().map(|p| p.pid).collect()
+    page.items.into_iter().map(|p| p.pid).collect()
 }
 
 /// Every page of `q` with pages of `n`, in order.
@@ -61,8 +61,8 @@ async fn all_pages(engine: &Engine, q: ProcessQuery, n: usize) -> Vec<String> {
             .find_processes(&q.clone().limit(n).after(cursor))
             .await
             .expect("a page");
-        assert!(page.processes.len() <= n);
-        out.extend(page.processes.into_iter().map(|p| p.pid));
+        assert!(page.items.len() <= n);
+        out.extend(page.items.into_iter().map(|p| p.pid));
         match page.next {
             Some(c) => cursor = Some(c),
             None => return out,
@@ -219,7 +219,7 @@ async fn a_query_that_cannot_use_an_index_says_why() {
         )
         .await
         .unwrap();
-    assert_eq!(page.processes.len(), 1);
+    assert_eq!(page.items.len(), 1);
     assert!(
         exec.find_processes(&ProcessQuery::new().model("orders").var_range(
             "customer",
@@ -228,7 +228,7 @@ async fn a_query_that_cannot_use_an_index_says_why() {
         ))
         .await
         .unwrap()
-        .processes
+        .items
         .is_empty()
     );
 }
@@ -252,7 +252,7 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
     let before = counting.counts();
     let page = exec.find_processes(&acme).await.unwrap();
     let read = counting.counts().values_read - before.values_read;
-    assert_eq!(page.processes.len(), 5);
+    assert_eq!(page.items.len(), 5);
     // Five index entries and five rows, out of 300 processes.
     assert_eq!(read, 10, "only the matches were read");
     let before = counting.counts();
@@ -269,7 +269,7 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
         ))
         .await
         .unwrap()
-        .processes
+        .items
         .into_iter()
         .map(|p| json!(p.pid))
         .collect();

@@ -243,9 +243,10 @@ async fn what_cannot_be_retried_is_refused_and_left_as_it_was() {
 
 #[tokio::test]
 async fn a_retry_needs_an_admission_place() {
-    let config = EngineConfig {
-        cache_cap: 1,
-        ..EngineConfig::default()
+    let config = {
+        let mut v = EngineConfig::default();
+        v.cache_cap = 1;
+        v
     };
     let engine = Engine::builder()
         .store(store().await)

@@ -149,9 +149,10 @@ fn array_set_helpers_sort_and_deduplicate() {
 
 #[test]
 fn an_endless_loop_is_stopped_and_others_keep_working() {
-    let e = Arc::new(ScriptEngine::new(ScriptLimits {
-        time: Duration::from_millis(100),
-        ..ScriptLimits::default()
+    let e = Arc::new(ScriptEngine::new({
+        let mut v = ScriptLimits::default();
+        v.time = Duration::from_millis(100);
+        v
     }));
     let looping = {
         let e = e.clone();
@@ -169,9 +170,10 @@ fn an_endless_loop_is_stopped_and_others_keep_working() {
 
 #[test]
 fn unbounded_allocation_is_stopped() {
-    let e = ScriptEngine::new(ScriptLimits {
-        memory_bytes: 4 * 1024 * 1024,
-        ..ScriptLimits::default()
+    let e = ScriptEngine::new({
+        let mut v = ScriptLimits::default();
+        v.memory_bytes = 4 * 1024 * 1024;
+        v
     });
     let r = eval(
         &e,

@@ -205,9 +205,10 @@ fn a_settled_promise_gives_its_value() {
 
 #[test]
 fn an_endless_microtask_chain_is_stopped_by_the_time_limit() {
-    let e = ScriptEngine::new(ScriptLimits {
-        time: Duration::from_millis(100),
-        ..ScriptLimits::default()
+    let e = ScriptEngine::new({
+        let mut v = ScriptLimits::default();
+        v.time = Duration::from_millis(100);
+        v
     });
     let r = code(
         &e,
@@ -219,9 +220,10 @@ fn an_endless_microtask_chain_is_stopped_by_the_time_limit() {
 
 #[test]
 fn a_limit_hit_inside_substitution_is_an_error_but_an_undefined_name_is_null() {
-    let e = ScriptEngine::new(ScriptLimits {
-        time: Duration::from_millis(100),
-        ..ScriptLimits::default()
+    let e = ScriptEngine::new({
+        let mut v = ScriptLimits::default();
+        v.time = Duration::from_millis(100);
+        v
     });
     let r = substitute::params(
         &e,

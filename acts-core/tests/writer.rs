@@ -213,9 +213,10 @@ async fn a_failed_commit_fails_its_transitions_and_later_commits_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_respect_the_op_limit_and_never_split_a_batch() {
     let (store, log) = gated();
-    let config = WriterConfig {
-        max_batch_ops: 6,
-        ..WriterConfig::default()
+    let config = {
+        let mut v = WriterConfig::default();
+        v.max_batch_ops = 6;
+        v
     };
     let writer = GroupCommitWriter::start(store.clone(), config);
     let first = hold_a_commit(&store, &writer, batch("p", vec![put("first", "x")])).await;
@@ -243,9 +244,10 @@ async fn groups_respect_the_op_limit_and_never_split_a_batch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_makes_writers_wait_not_fail() {
     let (store, log) = gated();
-    let config = WriterConfig {
-        queue_capacity: 2,
-        ..WriterConfig::default()
+    let config = {
+        let mut v = WriterConfig::default();
+        v.queue_capacity = 2;
+        v
     };
     let writer = GroupCommitWriter::start(store.clone(), config);
     store.arm(GateKind::Write);

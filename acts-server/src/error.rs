@@ -1,8 +1,8 @@
 //! [`ApiError`]: every failure of a request as `{"error": {"code",
 //! "message"}}` with the status a client can act on.
 
+use acts::ActionError;
 use acts::EngineError;
-use acts::acts_core::scheduler::ActionError;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use acts::acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS};
+use acts::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS};
 use acts::{DeliveryState, Engine};
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;

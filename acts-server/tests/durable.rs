@@ -192,10 +192,11 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     let clock = acts::ManualClock::new(1_000_000);
     let engine = Engine::builder()
         .clock(std::sync::Arc::new(clock.clone()))
-        .config(acts::EngineConfig {
-            delivery_retry: Duration::from_secs(1),
-            delivery_max_tries: 1,
-            ..Default::default()
+        .config({
+            let mut v = acts::EngineConfig::default();
+            v.delivery_retry = Duration::from_secs(1);
+            v.delivery_max_tries = 1;
+            v
         })
         .start()
         .await

@@ -253,12 +253,13 @@ async fn migrate(sim: &Sim, spec: &Spec, info: &ProcInfo) -> Result<bool, Engine
     }
     let mut vars = Vars::new();
     vars.insert("migrated".into(), json!(true));
-    let plan = MigrationPlan {
-        model: "main".into(),
-        from: info.model_rev,
-        to: next.revision,
-        vars,
-        ..MigrationPlan::default()
+    let plan = {
+        let mut v = MigrationPlan::default();
+        v.model = "main".into();
+        v.from = info.model_rev;
+        v.to = next.revision;
+        v.vars = vars;
+        v
     };
     let report = exec.migrate(&plan, false).await?;
     Ok(report

@@ -52,6 +52,7 @@ impl fmt::Display for StoreOp {
 /// Why an operation failed. The first three kinds are transient: the same call
 /// may succeed later. The others will fail again until something changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The backend cannot be reached (connection refused, server down, disk
     /// gone). Retryable.

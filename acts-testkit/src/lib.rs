@@ -1,8 +1,12 @@
 //! # acts-testkit: stores that misbehave on purpose, and the conformance suite
 //!
-//! Test support for every acts crate. It may depend on `acts-store` (and on
-//! test-only crates: tokio, proptest); never on a backend or on the engine,
-//! so backends and the engine can both use it from their dev-dependencies.
+//! Test support for every acts crate — a dev-dependency only: no crate
+//! that ships (the engine, the facade, the server, the cluster, the `acts`
+//! binary) depends on it outside its tests. It may depend on `acts-store`
+//! (and on test-only crates: tokio, proptest); never on a backend or on the
+//! engine, so backends and the engine can both use it from their
+//! dev-dependencies. (The simulator and the benchmarks, which are test
+//! tools themselves, use it as a normal dependency.)
 //!
 //! ## What is here
 //!

@@ -5,10 +5,14 @@
 //! channels — with every acknowledged change durable on the store you
 //! choose.
 //!
-//! This is the facade crate applications depend on: it re-exports the
-//! engine ([`acts_core`]) and opens a store from a URL ([`open_store`]),
-//! with one cargo feature per backend: `redb` (default, embedded),
-//! `rocksdb`, `redis`.
+//! This is the facade crate applications depend on: it re-exports, by
+//! name, what an embedder of the engine (`acts-core`) needs — and nothing
+//! of its insides (the writer, the scheduler's process, the rows) — and
+//! opens a store from a URL ([`open_store`], [`open_store_family`]), with
+//! one cargo feature per backend: `redb` (default, embedded), `rocksdb`,
+//! `redis`. The list of what it exports is kept in `public-api.txt` and
+//! checked by `tests/public_api.rs`: a new export is a decision, not an
+//! accident.
 //!
 //! **Layering rule:** depends on `acts-core`, `acts-store` and, behind
 //! features, the backend crates; only applications and `acts-cli` depend
@@ -60,26 +64,28 @@
 
 use std::sync::Arc;
 
-pub use acts_core;
-pub use acts_core::durable::WriterConfig;
+// What an embedder needs, by name (nothing else of acts-core is public
+// here; `tests/public_api.rs` keeps the list in `public-api.txt`).
+pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
-    DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
-    LeaseConfig, LeaseInfo, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
-    PackageContext, PackageFailure, PackageInfo, PidFilter, Principal, ProcInfo, ProcessMigration,
-    ProcessPage, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry,
-    TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
+    EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, LeaseConfig, LeaseInfo,
+    MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration,
+    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, TaskInfo,
+    TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, encode_cursor, hex_bytes,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
 };
 pub use acts_core::package::{PackageDefinition, RunAs};
 pub use acts_core::scheduler::{
-    Action, Message, MessageState, MessageType, RunLimits, TaskError, TaskEvent, TaskState,
-    UnknownAction,
+    Action, ActionError, Message, MessageState, MessageType, RunLimits, TaskError, TaskEvent,
+    TaskState, UnknownAction,
 };
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
+pub use acts_core::tree::long_id;
 pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError};
 
 mod family;
@@ -92,6 +98,7 @@ pub struct ReadmeDoctests;
 
 /// Why [`open_store`] could not open a store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpenStoreError {
     /// The URL names no known store.
     #[error(

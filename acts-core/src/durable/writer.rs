@@ -28,6 +28,7 @@ use crate::durable::writer_stats::{WriterStats, WriterStatsCell};
 
 /// Settings of a [`GroupCommitWriter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriterConfig {
     /// Most ops merged into one backend transaction (a single batch larger
     /// than this is committed alone, never split).

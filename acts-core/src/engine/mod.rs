@@ -53,12 +53,11 @@ pub(crate) mod types;
 
 pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryPage, DeliveryQuery,
-    DeliveryState, Engine, EngineBuilder, EngineError, EngineStats, Executor, MAX_PAGE,
-    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure,
-    PackageInfo, Principal, ProcInfo, ProcessMigration, ProcessPage, ProcessQuery, ROLE_ADMIN,
-    ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskPage, TaskQuery, TriggerInfo, USER_ACTIONS,
-    VarFilter,
+    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
+    EngineBuilder, EngineError, EngineStats, Executor, MAX_PAGE, MigrationPlan, MigrationReport,
+    ModelInfo, ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, Principal,
+    ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo,
+    TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
 pub use kernel::{EngineConfig, PidFilter};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

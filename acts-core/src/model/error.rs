@@ -57,6 +57,7 @@ fn of_node(node: &Option<NodeRef>) -> String {
 
 /// A model that cannot be loaded or deployed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     /// The text is not valid YAML/JSON or does not have the model's shape.
     #[error("cannot parse the model{}: {message}", at(.location))]

@@ -8,6 +8,7 @@ use super::source::Location;
 
 /// Limits on a model's source text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ModelLimits {
     /// Most bytes of model text. Default 1 MiB.
     pub max_bytes: usize,

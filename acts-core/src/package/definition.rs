@@ -7,6 +7,7 @@ use serde_json::Value;
 /// How an act of a package runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunAs {
     /// In-process: the package's code runs and the act completes.
     Func,

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 /// | `error`, `aborted`, `skipped` | yes | | |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TaskState {
     /// Not initialised yet (a parked process's root).
     #[default]

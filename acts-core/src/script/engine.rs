@@ -20,6 +20,7 @@ use super::scope::{ScriptEffect, ScriptScope};
 
 /// Limits every evaluation runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScriptLimits {
     /// Heap a runtime may allocate; beyond it the script fails.
     pub memory_bytes: usize,

@@ -59,19 +59,20 @@ async fn deliveries(
             )));
         }
     };
-    let query = acts::DeliveryQuery {
-        channel: q.channel,
-        state,
-        limit: Some(q.limit.unwrap_or(acts::MAX_PAGE).clamp(1, acts::MAX_PAGE)),
-        cursor: q.cursor,
-        ..acts::DeliveryQuery::default()
+    let query = {
+        let mut v = acts::DeliveryQuery::default();
+        v.channel = q.channel;
+        v.state = state;
+        v.limit = Some(q.limit.unwrap_or(acts::MAX_PAGE).clamp(1, acts::MAX_PAGE));
+        v.cursor = q.cursor;
+        v
     };
     let page = x.find_deliveries(&query).await?;
     let mut headers = axum::http::HeaderMap::new();
     if let Some(next) = page.next.and_then(|n| n.parse().ok()) {
         headers.insert(NEXT_HEADER, next);
     }
-    Ok((headers, Json(page.deliveries)))
+    Ok((headers, Json(page.items)))
 }
 
 /// A delivery query (the body: an `acts::DeliveryQuery` as JSON): one
@@ -88,7 +89,7 @@ async fn query_deliveries(
         None
     };
     Ok(Json(
-        serde_json::json!({"deliveries": page.deliveries, "next": page.next, "total": total}),
+        serde_json::json!({"deliveries": page.items, "next": page.next, "total": total}),
     ))
 }
 

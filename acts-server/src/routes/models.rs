@@ -75,12 +75,14 @@ async fn migrate_model(
             req.model.unwrap_or_default()
         )));
     }
-    let plan = MigrationPlan {
-        model: id,
-        from: req.from,
-        to: req.to,
-        map: req.map,
-        vars: req.vars,
+    let plan = {
+        let mut v = MigrationPlan::default();
+        v.model = id;
+        v.from = req.from;
+        v.to = req.to;
+        v.map = req.map;
+        v.vars = req.vars;
+        v
     };
     Ok(Json(x.migrate(&plan, req.dry_run).await?))
 }

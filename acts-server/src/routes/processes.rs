@@ -71,7 +71,7 @@ async fn query_processes(
         None
     };
     Ok(Json(
-        json!({"processes": page.processes, "next": page.next, "total": total}),
+        json!({"processes": page.items, "next": page.next, "total": total}),
     ))
 }
 
@@ -124,20 +124,21 @@ async fn list_processes(
     };
     // One page through the state's or the model's index; the total is
     // counted from the same walk (the caller's visible matches).
-    let query = ProcessQuery {
-        state,
-        model: q.model,
-        started_after: q.started_after,
-        started_before: q.started_before,
-        descending,
-        limit: q.limit,
-        cursor: q.cursor,
-        ..ProcessQuery::default()
+    let query = {
+        let mut v = ProcessQuery::default();
+        v.state = state;
+        v.model = q.model;
+        v.started_after = q.started_after;
+        v.started_before = q.started_before;
+        v.descending = descending;
+        v.limit = q.limit;
+        v.cursor = q.cursor;
+        v
     };
     let page = x.find_processes(&query).await?;
     let total = x.count_matching(&query).await?;
     Ok(Json(
-        json!({"processes": page.processes, "total": total, "next": page.next}),
+        json!({"processes": page.items, "total": total, "next": page.next}),
     ))
 }
 

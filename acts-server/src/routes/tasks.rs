@@ -54,7 +54,7 @@ async fn query_tasks(
         None
     };
     Ok(Json(
-        json!({"tasks": page.tasks, "next": page.next, "total": total}),
+        json!({"tasks": page.items, "next": page.next, "total": total}),
     ))
 }
 

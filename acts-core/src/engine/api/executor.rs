@@ -259,7 +259,7 @@ impl Executor {
         let mut out = Vec::new();
         while out.len() < limit {
             let page = self.find_tasks(&q).await?;
-            for t in page.tasks {
+            for t in page.items {
                 // Tasks of one process come together: one row read each.
                 let same = out
                     .last()

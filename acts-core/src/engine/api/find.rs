@@ -23,6 +23,7 @@ use crate::engine::persist::rows::ProcRow;
 use crate::engine::persist::var_index::{indexable, var_prefix};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
+use crate::engine::types::page::Page;
 
 /// Most processes one page holds.
 pub const MAX_PAGE: usize = 1000;
@@ -31,6 +32,7 @@ pub const MAX_PAGE: usize = 1000;
 /// <= max`; values of one kind (strings, integers or booleans).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct VarFilter {
     /// The variable (declared in the model's `index`).
     pub name: String,
@@ -46,6 +48,17 @@ pub struct VarFilter {
 }
 
 impl VarFilter {
+    /// A condition on variable `name` with no bound yet (set `eq`, or
+    /// `min` and `max`).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            eq: None,
+            min: None,
+            max: None,
+        }
+    }
+
     /// The bounds: `eq` for both, else `min` and `max`.
     fn bounds(&self) -> (Option<Value>, Option<Value>) {
         match &self.eq {
@@ -58,6 +71,7 @@ impl VarFilter {
 /// What processes to find (every field optional; see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ProcessQuery {
     /// Of this model (required with `var`).
     pub model: Option<String>,
@@ -77,7 +91,7 @@ pub struct ProcessQuery {
     pub descending: bool,
     /// Processes per page (default 100, at most [`MAX_PAGE`]).
     pub limit: Option<usize>,
-    /// Where the previous page ended ([`ProcessPage::next`]).
+    /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
 }
 
@@ -132,16 +146,6 @@ impl ProcessQuery {
         self.cursor = cursor;
         self
     }
-}
-
-/// One page of processes (as listed: no outputs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessPage {
-    /// The processes, in index order. A page may hold fewer than the
-    /// limit when the caller may not see every match.
-    pub processes: Vec<ProcInfo>,
-    /// The cursor of the next page (`None`: this was the last).
-    pub next: Option<String>,
 }
 
 fn bad(message: String) -> EngineError {
@@ -264,7 +268,7 @@ impl Executor {
         let mut all = Vec::new();
         loop {
             let page = self.find_processes(&q).await?;
-            all.extend(page.processes);
+            all.extend(page.items);
             match page.next {
                 Some(next) => q.cursor = Some(next),
                 None => return Ok(all),
@@ -276,7 +280,7 @@ impl Executor {
     /// answered from an index: with a variable filter only the index
     /// entries in its range are read, and one row per entry. A user's
     /// page holds only the processes they may see.
-    pub async fn find_processes(&self, q: &ProcessQuery) -> Result<ProcessPage, EngineError> {
+    pub async fn find_processes(&self, q: &ProcessQuery) -> Result<Page<ProcInfo>, EngineError> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let mut query = Query::new().limit(limit);
         query.after = q.cursor.as_deref().map(decode_cursor).transpose()?;
@@ -344,10 +348,10 @@ impl Executor {
             .filter(|r| self.may_see_row(r))
             .map(ProcInfo::from)
             .collect();
-        Ok(ProcessPage {
+        Ok(Page::new(
             processes,
-            next: page.next.as_deref().map(encode_cursor),
-        })
+            page.next.as_deref().map(encode_cursor),
+        ))
     }
 
     /// Fails unless model `mid` declares `name` in its `index:` (from the
@@ -407,7 +411,7 @@ impl Executor {
             };
             async move {
                 let page = self.find_processes(&q).await?;
-                Ok((page.processes.len(), page.next))
+                Ok((page.items.len(), page.next))
             }
         })
         .await

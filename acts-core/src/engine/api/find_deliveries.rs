@@ -18,10 +18,12 @@ use crate::engine::persist::rows::{DeliveryRow, MessageRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::DeliveryInfo;
 use crate::engine::types::info::DeliveryState;
+use crate::engine::types::page::Page;
 
 /// What deliveries to find (every field optional).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct DeliveryQuery {
     /// Of this durable channel.
     pub channel: Option<String>,
@@ -36,7 +38,7 @@ pub struct DeliveryQuery {
     pub messages: bool,
     /// Deliveries per page (default 100, at most [`MAX_PAGE`]).
     pub limit: Option<usize>,
-    /// Where the previous page ended ([`DeliveryPage::next`]).
+    /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
 }
 
@@ -71,20 +73,14 @@ impl DeliveryQuery {
     }
 }
 
-/// One page of deliveries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeliveryPage {
-    /// The deliveries, in index order.
-    pub deliveries: Vec<DeliveryInfo>,
-    /// The cursor of the next page (`None`: this was the last).
-    pub next: Option<String>,
-}
-
 impl Executor {
     /// One page of the deliveries matching `q` (operators and admins),
     /// from an index: only the entries of the state, the channel or the
     /// process asked for are read.
-    pub async fn find_deliveries(&self, q: &DeliveryQuery) -> Result<DeliveryPage, EngineError> {
+    pub async fn find_deliveries(
+        &self,
+        q: &DeliveryQuery,
+    ) -> Result<Page<DeliveryInfo>, EngineError> {
         self.need_operator("reading deliveries")?;
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let mut query = Query::new().limit(limit);
@@ -133,10 +129,10 @@ impl Executor {
                 }
             }
         }
-        Ok(DeliveryPage {
+        Ok(Page::new(
             deliveries,
-            next: page.next.as_deref().map(encode_cursor),
-        })
+            page.next.as_deref().map(encode_cursor),
+        ))
     }
 
     /// How many deliveries match `q` (operators and admins; its cursor and
@@ -169,7 +165,7 @@ impl Executor {
             };
             async move {
                 let page = self.find_deliveries(&q).await?;
-                Ok((page.deliveries.len(), page.next))
+                Ok((page.items.len(), page.next))
             }
         })
         .await

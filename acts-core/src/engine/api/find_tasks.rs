@@ -17,6 +17,7 @@ use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages, encode_cursor, hex_bytes};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::TaskInfo;
+use crate::engine::types::page::Page;
 
 /// Most processes one page of a task query examines.
 pub const MAX_PROCESSES_PER_PAGE: usize = 1000;
@@ -24,6 +25,7 @@ pub const MAX_PROCESSES_PER_PAGE: usize = 1000;
 /// What tasks to find (every field optional; see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TaskQuery {
     /// The processes to look in (its order is the tasks' order; its
     /// `limit` and `cursor` are not used).
@@ -47,7 +49,7 @@ pub struct TaskQuery {
     pub answerable: bool,
     /// Tasks per page (default 100, at most [`MAX_PAGE`]).
     pub limit: Option<usize>,
-    /// Where the previous page ended ([`TaskPage::next`]).
+    /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
 }
 
@@ -110,15 +112,6 @@ impl TaskQuery {
     }
 }
 
-/// One page of tasks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskPage {
-    /// The tasks, in process order, then creation order.
-    pub tasks: Vec<TaskInfo>,
-    /// The cursor of the next page (`None`: this was the last).
-    pub next: Option<String>,
-}
-
 /// Where a task page ended: the process cursor before the process it
 /// ended in, and the last task returned of it.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -150,7 +143,7 @@ impl Executor {
     /// One page of the tasks matching `q` (see [`TaskQuery`]): the
     /// processes are walked through their index, one at a time, and only
     /// the processes this executor may see are looked in.
-    pub async fn find_tasks(&self, q: &TaskQuery) -> Result<TaskPage, EngineError> {
+    pub async fn find_tasks(&self, q: &TaskQuery) -> Result<Page<TaskInfo>, EngineError> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let mut at = match &q.cursor {
             Some(c) => TaskCursor::decode(c)?,
@@ -166,7 +159,7 @@ impl Executor {
                 ..q.process.clone()
             };
             let page = self.find_processes(&pq).await?;
-            if let Some(p) = page.processes.first() {
+            if let Some(p) = page.items.first() {
                 let found = self
                     .rt
                     .with_process(&p.pid, |proc_| {
@@ -206,10 +199,7 @@ impl Executor {
                             p: at.p.clone(),
                             t: Some(tid),
                         };
-                        return Ok(TaskPage {
-                            tasks,
-                            next: Some(next.encode()),
-                        });
+                        return Ok(Page::new(tasks, Some(next.encode())));
                     }
                 }
             }
@@ -220,7 +210,7 @@ impl Executor {
                         t: None,
                     }
                 }
-                None => return Ok(TaskPage { tasks, next: None }),
+                None => return Ok(Page::new(tasks, None)),
             }
             if tasks.len() == limit {
                 break;
@@ -228,10 +218,7 @@ impl Executor {
         }
         // The page is full, or the processes to examine ran out: go on
         // with the next process.
-        Ok(TaskPage {
-            tasks,
-            next: Some(at.encode()),
-        })
+        Ok(Page::new(tasks, Some(at.encode())))
     }
 
     /// How many tasks match `q` that this executor may see (every page
@@ -245,7 +232,7 @@ impl Executor {
             };
             async move {
                 let page = self.find_tasks(&q).await?;
-                Ok((page.tasks.len(), page.next))
+                Ok((page.items.len(), page.next))
             }
         })
         .await

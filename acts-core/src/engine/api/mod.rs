@@ -31,9 +31,10 @@ pub use crate::engine::types::info::{
     ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,
 };
 pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailure};
+pub use crate::engine::types::page::Page;
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use executor::Executor;
-pub use find::{MAX_PAGE, ProcessPage, ProcessQuery, VarFilter};
-pub use find_deliveries::{DeliveryPage, DeliveryQuery};
-pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TaskPage, TaskQuery};
+pub use find::{MAX_PAGE, ProcessQuery, VarFilter};
+pub use find_deliveries::DeliveryQuery;
+pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TaskQuery};

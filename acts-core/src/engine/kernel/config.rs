@@ -8,6 +8,7 @@ use crate::scheduler::RunLimits;
 
 /// The engine's settings.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Most processes in flight at once (the admission cap, the reference's
     /// cache limit); starts beyond it are parked until a place frees.
@@ -135,6 +136,7 @@ impl Default for EngineConfig {
 
 /// How a node owns its store (see `engine::services::lease`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LeaseConfig {
     /// This node's id (kept in the lease; named in errors).
     pub node: String,

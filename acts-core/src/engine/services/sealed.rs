@@ -27,6 +27,7 @@ pub const MAX_TTL_SECS: u64 = (i64::MAX / 1000) as u64;
 
 /// How a target is sealed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SealOptions {
     /// Once per task lineage (default) or for every task.
     pub policy: SealPolicy,
@@ -87,6 +88,7 @@ impl SealOptions {
 
 /// One scope's data.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SealedEntry {
     /// Revision: a newer one replaces the data.
     pub rev: u64,

@@ -42,6 +42,7 @@ pub const USER_ACTIONS: [Action; 6] = [
 
 /// Who is asking: an id and roles.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Principal {
     /// The principal's id (what `user:<id>` addresses and task history
     /// records).

@@ -281,6 +281,7 @@ pub struct PackageInfo {
 /// `from` to version `to`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct MigrationPlan {
     /// The model.
     pub model: String,

@@ -11,3 +11,4 @@ pub(crate) mod error;
 pub(crate) mod filter;
 pub(crate) mod info;
 pub(crate) mod package;
+pub(crate) mod page;

@@ -32,6 +32,7 @@ pub struct PackageContext {
 /// A failed package run: the act fails with this code and message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{ecode}: {message}")]
+#[non_exhaustive]
 pub struct PackageFailure {
     /// Error code (what `catches` match with `on`).
     pub ecode: String,

@@ -68,6 +68,7 @@ pub trait ModelCatalog: Sync {
 /// Bounds on the work of a process, so a runaway loop neither runs forever
 /// nor holds a worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RunLimits {
     /// Most tasks one node may have in one process (the reference's
     /// `max_node_run_times`; 0: no limit). One more fails the task that
