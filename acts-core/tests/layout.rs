@@ -359,3 +359,113 @@ fn no_crate_that_ships_depends_on_the_testkit_outside_its_tests() {
         );
     }
 }
+
+/// The engine room (`types`, `kernel`, ...) a file of `acts-core/src`
+/// belongs to, or the top-level folder outside the engine.
+fn room_of(src: &Path, file: &Path) -> String {
+    let m = module_of(src, file);
+    match m.first().map(String::as_str) {
+        Some("engine") if m.len() >= 2 => format!("engine::{}", m[1]),
+        Some(first) => first.to_owned(),
+        None => String::new(),
+    }
+}
+
+/// The type an inherent `impl` line is for (`impl<'a> On<'a> {` gives
+/// `On`; a trait impl gives `None`).
+fn inherent_impl(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("impl")?;
+    let rest = if rest.starts_with('<') {
+        let mut depth = 0;
+        let end = rest.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(i)
+        })?;
+        &rest[end + 1..]
+    } else {
+        rest
+    };
+    let rest = rest.trim_start();
+    if rest.contains(" for ") || !rest.trim_end().ends_with('{') {
+        return None;
+    }
+    let path: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let name = path.rsplit("::").next().unwrap_or_default().to_owned();
+    (!name.is_empty()).then_some(name)
+}
+
+#[test]
+fn every_inherent_impl_is_in_the_room_of_its_type_and_the_kernel_has_no_public_field() {
+    let src = workspace().join("acts-core").join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    // Type name → the rooms defining a type of that name.
+    let mut defined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut impls: Vec<(String, String, PathBuf)> = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("readable");
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let room = room_of(&src, f);
+        for line in text.lines() {
+            for kind in [
+                "pub struct ",
+                "pub(crate) struct ",
+                "struct ",
+                "pub enum ",
+                "pub(crate) enum ",
+            ] {
+                if let Some(rest) = line.strip_prefix(kind) {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    defined.entry(name).or_default().insert(room.clone());
+                }
+            }
+            if let Some(ty) = inherent_impl(line) {
+                impls.push((ty, room.clone(), f.clone()));
+            }
+        }
+    }
+    assert_eq!(
+        defined.get("Kernel"),
+        Some(&BTreeSet::from(["engine::kernel".to_owned()]))
+    );
+    assert_eq!(inherent_impl("impl<'k> On<'k> {").as_deref(), Some("On"));
+    assert_eq!(
+        inherent_impl("impl crate::engine::kernel::shared::Kernel {").as_deref(),
+        Some("Kernel")
+    );
+    assert_eq!(
+        inherent_impl("impl ServiceHooks<Kernel> for Services {"),
+        None
+    );
+    for (ty, room, file) in &impls {
+        if let Some(homes) = defined.get(ty) {
+            assert!(
+                homes.contains(room),
+                "{}: an impl of {ty} outside its room ({homes:?})",
+                file.display()
+            );
+        }
+    }
+    let shared = std::fs::read_to_string(src.join("engine/kernel/shared.rs")).expect("shared.rs");
+    let body = shared
+        .split("pub(crate) struct Kernel {")
+        .nth(1)
+        .and_then(|b| b.split("\n}\n").next())
+        .expect("the Kernel struct");
+    for line in body.lines().map(str::trim) {
+        assert!(
+            !(line.starts_with("pub ") || line.starts_with("pub(crate) ")),
+            "a field of the kernel visible outside its room: {line}"
+        );
+    }
+}

@@ -17,7 +17,7 @@ use crate::scheduler::Message;
 
 use crate::engine::kernel::emitter::{ChannelInner, Emitter};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::services::On;
+use crate::engine::services::{On, Services};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::filter::{ChannelOptions, Filters};
 
@@ -30,6 +30,7 @@ pub struct Channel {
     /// The stable id of a durable channel.
     durable_id: Option<String>,
     rt: Weak<Kernel>,
+    services: Weak<Services>,
 }
 
 impl std::fmt::Debug for Channel {
@@ -46,6 +47,7 @@ impl Channel {
         options: &ChannelOptions,
         durable_id: Option<String>,
         rt: Weak<Kernel>,
+        services: Weak<Services>,
     ) -> Self {
         let inner = Arc::new(ChannelInner {
             id: emitter.next_id.fetch_add(1, Ordering::Relaxed),
@@ -61,6 +63,7 @@ impl Channel {
             emitter: emitter.clone(),
             durable_id,
             rt,
+            services,
         }
     }
 
@@ -69,14 +72,15 @@ impl Channel {
         self.durable_id.as_deref()
     }
 
-    fn durable(&self) -> Result<(&str, Arc<Kernel>), EngineError> {
+    fn durable(&self) -> Result<(&str, Arc<Kernel>, Arc<Services>), EngineError> {
         let id = self.durable_id.as_deref().ok_or_else(|| {
             EngineError::Channel(
                 "only a durable channel (Engine::durable_channel) has deliveries to ack".into(),
             )
         })?;
         let rt = self.rt.upgrade().ok_or(EngineError::Closed)?;
-        Ok((id, rt))
+        let services = self.services.upgrade().ok_or(EngineError::Closed)?;
+        Ok((id, rt, services))
     }
 
     /// Acknowledges message `msg_id` on this durable channel: it is not
@@ -84,16 +88,16 @@ impl Channel {
     /// or closed because its task has ended) changes nothing. Unknown ids
     /// are an error.
     pub async fn ack(&self, msg_id: &str) -> Result<(), EngineError> {
-        let (id, rt) = self.durable()?;
-        On(&rt).ack_delivery(id, msg_id).await
+        let (id, rt, services) = self.durable()?;
+        On::new(&rt, &services).ack_delivery(id, msg_id).await
     }
 
     /// Hands every unacknowledged message of this durable channel to its
     /// handlers again, oldest first (call it after attaching handlers when
     /// reconnecting). Returns how many were sent.
     pub async fn resend_pending(&self) -> Result<usize, EngineError> {
-        let (id, rt) = self.durable()?;
-        On(&rt).resend_channel(id).await
+        let (id, rt, services) = self.durable()?;
+        On::new(&rt, &services).resend_channel(id).await
     }
 
     /// Calls `f` with every message that passes the filters.
@@ -150,7 +154,13 @@ mod tests {
     #[test]
     fn handlers_get_messages_in_order_and_close_stops_them() {
         let emitter = Arc::new(Emitter::default());
-        let ch = Channel::open(&emitter, &ChannelOptions::default(), None, Weak::new());
+        let ch = Channel::open(
+            &emitter,
+            &ChannelOptions::default(),
+            None,
+            Weak::new(),
+            Weak::new(),
+        );
         let mut rx = ch.subscribe();
         let starts = Arc::new(AtomicU64::new(0));
         let s = starts.clone();

@@ -15,7 +15,7 @@ use crate::engine::kernel::cache::Cache;
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::hooks::ServiceHooks;
-use crate::engine::kernel::shared::{self, Kernel};
+use crate::engine::kernel::shared::Kernel;
 use crate::engine::services::sealed::{SealOptions, SealedData};
 use crate::engine::services::{On, Services};
 use crate::engine::types::error::EngineError;
@@ -143,7 +143,7 @@ impl EngineBuilder {
         // not wait for runtimes to be built.
         scripts.warm(std::thread::available_parallelism().map_or(2, |n| n.get()));
         let sealed = Arc::new(SealedData::new(self.clock.clone()));
-        let services = Arc::new(Services::new(sealed.clone()));
+        let services = Services::new(sealed.clone());
         let rt = Kernel::new(
             store,
             &self.config,
@@ -164,7 +164,7 @@ impl EngineBuilder {
                 let rt2 = rt.clone();
                 rt.spawn(async move {
                     rt2.on_timer(f.payload).await;
-                    rt2.timers.handled();
+                    rt2.timer_handled();
                 });
             }
         });
@@ -175,17 +175,25 @@ impl EngineBuilder {
         // A shared store is taken (and fenced) before anything is written.
         match &self.config.lease {
             Some(lease) => {
-                On(&engine.rt).acquire_lease(lease).await?;
-                On(&engine.rt).spawn_lease_renewal();
+                On::new(&engine.rt, &engine.services)
+                    .acquire_lease(lease)
+                    .await?;
+                On::new(&engine.rt, &engine.services).spawn_lease_renewal();
             }
             // An engine without a lease writes unfenced: not on a store a
             // node owns.
-            None => On(&engine.rt).refuse_if_owned().await?,
+            None => {
+                On::new(&engine.rt, &engine.services)
+                    .refuse_if_owned()
+                    .await?
+            }
         }
         engine.rt.fill_indexes().await?;
         engine.rt.publish_packages().await?;
         engine.rt.load_models().await?;
-        On(&engine.rt).load_channels().await?;
+        On::new(&engine.rt, &engine.services)
+            .load_channels()
+            .await?;
         if self.resume {
             // Ready at once: a bounded read proves the store answers (a
             // down store fails the start, never looks like "nothing to
@@ -195,7 +203,7 @@ impl EngineBuilder {
             // the parked ones and the outbox; any process is loaded on
             // demand meanwhile (one instance per pid, as always).
             engine.rt.probe_resume().await?;
-            engine.rt.cache.begin_count();
+            engine.rt.cache().begin_count();
             let rt = engine.rt.clone();
             engine.rt.spawn(async move {
                 let mut wait = std::time::Duration::from_millis(100);
@@ -252,7 +260,7 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("cache", &self.rt.cache)
+            .field("cache", &self.rt.cache())
             .finish_non_exhaustive()
     }
 }
@@ -273,12 +281,18 @@ impl Engine {
 
     /// The client API.
     pub fn executor(&self) -> Executor {
-        Executor::new(self.rt.clone())
+        Executor::new(self.rt.clone(), self.services.clone())
     }
 
     /// A new channel with `options`' filters.
     pub fn channel(&self, options: ChannelOptions) -> Channel {
-        Channel::open(&self.rt.emitter, &options, None, Arc::downgrade(&self.rt))
+        Channel::open(
+            self.rt.emitter(),
+            &options,
+            None,
+            Arc::downgrade(&self.rt),
+            Arc::downgrade(&self.services),
+        )
     }
 
     /// A durable channel with the stable id `id`: every message that
@@ -294,32 +308,32 @@ impl Engine {
         id: &str,
         options: ChannelOptions,
     ) -> Result<Channel, EngineError> {
-        On(&self.rt).register_channel(id, &options).await?;
+        On::new(&self.rt, &self.services)
+            .register_channel(id, &options)
+            .await?;
         Ok(Channel::open(
-            &self.rt.emitter,
+            self.rt.emitter(),
             &options,
             Some(id.to_owned()),
             Arc::downgrade(&self.rt),
+            Arc::downgrade(&self.services),
         ))
     }
 
     /// What the engine has done since it started and holds now (for
     /// metrics): transitions, the writer's commits, admission and memory.
     pub fn stats(&self) -> EngineStats {
-        let cache = &self.rt.cache;
+        let cache = &self.rt.cache();
         EngineStats {
-            transitions: self
-                .rt
-                .transitions
-                .load(std::sync::atomic::Ordering::Relaxed),
-            writer: self.rt.writer.stats(),
+            transitions: self.rt.transitions(),
+            writer: self.rt.writer().stats(),
             admitted: cache.count(),
             resident: cache.resident_count(),
             parked: cache.parked().len(),
-            queued_writes: self.rt.writer.queued(),
-            scripts: self.rt.scripts.stats(),
-            stuck: self.rt.stuck_reported.lock().len(),
-            stalled: self.rt.stalled.lock().len(),
+            queued_writes: self.rt.writer().queued(),
+            scripts: self.rt.scripts().stats(),
+            stuck: self.services.stuck_reported().len(),
+            stalled: self.rt.stalled_pids().len(),
         }
     }
 
@@ -330,7 +344,7 @@ impl Engine {
     /// Empty when the rule held.
     #[cfg(feature = "testing")]
     pub fn instance_faults(&self) -> Vec<String> {
-        self.rt.instances.faults(&self.rt.cache)
+        self.rt.instances().faults(self.rt.cache())
     }
 
     /// What the engine still holds for processes (feature `testing`, a
@@ -343,7 +357,7 @@ impl Engine {
     pub fn residue(&self) -> Vec<String> {
         let rt = &self.rt;
         let mut out = Vec::new();
-        let admitted = rt.cache.count();
+        let admitted = rt.cache().count();
         if admitted > 0 {
             out.push(format!("{admitted} admitted"));
         }
@@ -352,16 +366,13 @@ impl Engine {
                 out.push(format!("{what}: {}", pids.join(", ")));
             }
         };
-        note("resident", rt.cache.resident());
-        note("parked", rt.cache.parked());
-        note("waiting for a place", rt.cache.pending_resume());
-        note("stalled", rt.stalled.lock().keys().cloned().collect());
-        note("timers", rt.proc_timers.lock().keys().cloned().collect());
-        note(
-            "stuck reports",
-            rt.stuck_reported.lock().keys().cloned().collect(),
-        );
-        note("instances held", rt.instances.held());
+        note("resident", rt.cache().resident());
+        note("parked", rt.cache().parked());
+        note("waiting for a place", rt.cache().pending_resume());
+        note("stalled", rt.stalled_pids());
+        note("timers", rt.timer_pids());
+        note("stuck reports", self.services.stuck_reported());
+        note("instances held", rt.instances().held());
         out
     }
 
@@ -369,12 +380,14 @@ impl Engine {
     /// a handle on it (for stateless clients, e.g. over HTTP), as
     /// [`Channel::ack`] does.
     pub async fn ack(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
-        On(&self.rt).ack_delivery(channel, msg_id).await
+        On::new(&self.rt, &self.services)
+            .ack_delivery(channel, msg_id)
+            .await
     }
 
     /// Forgets durable channel `id` and its deliveries.
     pub async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
-        On(&self.rt).remove_channel(id).await
+        On::new(&self.rt, &self.services).remove_channel(id).await
     }
 
     /// The sealed-data registry (external data sealed into tasks).
@@ -394,17 +407,20 @@ impl Engine {
     /// [`EngineError::Fenced`] once another node has taken the store.
     pub async fn renew_lease(&self) -> Result<(), EngineError> {
         self.rt.check_open()?;
-        On(&self.rt).renew_lease().await
+        On::new(&self.rt, &self.services).renew_lease().await
     }
 
     /// Who owns the store, as stored (`None`: no node ever took it).
     pub async fn lease(&self) -> Result<Option<crate::engine::LeaseInfo>, EngineError> {
-        Ok(On(&self.rt).read_lease().await?.map(Into::into))
+        Ok(On::new(&self.rt, &self.services)
+            .read_lease()
+            .await?
+            .map(Into::into))
     }
 
     /// The resident set.
     pub fn cache(&self) -> &Cache {
-        &self.rt.cache
+        self.rt.cache()
     }
 
     /// The one instance of process `pid`: resident, or loaded from the
@@ -418,12 +434,12 @@ impl Engine {
 
     /// The store.
     pub fn store(&self) -> Arc<dyn KvStore> {
-        self.rt.store.clone()
+        self.rt.store().clone()
     }
 
     /// The clock.
     pub fn clock(&self) -> Arc<dyn Clock> {
-        self.rt.clock.clone()
+        self.rt.clock().clone()
     }
 
     /// Resumes what the store holds: in-flight processes oldest first up to
@@ -457,7 +473,7 @@ impl Engine {
     /// a write behind a held commit.
     #[cfg(feature = "testing")]
     pub fn queued_writes(&self) -> usize {
-        self.rt.writer.queued()
+        self.rt.writer().queued()
     }
 
     /// The writer's epoch: it moves when a process is marked removed. A
@@ -465,14 +481,12 @@ impl Engine {
     /// has begun before they release a write held behind it.
     #[cfg(feature = "testing")]
     pub fn writer_epoch(&self) -> u64 {
-        self.rt.writer.epoch()
+        self.rt.writer().epoch()
     }
 
     /// When the earliest timer of process `pid` is due (a step timeout).
     pub fn next_timer_of(&self, pid: &str) -> Option<i64> {
-        self.rt
-            .timers
-            .next_due_matching(|k| matches!(k, shared::TimerKey::Process(p) if p == pid))
+        self.rt.next_timer_of(pid)
     }
 
     /// Whether the engine can acknowledge work now: `Err` saying why while
@@ -481,19 +495,19 @@ impl Engine {
     /// yet), or its last commit failed and a probe commit fails too. What
     /// `/readyz` answers.
     pub async fn readiness(&self) -> Result<(), EngineError> {
-        On(&self.rt).readiness().await
+        On::new(&self.rt, &self.services).readiness().await
     }
 
     /// What an acknowledged write survives on this engine's store, as it
     /// is set up now.
     pub fn persistence(&self) -> acts_store::Persistence {
-        self.rt.store.persistence()
+        self.rt.store().persistence()
     }
 
     /// Resolves once every write queued so far is durable.
     pub async fn flush(&self) -> Result<(), EngineError> {
         self.rt
-            .writer
+            .writer()
             .flush()
             .await
             .map_err(|source| EngineError::Commit {
@@ -507,20 +521,20 @@ impl Engine {
     /// every later call fails with [`EngineError::Fenced`]. A cluster node
     /// drops such an engine (see `docs/CLUSTER.md`).
     pub fn is_fenced(&self) -> bool {
-        self.rt.writer.fenced().is_some()
+        self.rt.writer().fenced().is_some()
     }
 
     /// The epoch of the store's lease this engine holds (`None` without
     /// [`EngineConfig::lease`](crate::engine::EngineConfig::lease)).
     pub fn lease_epoch(&self) -> Option<u64> {
-        self.rt.lease.lock().as_ref().map(|l| l.epoch)
+        self.services.lease_epoch()
     }
 
     /// Closes like [`close`](Self::close) but keeps the store's lease
     /// until it expires, as if this node had died (no other node may take
     /// the store before then): for tests of a node's death.
     pub async fn close_without_handover(&self) {
-        self.rt.lease.lock().take();
+        self.services.drop_lease();
         self.rt.close().await;
     }
 

@@ -15,7 +15,7 @@ use crate::scheduler::{Action, TaskError, TaskState};
 
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{ModelRow, PackageRow, TriggerRow};
-use crate::engine::services::On;
+use crate::engine::services::{On, Services};
 use crate::engine::types::access::Principal;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::DeliveryState;
@@ -28,6 +28,7 @@ use crate::engine::types::info::{
 #[derive(Clone)]
 pub struct Executor {
     pub(super) rt: Arc<Kernel>,
+    pub(super) services: Arc<Services>,
     /// Who is asking (`None`: the embedding application, which may do
     /// everything).
     pub(super) principal: Option<Arc<Principal>>,
@@ -42,9 +43,10 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    pub(crate) fn new(rt: Arc<Kernel>) -> Self {
+    pub(crate) fn new(rt: Arc<Kernel>, services: Arc<Services>) -> Self {
         Self {
             rt,
+            services,
             principal: None,
         }
     }
@@ -54,6 +56,7 @@ impl Executor {
     pub fn as_principal(&self, principal: Principal) -> Executor {
         Self {
             rt: self.rt.clone(),
+            services: self.services.clone(),
             principal: Some(Arc::new(principal)),
         }
     }
@@ -128,7 +131,7 @@ impl Executor {
     /// [`ModelInfo::warnings`].
     pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
         self.need_admin("deploying a model")?;
-        let loaded = Workflow::load_yaml_within(text, &self.rt.config.model_limits)?;
+        let loaded = Workflow::load_yaml_within(text, &self.rt.config().model_limits)?;
         let mut info = self.rt.deploy(&loaded.workflow, &loaded.source).await?;
         info.warnings = crate::model::lint(&loaded.workflow, &loaded.unknown_keys);
         Ok(info)
@@ -137,12 +140,12 @@ impl Executor {
     /// A deployed model and its definition.
     pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model(id).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow(&self.rt.store).await?))
+        Ok((ModelInfo::from(&m.row), m.workflow(self.rt.store()).await?))
     }
 
     /// Every deployed model, oldest deploy first.
     pub async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
-        let rows = Collection::<ModelRow>::new(self.rt.store.clone())
+        let rows = Collection::<ModelRow>::new(self.rt.store().clone())
             .query_all(&Query::new().order_by("deployed_at", false))
             .await?;
         Ok(rows.iter().map(ModelInfo::from).collect())
@@ -170,7 +173,7 @@ impl Executor {
         revision: u32,
     ) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model_version(id, revision).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow(&self.rt.store).await?))
+        Ok((ModelInfo::from(&m.row), m.workflow(self.rt.store()).await?))
     }
 
     /// Moves the live processes of `plan.model` from version `plan.from` to
@@ -245,7 +248,7 @@ impl Executor {
         self.rt
             .deployed_of(&row)
             .await?
-            .workflow(&self.rt.store)
+            .workflow(self.rt.store())
             .await
     }
 
@@ -297,7 +300,7 @@ impl Executor {
         state: &str,
     ) -> Result<usize, EngineError> {
         let mut n = 0;
-        Collection::<R>::new(self.rt.store.clone())
+        Collection::<R>::new(self.rt.store().clone())
             .index_ids(
                 "state",
                 crate::durable::IndexValue::Str(state.to_owned()),
@@ -331,7 +334,7 @@ impl Executor {
 
     /// Every package the engine knows, by id.
     pub async fn packages(&self) -> Result<Vec<PackageInfo>, EngineError> {
-        let mut rows = Collection::<PackageRow>::new(self.rt.store.clone())
+        let mut rows = Collection::<PackageRow>::new(self.rt.store().clone())
             .query_all(&Query::new())
             .await?;
         rows.sort_by(|a, b| a.package.id.cmp(&b.package.id));
@@ -348,7 +351,7 @@ impl Executor {
         trigger_id: &str,
         payload: Value,
     ) -> Result<ProcInfo, EngineError> {
-        On(&self.rt)
+        On::new(&self.rt, &self.services)
             .start_trigger(trigger_id, payload, self.by())
             .await
     }
@@ -356,13 +359,15 @@ impl Executor {
     /// Sends hook event `name`: every model with a hook trigger of that id
     /// starts with `payload`. Returns the processes started.
     pub async fn hook(&self, name: &str, payload: Value) -> Result<Vec<ProcInfo>, EngineError> {
-        On(&self.rt).hook(name, payload, self.by()).await
+        On::new(&self.rt, &self.services)
+            .hook(name, payload, self.by())
+            .await
     }
 
     /// The triggers of every deployed model (with the schedules' next and
     /// last runs).
     pub async fn triggers(&self) -> Result<Vec<TriggerInfo>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.rt.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.rt.store().clone())
             .query_all(&Query::new())
             .await?;
         Ok(rows.iter().map(TriggerInfo::from).collect())
@@ -377,7 +382,9 @@ impl Executor {
         state: Option<DeliveryState>,
     ) -> Result<Vec<DeliveryInfo>, EngineError> {
         self.need_operator("reading deliveries")?;
-        let rows = On(&self.rt).deliveries(channel, state).await?;
+        let rows = On::new(&self.rt, &self.services)
+            .deliveries(channel, state)
+            .await?;
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
@@ -394,14 +401,18 @@ impl Executor {
     /// Only a failed delivery can be redelivered.
     pub async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("redelivering a dead letter")?;
-        On(&self.rt).redeliver(channel, msg_id).await
+        On::new(&self.rt, &self.services)
+            .redeliver(channel, msg_id)
+            .await
     }
 
     /// Discards dead letter `msg_id` of channel `channel` (its delivery is
     /// deleted). Only a failed delivery can be discarded.
     pub async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("discarding a dead letter")?;
-        On(&self.rt).discard(channel, msg_id).await
+        On::new(&self.rt, &self.services)
+            .discard(channel, msg_id)
+            .await
     }
 
     // ---- tasks --------------------------------------------------------------

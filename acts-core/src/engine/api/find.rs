@@ -302,7 +302,7 @@ impl Executor {
         if let Some(b) = q.started_before {
             query = query.filter(Filter::Lt("start_time".into(), b.into()));
         }
-        let procs = Collection::<ProcRow>::new(self.rt.store.clone());
+        let procs = Collection::<ProcRow>::new(self.rt.store().clone());
         let page = match &q.var {
             Some(v) => {
                 let Some(mid) = &q.model else {
@@ -425,7 +425,11 @@ impl Executor {
         const CHUNK: usize = 4096;
         let mut n = 0;
         loop {
-            let keys = self.rt.store.scan(range.clone().with_limit(CHUNK)).await?;
+            let keys = self
+                .rt
+                .store()
+                .scan(range.clone().with_limit(CHUNK))
+                .await?;
             n += keys.len();
             match keys.last() {
                 Some(last) if keys.len() == CHUNK => {

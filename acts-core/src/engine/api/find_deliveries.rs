@@ -94,7 +94,7 @@ impl Executor {
         if let Some(p) = &q.pid {
             query = query.filter(Filter::eq("pid", p.as_str()));
         }
-        let rows = Collection::<DeliveryRow>::new(self.rt.store.clone());
+        let rows = Collection::<DeliveryRow>::new(self.rt.store().clone());
         let range = match (&q.state, &q.channel, &q.pid) {
             (Some(s), _, _) => Some(Collection::<DeliveryRow>::pair_range(
                 "state_time",
@@ -121,7 +121,7 @@ impl Executor {
                 .iter()
                 .map(|d| Collection::<MessageRow>::row_key(&d.msg_id))
                 .collect();
-            let stored = self.rt.store.get_many(&keys).await?;
+            let stored = self.rt.store().get_many(&keys).await?;
             for (d, bytes) in deliveries.iter_mut().zip(stored) {
                 if let Some(bytes) = bytes {
                     d.message =

@@ -80,8 +80,8 @@ impl Executor {
         after: Option<std::time::Duration>,
     ) -> Result<Vec<ProcInfo>, EngineError> {
         self.need_operator("listing stuck processes")?;
-        let after = after.unwrap_or(self.rt.config.stuck_after);
-        let rows = On(&self.rt).stuck(after, 1000).await?;
+        let after = after.unwrap_or(self.rt.config().stuck_after);
+        let rows = On::new(&self.rt, &self.services).stuck(after, 1000).await?;
         Ok(rows.iter().map(ProcInfo::from).collect())
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod instances;
 pub(crate) mod loading;
 pub(crate) mod migrate;
 pub(crate) mod models;
+pub(crate) mod parts;
 pub(crate) mod refill;
 pub(crate) mod remove;
 pub(crate) mod reopen;

@@ -57,56 +57,55 @@ pub(crate) enum TimerKey {
     Housekeeping,
 }
 
-/// The engine's shared state (see the module docs).
+/// The engine's shared state (see the module docs). Its fields belong to
+/// the kernel's room (`pub(in crate::engine::kernel)`, none public to the
+/// crate); the other rooms use the small API below (`store()`,
+/// `config()`, `cache()`, ...) and the kernel's operations.
 pub(crate) struct Kernel {
-    pub store: Arc<dyn KvStore>,
-    pub writer: GroupCommitWriter,
-    pub cache: Cache,
-    pub scripts: ScriptEngine,
-    pub packages: PackageRegistry,
-    pub app_packages: HashMap<String, Arc<dyn ActPackage>>,
-    pub clock: Arc<dyn Clock>,
-    pub timers: TimerService<TimerKey>,
-    pub emitter: Arc<Emitter>,
-    pub config: EngineConfig,
+    pub(in crate::engine::kernel) store: Arc<dyn KvStore>,
+    /// The group-commit writer and its fence.
+    pub(in crate::engine::kernel) writer: GroupCommitWriter,
+    /// Admission and the resident set.
+    pub(in crate::engine::kernel) cache: Cache,
+    pub(in crate::engine::kernel) scripts: ScriptEngine,
+    pub(in crate::engine::kernel) packages: PackageRegistry,
+    pub(in crate::engine::kernel) app_packages: HashMap<String, Arc<dyn ActPackage>>,
+    pub(in crate::engine::kernel) clock: Arc<dyn Clock>,
+    pub(in crate::engine::kernel) timers: TimerService<TimerKey>,
+    /// Channels and the fan-out of committed messages.
+    pub(in crate::engine::kernel) emitter: Arc<Emitter>,
+    pub(in crate::engine::kernel) config: EngineConfig,
     /// Sealed data a transition seals into tasks (the registry is the
     /// services').
     seals: Arc<dyn Seals>,
     /// The services, as the kernel calls them.
-    pub(crate) hooks: Arc<dyn ServiceHooks<Kernel>>,
-    pub(crate) schedule_timer: parking_lot::Mutex<Option<TimerId>>,
+    pub(in crate::engine::kernel) hooks: Arc<dyn ServiceHooks<Kernel>>,
     /// Every in-flight process's armed timeout timer and when it is due,
     /// resident or not (the in-memory side of the wake index: a timer
     /// fires for an unloaded process, which is then loaded).
-    pub(crate) proc_timers: parking_lot::Mutex<HashMap<String, (TimerId, i64)>>,
+    pub(in crate::engine::kernel) proc_timers: parking_lot::Mutex<HashMap<String, (TimerId, i64)>>,
     /// While the boot resume reads the wake index: the processes whose
     /// timer a transition set meanwhile (the row it read may be older).
-    pub(crate) timers_touched: parking_lot::Mutex<Option<std::collections::HashSet<String>>>,
+    pub(in crate::engine::kernel) timers_touched:
+        parking_lot::Mutex<Option<std::collections::HashSet<String>>>,
     housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
-    /// When (engine clock, ms) the housekeeping timer last swept.
-    pub(crate) last_sweep: std::sync::atomic::AtomicI64,
-    pub(crate) delivery_seq: std::sync::atomic::AtomicU64,
     /// Transitions committed since start.
-    pub(crate) transitions: std::sync::atomic::AtomicU64,
+    pub(in crate::engine::kernel) transitions: std::sync::atomic::AtomicU64,
     /// Background tasks started by the engine and not finished.
     inflight: Arc<std::sync::atomic::AtomicUsize>,
-    /// Resume transitions of loaded processes not finished yet (the boot
-    /// resume keeps this small, so memory stays bounded).
     /// Processes whose automatic transition (a resume, a continuation, a
     /// timer) failed on the store: retried on the housekeeping tick.
-    pub(crate) stalled:
+    pub(in crate::engine::kernel) stalled:
         parking_lot::Mutex<HashMap<String, crate::engine::kernel::stalled::Stalled>>,
-    pub(crate) resuming: Arc<std::sync::atomic::AtomicUsize>,
-    /// Stuck processes reported so far: pid → the quiet time reported.
-    pub(crate) stuck_reported: parking_lot::Mutex<HashMap<String, i64>>,
-    /// The store's lease this node holds (with [`EngineConfig::lease`]).
-    pub(crate) lease: parking_lot::Mutex<Option<crate::engine::kernel::config::HeldLease>>,
+    /// Resume transitions of loaded processes not finished yet (the boot
+    /// resume keeps this small, so memory stays bounded).
+    pub(in crate::engine::kernel) resuming: Arc<std::sync::atomic::AtomicUsize>,
     /// The deployed models and the versions processes run on.
-    pub(crate) models: crate::engine::kernel::catalog::Catalog,
+    pub(in crate::engine::kernel) models: crate::engine::kernel::catalog::Catalog,
     /// Every process instance built (tracked with feature `testing`).
-    pub(crate) instances: crate::engine::kernel::instances::Instances,
+    pub(in crate::engine::kernel) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
-    pub(crate) me: Weak<Kernel>,
+    me: Weak<Kernel>,
 }
 
 /// What a transition closure may return.
@@ -140,18 +139,13 @@ impl Kernel {
             config: config.clone(),
             seals,
             hooks,
-            schedule_timer: parking_lot::Mutex::new(None),
             proc_timers: parking_lot::Mutex::new(HashMap::new()),
             timers_touched: parking_lot::Mutex::new(None),
             housekeeping_timer: parking_lot::Mutex::new(None),
-            last_sweep: std::sync::atomic::AtomicI64::new(i64::MIN),
-            delivery_seq: std::sync::atomic::AtomicU64::new(0),
             transitions: std::sync::atomic::AtomicU64::new(0),
             inflight: Arc::default(),
             resuming: Arc::default(),
             stalled: parking_lot::Mutex::default(),
-            stuck_reported: Default::default(),
-            lease: Default::default(),
             models: Default::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),

@@ -54,10 +54,10 @@ impl On<'_> {
 
     /// Forgets durable channel `id` and deletes its deliveries.
     pub(crate) async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
-        let channels = Collection::<ChannelRow>::new(self.store.clone());
+        let channels = Collection::<ChannelRow>::new(self.store().clone());
         let existed = channels.get(id).await?.is_some();
-        self.emitter.unregister_durable(id);
-        let deliveries = Collection::<DeliveryRow>::new(self.store.clone())
+        self.emitter().unregister_durable(id);
+        let deliveries = Collection::<DeliveryRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("channel", id)))
             .await?;
         let mut ops = vec![BatchOp::delete(Collection::<ChannelRow>::row_key(id))];
@@ -71,11 +71,11 @@ impl On<'_> {
     /// Registers the durable channels stored by earlier runs (no client
     /// connected yet: their deliveries are recorded, not sent).
     pub(crate) async fn load_channels(&self) -> Result<(), EngineError> {
-        let rows = Collection::<ChannelRow>::new(self.store.clone())
+        let rows = Collection::<ChannelRow>::new(self.store().clone())
             .query_all(&Query::new())
             .await?;
         for r in rows {
-            self.emitter.register_durable(&r.id, &r.options, None);
+            self.emitter().register_durable(&r.id, &r.options, None);
         }
         Ok(())
     }
@@ -83,7 +83,7 @@ impl On<'_> {
     /// Every delivery of process `pid` (what a transition that ends tasks
     /// checks for pending ones to close).
     pub(crate) async fn deliveries_of(&self, pid: &str) -> Result<Vec<DeliveryRow>, EngineError> {
-        Ok(Collection::<DeliveryRow>::new(self.store.clone())
+        Ok(Collection::<DeliveryRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("pid", pid)))
             .await?)
     }
@@ -101,11 +101,11 @@ impl On<'_> {
         messages: &[Message],
         known_pending: Option<Vec<DeliveryRow>>,
     ) -> Result<Vec<BatchOp>, EngineError> {
-        if !self.emitter.has_durable() {
+        if !self.emitter().has_durable() {
             return Ok(Vec::new());
         }
         let now = self.now();
-        let retry = self.config.delivery_retry.as_millis() as i64;
+        let retry = self.config().delivery_retry.as_millis() as i64;
         let mut ops = Vec::new();
         // Tasks that end in this transition: (pid, tid).
         let ended: std::collections::HashSet<(&str, &str)> = messages
@@ -138,7 +138,7 @@ impl On<'_> {
             }
         }
         for m in messages {
-            let targets = self.emitter.durable_targets(m);
+            let targets = self.emitter().durable_targets(m);
             if targets.is_empty() {
                 continue;
             }
@@ -170,6 +170,7 @@ impl On<'_> {
                     next_at: now + retry,
                     created_at: now,
                     seq: self
+                        .services
                         .delivery_seq
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     closes_with_task: m.state == MessageState::Created,
@@ -186,7 +187,7 @@ impl On<'_> {
         channel: &str,
         msg_id: &str,
     ) -> Result<(), EngineError> {
-        let rows = Collection::<DeliveryRow>::new(self.store.clone());
+        let rows = Collection::<DeliveryRow>::new(self.store().clone());
         let Some(old) = rows.get(&delivery_row_id(channel, msg_id)).await? else {
             return Err(EngineError::DeliveryNotFound {
                 channel: channel.to_owned(),
@@ -213,7 +214,7 @@ impl On<'_> {
     /// A dead letter (a failed delivery) of `msg_id` to `channel`: the row,
     /// or why there is none to act on.
     async fn dead_letter(&self, channel: &str, msg_id: &str) -> Result<DeliveryRow, EngineError> {
-        let row = Collection::<DeliveryRow>::new(self.store.clone())
+        let row = Collection::<DeliveryRow>::new(self.store().clone())
             .get(&delivery_row_id(channel, msg_id))
             .await?
             .ok_or_else(|| EngineError::DeliveryNotFound {
@@ -271,7 +272,7 @@ impl On<'_> {
         if let Some(s) = state {
             q = q.filter(Filter::eq("state", s.as_str()));
         }
-        let mut rows = Collection::<DeliveryRow>::new(self.store.clone())
+        let mut rows = Collection::<DeliveryRow>::new(self.store().clone())
             .query_all(&q)
             .await?;
         rows.sort_by(|a, b| {
@@ -304,8 +305,8 @@ impl On<'_> {
 
     async fn resend(&self, rows: Vec<DeliveryRow>, forced: bool) -> Result<usize, EngineError> {
         let now = self.now();
-        let retry = self.config.delivery_retry.as_millis() as i64;
-        let messages = Collection::<MessageRow>::new(self.store.clone());
+        let retry = self.config().delivery_retry.as_millis() as i64;
+        let messages = Collection::<MessageRow>::new(self.store().clone());
         let mut ops = Vec::new();
         let mut sent = 0;
         for old in rows {
@@ -314,7 +315,7 @@ impl On<'_> {
                 ops.extend(Collection::<DeliveryRow>::delete_ops(&old));
                 continue;
             };
-            if !forced && old.tries >= self.config.delivery_max_tries {
+            if !forced && old.tries >= self.config().delivery_max_tries {
                 warn!(channel = %old.channel, msg_id = %old.msg_id, tries = old.tries, "delivery failed: out of tries");
                 let new = DeliveryRow {
                     state: DeliveryState::Failed,
@@ -323,7 +324,7 @@ impl On<'_> {
                 ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
                 continue;
             }
-            if self.emitter.resend(&old.channel, &msg.message) {
+            if self.emitter().resend(&old.channel, &msg.message) {
                 sent += 1;
                 let new = DeliveryRow {
                     tries: old.tries + 1,
@@ -340,12 +341,12 @@ impl On<'_> {
     /// Deletes finished processes whose deliveries are all settled and
     /// whose end is older than the retention. Returns how many.
     pub(crate) async fn sweep(&self) -> Result<usize, EngineError> {
-        let Some(retention) = self.config.retention else {
+        let Some(retention) = self.config().retention else {
             return Ok(0);
         };
         let cutoff = self.now() - retention.as_millis() as i64;
-        let procs = Collection::<ProcRow>::new(self.store.clone());
-        let deliveries = Collection::<DeliveryRow>::new(self.store.clone());
+        let procs = Collection::<ProcRow>::new(self.store().clone());
+        let deliveries = Collection::<DeliveryRow>::new(self.store().clone());
         let mut swept = 0;
         for state in TaskState::ALL.into_iter().filter(|s| s.is_terminal()) {
             let rows = procs
@@ -363,7 +364,7 @@ impl On<'_> {
                     // acked or closed one is settled).
                     continue;
                 }
-                let Some(stored) = persist::read_process(&self.store, &row.id).await? else {
+                let Some(stored) = persist::read_process(self.store(), &row.id).await? else {
                     continue;
                 };
                 let mut ops = persist::delete_ops(&stored);
@@ -387,7 +388,7 @@ impl On<'_> {
         for d in deliveries {
             ops.extend(Collection::<DeliveryRow>::delete_ops(d));
         }
-        for m in Collection::<MessageRow>::new(self.store.clone())
+        for m in Collection::<MessageRow>::new(self.store().clone())
             .query_all(&by_pid)
             .await?
         {
@@ -399,7 +400,7 @@ impl On<'_> {
     /// The ops that delete every message and delivery of process `pid`
     /// (what removing the process removes with it).
     pub(crate) async fn process_message_ops(&self, pid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        let deliveries = Collection::<DeliveryRow>::new(self.store.clone())
+        let deliveries = Collection::<DeliveryRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("pid", pid)))
             .await?;
         self.message_delete_ops(pid, &deliveries).await
@@ -429,12 +430,16 @@ impl On<'_> {
             warn!(error = %e, "checking for stuck processes failed; retried on the next tick");
         }
         let now = self.now();
-        let last = self.last_sweep.load(std::sync::atomic::Ordering::Acquire);
+        let last = self
+            .services
+            .last_sweep
+            .load(std::sync::atomic::Ordering::Acquire);
         let due = force
             || last == i64::MIN
-            || now.saturating_sub(last) >= self.config.sweep_interval.as_millis() as i64;
+            || now.saturating_sub(last) >= self.config().sweep_interval.as_millis() as i64;
         if due {
-            self.last_sweep
+            self.services
+                .last_sweep
                 .store(now, std::sync::atomic::Ordering::Release);
         }
         if due && let Err(e) = self.sweep().await {

@@ -80,7 +80,7 @@ fn corrupt(what: &str) -> EngineError {
 impl On<'_> {
     /// The store's lease as stored (`None`: no node ever owned it).
     pub(crate) async fn read_lease(&self) -> Result<Option<StoredLease>, EngineError> {
-        let Some(bytes) = self.store.get(&lease_key()).await? else {
+        let Some(bytes) = self.store().get(&lease_key()).await? else {
             return Ok(None);
         };
         if bytes.len() > MAX_LEASE_BYTES {
@@ -122,7 +122,7 @@ impl On<'_> {
                 remaining_ms: l.expires_at - now,
             });
         }
-        let stored = self.store.get(&epoch_key()).await?;
+        let stored = self.store().get(&epoch_key()).await?;
         let epoch = match &stored {
             Some(b) => String::from_utf8_lossy(b)
                 .parse::<u64>()
@@ -138,7 +138,7 @@ impl On<'_> {
             BatchOp::put(epoch_key(), next.to_string()),
             BatchOp::put(lease_key(), self.lease_bytes(config, next, now)),
         ];
-        if !self.store.batch_if(vec![condition], ops).await? {
+        if !self.store().batch_if(vec![condition], ops).await? {
             // Another node raised the epoch between the read and the batch.
             let l = self.read_lease().await?;
             let until = l.as_ref().map_or(now, |l| l.expires_at);
@@ -149,9 +149,9 @@ impl On<'_> {
                 remaining_ms: (until - now).max(0),
             });
         }
-        self.writer
+        self.writer()
             .set_fence(Some(Condition::equals(epoch_key(), next.to_string())));
-        *self.lease.lock() = Some(HeldLease {
+        *self.services.lease.lock() = Some(HeldLease {
             config: config.clone(),
             epoch: next,
         });
@@ -174,7 +174,7 @@ impl On<'_> {
     /// steps down, once another node took the store). Nothing to do
     /// without a lease.
     pub(crate) async fn renew_lease(&self) -> Result<(), EngineError> {
-        let Some(held) = self.lease.lock().clone() else {
+        let Some(held) = self.services.lease.lock().clone() else {
             return Ok(());
         };
         let bytes = self.lease_bytes(&held.config, held.epoch, self.now());
@@ -186,10 +186,10 @@ impl On<'_> {
     /// node may take the store at once (a fenced write: a node that lost
     /// the store changes nothing).
     pub(crate) async fn release_lease(&self) {
-        let Some(held) = self.lease.lock().take() else {
+        let Some(held) = self.services.lease.lock().take() else {
             return;
         };
-        if self.writer.fenced().is_some() {
+        if self.writer().fenced().is_some() {
             return;
         }
         let mut lapsed = held.config.clone();
@@ -211,7 +211,7 @@ impl On<'_> {
     /// Renews the lease every third of its TTL until the engine closes or
     /// is fenced off (with [`LeaseConfig::background_renewal`]).
     pub(crate) fn spawn_lease_renewal(&self) {
-        let Some(held) = self.lease.lock().clone() else {
+        let Some(held) = self.services.lease.lock().clone() else {
             return;
         };
         if !held.config.background_renewal {
@@ -222,17 +222,18 @@ impl On<'_> {
         };
         let every = (held.config.ttl / 3).max(Duration::from_millis(10));
         let weak = std::sync::Arc::downgrade(&rt);
+        let services = self.services.me.clone();
         drop(rt);
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let Some(rt) = weak.upgrade() else {
+                let (Some(rt), Some(services)) = (weak.upgrade(), services.upgrade()) else {
                     return;
                 };
                 if rt.is_closed() {
                     return;
                 }
-                if let Err(e) = On(&rt).renew_lease().await {
+                if let Err(e) = On::new(&rt, &services).renew_lease().await {
                     tracing::error!(error = %e, "renewing the store's lease failed");
                     if matches!(e, EngineError::Fenced(_)) {
                         return;

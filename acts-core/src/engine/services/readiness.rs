@@ -24,9 +24,9 @@ impl On<'_> {
     /// `Ok` when the next transition can commit; else why not.
     pub(crate) async fn readiness(&self) -> Result<(), EngineError> {
         self.check_open()?;
-        self.store.health().await?;
-        if self.writer.failing().is_some() {
-            let now = self.clock.now_millis().to_string();
+        self.store().health().await?;
+        if self.writer().failing().is_some() {
+            let now = self.clock().now_millis().to_string();
             self.write(None, vec![BatchOp::put(probe_key(), now)])
                 .await?;
         }

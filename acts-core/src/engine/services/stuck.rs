@@ -36,7 +36,7 @@ impl On<'_> {
         let bound = self
             .now()
             .saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = Collection::<ProcRow>::new(self.store().clone());
         let mut rows = Vec::new();
         for pid in procs.index_ids_below("quiet", bound, limit).await? {
             // A row changed since its index entry was read is checked again.
@@ -53,9 +53,9 @@ impl On<'_> {
     /// Reports the processes that became stuck since the last check (see
     /// the module docs).
     pub(crate) async fn report_stuck(&self) -> Result<(), EngineError> {
-        let stuck = self.stuck(self.config.stuck_after, MAX_PER_CHECK).await?;
+        let stuck = self.stuck(self.config().stuck_after, MAX_PER_CHECK).await?;
         let fresh: Vec<ProcRow> = {
-            let mut reported = self.stuck_reported.lock();
+            let mut reported = self.services.stuck_reported.lock();
             reported.retain(|pid, _| stuck.iter().any(|r| &r.id == pid));
             stuck
                 .into_iter()
@@ -95,7 +95,7 @@ impl On<'_> {
         if !ops.is_empty() {
             self.write(None, ops).await?;
         }
-        self.emitter.deliver(&messages);
+        self.emitter().deliver(&messages);
         Ok(())
     }
 }

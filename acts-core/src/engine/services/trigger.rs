@@ -45,7 +45,7 @@ impl On<'_> {
         &self,
         workflow: &Workflow,
     ) -> Result<Vec<BatchOp>, EngineError> {
-        let triggers = Collection::<TriggerRow>::new(self.store.clone());
+        let triggers = Collection::<TriggerRow>::new(self.store().clone());
         let old = triggers
             .query_all(&Query::new().filter(Filter::eq("mid", workflow.id.as_str())))
             .await?;
@@ -91,7 +91,7 @@ impl On<'_> {
 
     /// The deletes of every trigger of model `mid`.
     pub(crate) async fn trigger_delete_ops(&self, mid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("mid", mid)))
             .await?;
         Ok(rows
@@ -109,7 +109,7 @@ impl On<'_> {
         payload: Value,
         by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
-        let row = Collection::<TriggerRow>::new(self.store.clone())
+        let row = Collection::<TriggerRow>::new(self.store().clone())
             .get(trigger_id)
             .await?
             .ok_or_else(|| EngineError::Trigger {
@@ -157,7 +157,7 @@ impl On<'_> {
         payload: Value,
         by: Option<&str>,
     ) -> Result<Vec<ProcInfo>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("kind", "hook")))
             .await?;
         let mut started = Vec::new();
@@ -171,7 +171,7 @@ impl On<'_> {
     pub(crate) async fn fire_schedules(&self) {
         if let Err(e) = self.fire_due_schedules().await {
             warn!(error = %e, "schedule timer: cannot read the schedules; retried on the next tick");
-            self.arm_schedules_at(Some(self.now() + self.config.tick.as_millis() as i64));
+            self.arm_schedules_at(Some(self.now() + self.config().tick.as_millis() as i64));
             return;
         }
         if let Err(e) = self.arm_schedules().await {
@@ -180,7 +180,7 @@ impl On<'_> {
     }
 
     async fn fire_due_schedules(&self) -> Result<(), EngineError> {
-        let triggers = Collection::<TriggerRow>::new(self.store.clone());
+        let triggers = Collection::<TriggerRow>::new(self.store().clone());
         let now = self.now();
         let due: Vec<TriggerRow> = triggers
             .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
@@ -208,7 +208,7 @@ impl On<'_> {
 
     /// Arms the schedule timer for the earliest `next_run`.
     pub(crate) async fn arm_schedules(&self) -> Result<(), EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store.clone())
+        let rows = Collection::<TriggerRow>::new(self.store().clone())
             .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
             .await?;
         let due = rows.iter().map(|r| r.next_run).filter(|n| *n > 0).min();
@@ -219,12 +219,12 @@ impl On<'_> {
     fn arm_schedules_at(&self, due: Option<i64>) {
         // An engine that does not run schedules (all but one partition of
         // a cluster) never arms their timer.
-        let due = due.filter(|_| self.config.run_schedules);
-        let mut slot = self.schedule_timer.lock();
+        let due = due.filter(|_| self.config().run_schedules);
+        let mut slot = self.services.schedule_timer.lock();
         if let Some(id) = slot.take() {
-            self.timers.cancel(id);
+            self.disarm(id);
         }
-        *slot = due.map(|d| self.timers.schedule(d, TimerKey::Schedules));
+        *slot = due.map(|d| self.arm(d, TimerKey::Schedules));
     }
 }
 

@@ -1,0 +1,102 @@
+//! The kernel's small API for the other rooms: its parts, each a struct
+//! with its own API (the store, the writer and its fence, admission and
+//! residency, channels and the emitter, the settings, the clock, the
+//! scripts), read-only views of its bookkeeping, and arming an engine
+//! timer. The kernel's fields themselves are its room's alone.
+
+use std::sync::Arc;
+
+use acts_store::KvStore;
+
+use crate::durable::GroupCommitWriter;
+use crate::script::ScriptEngine;
+use crate::time::{Clock, TimerId};
+
+use crate::engine::kernel::cache::Cache;
+use crate::engine::kernel::config::EngineConfig;
+use crate::engine::kernel::emitter::Emitter;
+#[cfg(feature = "testing")]
+use crate::engine::kernel::instances::Instances;
+use crate::engine::kernel::shared::{Kernel, TimerKey};
+
+impl Kernel {
+    /// The store.
+    pub(crate) fn store(&self) -> &Arc<dyn KvStore> {
+        &self.store
+    }
+
+    /// The group-commit writer (and its fence).
+    pub(crate) fn writer(&self) -> &GroupCommitWriter {
+        &self.writer
+    }
+
+    /// Admission and the resident set.
+    pub(crate) fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// Channels and the fan-out of committed messages.
+    pub(crate) fn emitter(&self) -> &Arc<Emitter> {
+        &self.emitter
+    }
+
+    /// The settings.
+    pub(crate) fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The engine's clock.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The script runtimes.
+    pub(crate) fn scripts(&self) -> &ScriptEngine {
+        &self.scripts
+    }
+
+    /// Every process instance built (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub(crate) fn instances(&self) -> &Instances {
+        &self.instances
+    }
+
+    /// Transitions committed since start.
+    pub(crate) fn transitions(&self) -> u64 {
+        self.transitions.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The processes whose automatic transition failed and waits for the
+    /// next housekeeping tick.
+    pub(crate) fn stalled_pids(&self) -> Vec<String> {
+        self.stalled.lock().keys().cloned().collect()
+    }
+
+    /// The processes with a timeout timer armed (feature `testing`).
+    #[cfg(feature = "testing")]
+    pub(crate) fn timer_pids(&self) -> Vec<String> {
+        self.proc_timers.lock().keys().cloned().collect()
+    }
+
+    /// Arms an engine timer for `key` at `due` (ms on the engine clock).
+    pub(crate) fn arm(&self, due: i64, key: TimerKey) -> TimerId {
+        self.timers.schedule(due, key)
+    }
+
+    /// When the earliest timer of process `pid` is due (a step timeout).
+    pub(crate) fn next_timer_of(&self, pid: &str) -> Option<i64> {
+        self.timers
+            .next_due_matching(|k| matches!(k, TimerKey::Process(p) if p == pid))
+    }
+
+    /// A fired timer was handled (the timer service counts what is in
+    /// flight).
+    pub(crate) fn timer_handled(&self) {
+        self.timers.handled();
+    }
+
+    /// Cancels timer `id`.
+    pub(crate) fn disarm(&self, id: TimerId) {
+        self.timers.cancel(id);
+    }
+}
