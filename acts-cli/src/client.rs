@@ -1,21 +1,21 @@
-//! The commands as a client of a running `acts serve` (`--server URL` or
-//! `ACTS_SERVER`): `deploy`, `start`, `ps`, `tasks`, `deliveries`, `show`, `act`, `control`, `models` and
-//! `versions` go
-//! through its HTTP API instead of opening the store, so they work while
-//! the server holds it. Output is the same as on a store.
+//! [`Acts`] over the HTTP API of a running `acts serve` (`--server URL`
+//! or `ACTS_SERVER`): the commands of `calls.rs` go through the server
+//! instead of opening the store, so they work while the server holds it.
+//! Output is the same as on a store.
 
-use acts::{DeliveryInfo, ModelInfo, ModelVersionInfo, ProcInfo, TaskInfo};
+use std::time::Duration;
+
+use acts::{
+    DeliveryInfo, DeliveryQuery, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
+    ProcInfo, ProcessQuery, TaskInfo, TaskQuery, Vars,
+};
+use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::answers::parse_vars;
+use crate::api::{Acts, Control, Paged};
 use crate::cli::Command;
 use crate::failure::Failure;
-use crate::output::{
-    pick_errored, pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json,
-    print_models, print_process, print_processes, print_started, print_tasks, print_versions,
-};
-use crate::session::{print_warnings, read_model_file};
 
 /// A client of the server at one base URL.
 struct Client {
@@ -197,264 +197,147 @@ pub(crate) async fn run(
     strict: bool,
 ) -> Result<u8, Failure> {
     let c = Client::new(server, token)?;
-    match command {
-        Command::Deploy { models } => {
-            for path in &models {
-                let text = read_model_file(path, strict)?;
-                let info: ModelInfo = c
-                    .post_as(&["models"], text, "application/yaml")
-                    .await
-                    .map_err(|r| named(r, &path.display().to_string()))?;
-                print_warnings(path, &info);
-                print_deployed(&info);
-            }
-            Ok(0)
-        }
-        Command::Start {
-            model_id,
-            vars,
-            quiet,
-            rev,
-        } => {
-            let vars = parse_vars(&vars)?;
-            let mut body = json!({"model": model_id, "vars": vars});
-            if let Some(r) = rev {
-                body["rev"] = json!(r);
-            }
-            let info: ProcInfo = c.post(&["processes"], body.to_string()).await?;
-            print_started(&info, quiet);
-            Ok(0)
-        }
-        Command::Ps {
-            stuck: Some(secs),
-            json,
-            ..
-        } => {
-            let secs = secs.to_string();
-            let list: Vec<ProcInfo> = c.get(&["stuck"], &[("after_secs", &secs)]).await?;
-            print_as(&list, json, |x| print_processes(x))
-        }
-        Command::Ps {
-            state,
-            model,
-            wheres,
-            count,
-            json,
-            ..
-        } if count || !wheres.is_empty() => {
-            let mut q = crate::query::where_query(model.as_deref(), state.as_deref(), &wheres)?;
-            if count {
-                let page: Value = c
-                    .post_query(&["processes", "query"], &[("count", "true")], &q)
-                    .await?;
-                println!("{}", page["total"]);
-                return Ok(0);
-            }
-            let mut list: Vec<ProcInfo> = Vec::new();
-            loop {
-                let page: Value = c.post_query(&["processes", "query"], &[], &q).await?;
-                list.extend(decode::<Vec<ProcInfo>>(page["processes"].clone())?);
-                match page["next"].as_str() {
-                    Some(n) => q.cursor = Some(n.to_owned()),
-                    None => break,
-                }
-            }
-            print_as(&list, json, |x| print_processes(x))
-        }
-        Command::Ps {
-            state, model, json, ..
-        } => {
-            let mut list: Vec<ProcInfo> = Vec::new();
-            let mut cursor: Option<String> = None;
-            loop {
-                let mut q: Vec<(&str, &str)> = vec![("limit", "1000")];
-                if let Some(s) = &state {
-                    q.push(("state", s));
-                }
-                if let Some(m) = &model {
-                    q.push(("model", m));
-                }
-                if let Some(c) = &cursor {
-                    q.push(("cursor", c));
-                }
-                let page: Value = c.get(&["processes"], &q).await?;
-                let rows: Vec<ProcInfo> = decode(page["processes"].clone())?;
-                list.extend(rows);
-                match page["next"].as_str() {
-                    Some(n) => cursor = Some(n.to_owned()),
-                    None => break,
-                }
-            }
-            print_as(&list, json, |x| print_processes(x))
-        }
-        Command::Show { pid, json } => {
-            let v: Value = c.get(&["processes", &pid], &[]).await?;
-            if json {
-                print_json(&v)?;
-                return Ok(0);
-            }
-            let (info, tasks) = process_of(v)?;
-            print_process(&info, &tasks);
-            Ok(0)
-        }
-        Command::Act {
-            action,
-            pid,
-            tid,
-            vars,
-        } => {
-            let vars = parse_vars(&vars)?;
-            let v: Value = c.get(&["processes", &pid], &[]).await?;
-            let (_, tasks) = process_of(v)?;
-            let tid = if action == "push" {
-                pick_step(&tasks, &pid, &tid)?
-            } else {
-                pick_task(&tasks, &pid, &tid)?
-            };
-            c.post::<Value>(
-                &["processes", &pid, "tasks", &tid, &action],
-                Value::Object(vars).to_string(),
-            )
-            .await?;
-            println!("ok: {action} {pid} {tid}");
-            Ok(0)
-        }
-        Command::Migrate {
-            model_id,
-            from,
-            to,
-            map,
-            vars,
-            dry_run,
-            json,
-        } => {
-            let plan = crate::query::migration_plan(&model_id, from, to, map.as_deref(), &vars)?;
-            let mut body = serde_json::to_value(&plan)
-                .map_err(|e| Failure::input(format!("the plan cannot be sent: {e}")))?;
-            body["dry_run"] = json!(dry_run);
-            let report: acts::MigrationReport = c
-                .post(&["models", &model_id, "migrate"], body.to_string())
-                .await?;
-            print_as(&report, json, crate::output::print_migration)
-        }
-        Command::Control {
-            control,
-            pid,
-            reason,
-            to,
-            task,
-            vars,
-        } => {
-            let to = crate::query::rewind_target(&control, to.as_deref())?;
-            crate::query::retry_task_flag(&control, task.as_deref())?;
-            let task = match &task {
-                Some(id) => {
-                    let (_, tasks) = process_of(c.get(&["processes", &pid], &[]).await?)?;
-                    Some(pick_errored(&tasks, &pid, id)?)
-                }
-                None => None,
-            };
-            let body = match control.as_str() {
-                "resume" => String::new(),
-                "rewind" => json!({ "to": to, "vars": parse_vars(&vars)? }).to_string(),
-                "retry" => json!({ "task": task, "vars": parse_vars(&vars)? }).to_string(),
-                _ => json!({ "reason": reason }).to_string(),
-            };
-            let _: Value = c.post(&["processes", &pid, &control], body).await?;
-            println!("ok: {control} {pid}");
-            Ok(0)
-        }
-        Command::Versions {
-            model_id,
-            remove,
-            json,
-        } => {
-            if let Some(rev) = remove {
-                let rev = rev.to_string();
-                c.delete(&["models", &model_id, "versions", &rev]).await?;
-                println!("removed: {model_id} version {rev}");
-                return Ok(0);
-            }
-            let versions: Vec<ModelVersionInfo> =
-                c.get(&["models", &model_id, "versions"], &[]).await?;
-            print_as(&versions, json, |x| print_versions(x))
-        }
-        Command::Tasks {
-            filter,
-            count,
-            json,
-        } => {
-            let q = crate::query::task_query(&filter)?;
-            if count {
-                let page: Value = c
-                    .post_query(&["tasks", "query"], &[("count", "true")], &q)
-                    .await?;
-                println!("{}", page["total"]);
-                return Ok(0);
-            }
-            let list: Vec<TaskInfo> = crate::query::all_pages(|cursor| {
-                let (c, q) = (&c, q.clone().after(cursor));
-                async move {
-                    let page: Value = c.post_query(&["tasks", "query"], &[], &q).await?;
-                    Ok((decode(page["tasks"].clone())?, next_of(&page)))
-                }
-            })
-            .await?;
-            print_as(&list, json, |x| print_tasks(x))
-        }
-        Command::Deliveries {
-            filter,
-            redeliver,
-            discard,
-            count,
-            json,
-        } => {
-            if let Some([channel, msg]) = redeliver.as_deref() {
-                let _: Value = c
-                    .post(&["deliveries", channel, msg, "redeliver"], String::new())
-                    .await?;
-                println!("ok: redelivered {channel} {msg}");
-                return Ok(0);
-            }
-            if let Some([channel, msg]) = discard.as_deref() {
-                c.delete(&["deliveries", channel, msg]).await?;
-                println!("ok: discarded {channel} {msg}");
-                return Ok(0);
-            }
-            let q = crate::query::delivery_query(&filter)?;
-            if count {
-                let page: Value = c
-                    .post_query(&["deliveries", "query"], &[("count", "true")], &q)
-                    .await?;
-                println!("{}", page["total"]);
-                return Ok(0);
-            }
-            let list: Vec<DeliveryInfo> = crate::query::all_pages(|cursor| {
-                let (c, q) = (&c, q.clone().after(cursor));
-                async move {
-                    let page: Value = c.post_query(&["deliveries", "query"], &[], &q).await?;
-                    Ok((decode(page["deliveries"].clone())?, next_of(&page)))
-                }
-            })
-            .await?;
-            print_as(&list, json, |x| print_deliveries(x))
-        }
-        Command::Models { json } => {
-            let models: Vec<ModelInfo> = c.get(&["models"], &[]).await?;
-            print_as(&models, json, |x| print_models(x))
-        }
-        other => Err(Failure::input(format!(
+    match crate::calls::call(&c, command, strict).await {
+        Ok(done) => done,
+        Err(other) => Err(Failure::input(format!(
             "`{}` works on a store, not through a server; with --server use deploy, start, ps, tasks, deliveries, show, act, control, migrate, models or versions (or stop the server to use the store)",
             name_of(&other)
         ))),
     }
 }
 
-/// A refusal about the model file `name`.
-fn named(r: Refused, name: &str) -> Failure {
-    match r {
-        Refused::Input(m) => Failure::input(format!("{name}: {m}")),
-        Refused::Run(m) => Failure::run(m),
+/// A page of a query answer: the items under `field` and the next cursor.
+fn paged<T: DeserializeOwned>(page: &Value, field: &str) -> Result<Paged<T>, Refused> {
+    Ok((decode(page[field].clone())?, next_of(page)))
+}
+
+/// The `total` of a query answer asked with `?count=true`.
+fn total(page: &Value) -> Result<usize, Refused> {
+    decode(page["total"].clone())
+}
+
+#[async_trait]
+impl Acts for Client {
+    async fn deploy(&self, text: String) -> Result<ModelInfo, Failure> {
+        Ok(self.post_as(&["models"], text, "application/yaml").await?)
+    }
+
+    async fn models(&self) -> Result<Vec<ModelInfo>, Failure> {
+        Ok(self.get(&["models"], &[]).await?)
+    }
+
+    async fn versions(&self, model: &str) -> Result<Vec<ModelVersionInfo>, Failure> {
+        Ok(self.get(&["models", model, "versions"], &[]).await?)
+    }
+
+    async fn remove_version(&self, model: &str, rev: u32) -> Result<(), Failure> {
+        Ok(self
+            .delete(&["models", model, "versions", &rev.to_string()])
+            .await?)
+    }
+
+    async fn migrate(
+        &self,
+        plan: &MigrationPlan,
+        dry_run: bool,
+    ) -> Result<MigrationReport, Failure> {
+        let mut body = serde_json::to_value(plan)
+            .map_err(|e| Failure::input(format!("the plan cannot be sent: {e}")))?;
+        body["dry_run"] = json!(dry_run);
+        Ok(self
+            .post(&["models", &plan.model, "migrate"], body.to_string())
+            .await?)
+    }
+
+    async fn start(&self, model: &str, rev: Option<u32>, vars: Vars) -> Result<ProcInfo, Failure> {
+        let mut body = json!({"model": model, "vars": vars});
+        if let Some(r) = rev {
+            body["rev"] = json!(r);
+        }
+        Ok(self.post(&["processes"], body.to_string()).await?)
+    }
+
+    async fn process(&self, pid: &str) -> Result<(ProcInfo, Vec<TaskInfo>), Failure> {
+        let v: Value = self.get(&["processes", pid], &[]).await?;
+        Ok((decode(v["process"].clone())?, decode(v["tasks"].clone())?))
+    }
+
+    async fn stuck(&self, after: Duration) -> Result<Vec<ProcInfo>, Failure> {
+        let secs = after.as_secs().to_string();
+        Ok(self.get(&["stuck"], &[("after_secs", &secs)]).await?)
+    }
+
+    async fn find_processes(&self, q: &ProcessQuery) -> Result<Paged<ProcInfo>, Failure> {
+        let page: Value = self.post_query(&["processes", "query"], &[], q).await?;
+        Ok(paged(&page, "processes")?)
+    }
+
+    async fn count_processes(&self, q: &ProcessQuery) -> Result<usize, Failure> {
+        let page: Value = self
+            .post_query(&["processes", "query"], &[("count", "true")], q)
+            .await?;
+        Ok(total(&page)?)
+    }
+
+    async fn find_tasks(&self, q: &TaskQuery) -> Result<Paged<TaskInfo>, Failure> {
+        let page: Value = self.post_query(&["tasks", "query"], &[], q).await?;
+        Ok(paged(&page, "tasks")?)
+    }
+
+    async fn count_tasks(&self, q: &TaskQuery) -> Result<usize, Failure> {
+        let page: Value = self
+            .post_query(&["tasks", "query"], &[("count", "true")], q)
+            .await?;
+        Ok(total(&page)?)
+    }
+
+    async fn find_deliveries(&self, q: &DeliveryQuery) -> Result<Paged<DeliveryInfo>, Failure> {
+        let page: Value = self.post_query(&["deliveries", "query"], &[], q).await?;
+        Ok(paged(&page, "deliveries")?)
+    }
+
+    async fn count_deliveries(&self, q: &DeliveryQuery) -> Result<usize, Failure> {
+        let page: Value = self
+            .post_query(&["deliveries", "query"], &[("count", "true")], q)
+            .await?;
+        Ok(total(&page)?)
+    }
+
+    async fn act(&self, pid: &str, tid: &str, action: &str, vars: Vars) -> Result<(), Failure> {
+        let _: Value = self
+            .post(
+                &["processes", pid, "tasks", tid, action],
+                Value::Object(vars).to_string(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn control(&self, pid: &str, control: Control) -> Result<(), Failure> {
+        let (name, body) = match control {
+            Control::Pause { reason } => ("pause", json!({ "reason": reason }).to_string()),
+            Control::Resume => ("resume", String::new()),
+            Control::Terminate { reason } => ("terminate", json!({ "reason": reason }).to_string()),
+            Control::Rewind { to, vars } => {
+                ("rewind", json!({ "to": to, "vars": vars }).to_string())
+            }
+            Control::Retry { task, vars } => {
+                ("retry", json!({ "task": task, "vars": vars }).to_string())
+            }
+        };
+        let _: Value = self.post(&["processes", pid, name], body).await?;
+        Ok(())
+    }
+
+    async fn redeliver(&self, channel: &str, msg: &str) -> Result<(), Failure> {
+        let _: Value = self
+            .post(&["deliveries", channel, msg, "redeliver"], String::new())
+            .await?;
+        Ok(())
+    }
+
+    async fn discard(&self, channel: &str, msg: &str) -> Result<(), Failure> {
+        Ok(self.delete(&["deliveries", channel, msg]).await?)
     }
 }
 
@@ -467,10 +350,6 @@ fn decode<T: DeserializeOwned>(v: Value) -> Result<T, Refused> {
 /// The cursor of a page's next page (`None`: the last).
 fn next_of(page: &Value) -> Option<String> {
     page["next"].as_str().map(str::to_owned)
-}
-
-fn process_of(v: Value) -> Result<(ProcInfo, Vec<TaskInfo>), Refused> {
-    Ok((decode(v["process"].clone())?, decode(v["tasks"].clone())?))
 }
 
 fn name_of(c: &Command) -> &'static str {

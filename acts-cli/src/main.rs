@@ -18,6 +18,8 @@
 //! continues).
 
 mod answers;
+mod api;
+mod calls;
 mod cli;
 mod client;
 mod cluster;
@@ -25,6 +27,7 @@ mod commands;
 mod doctests;
 mod driver;
 mod failure;
+mod local;
 mod output;
 mod owner;
 mod query;

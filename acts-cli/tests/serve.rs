@@ -444,3 +444,92 @@ fn a_bad_config_is_refused_with_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tokenz"));
 }
+
+/// Every command is written once (against one interface with two
+/// transports): what it prints on a store and through a server holding
+/// that store is the same, text and JSON.
+#[test]
+fn each_command_prints_the_same_on_the_store_and_through_the_server() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = format!("redb:{}", dir.path().join("acts.db").display());
+    let model = dir.path().join("approval.yml");
+    std::fs::write(&model, APPROVAL).expect("writable");
+    let on_store = |args: &[&str]| {
+        Command::new(assert_cmd::cargo::cargo_bin("acts"))
+            .args(["--store", &store])
+            .args(args)
+            .env_remove("ACTS_SERVER")
+            .output()
+            .expect("acts runs")
+    };
+    let out = on_store(&["deploy", model.to_str().expect("a UTF-8 path")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for pid in ["p1", "p2"] {
+        let out = on_store(&[
+            "start",
+            "approval",
+            "--var",
+            &format!("pid=\"{pid}\""),
+            "-q",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = on_store(&["act", "complete", "p2", "ask"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let commands: &[&[&str]] = &[
+        &["show", "p1"],
+        &["show", "p1", "--json"],
+        &["ps"],
+        &["ps", "--json"],
+        &["ps", "--state", "completed", "--json"],
+        &[
+            "ps",
+            "--model",
+            "approval",
+            "--where",
+            "amount>=0",
+            "--count",
+        ],
+        &["tasks", "--model", "approval", "--json"],
+        &["tasks", "--inbox", "--count"],
+        &["deliveries", "--count"],
+        &["models", "--json"],
+        &["versions", "approval"],
+        &["act", "nonsense", "p1", "ask"],
+        &["show", "nope"],
+    ];
+    let local: Vec<_> = commands.iter().map(|c| on_store(c)).collect();
+    let (mut child, addr) = serve(&store);
+    let server = format!("http://{addr}");
+    for (args, here) in commands.iter().zip(&local) {
+        let there = Command::new(assert_cmd::cargo::cargo_bin("acts"))
+            .args(*args)
+            .env("ACTS_SERVER", &server)
+            .output()
+            .expect("acts runs");
+        assert_eq!(
+            here.status.code(),
+            there.status.code(),
+            "{args:?}: the exit code"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&here.stdout),
+            String::from_utf8_lossy(&there.stdout),
+            "{args:?}: what it prints"
+        );
+    }
+    sigterm(&child);
+    assert_eq!(child.wait().expect("it stops").code(), Some(0));
+}
