@@ -469,3 +469,30 @@ fn every_inherent_impl_is_in_the_room_of_its_type_and_the_kernel_has_no_public_f
         );
     }
 }
+
+#[test]
+fn the_api_room_reads_the_store_only_through_the_kernel_or_persist() {
+    let api = workspace().join("acts-core/src/engine/api");
+    let mut files = Vec::new();
+    rust_files(&api, &mut files);
+    assert!(files.len() >= 5, "the api room's files are found");
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("readable");
+        let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
+        for forbidden in ["Collection", ".scan(", ".get_many(", "keys::"] {
+            assert!(
+                !code.contains(forbidden),
+                "{}: '{forbidden}' — the api room reads rows through persist (`Reads`) or the kernel",
+                f.display()
+            );
+        }
+        // Only the engine's own accessor hands the store to the embedder.
+        if !f.ends_with("engine.rs") {
+            assert!(
+                !code.contains(".store()"),
+                "{}: the store itself — read it through persist (`Reads`) or the kernel",
+                f.display()
+            );
+        }
+    }
+}

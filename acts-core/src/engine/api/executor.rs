@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::durable::{Collection, Query};
+use crate::durable::Query;
 use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskError, TaskState};
 
@@ -140,13 +140,15 @@ impl Executor {
     /// A deployed model and its definition.
     pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model(id).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow(self.rt.store()).await?))
+        Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
     /// Every deployed model, oldest deploy first.
     pub async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
-        let rows = Collection::<ModelRow>::new(self.rt.store().clone())
-            .query_all(&Query::new().order_by("deployed_at", false))
+        let rows: Vec<ModelRow> = self
+            .rt
+            .reads()
+            .all(&Query::new().order_by("deployed_at", false))
             .await?;
         Ok(rows.iter().map(ModelInfo::from).collect())
     }
@@ -173,7 +175,7 @@ impl Executor {
         revision: u32,
     ) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.model_version(id, revision).await?;
-        Ok((ModelInfo::from(&m.row), m.workflow(self.rt.store()).await?))
+        Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
     /// Moves the live processes of `plan.model` from version `plan.from` to
@@ -245,11 +247,8 @@ impl Executor {
                 row.audience.iter().map(String::as_str),
             )?;
         }
-        self.rt
-            .deployed_of(&row)
-            .await?
-            .workflow(self.rt.store())
-            .await
+        let deployed = self.rt.deployed_of(&row).await?;
+        self.rt.definition(&deployed).await
     }
 
     /// The open interrupts this executor may answer, oldest process first:
@@ -299,15 +298,7 @@ impl Executor {
         &self,
         state: &str,
     ) -> Result<usize, EngineError> {
-        let mut n = 0;
-        Collection::<R>::new(self.rt.store().clone())
-            .index_ids(
-                "state",
-                crate::durable::IndexValue::Str(state.to_owned()),
-                |ids| n += ids.len(),
-            )
-            .await?;
-        Ok(n)
+        Ok(self.rt.reads().count_in_state::<R>(state).await?)
     }
 
     /// Aborts a running process: running tasks are aborted, waiting ones
@@ -334,9 +325,7 @@ impl Executor {
 
     /// Every package the engine knows, by id.
     pub async fn packages(&self) -> Result<Vec<PackageInfo>, EngineError> {
-        let mut rows = Collection::<PackageRow>::new(self.rt.store().clone())
-            .query_all(&Query::new())
-            .await?;
+        let mut rows: Vec<PackageRow> = self.rt.reads().all(&Query::new()).await?;
         rows.sort_by(|a, b| a.package.id.cmp(&b.package.id));
         Ok(rows.iter().map(PackageInfo::from).collect())
     }
@@ -367,9 +356,7 @@ impl Executor {
     /// The triggers of every deployed model (with the schedules' next and
     /// last runs).
     pub async fn triggers(&self) -> Result<Vec<TriggerInfo>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.rt.store().clone())
-            .query_all(&Query::new())
-            .await?;
+        let rows: Vec<TriggerRow> = self.rt.reads().all(&Query::new()).await?;
         Ok(rows.iter().map(TriggerInfo::from).collect())
     }
 

@@ -11,16 +11,16 @@
 //! order. Every other filter is checked on the rows the walk reads.
 
 use acts_store::ScanRange;
-use acts_store::keys::prefix_successor;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::durable::{Collection, Filter, IndexValue, Query};
+use crate::durable::{Filter, IndexValue, Query};
 use crate::scheduler::TaskState;
 
 use crate::engine::api::executor::Executor;
+use crate::engine::persist::reads::{self, Walk};
 use crate::engine::persist::rows::ProcRow;
-use crate::engine::persist::var_index::{indexable, var_prefix};
+use crate::engine::persist::var_index::indexable;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
 use crate::engine::types::page::Page;
@@ -184,23 +184,12 @@ fn var_range(mid: &str, filter: &VarFilter) -> Result<ScanRange, EngineError> {
             )));
         }
     };
-    let prefix = || var_prefix(mid, &filter.name);
-    // The entries of this kind of value: from the kind's first key to the
-    // first key past its last.
-    let kind_start = kind.kind_floor().encode(prefix()).finish();
-    let start = match &min {
-        Some(v) => v.encode(prefix()).finish(),
-        None => kind_start.clone(),
-    };
-    // The prefix and the kind's tag byte: its successor ends the kind.
-    let kind_len = prefix().finish().len() + 1;
-    let end = match &max {
-        Some(v) => prefix_successor(&v.encode(prefix()).finish()),
-        None => prefix_successor(&kind_start[..kind_len]),
-    };
-    Ok(ScanRange::new(
-        std::ops::Bound::Included(start),
-        end.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
+    Ok(reads::var_range(
+        mid,
+        &filter.name,
+        &kind,
+        min.as_ref(),
+        max.as_ref(),
     ))
 }
 
@@ -302,8 +291,7 @@ impl Executor {
         if let Some(b) = q.started_before {
             query = query.filter(Filter::Lt("start_time".into(), b.into()));
         }
-        let procs = Collection::<ProcRow>::new(self.rt.store().clone());
-        let page = match &q.var {
+        let walk = match &q.var {
             Some(v) => {
                 let Some(mid) = &q.model else {
                     return Err(bad(format!(
@@ -320,28 +308,25 @@ impl Executor {
                 if let Some(max) = max {
                     query = query.filter(Filter::Le(format!("indexed.{}", v.name), max));
                 }
-                procs
-                    .query_index_range(var_range(mid, v)?, q.descending, &query)
-                    .await?
+                Some(Walk::ProcVar(var_range(mid, v)?))
             }
             // In admission order, through the composite index of the state
             // or the model (only the entries of that state or model are
             // read), else the admission-order index.
             None => match (&q.state, &q.model) {
-                (Some(st), _) => {
-                    let range = Collection::<ProcRow>::pair_range("state_time", st.as_str(), None);
-                    procs.query_index_range(range, q.descending, &query).await?
-                }
-                (None, Some(m)) => {
-                    let range = Collection::<ProcRow>::pair_range("model_time", m, None);
-                    procs.query_index_range(range, q.descending, &query).await?
-                }
+                (Some(st), _) => Some(Walk::ProcsInState(*st)),
+                (None, Some(m)) => Some(Walk::ProcsOfModel(m)),
                 (None, None) => {
                     query = query.order_by("timestamp", q.descending);
-                    procs.query(&query).await?
+                    None
                 }
             },
         };
+        let page = self
+            .rt
+            .reads()
+            .page::<ProcRow>(walk, q.descending, &query)
+            .await?;
         let processes = page
             .rows
             .iter()
@@ -383,24 +368,18 @@ impl Executor {
             || (q.var.is_some() && q.state.is_some())
             || !sees_all;
         if !rows_needed {
-            let range = match (&q.var, &q.state, &q.model) {
+            let walk = match (&q.var, &q.state, &q.model) {
                 (Some(v), None, Some(mid)) => {
                     self.check_indexed(mid, &v.name).await?;
-                    Some(var_range(mid, v)?)
+                    Some(Walk::ProcVar(var_range(mid, v)?))
                 }
-                (None, Some(st), None) => Some(Collection::<ProcRow>::pair_range(
-                    "state_time",
-                    st.as_str(),
-                    None,
-                )),
-                (None, None, Some(m)) => {
-                    Some(Collection::<ProcRow>::pair_range("model_time", m, None))
-                }
-                (None, None, None) => Some(Collection::<ProcRow>::index_range("timestamp")),
+                (None, Some(st), None) => Some(Walk::ProcsInState(*st)),
+                (None, None, Some(m)) => Some(Walk::ProcsOfModel(m)),
+                (None, None, None) => Some(Walk::Procs),
                 _ => None,
             };
-            if let Some(range) = range {
-                return Ok(self.count_keys(range).await?);
+            if let Some(walk) = walk {
+                return Ok(self.rt.reads().count(walk).await?);
             }
         }
         count_pages(|cursor| {
@@ -415,28 +394,5 @@ impl Executor {
             }
         })
         .await
-    }
-
-    /// How many keys `range` holds (keys only: no row is read).
-    pub(super) async fn count_keys(
-        &self,
-        mut range: ScanRange,
-    ) -> Result<usize, acts_store::StoreError> {
-        const CHUNK: usize = 4096;
-        let mut n = 0;
-        loop {
-            let keys = self
-                .rt
-                .store()
-                .scan(range.clone().with_limit(CHUNK))
-                .await?;
-            n += keys.len();
-            match keys.last() {
-                Some(last) if keys.len() == CHUNK => {
-                    range.start = std::ops::Bound::Excluded(last.key.clone());
-                }
-                _ => return Ok(n),
-            }
-        }
     }
 }

@@ -11,10 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::durable::{Collection, Filter, Query};
+use crate::durable::{Filter, Query};
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, count_pages, decode_cursor, encode_cursor};
-use crate::engine::persist::rows::{DeliveryRow, MessageRow};
+use crate::engine::persist::reads::Walk;
+use crate::engine::persist::rows::DeliveryRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::DeliveryInfo;
 use crate::engine::types::info::DeliveryState;
@@ -94,39 +95,23 @@ impl Executor {
         if let Some(p) = &q.pid {
             query = query.filter(Filter::eq("pid", p.as_str()));
         }
-        let rows = Collection::<DeliveryRow>::new(self.rt.store().clone());
-        let range = match (&q.state, &q.channel, &q.pid) {
-            (Some(s), _, _) => Some(Collection::<DeliveryRow>::pair_range(
-                "state_time",
-                s.as_str(),
-                None,
-            )),
-            (None, Some(c), _) => Some(Collection::<DeliveryRow>::pair_range(
-                "channel_time",
-                c,
-                None,
-            )),
+        let walk = match (&q.state, &q.channel, &q.pid) {
+            (Some(s), _, _) => Some(Walk::DeliveriesInState(*s)),
+            (None, Some(c), _) => Some(Walk::DeliveriesOfChannel(c)),
             // The process index pins the walk to its deliveries.
             (None, None, Some(_)) => None,
-            (None, None, None) => Some(Collection::<DeliveryRow>::index_range("channel_time")),
+            (None, None, None) => Some(Walk::Deliveries),
         };
-        let page = match range {
-            Some(range) => rows.query_index_range(range, q.descending, &query).await?,
-            None => rows.query(&query).await?,
-        };
+        let reads = self.rt.reads();
+        let page = reads
+            .page::<DeliveryRow>(walk, q.descending, &query)
+            .await?;
         let mut deliveries: Vec<DeliveryInfo> = page.rows.iter().map(DeliveryInfo::from).collect();
         if q.messages {
             // One multi-read for the page's messages.
-            let keys: Vec<Vec<u8>> = deliveries
-                .iter()
-                .map(|d| Collection::<MessageRow>::row_key(&d.msg_id))
-                .collect();
-            let stored = self.rt.store().get_many(&keys).await?;
-            for (d, bytes) in deliveries.iter_mut().zip(stored) {
-                if let Some(bytes) = bytes {
-                    d.message =
-                        Some(Collection::<MessageRow>::decode_row(&d.msg_id, &bytes)?.message);
-                }
+            let ids: Vec<&str> = page.rows.iter().map(|d| d.msg_id.as_str()).collect();
+            for (d, m) in deliveries.iter_mut().zip(reads.messages(&ids).await?) {
+                d.message = m;
             }
         }
         Ok(Page::new(
@@ -140,22 +125,14 @@ impl Executor {
     /// keys only.
     pub async fn count_deliveries_matching(&self, q: &DeliveryQuery) -> Result<usize, EngineError> {
         self.need_operator("reading deliveries")?;
-        let key_range = match (&q.state, &q.channel, &q.pid) {
-            (Some(s), None, None) => Some(Collection::<DeliveryRow>::pair_range(
-                "state_time",
-                s.as_str(),
-                None,
-            )),
-            (None, Some(c), None) => Some(Collection::<DeliveryRow>::pair_range(
-                "channel_time",
-                c,
-                None,
-            )),
-            (None, None, None) => Some(Collection::<DeliveryRow>::index_range("channel_time")),
+        let walk = match (&q.state, &q.channel, &q.pid) {
+            (Some(s), None, None) => Some(Walk::DeliveriesInState(*s)),
+            (None, Some(c), None) => Some(Walk::DeliveriesOfChannel(c)),
+            (None, None, None) => Some(Walk::Deliveries),
             _ => None,
         };
-        if let Some(range) = key_range {
-            return Ok(self.count_keys(range).await?);
+        if let Some(walk) = walk {
+            return Ok(self.rt.reads().count(walk).await?);
         }
         count_pages(|cursor| {
             let q = DeliveryQuery {

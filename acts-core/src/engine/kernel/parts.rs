@@ -9,15 +9,19 @@ use std::sync::Arc;
 use acts_store::KvStore;
 
 use crate::durable::GroupCommitWriter;
+use crate::model::Workflow;
 use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerId};
 
 use crate::engine::kernel::cache::Cache;
+use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::instances::Instances;
 use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::persist::reads::Reads;
+use crate::engine::types::error::EngineError;
 
 impl Kernel {
     /// The store.
@@ -76,6 +80,17 @@ impl Kernel {
     #[cfg(feature = "testing")]
     pub(crate) fn timer_pids(&self) -> Vec<String> {
         self.proc_timers.lock().keys().cloned().collect()
+    }
+
+    /// The reads of the queries and listings, on the engine's store.
+    pub(crate) fn reads(&self) -> Reads<'_> {
+        Reads::new(&self.store)
+    }
+
+    /// The whole definition of deployed model version `m` (read from its
+    /// version row when the catalog does not hold it).
+    pub(crate) async fn definition(&self, m: &DeployedModel) -> Result<Workflow, EngineError> {
+        m.workflow(&self.store).await
     }
 
     /// Arms an engine timer for `key` at `due` (ms on the engine clock).

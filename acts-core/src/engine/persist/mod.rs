@@ -7,6 +7,7 @@
 pub(crate) mod info;
 pub(crate) mod migrate;
 pub(crate) mod process;
+pub(crate) mod reads;
 pub(crate) mod rows;
 pub(crate) mod var_index;
 
