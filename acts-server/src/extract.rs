@@ -136,5 +136,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
 pub(crate) struct CountParam {
     /// Also count every match (`total`).
     #[serde(default)]
-    pub(crate) count: bool,
+    count: bool,
+}
+
+impl CountParam {
+    /// The number of matches from `count` when asked for, else `None`.
+    pub(crate) async fn total<F>(
+        &self,
+        count: impl FnOnce() -> F,
+    ) -> Result<Option<usize>, ApiError>
+    where
+        F: std::future::Future<Output = Result<usize, acts::EngineError>>,
+    {
+        Ok(match self.count {
+            true => Some(count().await?),
+            false => None,
+        })
+    }
 }

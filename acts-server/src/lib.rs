@@ -25,6 +25,7 @@ mod extract;
 mod guard;
 mod listener;
 mod metrics;
+mod reply;
 mod routes;
 mod state;
 mod stream;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, CountParam, Exec, Params};
+use crate::reply::page_json;
 use crate::state::AppState;
 
 pub(crate) fn router() -> Router<AppState> {
@@ -83,14 +84,8 @@ async fn query_deliveries(
     Body(query): Body<acts::DeliveryQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let page = x.find_deliveries(&query).await?;
-    let total = if o.count {
-        Some(x.count_deliveries_matching(&query).await?)
-    } else {
-        None
-    };
-    Ok(Json(
-        serde_json::json!({"deliveries": page.items, "next": page.next, "total": total}),
-    ))
+    let total = o.total(|| x.count_deliveries_matching(&query)).await?;
+    Ok(page_json("deliveries", page, total))
 }
 
 /// Gives a dead letter another round.

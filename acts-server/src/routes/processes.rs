@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, CountParam, Exec, OptionalBody, Params};
+use crate::reply::page_json;
 use crate::state::AppState;
 
 pub(crate) fn router() -> Router<AppState> {
@@ -65,14 +66,8 @@ async fn query_processes(
     Body(query): Body<ProcessQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let page = x.find_processes(&query).await?;
-    let total = if o.count {
-        Some(x.count_matching(&query).await?)
-    } else {
-        None
-    };
-    Ok(Json(
-        json!({"processes": page.items, "next": page.next, "total": total}),
-    ))
+    let total = o.total(|| x.count_matching(&query)).await?;
+    Ok(page_json("processes", page, total))
 }
 
 /// The filters and page of a process listing.
@@ -137,9 +132,7 @@ async fn list_processes(
     };
     let page = x.find_processes(&query).await?;
     let total = x.count_matching(&query).await?;
-    Ok(Json(
-        json!({"processes": page.items, "total": total, "next": page.next}),
-    ))
+    Ok(page_json("processes", page, Some(total)))
 }
 
 async fn get_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<impl IntoResponse> {

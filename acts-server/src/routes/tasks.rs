@@ -9,10 +9,11 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, CountParam, Exec, OptionalBody, Params};
+use crate::reply::page_json;
 use crate::state::AppState;
 
 pub(crate) fn router() -> Router<AppState> {
@@ -48,14 +49,8 @@ async fn query_tasks(
     Body(query): Body<TaskQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let page = x.find_tasks(&query).await?;
-    let total = if o.count {
-        Some(x.count_tasks(&query).await?)
-    } else {
-        None
-    };
-    Ok(Json(
-        json!({"tasks": page.items, "next": page.next, "total": total}),
-    ))
+    let total = o.total(|| x.count_tasks(&query)).await?;
+    Ok(page_json("tasks", page, total))
 }
 
 /// An action on a task, its options the body (none: no options).
