@@ -15,7 +15,7 @@ use crate::scheduler::{Action, Request, TaskError, TaskState};
 
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::catalog::DeployedModel;
-use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::stalled::Stalled;
 use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
@@ -49,7 +49,7 @@ impl Kernel {
     /// fault was never run, and its parent waited for ever).
     pub(crate) fn stall(&self, pid: &str, what: Stalled, e: &EngineError) {
         if matches!(e, EngineError::Store(_) | EngineError::Commit { .. }) {
-            self.stalled.lock().insert(pid.to_owned(), what);
+            self.stalled.insert(pid.to_owned(), what);
         }
     }
 
@@ -59,7 +59,7 @@ impl Kernel {
     /// resumes it), unless it is parked (the parked scan starts it). What
     /// fails again stays stalled.
     pub(crate) async fn retry_stalled(self: &Arc<Self>) {
-        let stalled: Vec<(String, Stalled)> = self.stalled.lock().drain().collect();
+        let stalled = self.stalled.take_all();
         if !stalled.is_empty() {
             tracing::info!(count = stalled.len(), "retrying stalled processes");
         }
@@ -72,7 +72,7 @@ impl Kernel {
                 Stalled::Tick => Some(false),
             };
             let Some(live) = live else {
-                self.stalled.lock().insert(pid, what);
+                self.stalled.insert(pid, what);
                 continue;
             };
             match (what, live) {
@@ -103,15 +103,7 @@ impl Kernel {
         self: Arc<Self>,
         handle: Arc<ProcHandle>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        struct Resuming(Arc<std::sync::atomic::AtomicUsize>);
-        impl Drop for Resuming {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-            }
-        }
-        self.resuming
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        let resuming = Resuming(self.resuming.clone());
+        let resuming = self.work.resuming();
         Box::pin(async move {
             let _resuming = resuming;
             let r = self
@@ -142,27 +134,7 @@ impl Kernel {
     /// Arms (or re-arms, or cancels with `None`) the timeout timer of
     /// process `pid`, resident or not.
     pub(crate) fn arm_timer(&self, pid: &str, due: Option<i64>) {
-        if let Some(touched) = self.timers_touched.lock().as_mut() {
-            touched.insert(pid.to_owned());
-        }
-        let mut timers = self.proc_timers.lock();
-        match (timers.get(pid).copied(), due) {
-            (Some((_, d)), Some(due)) if d == due => {}
-            (current, due) => {
-                if let Some((id, _)) = current {
-                    self.timers.cancel(id);
-                }
-                match due {
-                    Some(d) => {
-                        let id = self.timers.schedule(d, TimerKey::Process(pid.to_owned()));
-                        timers.insert(pid.to_owned(), (id, d));
-                    }
-                    None => {
-                        timers.remove(pid);
-                    }
-                }
-            }
-        }
+        self.timers.arm_process(pid, due);
     }
 
     /// Unloads idle processes while more are resident than the memory

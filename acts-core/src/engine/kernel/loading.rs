@@ -422,11 +422,11 @@ impl Kernel {
             .await?;
         }
         let mut resume = Vec::new();
-        *self.timers_touched.lock() = Some(Default::default());
+        self.timers.begin_touch();
         let wakes = Collection::<WakeRow>::new(self.store.clone())
             .query_all(&Query::new())
             .await;
-        let touched = self.timers_touched.lock().take().unwrap_or_default();
+        let touched = self.timers.end_touch();
         for wake in wakes? {
             if touched.contains(&wake.id) {
                 // A transition since the scan began set its timer (and
@@ -444,9 +444,7 @@ impl Kernel {
         // again, so memory stays within its limit however many there are.
         for pid in resume {
             let mut spins = 0u32;
-            while self.resuming.load(std::sync::atomic::Ordering::Acquire) >= RESUMES_AT_ONCE
-                && !self.is_closed()
-            {
+            while self.work.resumes_in_flight() >= RESUMES_AT_ONCE && !self.is_closed() {
                 spins += 1;
                 if spins < 64 {
                     tokio::task::yield_now().await;

@@ -26,6 +26,8 @@ pub(crate) mod reopen;
 pub(crate) mod shared;
 pub(crate) mod stalled;
 pub(crate) mod start;
+pub(crate) mod timers;
 pub(crate) mod versions;
+pub(crate) mod work;
 
 pub use config::{EngineConfig, PidFilter};

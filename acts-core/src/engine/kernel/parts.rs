@@ -19,7 +19,8 @@ use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::instances::Instances;
-use crate::engine::kernel::shared::{Kernel, TimerKey};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist::reads::Reads;
 use crate::engine::types::error::EngineError;
 
@@ -67,19 +68,19 @@ impl Kernel {
 
     /// Transitions committed since start.
     pub(crate) fn transitions(&self) -> u64 {
-        self.transitions.load(std::sync::atomic::Ordering::Relaxed)
+        self.work.transitions()
     }
 
     /// The processes whose automatic transition failed and waits for the
     /// next housekeeping tick.
     pub(crate) fn stalled_pids(&self) -> Vec<String> {
-        self.stalled.lock().keys().cloned().collect()
+        self.stalled.pids()
     }
 
     /// The processes with a timeout timer armed (feature `testing`).
     #[cfg(feature = "testing")]
     pub(crate) fn timer_pids(&self) -> Vec<String> {
-        self.proc_timers.lock().keys().cloned().collect()
+        self.timers.process_pids()
     }
 
     /// The reads of the queries and listings, on the engine's store.

@@ -34,28 +34,20 @@ use crate::model::Vars;
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError, TaskState};
 use crate::script::ScriptEngine;
-use crate::time::{Clock, TimerId, TimerService};
+use crate::time::{Clock, TimerService};
 
 use crate::engine::kernel::cache::{Cache, ProcHandle, Slot};
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
 use crate::engine::kernel::hooks::ServiceHooks;
+use crate::engine::kernel::stalled::StalledSet;
+use crate::engine::kernel::timers::{EngineTimers, TimerKey};
+use crate::engine::kernel::work::Work;
 use crate::engine::persist;
 use crate::engine::persist::rows::{DeliveryRow, OpRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::package::ActPackage;
 use crate::scheduler::seal::Seals;
-
-/// What an engine timer is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TimerKey {
-    /// A process's next timeout.
-    Process(String),
-    /// The next due cron schedule.
-    Schedules,
-    /// Dropping expired sealed-data entries and sweeping settled processes.
-    Housekeeping,
-}
 
 /// The engine's shared state (see the module docs). Its fields belong to
 /// the kernel's room (`pub(in crate::engine::kernel)`, none public to the
@@ -71,7 +63,8 @@ pub(crate) struct Kernel {
     pub(in crate::engine::kernel) packages: PackageRegistry,
     pub(in crate::engine::kernel) app_packages: HashMap<String, Arc<dyn ActPackage>>,
     pub(in crate::engine::kernel) clock: Arc<dyn Clock>,
-    pub(in crate::engine::kernel) timers: TimerService<TimerKey>,
+    /// The timer service, processes' timeouts, the housekeeping timer.
+    pub(in crate::engine::kernel) timers: EngineTimers,
     /// Channels and the fan-out of committed messages.
     pub(in crate::engine::kernel) emitter: Arc<Emitter>,
     pub(in crate::engine::kernel) config: EngineConfig,
@@ -80,26 +73,11 @@ pub(crate) struct Kernel {
     seals: Arc<dyn Seals>,
     /// The services, as the kernel calls them.
     pub(in crate::engine::kernel) hooks: Arc<dyn ServiceHooks<Kernel>>,
-    /// Every in-flight process's armed timeout timer and when it is due,
-    /// resident or not (the in-memory side of the wake index: a timer
-    /// fires for an unloaded process, which is then loaded).
-    pub(in crate::engine::kernel) proc_timers: parking_lot::Mutex<HashMap<String, (TimerId, i64)>>,
-    /// While the boot resume reads the wake index: the processes whose
-    /// timer a transition set meanwhile (the row it read may be older).
-    pub(in crate::engine::kernel) timers_touched:
-        parking_lot::Mutex<Option<std::collections::HashSet<String>>>,
-    housekeeping_timer: parking_lot::Mutex<Option<TimerId>>,
-    /// Transitions committed since start.
-    pub(in crate::engine::kernel) transitions: std::sync::atomic::AtomicU64,
-    /// Background tasks started by the engine and not finished.
-    inflight: Arc<std::sync::atomic::AtomicUsize>,
+    /// What the engine has done and has in progress.
+    pub(in crate::engine::kernel) work: Work,
     /// Processes whose automatic transition (a resume, a continuation, a
     /// timer) failed on the store: retried on the housekeeping tick.
-    pub(in crate::engine::kernel) stalled:
-        parking_lot::Mutex<HashMap<String, crate::engine::kernel::stalled::Stalled>>,
-    /// Resume transitions of loaded processes not finished yet (the boot
-    /// resume keeps this small, so memory stays bounded).
-    pub(in crate::engine::kernel) resuming: Arc<std::sync::atomic::AtomicUsize>,
+    pub(in crate::engine::kernel) stalled: StalledSet,
     /// The deployed models and the versions processes run on.
     pub(in crate::engine::kernel) models: crate::engine::kernel::catalog::Catalog,
     /// Every process instance built (tracked with feature `testing`).
@@ -134,18 +112,13 @@ impl Kernel {
             packages,
             app_packages,
             clock,
-            timers,
+            timers: EngineTimers::new(timers),
             emitter: Arc::new(Emitter::default()),
             config: config.clone(),
             seals,
             hooks,
-            proc_timers: parking_lot::Mutex::new(HashMap::new()),
-            timers_touched: parking_lot::Mutex::new(None),
-            housekeeping_timer: parking_lot::Mutex::new(None),
-            transitions: std::sync::atomic::AtomicU64::new(0),
-            inflight: Arc::default(),
-            resuming: Arc::default(),
-            stalled: parking_lot::Mutex::default(),
+            work: Work::default(),
+            stalled: StalledSet::default(),
             models: Default::default(),
             closed: AtomicBool::new(false),
             me: me.clone(),
@@ -177,24 +150,13 @@ impl Kernel {
 
     /// Spawns engine work, counted until it ends (see [`is_idle`](Self::is_idle)).
     pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
-        struct Done(Arc<std::sync::atomic::AtomicUsize>);
-        impl Drop for Done {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        self.inflight.fetch_add(1, Ordering::SeqCst);
-        let done = Done(self.inflight.clone());
-        tokio::spawn(async move {
-            let _done = done;
-            work.await;
-        });
+        self.work.spawn(work);
     }
 
     /// Whether the engine has nothing in progress: no background work, no
     /// load, no write queued, no fired timer unhandled, no timer due now.
     pub(crate) fn is_idle(&self) -> bool {
-        self.inflight.load(Ordering::SeqCst) == 0
+        self.work.inflight() == 0
             && self.cache.loading() == 0
             && self.writer.queued() == 0
             && self.timers.unhandled() == 0
@@ -210,11 +172,7 @@ impl Kernel {
             return;
         }
         let due = self.now() + self.config.tick.as_millis() as i64;
-        let mut slot = self.housekeeping_timer.lock();
-        if let Some(id) = slot.take() {
-            self.timers.cancel(id);
-        }
-        *slot = Some(self.timers.schedule(due, TimerKey::Housekeeping));
+        self.timers.arm_housekeeping(due);
     }
 
     pub(crate) async fn close(&self) {
@@ -224,7 +182,7 @@ impl Kernel {
         // work is refused); wait for it so that nothing holds the engine
         // — and its store — once the caller drops it.
         let mut spins = 0u32;
-        while self.inflight.load(Ordering::SeqCst) > 0 && spins < 5_000 {
+        while self.work.inflight() > 0 && spins < 5_000 {
             spins += 1;
             if spins < 64 {
                 tokio::task::yield_now().await;
@@ -479,7 +437,7 @@ impl Kernel {
         }
         // Durable: now the world may hear of it.
         handle.commits.fetch_add(1, Ordering::AcqRel);
-        self.transitions.fetch_add(1, Ordering::Relaxed);
+        self.work.committed();
         self.emitter.deliver(&messages);
         self.arm_timer(&pid, next_timer);
         if terminal {
@@ -510,13 +468,7 @@ impl Kernel {
                 // a later arm at the same due a no-op, so a tick that
                 // failed on a store fault lost the timeout for good —
                 // found by the simulator.)
-                {
-                    let now = self.now();
-                    let mut timers = self.proc_timers.lock();
-                    if timers.get(&pid).is_some_and(|(_, due)| *due <= now) {
-                        timers.remove(&pid);
-                    }
-                }
+                self.timers.fired(&pid, self.now());
                 if let Err(e) = self.tick(&pid).await {
                     warn!(pid = %pid, error = %e, "timeout tick failed");
                     self.stall(&pid, crate::engine::kernel::stalled::Stalled::Tick, &e);

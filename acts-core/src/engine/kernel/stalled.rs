@@ -15,3 +15,27 @@ pub(crate) enum Stalled {
     /// A fired timer's transition.
     Tick,
 }
+
+/// The processes whose automatic transition failed on a store fault,
+/// each with what to run again on the housekeeping tick.
+#[derive(Default)]
+pub(crate) struct StalledSet {
+    by_pid: parking_lot::Mutex<std::collections::HashMap<String, Stalled>>,
+}
+
+impl StalledSet {
+    /// Notes (or replaces) what to retry for `pid`.
+    pub(crate) fn insert(&self, pid: String, what: Stalled) {
+        self.by_pid.lock().insert(pid, what);
+    }
+
+    /// Everything noted, taken out.
+    pub(crate) fn take_all(&self) -> Vec<(String, Stalled)> {
+        self.by_pid.lock().drain().collect()
+    }
+
+    /// The pids noted.
+    pub(crate) fn pids(&self) -> Vec<String> {
+        self.by_pid.lock().keys().cloned().collect()
+    }
+}

@@ -20,7 +20,7 @@ use tracing::warn;
 use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
 
-use crate::engine::kernel::shared::TimerKey;
+use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist::rows::TriggerRow;
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
