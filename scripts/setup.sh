@@ -6,6 +6,8 @@
 #                   engine suites
 #   chromium, chromium-driver - the dashboard's browser test drives a
 #                   headless Chromium through WebDriver
+#   postgresql    - the PostgreSQL backend's tests start a private server
+#                   (initdb + pg_ctl on a loopback port, as the postgres user)
 # Runs `apt-get update` at most once. Safe to run again and again.
 set -euo pipefail
 
@@ -18,6 +20,7 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"

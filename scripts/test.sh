@@ -4,8 +4,9 @@
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
 # crate and backend), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
-# RocksDB, Redis and a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
-# 3 replicas on loopback ports, stopped afterwards), then a cluster of
+# RocksDB, Redis, a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
+# 3 replicas on loopback ports, stopped afterwards) and PostgreSQL
+# (scripts/postgres.sh: a private server, fsync=on), then a cluster of
 # `acts serve --cluster` nodes through node and Redis master crashes
 # (acts-cli/tests/cluster_nodes.rs, on private Redis Clusters), then the example
 # workflows' own tests and the examples of docs/MODEL.md (`acts test`).
@@ -42,6 +43,13 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 cluster_nodes=$(scripts/redis-cluster.sh start "$cluster_dir")
 ACTS_TEST_STORE=redis-cluster ACTS_TEST_REDIS_CLUSTER="$cluster_nodes" engine_suites
 scripts/redis-cluster.sh stop "$cluster_dir"
+
+echo "== the engine suites again on PostgreSQL (a private server, fsync=on)"
+pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/acts-postgres-XXXXXX")
+trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redis-cluster.sh stop "$cluster_dir" || true; rm -rf "$cluster_dir"; scripts/postgres.sh stop "$pg_dir" || true; rm -rf "$pg_dir"' EXIT
+pg_url=$(scripts/postgres.sh start "$pg_dir")
+ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
+scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
 cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings
 echo "== acts test examples/ docs/MODEL.md"

@@ -186,7 +186,7 @@ impl ClusterNode {
     ) -> Result<Self, ClusterError> {
         let server = server.into();
         config.check()?;
-        let meta = Meta::new(family.member("meta")?);
+        let meta = Meta::new(family.member("meta").await?);
         let now = config.clock.now_millis();
         let info = meta.join(config.partitions, now).await?;
         if let Some(other) = meta
@@ -387,7 +387,7 @@ impl ClusterNode {
     /// the catalog. `Ok(false)`: another node's lease still runs.
     async fn take(&self, p: u32) -> Result<bool, ClusterError> {
         let config = &self.inner.config;
-        let store = self.inner.family.member(&format!("p{p}"))?;
+        let store = self.inner.family.member(&format!("p{p}")).await?;
         let mut engine_config = config.engine.clone();
         engine_config.lease = Some({
             let mut v = LeaseConfig::new(&config.node);

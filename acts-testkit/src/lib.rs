@@ -43,6 +43,7 @@ mod crash;
 mod failing;
 mod gated;
 pub mod models;
+pub mod postgres_server;
 pub mod redis_cluster;
 pub mod redis_server;
 mod slow;

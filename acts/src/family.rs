@@ -25,6 +25,8 @@ enum Backend {
     Memory(Arc<Mutex<HashMap<String, Arc<MemoryStore>>>>),
     #[cfg(feature = "redis")]
     Redis(acts_store_redis::RedisStore),
+    #[cfg(feature = "postgres")]
+    Postgres(acts_store_postgres::PostgresStore),
 }
 
 impl std::fmt::Debug for StoreFamily {
@@ -58,12 +60,15 @@ impl StoreFamily {
             Backend::Memory(_) => MemoryStore::new().persistence(),
             #[cfg(feature = "redis")]
             Backend::Redis(base) => base.persistence(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(base) => base.persistence(),
         }
     }
 
     /// The member `suffix` (namespace `NAME:SUFFIX`), opened on the
-    /// family's connection.
-    pub fn member(&self, suffix: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    /// family's connection (on PostgreSQL its table is created on first
+    /// use).
+    pub async fn member(&self, suffix: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
         let namespace = format!("{}:{suffix}", self.name);
         match &self.backend {
             Backend::Memory(members) => {
@@ -76,12 +81,16 @@ impl StoreFamily {
             }
             #[cfg(feature = "redis")]
             Backend::Redis(base) => Ok(Arc::new(base.with_namespace(&namespace)?)),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(base) => Ok(Arc::new(base.with_namespace(&namespace).await?)),
         }
     }
 }
 
 /// Opens the family a cluster URL names: `redis://HOST:PORT/NAME`,
-/// `redis+cluster://HOST:PORT,.../NAME` (the `redis` feature), or
+/// `redis+cluster://HOST:PORT,.../NAME` (the `redis` feature),
+/// `postgres://USER@HOST:PORT/DB?namespace=NAME` (the `postgres` feature;
+/// each member a table), or
 /// `memory:` (one process only). Embedded stores (redb, RocksDB) belong
 /// to one process and cannot hold a cluster.
 pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
@@ -99,7 +108,27 @@ pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError>
     if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
         return open_redis_family(url).await;
     }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return open_postgres_family(url).await;
+    }
     Err(OpenStoreError::UnknownScheme(url.to_owned()))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
+    let base = acts_store_postgres::PostgresStore::connect(url).await?;
+    Ok(StoreFamily {
+        name: base.namespace().to_owned(),
+        backend: Backend::Postgres(base),
+    })
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "postgres",
+    })
 }
 
 #[cfg(feature = "redis")]
@@ -126,14 +155,14 @@ mod tests {
     #[tokio::test]
     async fn memory_members_are_shared_by_name_and_apart_by_suffix() {
         let family = open_store_family("memory:").await.expect("memory family");
-        let a = family.member("p0").expect("member");
+        let a = family.member("p0").await.expect("member");
         a.put(b"k", b"v").await.expect("put");
-        let again = family.clone().member("p0").expect("member");
+        let again = family.clone().member("p0").await.expect("member");
         assert_eq!(
             again.get(b"k").await.expect("get").as_deref(),
             Some(&b"v"[..])
         );
-        let other = family.member("p1").expect("member");
+        let other = family.member("p1").await.expect("member");
         assert_eq!(other.get(b"k").await.expect("get"), None);
         let err = open_store_family("redb:x.db").await.expect_err("refused");
         assert!(err.to_string().contains("every node reaches"), "{err}");

@@ -10,7 +10,7 @@
 //! of its insides (the writer, the scheduler's process, the rows) — and
 //! opens a store from a URL ([`open_store`], [`open_store_family`]), with
 //! one cargo feature per backend: `redb` (default, embedded), `rocksdb`,
-//! `redis`. The list of what it exports is kept in `public-api.txt` and
+//! `redis`, `postgres`. The list of what it exports is kept in `public-api.txt` and
 //! checked by `tests/public_api.rs`: a new export is a decision, not an
 //! accident.
 //!
@@ -102,7 +102,7 @@ pub struct ReadmeDoctests;
 pub enum OpenStoreError {
     /// The URL names no known store.
     #[error(
-        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE or redis+cluster://HOST:PORT,.../NAMESPACE"
+        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE, redis+cluster://HOST:PORT,.../NAMESPACE or postgres://USER@HOST:PORT/DB?namespace=NAME"
     )]
     UnknownScheme(String),
     /// The store's backend was not compiled in.
@@ -193,7 +193,25 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
         return open_redis(url).await;
     }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return open_postgres(url).await;
+    }
     Err(OpenStoreError::UnknownScheme(url.to_owned()))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Ok(Arc::new(
+        acts_store_postgres::PostgresStore::connect(url).await?,
+    ))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
+    Err(OpenStoreError::FeatureDisabled {
+        url: url.to_owned(),
+        feature: "postgres",
+    })
 }
 
 #[cfg(feature = "redb")]

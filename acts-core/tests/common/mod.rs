@@ -55,7 +55,9 @@ pub fn ends(pid: &str) -> impl Fn(&Message) -> bool + '_ {
 /// commit) in a new temporary folder, or with `=redis` a fresh namespace on
 /// the server `ACTS_TEST_REDIS_URL` names, or with `=redis-cluster` a fresh
 /// namespace on the Redis Cluster `ACTS_TEST_REDIS_CLUSTER` (HOST:PORT,...)
-/// names (`scripts/test.sh` runs the engine suites on each).
+/// names, or with `=postgres` a fresh namespace (table) on the server
+/// `ACTS_TEST_POSTGRES_URL` names (`scripts/test.sh` runs the engine
+/// suites on each).
 pub async fn store() -> Arc<dyn KvStore> {
     let dir = || {
         tempfile::Builder::new()
@@ -100,10 +102,24 @@ pub async fn store() -> Arc<dyn KvStore> {
                 .expect("the redis cluster connects"),
             )
         }
-        Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
-        Ok(other) => {
-            panic!("ACTS_TEST_STORE={other}: use memory, redb, rocksdb, redis or redis-cluster")
+        Ok("postgres") => {
+            let url = std::env::var("ACTS_TEST_POSTGRES_URL")
+                .expect("ACTS_TEST_STORE=postgres needs ACTS_TEST_POSTGRES_URL");
+            let namespace = format!("t{}", acts_core::tree::long_id());
+            Arc::new(
+                acts_store_postgres::PostgresStore::connect_with(
+                    &url,
+                    &namespace,
+                    Default::default(),
+                )
+                .await
+                .expect("postgres connects"),
+            )
         }
+        Ok("memory") | Err(_) => Arc::new(MemoryStore::new()),
+        Ok(other) => panic!(
+            "ACTS_TEST_STORE={other}: use memory, redb, rocksdb, redis, redis-cluster or postgres"
+        ),
     }
 }
 
