@@ -82,6 +82,15 @@ pub(crate) async fn open_engine(
 ) -> Result<Engine, String> {
     let url = if url.starts_with("redis://") {
         format!("{}{fresh_ns}", url.trim_end_matches('/'))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // A fresh namespace (table) per scenario; the URL's namespace names
+        // the run.
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let ns: String = fresh_ns
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("{url}{sep}namespace=e2e_{ns}")
     } else {
         url.to_owned()
     };
