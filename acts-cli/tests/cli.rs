@@ -211,7 +211,18 @@ fn bad_input_exits_2_and_says_where() {
         "a start refused by the inputs schema"
     );
     acts("memory:").args(["run"]).assert().code(2);
-    acts("postgres://nowhere").args(["models"]).assert().code(2);
+    acts("mysql://nowhere").args(["models"]).assert().code(2);
+    // A store that cannot be reached now is a failure of the run (1),
+    // saying so, not bad input.
+    let out = acts("postgres://acts@127.0.0.1:1/acts")
+        .args(["models"])
+        .assert()
+        .code(1);
+    assert!(
+        String::from_utf8_lossy(&out.get_output().stderr).contains("unreachable"),
+        "{}",
+        String::from_utf8_lossy(&out.get_output().stderr)
+    );
 }
 
 #[test]

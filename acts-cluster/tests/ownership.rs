@@ -6,7 +6,8 @@
 //! dead node's processes go on elsewhere with nothing lost; a frozen node
 //! can apply nothing once another took its partitions, steps down, and
 //! gets its share back; calls are accepted by any node; models follow the
-//! catalog; a node started with another partition count is refused.
+//! catalog; a node started with another partition count is refused. On
+//! PostgreSQL too (`ACTS_TEST_CLUSTER_STORE=postgres`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -53,6 +54,31 @@ steps:
 struct Node {
     node: ClusterNode,
     url: String,
+}
+
+/// The store family of one test: in memory, or — with
+/// `ACTS_TEST_CLUSTER_STORE=postgres` — a fresh family (one table per
+/// partition) on the PostgreSQL server `ACTS_TEST_POSTGRES_URL` names
+/// (`scripts/test.sh` runs these tests both ways).
+async fn family(name: &str) -> StoreFamily {
+    match std::env::var("ACTS_TEST_CLUSTER_STORE").as_deref() {
+        Ok("postgres") => {
+            let url = std::env::var("ACTS_TEST_POSTGRES_URL")
+                .expect("ACTS_TEST_CLUSTER_STORE=postgres needs ACTS_TEST_POSTGRES_URL");
+            let unique = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() % 1_000_000_000_000);
+            let sep = if url.contains('?') { '&' } else { '?' };
+            acts::open_store_family(&format!(
+                "{url}{sep}namespace={name}_{}_{unique}",
+                std::process::id()
+            ))
+            .await
+            .expect("the PostgreSQL family opens")
+        }
+        Ok("memory") | Err(_) => StoreFamily::memory(name),
+        Ok(other) => panic!("ACTS_TEST_CLUSTER_STORE={other}: use memory or postgres"),
+    }
 }
 
 async fn node(family: &StoreFamily, clock: &ManualClock, id: &str) -> Result<Node, ClusterError> {
@@ -234,7 +260,7 @@ async fn complete(n: &Node, pid: &str, tid: &str) -> (u16, Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
-    let family = StoreFamily::memory("t1");
+    let family = family("t1").await;
     let clock = ManualClock::new(1_000_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     assert_eq!(
@@ -371,7 +397,7 @@ async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
-    let family = StoreFamily::memory("t2");
+    let family = family("t2").await;
     let clock = ManualClock::new(1_000_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
@@ -440,7 +466,7 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_partition_count_is_fixed_and_node_ids_are_checked() {
-    let family = StoreFamily::memory("t3");
+    let family = family("t3").await;
     let clock = ManualClock::new(1_000_000);
     let _n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     let mut config = ClusterConfig::new("n2", "http://127.0.0.1:1", P * 2);
@@ -481,7 +507,7 @@ async fn the_partition_count_is_fixed_and_node_ids_are_checked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_stream_carries_the_messages_of_every_partition_and_follows_a_move() {
-    let family = StoreFamily::memory("t4");
+    let family = family("t4").await;
     let clock = ManualClock::new(1_000_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
@@ -542,7 +568,7 @@ async fn one_stream_carries_the_messages_of_every_partition_and_follows_a_move()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
-    let family = StoreFamily::memory("t5");
+    let family = family("t5").await;
     let clock = ManualClock::new(1_000_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
@@ -606,7 +632,7 @@ async fn a_durable_channel_spans_the_partitions_and_acks_find_their_delivery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_moves_the_processes_of_every_partition() {
-    let family = StoreFamily::memory("t6");
+    let family = family("t6").await;
     let clock = ManualClock::new(1_000_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
     let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
@@ -671,7 +697,7 @@ async fn a_migration_moves_the_processes_of_every_partition() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schedule_fires_once_per_cluster_not_once_per_partition() {
-    let family = StoreFamily::memory("t7");
+    let family = family("t7").await;
     // Midnight UTC, 2026-12-04: the schedule below fires every minute.
     let clock = ManualClock::new(1_796_342_400_000);
     let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
@@ -759,7 +785,7 @@ async fn count_moved_from(n: &Node, model: &str, from: u64) -> Value {
 /// name that is not loopback (DNS rebinding) is not answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_front_refuses_other_pages_and_foreign_hosts() {
-    let family = StoreFamily::memory("guard");
+    let family = family("guard").await;
     let clock = ManualClock::new(1_000_000);
     let a = node(&family, &clock, "a").await.expect("a joins");
     tick_all(&[&a]).await;

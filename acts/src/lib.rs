@@ -393,8 +393,19 @@ mod tests {
             assert!(err.contains("cache_mb must be"), "{err}");
         }
 
-        let err = open_store("postgres://x").await.err().unwrap().to_string();
+        let err = open_store("mysql://x").await.err().unwrap().to_string();
         assert!(err.contains("memory:, redb:PATH"), "{err}");
+        // PostgreSQL: a server that is not there (or, without the feature,
+        // the feature to enable) — never "unknown".
+        let err = open_store("postgres://acts@127.0.0.1:1/acts")
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("unreachable") || err.contains("'postgres' feature"),
+            "{err}"
+        );
         let err = open_store(&format!("redb:{}?fsync=maybe", path.display()))
             .await
             .err()
