@@ -155,7 +155,8 @@ impl PostgresStore {
         namespace: &str,
         options: PostgresOptions,
     ) -> StoreResult<Self> {
-        let sql = Sql::of(namespace)?;
+        // A bad namespace is refused before anything connects.
+        Sql::of(namespace)?;
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
             invalid(format!(
                 "'{url}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB): {e}"
@@ -179,32 +180,24 @@ impl PostgresStore {
             .create_timeout(Some(options.connect_timeout))
             .build()
             .map_err(|e| invalid(format!("cannot set up a connection pool: {e}")))?;
-        let store = Self {
-            pool,
-            sql,
-            namespace: namespace.to_owned(),
-            settings: std::sync::Arc::default(),
-            op_timeout: options.op_timeout,
-        };
-        store
-            .timed(StoreOp::Open, async {
-                let client = store.client(StoreOp::Open).await?;
-                store.create_table(&client).await?;
-                store.settings.refresh(&client).await
-            })
-            .await?;
-        Ok(store)
+        Self::open(pool, namespace, options.op_timeout).await
     }
 
     /// Namespace `namespace` of the same database, on this store's
     /// connections (a cluster's partitions), its table created on first use.
     pub async fn with_namespace(&self, namespace: &str) -> StoreResult<Self> {
+        Self::open(self.pool.clone(), namespace, self.op_timeout).await
+    }
+
+    /// Namespace `namespace` on `pool`: its table created if missing and
+    /// checked, the server's settings read.
+    async fn open(pool: Pool, namespace: &str, op_timeout: Duration) -> StoreResult<Self> {
         let store = Self {
-            pool: self.pool.clone(),
+            pool,
             sql: Sql::of(namespace)?,
             namespace: namespace.to_owned(),
             settings: std::sync::Arc::default(),
-            op_timeout: self.op_timeout,
+            op_timeout,
         };
         store
             .timed(StoreOp::Open, async {
