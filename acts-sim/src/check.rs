@@ -38,6 +38,9 @@ pub struct Plan {
     /// Whether to run once more on a RocksDB folder, closing and reopening
     /// it.
     pub rocksdb: bool,
+    /// Whether to run once more on PostgreSQL (the server
+    /// [`use_postgres`] names), disconnecting and connecting again.
+    pub postgres: bool,
     /// The grammar workflows are drawn with.
     pub grammar: crate::workflow::Grammar,
 }
@@ -50,6 +53,7 @@ impl Default for Plan {
             slow_store: true,
             redb: false,
             rocksdb: false,
+            postgres: false,
             grammar: crate::workflow::Grammar::V1,
         }
     }
@@ -237,7 +241,11 @@ pub async fn check(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure
     }
 
     // A real file, closed and reopened every few actions.
-    for (on, kind) in [(plan.redb, FileKind::Redb), (plan.rocksdb, FileKind::Rocks)] {
+    for (on, kind) in [
+        (plan.redb, FileKind::Redb),
+        (plan.rocksdb, FileKind::Rocks),
+        (plan.postgres, FileKind::Postgres),
+    ] {
         if !on {
             continue;
         }
@@ -389,11 +397,20 @@ async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
     }
 }
 
-/// Which embedded file store a reopen run uses.
+/// The PostgreSQL server of the `--postgres` runs (its URL, no namespace).
+static POSTGRES_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the PostgreSQL server the runs with [`Plan::postgres`] use.
+pub fn use_postgres(url: &str) {
+    let _ = POSTGRES_URL.set(url.to_owned());
+}
+
+/// Which real store a reopen run uses.
 #[derive(Debug, Clone, Copy)]
 enum FileKind {
     Redb,
     Rocks,
+    Postgres,
 }
 
 impl FileKind {
@@ -401,11 +418,21 @@ impl FileKind {
         match self {
             FileKind::Redb => "redb reopen",
             FileKind::Rocks => "rocksdb reopen",
+            FileKind::Postgres => "postgres reconnect",
         }
     }
 
-    fn open(self, dir: &std::path::Path) -> Result<Arc<dyn KvStore>, String> {
+    /// The store in `dir` (a file store) or namespace `ns` (PostgreSQL).
+    async fn open(self, dir: &std::path::Path, ns: &str) -> Result<Arc<dyn KvStore>, String> {
         let opened: Result<Arc<dyn KvStore>, acts_store::StoreError> = match self {
+            FileKind::Postgres => {
+                let url = POSTGRES_URL
+                    .get()
+                    .ok_or("--postgres runs need a server (use_postgres)")?;
+                acts_store_postgres::PostgresStore::connect_with(url, ns, Default::default())
+                    .await
+                    .map(|s| Arc::new(s) as Arc<dyn KvStore>)
+            }
             FileKind::Redb => acts_store_redb::RedbStore::open(
                 dir.join("sim.redb"),
                 acts_store_redb::RedbOptions::default(),
@@ -421,8 +448,9 @@ impl FileKind {
     }
 }
 
-/// The run on a real store (a redb file or a RocksDB folder), the engine
-/// closed and the store reopened after every few client actions.
+/// The run on a real store (a redb file, a RocksDB folder or a PostgreSQL
+/// namespace), the engine closed and the store reopened (reconnected)
+/// after every few client actions.
 async fn file_run(
     kind: FileKind,
     spec: &Spec,
@@ -431,10 +459,19 @@ async fn file_run(
     trace: &mut Trace,
 ) -> Result<Ended, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
+    // A namespace of its own on a shared server (the folder's name is unique).
+    let ns = format!(
+        "sim_{seed}_{}",
+        dir.path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    );
     // What the client heard over every reopen.
     let mut heard = Vec::new();
     for round in 0..100 {
-        let store = kind.open(dir.path())?;
+        let store = kind.open(dir.path(), &ns).await?;
         let now = resume_time(&store).await?;
         let mut sim = Sim::open(store.clone(), now, &|| false).await?;
         let every = rng.random_range(1..=3);

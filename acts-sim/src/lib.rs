@@ -13,7 +13,8 @@
 //! then a restart on the durable prefix), on a store that fails calls at
 //! random until it heals, on a store whose calls are slow, and
 //! (optionally) on a redb file or a RocksDB folder closed and reopened
-//! every few actions. Every run must end as the fault-free one did
+//! every few actions, or on a PostgreSQL namespace disconnected and
+//! connected again every few actions. Every run must end as the fault-free one did
 //! (state, outputs, error code), the durable client must hear every end
 //! message, every call that returned `Ok` must be in the history exactly
 //! once, one instance per pid must hold after every round, the engine
@@ -23,8 +24,8 @@
 //! ([`shrink`]) and reported with the command that replays it.
 //!
 //! May depend on: `acts-core` (with its `testing` rows and hooks), the
-//! store contract, the redb and RocksDB backends, `acts-testkit` (crash,
-//! failing and slow stores).
+//! store contract, the redb, RocksDB and PostgreSQL backends,
+//! `acts-testkit` (crash, failing and slow stores, a private PostgreSQL).
 //! Start reading at [`run_seed`]; `docs/TESTING.md` says how to run it.
 //! One run's engine, trace and fault riding are in `sim.rs`; driving a
 //! process to its end in `drive.rs`, one client turn in `turn.rs`, the

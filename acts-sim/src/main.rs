@@ -38,6 +38,11 @@ struct Args {
     /// Also run each seed on a RocksDB folder, reopened every few actions.
     #[arg(long)]
     rocksdb: bool,
+    /// Also run each seed on PostgreSQL (a private server, or the one
+    /// ACTS_TEST_POSTGRES_URL names), disconnected and connected again
+    /// every few actions.
+    #[arg(long)]
+    postgres: bool,
     /// Skip the run on a failing store.
     #[arg(long)]
     no_store_faults: bool,
@@ -85,8 +90,24 @@ fn main() -> ExitCode {
         slow_store: !args.no_slow_store,
         redb: args.redb,
         rocksdb: args.rocksdb,
+        postgres: args.postgres,
         // The value parser allows 1 to 3 only.
         grammar: Grammar::from_number(args.grammar).unwrap_or_default(),
+    };
+    // The PostgreSQL server of the --postgres runs, kept for the whole check.
+    let _postgres = if args.postgres {
+        match acts_testkit::postgres_server::PostgresServer::shared_or_start() {
+            Ok(server) => {
+                acts_sim::check::use_postgres(server.url());
+                Some(server)
+            }
+            Err(e) => {
+                eprintln!("acts-sim: --postgres: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
     };
     let seeds = match args.seed {
         Some(s) => s..s + 1,
@@ -180,6 +201,7 @@ fn replay_flags(plan: Plan) -> String {
     for (on, flag) in [
         (plan.redb, " --redb"),
         (plan.rocksdb, " --rocksdb"),
+        (plan.postgres, " --postgres"),
         (!plan.store_faults, " --no-store-faults"),
         (!plan.slow_store, " --no-slow-store"),
     ] {

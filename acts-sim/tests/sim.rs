@@ -58,6 +58,23 @@ fn thirty_seeds_on_a_reopened_redb_file() {
     );
 }
 
+#[test]
+fn twenty_seeds_on_a_reconnected_postgres_namespace() {
+    let server = acts_testkit::postgres_server::PostgresServer::shared_or_start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    acts_sim::check::use_postgres(server.url());
+    check_all(
+        0..20,
+        Plan {
+            cuts: 1,
+            store_faults: false,
+            postgres: true,
+            ..Plan::default()
+        },
+        " --postgres --cuts 1 --no-store-faults",
+    );
+}
+
 /// Grammar 2's seeds that found bugs (see `docs/TESTING.md`): a
 /// retried process's earlier end lost for a durable client (179, 199,
 /// 272).
