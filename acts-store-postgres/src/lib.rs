@@ -336,7 +336,7 @@ impl PostgresStore {
     /// One statement of a scan: at most `limit` pairs of `range`.
     async fn scan_page(
         &self,
-        client: &impl tokio_postgres::GenericClient,
+        client: &impl deadpool_postgres::GenericClient,
         range: &ScanRange,
         limit: usize,
     ) -> StoreResult<Vec<KvPair>> {
@@ -355,8 +355,13 @@ impl PostgresStore {
             params.push(&end);
         }
         params.push(&limit);
+        // One prepared statement per scan shape and connection.
+        let stmt = client
+            .prepare_cached(&text)
+            .await
+            .map_err(|e| map_err(StoreOp::Scan, e))?;
         let rows = client
-            .query(&text, &params)
+            .query(&stmt, &params)
             .await
             .map_err(|e| map_err(StoreOp::Scan, e))?;
         rows.iter()
@@ -493,7 +498,7 @@ impl KvStore for PostgresStore {
             let mut client = self.client(StoreOp::Scan).await?;
             let wanted = range.limit_or_max();
             if wanted <= SCAN_PAGE {
-                return self.scan_page(&**client, &range, wanted).await;
+                return self.scan_page(&client, &range, wanted).await;
             }
             // Page by page in one snapshot: every page reads the same state.
             let tx = client
@@ -507,7 +512,7 @@ impl KvStore for PostgresStore {
             let mut page = range.clone();
             loop {
                 let n = SCAN_PAGE.min(wanted - out.len());
-                let got = self.scan_page(&*tx, &page, n).await?;
+                let got = self.scan_page(&tx, &page, n).await?;
                 let full = got.len() == n;
                 if let Some(last) = got.last() {
                     let after = Bound::Excluded(last.key.clone());
