@@ -16,6 +16,9 @@ use crate::redis_server::free_port;
 /// The environment variable that points tests at an existing server.
 pub const URL_ENV: &str = "ACTS_TEST_POSTGRES_URL";
 
+/// How many free ports a start tries before it gives up.
+const START_TRIES: usize = 5;
+
 /// A running test server, or the URL of an external one.
 #[derive(Debug)]
 pub struct PostgresServer {
@@ -118,21 +121,40 @@ impl PostgresServer {
         ])
         .arg(&data);
         run(init, "initdb")?;
-        let port = free_port()?;
-        let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200",
-            sockets.display()
-        );
         let mut server = Self {
-            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            url: String::new(),
             data: Some(data),
-            options,
+            options: String::new(),
             bin,
             dir: Some(dir),
             running: false,
         };
-        server.start_again()?;
-        Ok(server)
+        // A port found free may be taken by another process (another test
+        // binary's server) before this server binds it: then the start is
+        // tried again on another port.
+        let mut last = String::new();
+        for _ in 0..START_TRIES {
+            let port = free_port()?;
+            server.options = format!(
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200",
+                sockets.display()
+            );
+            server.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+            match server.start_again() {
+                Ok(()) => return Ok(server),
+                Err(e) if server.log().contains("could not bind") => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(format!("{last} (tried {START_TRIES} ports)"))
+    }
+
+    /// The private server's log so far (empty for an external server).
+    fn log(&self) -> String {
+        self.dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.path().join("server.log")).ok())
+            .unwrap_or_default()
     }
 
     /// Starts a private server that was stopped, on the same port and data.

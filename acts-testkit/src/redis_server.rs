@@ -17,6 +17,24 @@ pub const URL_ENV: &str = "ACTS_TEST_REDIS_URL";
 /// start fails (a hang guard, not a timing assumption).
 const START_GUARD: Duration = Duration::from_secs(20);
 
+/// How many free ports a start tries before it gives up.
+const START_TRIES: usize = 5;
+
+/// Why a server did not start.
+enum SpawnError {
+    /// It exited at start: its port was taken meanwhile (try another).
+    PortTaken(String),
+    Other(String),
+}
+
+impl From<SpawnError> for String {
+    fn from(e: SpawnError) -> Self {
+        match e {
+            SpawnError::PortTaken(e) | SpawnError::Other(e) => e,
+        }
+    }
+}
+
 /// What the private server persists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Persistence {
@@ -49,16 +67,27 @@ impl RedisServer {
     pub fn start_with(persistence: Persistence) -> Result<Self, String> {
         let dir =
             tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-        let port = free_port()?;
         let mut server = Self {
-            port,
-            url: format!("redis://127.0.0.1:{port}"),
+            port: 0,
+            url: String::new(),
             persistence,
             child: None,
             dir: Some(dir),
         };
-        server.spawn()?;
-        Ok(server)
+        // A port found free may be taken by another process (another test
+        // binary's server) before this server binds it: then the server
+        // exits at start and the start is tried again on another port.
+        let mut last = String::new();
+        for _ in 0..START_TRIES {
+            server.port = free_port()?;
+            server.url = format!("redis://127.0.0.1:{}", server.port);
+            match server.spawn() {
+                Ok(()) => return Ok(server),
+                Err(SpawnError::PortTaken(e)) => last = e,
+                Err(SpawnError::Other(e)) => return Err(e),
+            }
+        }
+        Err(format!("{last} (tried {START_TRIES} ports)"))
     }
 
     /// The server named by `ACTS_TEST_REDIS_URL` if set, else a private one.
@@ -100,12 +129,12 @@ impl RedisServer {
             return Err("an external server (ACTS_TEST_REDIS_URL) cannot be restarted".into());
         }
         self.stop();
-        self.spawn()
+        Ok(self.spawn()?)
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
+    fn spawn(&mut self) -> Result<(), SpawnError> {
         let Some(dir) = &self.dir else {
-            return Err("no directory for a private server".into());
+            return Err(SpawnError::Other("no directory for a private server".into()));
         };
         let dir: PathBuf = dir.path().to_owned();
         let mut cmd = Command::new("redis-server");
@@ -141,37 +170,54 @@ impl RedisServer {
                 } else {
                     format!("cannot start redis-server: {e}")
                 }
-            })?;
+            })
+            .map_err(SpawnError::Other)?;
         self.child = Some(child);
         self.wait_until_accepting()
     }
 
-    fn wait_until_accepting(&mut self) -> Result<(), String> {
+    /// Waits until the server answers `PING` on its port. A connection
+    /// alone proves nothing: another process that took the port meanwhile
+    /// accepts it too (and this server then exits at start).
+    fn wait_until_accepting(&mut self) -> Result<(), SpawnError> {
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port);
         let started = Instant::now();
         loop {
-            if TcpStream::connect(addr).is_ok() {
-                return Ok(());
-            }
             if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
                 self.child = None;
-                return Err(format!(
+                return Err(SpawnError::PortTaken(format!(
                     "redis-server exited at start ({status}); is port {} taken?",
                     self.port
-                ));
+                )));
+            }
+            if answers_ping(addr) {
+                return Ok(());
             }
             if started.elapsed() > START_GUARD {
                 self.stop();
-                return Err(format!(
-                    "redis-server did not accept connections on port {} in {START_GUARD:?}",
+                return Err(SpawnError::Other(format!(
+                    "redis-server did not answer on port {} in {START_GUARD:?}",
                     self.port
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// Whether a Redis server listens at `addr` and answers `PING`.
+fn answers_ping(addr: SocketAddrV4) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
 }
 
 impl Drop for RedisServer {
