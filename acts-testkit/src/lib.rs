@@ -32,6 +32,9 @@
 //! - [`redis_server`]: starts a private `redis-server` on a free loopback port
 //!   for the Redis backend's tests; [`redis_cluster`]: a private Redis
 //!   Cluster (3 masters, 3 replicas) on loopback ports.
+//! - [`postgres_server`]: a private PostgreSQL server (`initdb`, `pg_ctl`,
+//!   `fsync=on`); [`postgres_pair`]: a primary and a streaming standby
+//!   (synchronous or not) a failover test can cut off, kill and promote.
 //!
 //! ## Where to start reading
 //!
@@ -43,6 +46,7 @@ mod crash;
 mod failing;
 mod gated;
 pub mod models;
+pub mod postgres_pair;
 pub mod postgres_server;
 pub mod redis_cluster;
 pub mod redis_server;

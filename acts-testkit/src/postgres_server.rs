@@ -34,7 +34,7 @@ pub struct PostgresServer {
 
 /// The folder of the newest installed server binaries
 /// (`/usr/lib/postgresql/N/bin`), or `pg_config --bindir`.
-fn bin_dir() -> Result<PathBuf, String> {
+pub(crate) fn bin_dir() -> Result<PathBuf, String> {
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -56,6 +56,24 @@ fn bin_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
+/// A temporary folder for a server, handed to the server's user, with its
+/// socket folder made (returned).
+pub(crate) fn server_folders(dir: &tempfile::TempDir) -> Result<PathBuf, String> {
+    let sockets = dir.path().join("sockets");
+    std::fs::create_dir(&sockets).map_err(|e| format!("{}: {e}", sockets.display()))?;
+    if is_root() {
+        run(
+            {
+                let mut c = Command::new("chown");
+                c.args(["-R", "postgres:postgres"]).arg(dir.path());
+                c
+            },
+            "handing the folder to the postgres user",
+        )?;
+    }
+    Ok(sockets)
+}
+
 /// Whether this process runs as root (PostgreSQL then runs as `postgres`).
 fn is_root() -> bool {
     Command::new("id")
@@ -65,7 +83,7 @@ fn is_root() -> bool {
 }
 
 /// `program ARGS`, as the `postgres` user when this process is root.
-fn as_server_user(program: &Path) -> Command {
+pub(crate) fn as_server_user(program: &Path) -> Command {
     if is_root() {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(program);
@@ -75,7 +93,7 @@ fn as_server_user(program: &Path) -> Command {
     }
 }
 
-fn run(mut c: Command, what: &str) -> Result<Output, String> {
+pub(crate) fn run(mut c: Command, what: &str) -> Result<Output, String> {
     let out = c
         .stdin(Stdio::null())
         .output()
@@ -93,22 +111,16 @@ fn run(mut c: Command, what: &str) -> Result<Output, String> {
 impl PostgresServer {
     /// Starts a private server.
     pub fn start() -> Result<Self, String> {
+        Self::start_with("")
+    }
+
+    /// Starts a private server with more settings (`-c name=value ...`).
+    pub(crate) fn start_with(settings: &str) -> Result<Self, String> {
         let bin = bin_dir()?;
         let dir =
             tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
         let data = dir.path().join("data");
-        let sockets = dir.path().join("sockets");
-        std::fs::create_dir(&sockets).map_err(|e| format!("{}: {e}", sockets.display()))?;
-        if is_root() {
-            run(
-                {
-                    let mut c = Command::new("chown");
-                    c.args(["-R", "postgres:postgres"]).arg(dir.path());
-                    c
-                },
-                "handing the folder to the postgres user",
-            )?;
-        }
+        let sockets = server_folders(&dir)?;
         let mut init = as_server_user(&bin.join("initdb"));
         init.args([
             "-U",
@@ -121,6 +133,17 @@ impl PostgresServer {
         ])
         .arg(&data);
         run(init, "initdb")?;
+        Self::start_on(bin, dir, data, &sockets, settings)
+    }
+
+    /// Starts the server of `data` (in `dir`) on a free port.
+    pub(crate) fn start_on(
+        bin: PathBuf,
+        dir: tempfile::TempDir,
+        data: PathBuf,
+        sockets: &Path,
+        settings: &str,
+    ) -> Result<Self, String> {
         let mut server = Self {
             url: String::new(),
             data: Some(data),
@@ -136,7 +159,7 @@ impl PostgresServer {
         for _ in 0..START_TRIES {
             let port = free_port()?;
             server.options = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200",
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=200 {settings}",
                 sockets.display()
             );
             server.url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
@@ -187,6 +210,36 @@ impl PostgresServer {
             }),
             _ => Self::start(),
         }
+    }
+
+    /// The loopback port of a private server (0 for an external one).
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit_once(':')
+            .and_then(|(_, rest)| rest.split('/').next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The data folder of a private server.
+    pub(crate) fn data(&self) -> Option<&Path> {
+        self.data.as_deref()
+    }
+
+    /// The binaries' folder.
+    pub(crate) fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The process id of a private server's postmaster, from its
+    /// `postmaster.pid`.
+    pub(crate) fn postmaster_pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.data()?.join("postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
+    }
+
+    /// Marks a server killed from outside as stopped.
+    pub(crate) fn forget_running(&mut self) {
+        self.running = false;
     }
 
     /// The URL to connect to (no namespace).

@@ -134,7 +134,9 @@ impl RedisServer {
 
     fn spawn(&mut self) -> Result<(), SpawnError> {
         let Some(dir) = &self.dir else {
-            return Err(SpawnError::Other("no directory for a private server".into()));
+            return Err(SpawnError::Other(
+                "no directory for a private server".into(),
+            ));
         };
         let dir: PathBuf = dir.path().to_owned();
         let mut cmd = Command::new("redis-server");

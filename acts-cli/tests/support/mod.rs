@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod nodes;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
