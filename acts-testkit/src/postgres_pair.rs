@@ -10,7 +10,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::postgres_server::{PostgresServer, as_server_user, bin_dir, run, server_folders};
+use crate::postgres_server::{PostgresServer, folder, run};
 
 /// How long the standby may take to stream from the primary (a hang
 /// guard, not a timing assumption).
@@ -36,19 +36,14 @@ impl PostgresPair {
             "-c synchronous_commit=on"
         };
         let primary = PostgresServer::start_with(settings)?;
-        let bin = bin_dir()?;
-        let dir =
-            tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-        let sockets = server_folders(&dir)?;
-        let data = dir.path().join("data");
-        let mut backup = as_server_user(&bin.join("pg_basebackup"));
+        let dir = folder()?;
+        let mut backup = primary.tool("pg_basebackup");
         backup
             .args(["-h", "127.0.0.1", "-p", &primary.port().to_string()])
             .args(["-U", "postgres", "-R", "-X", "stream", "--no-sync", "-D"])
-            .arg(&data);
+            .arg(dir.path().join("data"));
         run(backup, "pg_basebackup")?;
-        let standby =
-            PostgresServer::start_on(bin, dir, data, &sockets, "-c cluster_name=standby")?;
+        let standby = PostgresServer::start_in(dir, "-c cluster_name=standby")?;
         let pair = Self {
             primary,
             standby,
@@ -64,10 +59,9 @@ impl PostgresPair {
         let want = if self.synchronous { "sync" } else { "async" };
         let started = Instant::now();
         loop {
-            let state = self.psql(
-                &self.primary,
-                "SELECT state || ' ' || sync_state FROM pg_stat_replication",
-            )?;
+            let state = self
+                .primary
+                .psql("SELECT state || ' ' || sync_state FROM pg_stat_replication")?;
             if state
                 .lines()
                 .any(|l| l.trim() == format!("streaming {want}"))
@@ -81,15 +75,6 @@ impl PostgresPair {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-    }
-
-    /// `sql` on `server` through `psql`; its unaligned output.
-    fn psql(&self, server: &PostgresServer, sql: &str) -> Result<String, String> {
-        let mut c = Command::new(self.primary.bin().join("psql"));
-        c.args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
-            .args(["-U", "postgres", "-d", "postgres", "-XAtc", sql]);
-        let out = run(c, "psql")?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// The URL that finds whichever of the two is the primary
@@ -161,7 +146,7 @@ impl PostgresPair {
             .standby
             .data()
             .ok_or("the standby has no data folder")?;
-        let mut promote = as_server_user(&self.standby.bin().join("pg_ctl"));
+        let mut promote = self.standby.tool("pg_ctl");
         promote
             .args(["-w", "-t", "60", "-D"])
             .arg(data)

@@ -56,22 +56,28 @@ pub(crate) fn bin_dir() -> Result<PathBuf, String> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// A temporary folder for a server, handed to the server's user, with its
-/// socket folder made (returned).
-pub(crate) fn server_folders(dir: &tempfile::TempDir) -> Result<PathBuf, String> {
+/// A temporary folder for a server (its data goes in `data/`, its sockets
+/// in `sockets/`), handed to the server's user: for a server a test makes
+/// itself (a base backup, a restore), then started with
+/// [`PostgresServer::start_in`].
+pub fn folder() -> Result<tempfile::TempDir, String> {
+    let dir =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
     let sockets = dir.path().join("sockets");
     std::fs::create_dir(&sockets).map_err(|e| format!("{}: {e}", sockets.display()))?;
+    hand_to_server_user(dir.path())?;
+    Ok(dir)
+}
+
+/// Hands `path` (and all in it) to the server's user when this process is
+/// root.
+pub fn hand_to_server_user(path: &Path) -> Result<(), String> {
     if is_root() {
-        run(
-            {
-                let mut c = Command::new("chown");
-                c.args(["-R", "postgres:postgres"]).arg(dir.path());
-                c
-            },
-            "handing the folder to the postgres user",
-        )?;
+        let mut c = Command::new("chown");
+        c.args(["-R", "postgres:postgres"]).arg(path);
+        run(c, "handing the folder to the postgres user")?;
     }
-    Ok(sockets)
+    Ok(())
 }
 
 /// Whether this process runs as root (PostgreSQL then runs as `postgres`).
@@ -83,7 +89,7 @@ fn is_root() -> bool {
 }
 
 /// `program ARGS`, as the `postgres` user when this process is root.
-pub(crate) fn as_server_user(program: &Path) -> Command {
+fn as_server_user(program: &Path) -> Command {
     if is_root() {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(program);
@@ -93,7 +99,8 @@ pub(crate) fn as_server_user(program: &Path) -> Command {
     }
 }
 
-pub(crate) fn run(mut c: Command, what: &str) -> Result<Output, String> {
+/// Runs `c`; its output, or an error with what it said when it failed.
+pub fn run(mut c: Command, what: &str) -> Result<Output, String> {
     let out = c
         .stdin(Stdio::null())
         .output()
@@ -115,12 +122,9 @@ impl PostgresServer {
     }
 
     /// Starts a private server with more settings (`-c name=value ...`).
-    pub(crate) fn start_with(settings: &str) -> Result<Self, String> {
+    pub fn start_with(settings: &str) -> Result<Self, String> {
         let bin = bin_dir()?;
-        let dir =
-            tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-        let data = dir.path().join("data");
-        let sockets = server_folders(&dir)?;
+        let dir = folder()?;
         let mut init = as_server_user(&bin.join("initdb"));
         init.args([
             "-U",
@@ -131,19 +135,18 @@ impl PostgresServer {
             "--no-sync",
             "-D",
         ])
-        .arg(&data);
+        .arg(dir.path().join("data"));
         run(init, "initdb")?;
-        Self::start_on(bin, dir, data, &sockets, settings)
+        Self::start_in(dir, settings)
     }
 
-    /// Starts the server of `data` (in `dir`) on a free port.
-    pub(crate) fn start_on(
-        bin: PathBuf,
-        dir: tempfile::TempDir,
-        data: PathBuf,
-        sockets: &Path,
-        settings: &str,
-    ) -> Result<Self, String> {
+    /// Starts the server whose data a test put in `dir/data` (a folder
+    /// from [`folder`]) on a free port, with more settings.
+    pub fn start_in(dir: tempfile::TempDir, settings: &str) -> Result<Self, String> {
+        let bin = bin_dir()?;
+        let data = dir.path().join("data");
+        let sockets = dir.path().join("sockets");
+        hand_to_server_user(&data)?;
         let mut server = Self {
             url: String::new(),
             data: Some(data),
@@ -192,7 +195,12 @@ impl PostgresServer {
             .arg("-l")
             .arg(dir.path().join("server.log"))
             .args(["-o", &self.options, "start"]);
-        run(start, "pg_ctl start")?;
+        if let Err(e) = run(start, "pg_ctl start") {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(8).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!("{e}\nthe server's log ends:\n{}", tail.join("\n")));
+        }
         self.running = true;
         Ok(())
     }
@@ -221,13 +229,23 @@ impl PostgresServer {
     }
 
     /// The data folder of a private server.
-    pub(crate) fn data(&self) -> Option<&Path> {
+    pub fn data(&self) -> Option<&Path> {
         self.data.as_deref()
     }
 
-    /// The binaries' folder.
-    pub(crate) fn bin(&self) -> &Path {
-        &self.bin
+    /// A PostgreSQL program (`pg_dump`, `pg_basebackup`, ...) of the
+    /// server's version, run as the server's user.
+    pub fn tool(&self, name: &str) -> Command {
+        as_server_user(&self.bin.join(name))
+    }
+
+    /// Runs `sql` with `psql` on the server; its unaligned output.
+    pub fn psql(&self, sql: &str) -> Result<String, String> {
+        let mut c = self.tool("psql");
+        c.args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
+            .args(["-U", "postgres", "-d", "postgres", "-XAtc", sql]);
+        let out = run(c, "psql")?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
 
     /// The process id of a private server's postmaster, from its
