@@ -9,9 +9,10 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "acts", version, about, long_about = None)]
 pub struct Cli {
     /// The store: memory:, redb:PATH (options ?fsync=false, ?cache_mb=N),
-    /// rocksdb:PATH (?sync=false), redis://HOST:PORT/NAMESPACE or
-    /// redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE (the last two need the
-    /// `redis` feature).
+    /// rocksdb:PATH (?sync=false), redis://HOST:PORT/NAMESPACE,
+    /// redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE (both need the `redis`
+    /// feature) or postgres://USER@HOST:PORT/DB?namespace=NAME (several
+    /// hosts: HOST:PORT,HOST:PORT and &target_session_attrs=read-write).
     #[arg(
         long,
         global = true,
@@ -120,9 +121,10 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "node")]
         lease_ttl: u64,
         /// Join a cluster of engine nodes on this shared store instead of
-        /// serving --store: redis://HOST:PORT/NAME or
-        /// redis+cluster://HOST:PORT,.../NAME (memory: for a one-process
-        /// trial). Needs --node; every node accepts every call and routes
+        /// serving --store: redis://HOST:PORT/NAME,
+        /// redis+cluster://HOST:PORT,.../NAME or
+        /// postgres://USER@HOST:PORT/DB?namespace=NAME (memory: for a
+        /// one-process trial). Needs --node; every node accepts every call and routes
         /// it to the node owning the process's partition. See
         /// docs/CLUSTER.md.
         #[arg(long, value_name = "URL", env = "ACTS_CLUSTER", requires = "node")]

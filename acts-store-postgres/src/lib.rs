@@ -22,7 +22,10 @@
 //!   table conflicts with, readers do not — then reads its conditions and
 //!   applies its ops: no write comes between the check and the ops, also
 //!   for a key that does not exist yet.
-//! - A read is one statement (one snapshot); a scan with no limit pages
+//! - A read is one statement (one snapshot). Point reads asked at the same
+//!   time share one statement (`reads.rs`): a burst of process starts
+//!   reads thousands of keys in a few round trips, not one each. A scan
+//!   with no limit pages
 //!   through the table [`SCAN_PAGE`](sql::SCAN_PAGE) rows at a time inside
 //!   one repeatable-read transaction, so no statement holds a huge result
 //!   and every page reads the same snapshot.
@@ -39,9 +42,10 @@
 //!
 //! [`PostgresStore::connect`], then the `KvStore` impl; the statements are
 //! in `sql.rs`, the error mapping in `error.rs`, the server's settings in
-//! `settings.rs`.
+//! `settings.rs`, the shared point reads in `reads.rs`.
 
 mod error;
+mod reads;
 mod settings;
 mod sql;
 
@@ -61,6 +65,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{BACKEND, map_err, map_pool_err};
+use crate::reads::{PointReads, read_many};
 use crate::settings::Settings;
 use crate::sql::{SCAN_PAGE, Sql};
 
@@ -99,6 +104,8 @@ pub struct PostgresStore {
     namespace: String,
     settings: std::sync::Arc<Settings>,
     op_timeout: Duration,
+    /// Point reads, sent together.
+    reads: PointReads,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -192,9 +199,11 @@ impl PostgresStore {
     /// Namespace `namespace` on `pool`: its table created if missing and
     /// checked, the server's settings read.
     async fn open(pool: Pool, namespace: &str, op_timeout: Duration) -> StoreResult<Self> {
+        let sql = Sql::of(namespace)?;
         let store = Self {
+            reads: PointReads::start(pool.clone(), sql.clone()),
             pool,
-            sql: Sql::of(namespace)?,
+            sql,
             namespace: namespace.to_owned(),
             settings: std::sync::Arc::default(),
             op_timeout,
@@ -212,6 +221,12 @@ impl PostgresStore {
     /// The namespace (its table is `acts_kv_NAMESPACE`).
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// How many statements this namespace's point reads have taken (reads
+    /// asked at the same time share one; for tests and metrics).
+    pub fn point_read_statements(&self) -> u64 {
+        self.reads.statements()
     }
 
     /// The table of this namespace, quoted (for tests and tools).
@@ -302,6 +317,10 @@ impl PostgresStore {
                 BatchOp::Delete { key } => last.insert(key, None),
             };
         }
+        // In key order: the index takes the rows page by page, and two
+        // batches that share keys lock them in the same order.
+        let mut last: Vec<(Vec<u8>, Option<Vec<u8>>)> = last.into_iter().collect();
+        last.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let (mut put_keys, mut put_values, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
         for (k, v) in last {
             match v {
@@ -384,18 +403,12 @@ impl KvStore for PostgresStore {
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         validate_key(BACKEND, StoreOp::Get, key)?;
         self.timed(StoreOp::Get, async {
-            let client = self.client(StoreOp::Get).await?;
-            let stmt = client
-                .prepare_cached(&self.sql.get())
-                .await
-                .map_err(|e| map_err(StoreOp::Get, e))?;
-            let row = client
-                .query_opt(&stmt, &[&key])
-                .await
-                .map_err(|e| map_err(StoreOp::Get, e))?;
-            row.map(|r| r.try_get::<_, Vec<u8>>(0))
-                .transpose()
-                .map_err(|e| map_err(StoreOp::Get, e))
+            if let Some(answer) = self.reads.get(key).await {
+                return answer;
+            }
+            // The reader task is gone (its runtime ended): read alone.
+            let mut found = read_many(&self.pool, &self.sql, StoreOp::Get, &[key.to_vec()]).await?;
+            Ok(found.remove(key))
         })
         .await
     }
@@ -406,21 +419,7 @@ impl KvStore for PostgresStore {
             return Ok(Vec::new());
         }
         self.timed(StoreOp::GetMany, async {
-            let client = self.client(StoreOp::GetMany).await?;
-            let stmt = client
-                .prepare_cached(&self.sql.get_many())
-                .await
-                .map_err(|e| map_err(StoreOp::GetMany, e))?;
-            let rows = client
-                .query(&stmt, &[&keys])
-                .await
-                .map_err(|e| map_err(StoreOp::GetMany, e))?;
-            let mut found: HashMap<Vec<u8>, Vec<u8>> = HashMap::with_capacity(rows.len());
-            for r in rows {
-                let k: Vec<u8> = r.try_get(0).map_err(|e| map_err(StoreOp::GetMany, e))?;
-                let v: Vec<u8> = r.try_get(1).map_err(|e| map_err(StoreOp::GetMany, e))?;
-                found.insert(k, v);
-            }
+            let found = read_many(&self.pool, &self.sql, StoreOp::GetMany, keys).await?;
             Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
         })
         .await

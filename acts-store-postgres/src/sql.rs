@@ -59,10 +59,6 @@ impl Sql {
         )
     }
 
-    pub(crate) fn get(&self) -> String {
-        format!("SELECT v FROM {} WHERE k = $1", self.table)
-    }
-
     pub(crate) fn get_many(&self) -> String {
         format!("SELECT k, v FROM {} WHERE k = ANY($1)", self.table)
     }
