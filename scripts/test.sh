@@ -2,7 +2,9 @@
 # Runs every test of the workspace on a fresh machine: installs what is
 # missing (scripts/setup.sh), then `cargo test --workspace` (unit, scenario,
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
-# crate and backend), then the engine suites (the reference's cache
+# crate and backend; among them a PostgreSQL primary's crash under a
+# cluster of `acts serve` nodes with a synchronous and an asynchronous
+# standby, and restores from a dump and to a point in time), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
 # RocksDB, Redis, a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
 # 3 replicas on loopback ports, stopped afterwards) and PostgreSQL
