@@ -61,7 +61,7 @@ pub(crate) async fn serve(
         "acts serve: node '{}' of the cluster at {} ({} partitions, {} held now) listening on \
          http://{bound}, reached at {advertise}; {}; Ctrl-C leaves the cluster",
         join.node,
-        join.url,
+        acts::redacted_url(join.url),
         node.partitions(),
         node.held().len(),
         access_note(options.auth()),

@@ -140,9 +140,10 @@ pub(crate) async fn run(
     let persistence = engine.persistence();
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.
+    let shown = acts::redacted_url(store);
     let _ = writeln!(
         std::io::stderr(),
-        "acts serve: listening on http://{bound} (store {store}{}); the dashboard is at \
+        "acts serve: listening on http://{bound} (store {shown}{}); the dashboard is at \
          http://{bound}/ and the API under /api/v1; {access}; Ctrl-C stops",
         node.map_or_else(String::new, |n| format!(", owned as node '{n}'"))
     );

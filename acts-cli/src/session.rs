@@ -26,17 +26,18 @@ pub(crate) async fn open_engine_with(
     resume: bool,
     lease: Option<acts::LeaseConfig>,
 ) -> Result<Engine, Failure> {
+    let shown = acts::redacted_url(url);
     let store = acts::open_store(url).await.map_err(|e| match e {
         OpenStoreError::Store(ref s)
             if matches!(s.kind(), ErrorKind::Corruption | ErrorKind::InvalidInput) =>
         {
-            Failure::input(format!("cannot open store '{url}': {e}"))
+            Failure::input(format!("cannot open store '{shown}': {e}"))
         }
         OpenStoreError::Store(ref s) if s.kind() == ErrorKind::Conflict => Failure::run(format!(
-            "cannot open store '{url}': it is in use: {}",
+            "cannot open store '{shown}': it is in use: {}",
             crate::owner::describe_holder(url)
         )),
-        OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{url}': {e}")),
+        OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{shown}': {e}")),
         other => Failure::input(other.to_string()),
     })?;
     crate::owner::hold(url);

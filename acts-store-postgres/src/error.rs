@@ -11,7 +11,7 @@ pub(crate) const BACKEND: &str = "postgres";
 
 /// A PostgreSQL error of `op` as a [`StoreError`].
 pub(crate) fn map_err(op: StoreOp, e: tokio_postgres::Error) -> StoreError {
-    let text = e.to_string();
+    let text = with_causes(&e);
     let kind = match e.code() {
         Some(code) => kind_of(code),
         // No server error: the connection is gone, or a value did not
@@ -29,6 +29,22 @@ pub(crate) fn map_err(op: StoreOp, e: tokio_postgres::Error) -> StoreError {
         _ => format!("PostgreSQL: {text}"),
     };
     StoreError::new(BACKEND, op, kind, what).with_source(e)
+}
+
+/// `e`'s text with its causes' ("error connecting to server: Connection
+/// refused (os error 111)"), each said once.
+fn with_causes(e: &tokio_postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Whether an I/O error (the socket) is among `e`'s causes.

@@ -166,7 +166,8 @@ impl PostgresStore {
         Sql::of(namespace)?;
         let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
             invalid(format!(
-                "'{url}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB): {e}"
+                "'{}' is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB): {e}",
+                acts_store::redacted_url(url)
             ))
         })?;
         config.connect_timeout(options.connect_timeout);

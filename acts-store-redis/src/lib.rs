@@ -200,7 +200,10 @@ impl RedisStore {
                 BACKEND,
                 op,
                 ErrorKind::InvalidInput,
-                format!("{url} is not a Redis URL (expected redis://HOST:PORT): {e}"),
+                format!(
+                    "{} is not a Redis URL (expected redis://HOST:PORT): {e}",
+                    acts_store::redacted_url(url)
+                ),
             )
         })?;
         let config = ConnectionManagerConfig::new()

@@ -72,6 +72,7 @@ mod error;
 pub mod keys;
 mod kv;
 mod memory;
+mod url;
 
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
 pub use kv::{
@@ -79,3 +80,4 @@ pub use kv::{
     validate_batch, validate_conditional, validate_key, validate_keys,
 };
 pub use memory::MemoryStore;
+pub use url::redacted_url;

@@ -99,7 +99,7 @@ pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError>
     }
     if url.starts_with("redb:") || url.starts_with("rocksdb:") {
         return Err(OpenStoreError::BadOption {
-            url: url.to_owned(),
+            url: acts_store::redacted_url(url),
             message: "a cluster needs a store every node reaches: redis://HOST:PORT/NAME or \
                       redis+cluster://HOST:PORT,.../NAME (an embedded file belongs to one process)"
                 .into(),
@@ -111,7 +111,7 @@ pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError>
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return open_postgres_family(url).await;
     }
-    Err(OpenStoreError::UnknownScheme(url.to_owned()))
+    Err(OpenStoreError::UnknownScheme(acts_store::redacted_url(url)))
 }
 
 #[cfg(feature = "postgres")]
@@ -126,7 +126,7 @@ async fn open_postgres_family(url: &str) -> Result<StoreFamily, OpenStoreError> 
 #[cfg(not(feature = "postgres"))]
 async fn open_postgres_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "postgres",
     })
 }
@@ -143,7 +143,7 @@ async fn open_redis_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
 #[cfg(not(feature = "redis"))]
 async fn open_redis_family(url: &str) -> Result<StoreFamily, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "redis",
     })
 }

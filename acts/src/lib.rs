@@ -86,7 +86,9 @@ pub use acts_core::scheduler::{
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_core::tree::long_id;
-pub use acts_store::{ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError};
+pub use acts_store::{
+    ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError, redacted_url,
+};
 
 mod family;
 pub use family::{StoreFamily, open_store_family};
@@ -100,7 +102,8 @@ pub struct ReadmeDoctests;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenStoreError {
-    /// The URL names no known store.
+    /// The URL names no known store (the URL as shown: its password, if
+    /// any, replaced by `***`, as in every variant).
     #[error(
         "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE, redis+cluster://HOST:PORT,.../NAMESPACE or postgres://USER@HOST:PORT/DB?namespace=NAME"
     )]
@@ -151,7 +154,7 @@ fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
         "true" | "1" | "on" => Ok(true),
         "false" | "0" | "off" => Ok(false),
         _ => Err(OpenStoreError::BadOption {
-            url: url.to_owned(),
+            url: acts_store::redacted_url(url),
             message: format!("option '{key}' must be true or false, got '{value}'"),
         }),
     }
@@ -160,7 +163,7 @@ fn flag(url: &str, key: &str, value: &str) -> Result<bool, OpenStoreError> {
 #[cfg(any(feature = "redb", feature = "rocksdb", feature = "redis"))]
 fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
     OpenStoreError::BadOption {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         message: format!("unknown option '{key}' (known: {known})"),
     }
 }
@@ -196,7 +199,7 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         return open_postgres(url).await;
     }
-    Err(OpenStoreError::UnknownScheme(url.to_owned()))
+    Err(OpenStoreError::UnknownScheme(acts_store::redacted_url(url)))
 }
 
 #[cfg(feature = "postgres")]
@@ -209,7 +212,7 @@ async fn open_postgres(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
 #[cfg(not(feature = "postgres"))]
 async fn open_postgres(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "postgres",
     })
 }
@@ -231,7 +234,7 @@ fn open_redb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> 
             "cache_mb" => {
                 let mb: usize = v.parse().ok().filter(|mb| *mb > 0).ok_or_else(|| {
                     OpenStoreError::BadOption {
-                        url: url.to_owned(),
+                        url: acts_store::redacted_url(url),
                         message: format!(
                             "cache_mb must be a whole number of MiB above 0, not '{v}'"
                         ),
@@ -248,7 +251,7 @@ fn open_redb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> 
 #[cfg(not(feature = "redb"))]
 fn open_redb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "redb",
     })
 }
@@ -270,7 +273,7 @@ fn open_rocksdb(url: &str, rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreErro
 #[cfg(not(feature = "rocksdb"))]
 fn open_rocksdb(url: &str, _rest: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "rocksdb",
     })
 }
@@ -297,14 +300,14 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
         match k {
             "wait_replicas" => {
                 options.wait_replicas = v.parse().map_err(|_| OpenStoreError::BadOption {
-                    url: url.to_owned(),
+                    url: acts_store::redacted_url(url),
                     message: format!("wait_replicas must be a whole number of replicas, not '{v}'"),
                 })?;
             }
             "wait_ms" => {
                 let ms: u64 = v.parse().ok().filter(|ms| *ms > 0).ok_or_else(|| {
                     OpenStoreError::BadOption {
-                        url: url.to_owned(),
+                        url: acts_store::redacted_url(url),
                         message: format!("wait_ms must be a whole number of ms above 0, not '{v}'"),
                     }
                 })?;
@@ -323,7 +326,7 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
     let (hosts, namespace) = rest.split_once('/').unwrap_or((rest, ""));
     if namespace.is_empty() || namespace.contains('/') {
         return Err(OpenStoreError::BadOption {
-            url: url.to_owned(),
+            url: acts_store::redacted_url(url),
             message: if cluster {
                 "name one namespace after the nodes: redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE"
             } else {
@@ -343,7 +346,7 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
         .collect();
     if nodes.is_empty() {
         return Err(OpenStoreError::BadOption {
-            url: url.to_owned(),
+            url: acts_store::redacted_url(url),
             message: "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE".into(),
         });
     }
@@ -353,7 +356,7 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
 #[cfg(not(feature = "redis"))]
 async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     Err(OpenStoreError::FeatureDisabled {
-        url: url.to_owned(),
+        url: acts_store::redacted_url(url),
         feature: "redis",
     })
 }
