@@ -41,4 +41,8 @@ fn a_password_in_a_store_url_is_never_shown() {
         assert!(said.contains(shown), "{url}: {said}");
         assert!(!said.contains("s3cret"), "{url}: {said}");
     }
+    // Built with or without the redis feature, the answer names no
+    // password (a node list's URLs each redacted).
+    let said = failure_of("redis+cluster://:s3cret@127.0.0.1:1,127.0.0.1:2/ns");
+    assert!(!said.contains("s3cret"), "{said}");
 }

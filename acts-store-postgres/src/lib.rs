@@ -15,8 +15,10 @@
 //! ## Guarantees
 //!
 //! - A [`batch`](KvStore::batch) is one transaction: its ops, folded to the
-//!   last op of each key, become one multi-row upsert and one multi-key
-//!   delete. Readers see it whole or not at all.
+//!   last op of each key, become one multi-row write and one multi-key
+//!   delete (`write.rs`; a large write updates the present keys and inserts
+//!   the others, falling back to an upsert if a concurrent transaction
+//!   inserts one of its keys). Readers see it whole or not at all.
 //! - A [`batch_if`](KvStore::batch_if) is one transaction that first takes
 //!   the table's `SHARE ROW EXCLUSIVE` lock — which every writer of the
 //!   table conflicts with, readers do not — then reads its conditions and
@@ -42,12 +44,14 @@
 //!
 //! [`PostgresStore::connect`], then the `KvStore` impl; the statements are
 //! in `sql.rs`, the error mapping in `error.rs`, the server's settings in
-//! `settings.rs`, the shared point reads in `reads.rs`.
+//! `settings.rs`, the write path in `write.rs`, the shared point reads in
+//! `reads.rs`.
 
 mod error;
 mod reads;
 mod settings;
 mod sql;
+mod write;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -68,6 +72,7 @@ use crate::error::{BACKEND, map_err, map_pool_err};
 use crate::reads::{PointReads, read_many};
 use crate::settings::Settings;
 use crate::sql::{SCAN_PAGE, Sql};
+use crate::write::Writers;
 
 /// The namespace of a URL that names none.
 pub const DEFAULT_NAMESPACE: &str = "acts";
@@ -303,56 +308,6 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Applies `ops` (validated) in transaction `tx`: folded to the last op
-    /// of each key, one upsert and one delete.
-    async fn apply(
-        &self,
-        tx: &deadpool_postgres::Transaction<'_>,
-        op: StoreOp,
-        ops: Vec<BatchOp>,
-    ) -> StoreResult<()> {
-        let mut last: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::with_capacity(ops.len());
-        for o in ops {
-            match o {
-                BatchOp::Put { key, value } => last.insert(key, Some(value)),
-                BatchOp::Delete { key } => last.insert(key, None),
-            };
-        }
-        // In key order: the index takes the rows page by page, and two
-        // batches that share keys lock them in the same order.
-        let mut last: Vec<(Vec<u8>, Option<Vec<u8>>)> = last.into_iter().collect();
-        last.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let (mut put_keys, mut put_values, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
-        for (k, v) in last {
-            match v {
-                Some(v) => {
-                    put_keys.push(k);
-                    put_values.push(v);
-                }
-                None => deletes.push(k),
-            }
-        }
-        if !put_keys.is_empty() {
-            let stmt = tx
-                .prepare_cached(&self.sql.upsert())
-                .await
-                .map_err(|e| map_err(op, e))?;
-            tx.execute(&stmt, &[&put_keys, &put_values])
-                .await
-                .map_err(|e| map_err(op, e))?;
-        }
-        if !deletes.is_empty() {
-            let stmt = tx
-                .prepare_cached(&self.sql.delete())
-                .await
-                .map_err(|e| map_err(op, e))?;
-            tx.execute(&stmt, &[&deletes])
-                .await
-                .map_err(|e| map_err(op, e))?;
-        }
-        Ok(())
-    }
-
     /// One statement of a scan: at most `limit` pairs of `range`.
     async fn scan_page(
         &self,
@@ -437,7 +392,8 @@ impl KvStore for PostgresStore {
                 .transaction()
                 .await
                 .map_err(|e| map_err(StoreOp::Batch, e))?;
-            self.apply(&tx, StoreOp::Batch, ops).await?;
+            self.apply(&tx, StoreOp::Batch, Writers::Others, ops)
+                .await?;
             tx.commit().await.map_err(|e| map_err(StoreOp::Batch, e))
         })
         .await
@@ -482,7 +438,7 @@ impl KvStore for PostgresStore {
                 return Ok(false);
             }
             if !ops.is_empty() {
-                self.apply(&tx, op, ops).await?;
+                self.apply(&tx, op, Writers::Locked, ops).await?;
             }
             tx.commit().await.map_err(|e| map_err(op, e))?;
             Ok(true)

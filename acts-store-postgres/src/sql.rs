@@ -71,6 +71,21 @@ impl Sql {
         )
     }
 
+    /// The same as [`upsert`](Self::upsert) for distinct keys, without
+    /// the speculative insertion of `ON CONFLICT` (which writes a second
+    /// WAL record per row): the present keys updated, the others inserted.
+    /// Correct only while no other transaction inserts one of the keys
+    /// meanwhile — it then fails with a unique violation, and the caller
+    /// falls back to the upsert.
+    pub(crate) fn update_then_insert(&self) -> String {
+        format!(
+            "WITH d AS (SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS d(k, v)), \
+             u AS (UPDATE {t} SET v = d.v FROM d WHERE {t}.k = d.k RETURNING {t}.k) \
+             INSERT INTO {t} (k, v) SELECT d.k, d.v FROM d WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = d.k)",
+            t = self.table
+        )
+    }
+
     pub(crate) fn delete(&self) -> String {
         format!("DELETE FROM {} WHERE k = ANY($1)", self.table)
     }

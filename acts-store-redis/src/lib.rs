@@ -217,11 +217,11 @@ impl RedisStore {
         )
         .await
         .map_err(|_| timeout_err(op, options.op_timeout))?
-        .map_err(|e| map_err(op, e).context(url))?;
-        tracing::debug!(url, namespace, "connected redis store");
+        .map_err(|e| map_err(op, e).context(acts_store::redacted_url(url)))?;
+        tracing::debug!(url = %acts_store::redacted_url(url), namespace, "connected redis store");
         Self::on(Conn::Single(conn), namespace, &options)
             .await
-            .map_err(|e| e.context(url))
+            .map_err(|e| e.context(acts_store::redacted_url(url)))
     }
 
     /// Connects to the Redis Cluster that `nodes` (`redis://HOST:PORT`
@@ -237,7 +237,11 @@ impl RedisStore {
     ) -> StoreResult<Self> {
         let op = StoreOp::Open;
         check_namespace(namespace)?;
-        let shown = nodes.join(",");
+        let shown = nodes
+            .iter()
+            .map(|n| acts_store::redacted_url(n))
+            .collect::<Vec<_>>()
+            .join(",");
         let client = redis::cluster::ClusterClient::builder(nodes.iter().map(String::as_str))
             .connection_timeout(options.connect_timeout)
             .response_timeout(options.op_timeout)
