@@ -53,7 +53,6 @@ mod settings;
 mod sql;
 mod write;
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Bound;
 use std::str::FromStr;
@@ -69,7 +68,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{BACKEND, map_err, map_pool_err};
-use crate::reads::{PointReads, read_many};
+use crate::reads::{PointReads, read_from_pool, read_many};
 use crate::settings::Settings;
 use crate::sql::{SCAN_PAGE, Sql};
 use crate::write::Writers;
@@ -363,7 +362,8 @@ impl KvStore for PostgresStore {
                 return answer;
             }
             // The reader task is gone (its runtime ended): read alone.
-            let mut found = read_many(&self.pool, &self.sql, StoreOp::Get, &[key.to_vec()]).await?;
+            let mut found =
+                read_from_pool(&self.pool, &self.sql, StoreOp::Get, &[key.to_vec()]).await?;
             Ok(found.remove(key))
         })
         .await
@@ -375,7 +375,7 @@ impl KvStore for PostgresStore {
             return Ok(Vec::new());
         }
         self.timed(StoreOp::GetMany, async {
-            let found = read_many(&self.pool, &self.sql, StoreOp::GetMany, keys).await?;
+            let found = read_from_pool(&self.pool, &self.sql, StoreOp::GetMany, keys).await?;
             Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
         })
         .await
@@ -416,20 +416,7 @@ impl KvStore for PostgresStore {
                 .await
                 .map_err(|e| map_err(op, e))?;
             let keys: Vec<Vec<u8>> = conditions.iter().map(|c| c.key.clone()).collect();
-            let stmt = tx
-                .prepare_cached(&self.sql.get_many())
-                .await
-                .map_err(|e| map_err(op, e))?;
-            let rows = tx
-                .query(&stmt, &[&keys])
-                .await
-                .map_err(|e| map_err(op, e))?;
-            let mut current: HashMap<Vec<u8>, Vec<u8>> = HashMap::with_capacity(rows.len());
-            for r in rows {
-                let k: Vec<u8> = r.try_get(0).map_err(|e| map_err(op, e))?;
-                let v: Vec<u8> = r.try_get(1).map_err(|e| map_err(op, e))?;
-                current.insert(k, v);
-            }
+            let current = read_many(&tx, &self.sql, op, &keys).await?;
             if !conditions
                 .iter()
                 .all(|c| c.holds(current.get(&c.key).map(Vec::as_slice)))

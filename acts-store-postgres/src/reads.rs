@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use acts_store::{StoreError, StoreOp, StoreResult};
-use deadpool_postgres::Pool;
+use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::{BACKEND, map_err, map_pool_err};
@@ -93,7 +93,7 @@ async fn reader(
         statements.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let keys: Vec<Vec<u8>> = batch.iter().map(|(k, _)| k.clone()).collect();
-            match read_many(&pool, &sql, StoreOp::Get, &keys).await {
+            match read_from_pool(&pool, &sql, StoreOp::Get, &keys).await {
                 Ok(found) => {
                     for (k, reply) in batch {
                         let _ = reply.send(Ok(found.get(&k).cloned()));
@@ -116,14 +116,25 @@ async fn reader(
 }
 
 /// The values of those of `keys` that are present, by key, read with one
-/// statement.
-pub(crate) async fn read_many(
+/// statement on a connection of `pool`.
+pub(crate) async fn read_from_pool(
     pool: &Pool,
     sql: &Sql,
     op: StoreOp,
     keys: &[Vec<u8>],
 ) -> StoreResult<HashMap<Vec<u8>, Vec<u8>>> {
     let client = pool.get().await.map_err(|e| map_pool_err(op, e))?;
+    read_many(&client, sql, op, keys).await
+}
+
+/// The values of those of `keys` that are present, by key, read with one
+/// statement on `client` (a connection, or a transaction).
+pub(crate) async fn read_many(
+    client: &impl GenericClient,
+    sql: &Sql,
+    op: StoreOp,
+    keys: &[Vec<u8>],
+) -> StoreResult<HashMap<Vec<u8>, Vec<u8>>> {
     let stmt = client
         .prepare_cached(&sql.get_many())
         .await
