@@ -15,10 +15,11 @@
 //! ## Guarantees
 //!
 //! - A [`batch`](KvStore::batch) is one transaction: its ops, folded to the
-//!   last op of each key, become one multi-row write and one multi-key
-//!   delete (`write.rs`; a large write updates the present keys and inserts
-//!   the others, falling back to an upsert if a concurrent transaction
-//!   inserts one of its keys). Readers see it whole or not at all.
+//!   last op of each key, become one statement — the puts and the deletes
+//!   together, its own transaction, one round trip (`write.rs`; a large
+//!   write updates the present keys and inserts the others, and runs as an
+//!   upsert instead if a concurrent transaction inserts one of its keys).
+//!   Readers see it whole or not at all.
 //! - A [`batch_if`](KvStore::batch_if) is one transaction that first takes
 //!   the table's `SHARE ROW EXCLUSIVE` lock — which every writer of the
 //!   table conflicts with, readers do not — then reads its conditions and
@@ -387,14 +388,10 @@ impl KvStore for PostgresStore {
             return Ok(());
         }
         self.timed(StoreOp::Batch, async {
-            let mut client = self.client(StoreOp::Batch).await?;
-            let tx = client
-                .transaction()
+            // One statement, its own transaction: one round trip.
+            let client = self.client(StoreOp::Batch).await?;
+            self.apply(&client, StoreOp::Batch, Writers::Others, ops)
                 .await
-                .map_err(|e| map_err(StoreOp::Batch, e))?;
-            self.apply(&tx, StoreOp::Batch, Writers::Others, ops)
-                .await?;
-            tx.commit().await.map_err(|e| map_err(StoreOp::Batch, e))
         })
         .await
     }

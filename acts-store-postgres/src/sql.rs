@@ -16,6 +16,13 @@ pub(crate) const MAX_NAMESPACE: usize = 48;
 /// one snapshot so no statement holds a huge result).
 pub(crate) const SCAN_PAGE: usize = 1000;
 
+/// How a batch's puts are written (see [`Sql::write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Write {
+    Upsert,
+    UpdateThenInsert,
+}
+
 /// The statements of one namespace's table.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
@@ -63,27 +70,44 @@ impl Sql {
         format!("SELECT k, v FROM {} WHERE k = ANY($1)", self.table)
     }
 
-    pub(crate) fn upsert(&self) -> String {
-        format!(
-            "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
-             ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-            self.table
-        )
-    }
-
-    /// The same as [`upsert`](Self::upsert) for distinct keys, without
-    /// the speculative insertion of `ON CONFLICT` (which writes a second
-    /// WAL record per row): the present keys updated, the others inserted.
-    /// Correct only while no other transaction inserts one of the keys
-    /// meanwhile — it then fails with a unique violation, and the caller
-    /// falls back to the upsert.
-    pub(crate) fn update_then_insert(&self) -> String {
-        format!(
-            "WITH d AS (SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS d(k, v)), \
-             u AS (UPDATE {t} SET v = d.v FROM d WHERE {t}.k = d.k RETURNING {t}.k) \
-             INSERT INTO {t} (k, v) SELECT d.k, d.v FROM d WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = d.k)",
-            t = self.table
-        )
+    /// One statement that writes a batch's puts (`$1` keys, `$2` values,
+    /// distinct keys) and, with `deletes`, deletes the keys of `$3` (none
+    /// of them among the puts'): one statement is atomic on its own, so a
+    /// batch outside a transaction is one round trip.
+    ///
+    /// `Upsert` is `INSERT … ON CONFLICT DO UPDATE`. `UpdateThenInsert`
+    /// does the same without the upsert's speculative insertion (a second
+    /// WAL record per row): the present keys updated, the others inserted
+    /// — correct only while no other transaction inserts one of the keys
+    /// meanwhile; it then fails with a unique violation, having written
+    /// nothing, and the caller runs the upsert instead.
+    pub(crate) fn write(&self, how: Write, deletes: bool) -> String {
+        let t = &self.table;
+        let mut with = vec![format!(
+            "d AS (SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS d(k, v))"
+        )];
+        if deletes {
+            with.push(format!(
+                "del AS (DELETE FROM {t} WHERE k = ANY($3::bytea[]))"
+            ));
+        }
+        match how {
+            Write::Upsert => format!(
+                "WITH {} INSERT INTO {t} (k, v) SELECT d.k, d.v FROM d \
+                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                with.join(", ")
+            ),
+            Write::UpdateThenInsert => {
+                with.push(format!(
+                    "u AS (UPDATE {t} SET v = d.v FROM d WHERE {t}.k = d.k RETURNING {t}.k)"
+                ));
+                format!(
+                    "WITH {} INSERT INTO {t} (k, v) SELECT d.k, d.v FROM d \
+                     WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = d.k)",
+                    with.join(", ")
+                )
+            }
+        }
     }
 
     pub(crate) fn delete(&self) -> String {
