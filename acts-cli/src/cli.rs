@@ -5,6 +5,15 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// acts — run durable workflows from YAML.
+/// How `acts` logs (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object per line, for a log pipeline.
+    Json,
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "acts", version, about, long_about = None)]
 pub struct Cli {
@@ -33,9 +42,11 @@ pub struct Cli {
     /// `acts_core=debug`); overrides -v; RUST_LOG overrides both.
     #[arg(long, global = true, value_name = "FILTER")]
     pub log_level: Option<String>,
-    /// Log as JSON lines (one object per event) instead of text.
-    #[arg(long, global = true)]
-    pub log_json: bool,
+    /// How to log: `text` (default) or `json` (one JSON object per line,
+    /// with the fields of the spans it happened in: `pid` and `model` of
+    /// the process, `tid` and `nid` of the task).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Talk to a running `acts serve` at this URL (e.g.
     /// http://127.0.0.1:7878) instead of opening the store: `deploy`,
     /// `start`, `ps`, `tasks`, `deliveries`, `show`, `act`, `control`,

@@ -75,9 +75,10 @@ fn quiet_on_broken_pipe() {
 
 /// Logs to stderr: `RUST_LOG` when set (an env-filter directive), else
 /// `--log-level`, else by `-v` count; scripts' `console.*` (target
-/// `acts::script`) always shows. `--log-json` writes one JSON object per
-/// event.
-fn init_logging(verbose: u8, level: Option<&str>, json: bool) {
+/// `acts::script`) always shows. `--log-format json` writes one JSON object
+/// per event, with the fields of the spans it happened in (a process's
+/// `pid` and `model`, a task's `tid` and `nid`).
+fn init_logging(verbose: u8, level: Option<&str>, format: cli::LogFormat) {
     let default = match (level, verbose) {
         (Some(l), _) => l,
         (None, 0) => "warn,acts::script=info",
@@ -96,10 +97,20 @@ fn init_logging(verbose: u8, level: Option<&str>, json: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let _ = if json {
-        builder.json().try_init()
+    let _ = if format == cli::LogFormat::Json {
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init()
     } else {
-        builder.with_target(false).without_time().try_init()
+        // Colours only for a terminal (not in a file or a pipe).
+        let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        builder
+            .with_target(false)
+            .without_time()
+            .with_ansi(colour)
+            .try_init()
     };
 }
 
@@ -114,7 +125,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_logging(args.verbose, args.log_level.as_deref(), args.log_json);
+    init_logging(args.verbose, args.log_level.as_deref(), args.log_format);
     if let cli::Command::Completions { shell } = &args.command {
         let mut cmd = <cli::Cli as clap::CommandFactory>::command();
         clap_complete::generate(*shell, &mut cmd, "acts", &mut std::io::stdout());

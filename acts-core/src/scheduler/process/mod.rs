@@ -22,6 +22,7 @@ pub(crate) use outputs::PARAMS_KEY;
 mod packages;
 mod resume;
 mod retry;
+mod spans;
 mod step_views;
 mod timeouts;
 mod undo;
@@ -234,10 +235,13 @@ impl Process {
         self.limits = svc.limits;
         self.tasks.set_max_scope_bytes(svc.limits.max_scope_bytes);
         let mut budget = svc.limits.jobs_per_run.max(1);
+        let _process = self.process_span().entered();
         while budget > 0
             && let Some(job) = self.queue.pop_front()
         {
             budget -= 1;
+            let (Job::Exec(t) | Job::Next(t)) = job;
+            let _task = self.task_span(t).entered();
             let (task, mut result) = match job {
                 Job::Exec(t) => (t, self.exec(t, svc)),
                 Job::Next(t) => (t, self.next(t, svc)),
@@ -521,14 +525,6 @@ impl Process {
             None => {}
         }
         Ok(())
-    }
-
-    fn node_id(&self, t: TaskIx) -> String {
-        self.tasks
-            .get(t)
-            .and_then(|x| self.tree.node(x.node))
-            .map(|n| n.id.clone())
-            .unwrap_or_default()
     }
 
     /// How many branches the step owning branch task `t` has.
