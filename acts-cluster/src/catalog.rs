@@ -1,18 +1,17 @@
 //! Keeping every partition's models in step with the cluster's catalog.
 //!
-//! A deploy (or removal) is made on one partition first — so a model the
-//! engine refuses is refused with the engine's own error and never enters
-//! the catalog — then appended to the catalog, and every partition's owner
+//! A deploy (or removal) is made on the catalog partition (partition 0)
+//! first, by its owner, one change at a time (`fanout.rs`) — so a model
+//! the engine refuses is refused with the engine's own error and never
+//! enters the catalog, and the catalog's order is the order that partition
+//! saw — then appended to the catalog, and every partition's owner
 //! applies the catalog changes it has not applied yet, in catalog order:
 //! at once (the deploying node tells the others), on every tick (a node
 //! that missed the call), and when it takes a partition over (from what
 //! that partition already holds). Deploying a definition a partition
 //! already has as its latest changes nothing, so applying twice is
-//! harmless and every partition numbers the same versions alike — with
-//! one exception: two deploys of one model racing on two nodes are first
-//! made on two partitions in the opposite order of the catalog's, and
-//! those two partitions may number the two versions the other way round
-//! (the content of each version is the same everywhere).
+//! harmless and every partition numbers the same versions alike — also
+//! when two deploys of one model race through two nodes.
 
 use std::collections::BTreeMap;
 

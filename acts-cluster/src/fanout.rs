@@ -19,15 +19,30 @@ use crate::node::ClusterNode;
 /// Most characters of a merged listing's cursor.
 const MAX_CURSOR_CHARS: usize = 256 * 1024;
 
-/// A model change (deploy, remove a model, remove a version): made on one
-/// partition first — so the engine's own checks answer a bad request —
-/// then appended to the catalog, applied on this node's partitions, and
-/// announced to every other live node (which apply it before this call
-/// answers, or on their next tick if they cannot be reached).
+/// The partition every model change is made on first.
+const CATALOG_PARTITION: u32 = 0;
+
+/// A model change (deploy, remove a model, remove a version): made on the
+/// catalog partition first — so the engine's own checks answer a bad
+/// request — then appended to the catalog, applied on this node's
+/// partitions, and announced to every other live node (which apply it
+/// before this call answers, or on their next tick if they cannot be
+/// reached).
+///
+/// Changes are serialized: only the catalog partition's owner makes them
+/// (another node hands it the whole call), one at a time, so the order in
+/// which that partition numbered the versions is the catalog's order —
+/// and every other partition, which applies the catalog in order, numbers
+/// them alike, also when two deploys of one model race through two nodes.
 pub(crate) async fn catalog_change(node: &ClusterNode, call: Call) -> Response {
-    let p = node.any_partition();
+    let p = CATALOG_PARTITION;
     if node.engine(p).is_none() {
-        // This node holds no partition: its owner does the whole change.
+        // Its owner makes the whole change.
+        return node.on_partition_whole(p, &call).await;
+    }
+    let _one_at_a_time = node.inner.catalog_changes.lock().await;
+    if node.engine(p).is_none() {
+        // Handed over while this change waited for the previous one.
         return node.on_partition_whole(p, &call).await;
     }
     let answer = node.on_partition(p, &call).await;
@@ -149,8 +164,8 @@ async fn announce(node: &ClusterNode, call: &Call) {
 
 impl ClusterNode {
     /// Sends a whole call to partition `p`'s owner as a plain call (not
-    /// pinned to the partition), for it to handle as its own (a node that
-    /// holds no partition cannot make a model change itself).
+    /// pinned to the partition), for it to handle as its own (a model
+    /// change is made by the catalog partition's owner).
     async fn on_partition_whole(&self, p: u32, call: &Call) -> Response {
         let owner = match self.target(p) {
             Target::Remote(owner) if !call.headers.contains_key(FORWARDED) => owner,
@@ -159,7 +174,8 @@ impl ClusterNode {
                     StatusCode::SERVICE_UNAVAILABLE,
                     "unavailable",
                     format!(
-                        "node '{}' holds no partition and partition {p} has no other live owner; try again",
+                        "node '{}' does not hold partition {p} (where model changes are made) \
+                         and it has no other live owner; try again",
                         self.id()
                     ),
                 );

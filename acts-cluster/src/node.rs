@@ -158,6 +158,9 @@ pub(crate) struct Inner {
     /// One tick at a time (held across the tick's awaits: that is its
     /// point).
     tick_lock: tokio::sync::Mutex<()>,
+    /// One model change at a time on this node (held across the change's
+    /// awaits: its order on the catalog partition is the catalog's).
+    pub(crate) catalog_changes: tokio::sync::Mutex<()>,
     pub(crate) http: reqwest::Client,
     closed: AtomicBool,
     ticker: Mutex<Option<JoinHandle<()>>>,
@@ -218,6 +221,7 @@ impl ClusterNode {
                 server,
                 started_at: now,
                 tick_lock: tokio::sync::Mutex::new(()),
+                catalog_changes: tokio::sync::Mutex::new(()),
                 http,
                 closed: AtomicBool::new(false),
                 ticker: Mutex::new(None),
