@@ -52,6 +52,7 @@
 //! `error.rs`. `tests/cluster.rs` runs the conformance suite on a private
 //! 3 + 3 cluster.
 
+mod conn;
 mod error;
 mod scripts;
 mod settings;
@@ -65,9 +66,9 @@ use acts_store::{
     StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster_async::ClusterConnection;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use crate::conn::{Conn, Link};
 use crate::error::{BACKEND, map_err};
 use crate::settings::Watch;
 
@@ -110,46 +111,6 @@ impl Default for RedisOptions {
             wait_timeout: Duration::from_secs(1),
             allow_eviction: false,
             settings_interval: Duration::from_secs(2),
-        }
-    }
-}
-
-/// A connection to one server (re-established by the connection manager)
-/// or to a Redis Cluster (which follows the cluster's slots, `MOVED`
-/// redirections and failovers).
-#[derive(Clone)]
-enum Conn {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-}
-
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(
-        &'a mut self,
-        cmd: &'a redis::Cmd,
-    ) -> redis::RedisFuture<'a, redis::Value> {
-        match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a redis::Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
         }
     }
 }
@@ -219,7 +180,7 @@ impl RedisStore {
         .map_err(|_| timeout_err(op, options.op_timeout))?
         .map_err(|e| map_err(op, e).context(acts_store::redacted_url(url)))?;
         tracing::debug!(url = %acts_store::redacted_url(url), namespace, "connected redis store");
-        Self::on(Conn::Single(conn), namespace, &options)
+        Self::on(Conn::new(Link::Single(conn)), namespace, &options)
             .await
             .map_err(|e| e.context(acts_store::redacted_url(url)))
     }
@@ -260,7 +221,7 @@ impl RedisStore {
             .map_err(|_| timeout_err(op, options.op_timeout))?
             .map_err(|e| map_err(op, e).context(&shown))?;
         tracing::debug!(nodes = %shown, namespace, "connected redis cluster store");
-        Self::on(Conn::Cluster(conn), namespace, &options)
+        Self::on(Conn::new(Link::Cluster(conn)), namespace, &options)
             .await
             .map_err(|e| e.context(&shown))
     }
@@ -407,12 +368,12 @@ impl RedisStore {
             .unwrap_or(u64::MAX)
             .max(1);
         let cmd = redis::cmd("WAIT").arg(replicas).arg(millis).clone();
-        let acked: i64 = match &self.conn {
-            Conn::Single(c) => {
-                let mut c = c.clone();
+        let acked: i64 = match &self.conn.link {
+            Link::Single(_) => {
+                let mut c = self.conn.clone();
                 self.run(op, cmd.query_async(&mut c)).await?
             }
-            Conn::Cluster(c) => {
+            Link::Cluster(c) => {
                 use redis::cluster_routing::{
                     Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
                 };
@@ -421,8 +382,7 @@ impl RedisStore {
                 let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                     Route::with_slot(Slot::for_key(&self.index_key), SlotAddr::Master),
                 ));
-                let mut c = c.clone();
-                let value = self.run(op, c.route_command(cmd, route)).await?;
+                let value = self.run(op, self.conn.route_command(c, cmd, route)).await?;
                 redis::from_redis_value(value).map_err(|e| {
                     StoreError::new(
                         BACKEND,
@@ -524,6 +484,10 @@ impl KvStore for RedisStore {
 
     /// Reads the server's settings again now: `Err` when it cannot be
     /// reached or evicts keys.
+    fn io(&self) -> Option<acts_store::StoreIo> {
+        Some(self.conn.io())
+    }
+
     async fn health(&self) -> StoreResult<()> {
         self.watch.refresh(&self.conn, self.op_timeout).await?;
         self.watch.check_writable(StoreOp::Health)

@@ -27,7 +27,7 @@ use acts_store::{ErrorKind, Persistence, StoreError, StoreOp, StoreResult};
 use parking_lot::RwLock;
 use redis::Value;
 
-use crate::Conn;
+use crate::conn::{Conn, Link};
 use crate::error::{BACKEND, map_err};
 
 /// The settings read from every node.
@@ -190,17 +190,16 @@ async fn read(conn: &Conn) -> redis::RedisResult<Vec<(String, HashMap<String, St
     for s in SETTINGS {
         cmd.arg(s);
     }
-    match conn {
-        Conn::Single(c) => {
-            let mut c = c.clone();
+    match &conn.link {
+        Link::Single(_) => {
+            let mut c = conn.clone();
             let value: Value = cmd.query_async(&mut c).await?;
             Ok(vec![("the server".to_owned(), pairs(value)?)])
         }
-        Conn::Cluster(c) => {
+        Link::Cluster(c) => {
             use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
-            let mut c = c.clone();
             let route = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, None));
-            let value = c.route_command(cmd, route).await?;
+            let value = conn.route_command(c, cmd, route).await?;
             let Value::Map(per_node) = value else {
                 return Ok(vec![("the cluster".to_owned(), pairs(value)?)]);
             };

@@ -405,6 +405,12 @@ pub trait KvStore: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The store's traffic so far, if it talks to a server and counts it
+    /// (round trips, commands, bytes). The default: not counted.
+    fn io(&self) -> Option<crate::StoreIo> {
+        None
+    }
+
     /// Reads the pairs whose key starts with `prefix`; see [`scan`](KvStore::scan).
     async fn scan_prefix(
         &self,
@@ -461,6 +467,10 @@ impl KvStore for std::sync::Arc<dyn KvStore> {
 
     async fn health(&self) -> StoreResult<()> {
         (**self).health().await
+    }
+
+    fn io(&self) -> Option<crate::StoreIo> {
+        (**self).io()
     }
 
     async fn scan_prefix(

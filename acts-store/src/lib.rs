@@ -69,12 +69,14 @@
 #[cfg(feature = "tokio")]
 pub mod blocking;
 mod error;
+mod io;
 pub mod keys;
 mod kv;
 mod memory;
 mod url;
 
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
+pub use io::StoreIo;
 pub use kv::{
     BatchOp, Condition, KvPair, KvStore, MAX_KEY_LEN, MAX_VALUE_LEN, Persistence, ScanRange,
     validate_batch, validate_conditional, validate_key, validate_keys,

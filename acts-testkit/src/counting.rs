@@ -137,4 +137,8 @@ impl<S: KvStore> KvStore for CountingStore<S> {
     async fn health(&self) -> StoreResult<()> {
         self.inner.health().await
     }
+
+    fn io(&self) -> Option<acts_store::StoreIo> {
+        self.inner.io()
+    }
 }

@@ -291,6 +291,10 @@ impl<S: KvStore> KvStore for FailingStore<S> {
         self.check(StoreOp::Health)?;
         self.inner.health().await
     }
+
+    fn io(&self) -> Option<acts_store::StoreIo> {
+        self.inner.io()
+    }
 }
 
 #[cfg(test)]

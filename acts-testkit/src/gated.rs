@@ -257,6 +257,10 @@ impl<S: KvStore> KvStore for GatedStore<S> {
     async fn health(&self) -> StoreResult<()> {
         self.inner.health().await
     }
+
+    fn io(&self) -> Option<acts_store::StoreIo> {
+        self.inner.io()
+    }
 }
 
 #[cfg(test)]

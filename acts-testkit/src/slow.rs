@@ -130,4 +130,8 @@ impl<S: KvStore> KvStore for SlowStore<S> {
     async fn health(&self) -> StoreResult<()> {
         self.inner.health().await
     }
+
+    fn io(&self) -> Option<acts_store::StoreIo> {
+        self.inner.io()
+    }
 }

@@ -29,7 +29,12 @@
 //! `all`, run it alone). `peak_rss_kib` is the process's peak; run
 //! one scenario per process to read it. `commits` counts the store commits
 //! of the timed part (each one fsync on a store that syncs every commit);
-//! `commits_per_op` divides them by `n`.
+//! `commits_per_op` divides them by `n`. On a store that counts its
+//! traffic (Redis), `round_trips_per_op`, `commands_per_op`,
+//! `bytes_out_per_op`, `bytes_in_per_op` and `round_trips_per_commit` say
+//! what the timed part cost on the wire. `idle` (not in `all`) keeps an
+//! engine with nothing to do for `--n` seconds (default 10): its
+//! `*_per_op` figures are per idle second.
 //!
 //! `main.rs` runs the scenarios and prints their lines; `scenarios.rs` holds
 //! each scenario; `support.rs` what they share (opening an engine on a

@@ -63,7 +63,7 @@ pub(crate) const SCENARIOS: [&str; 9] = [
 
 /// Scenarios `all` leaves out (minutes and gigabytes at their default
 /// size): run each alone.
-pub(crate) const HEAVY: [&str; 2] = ["restart", "waiting_million"];
+pub(crate) const HEAVY: [&str; 3] = ["restart", "waiting_million", "idle"];
 
 pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, String> {
     let ns = format!("_e2e_{name}_{}", std::process::id());
@@ -327,7 +327,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             // Every handle on the store goes (a file store opens once).
             drop(e);
             COUNTED.lock().unwrap_or_else(|e| e.into_inner()).take();
-            let (t0, c0) = (Instant::now(), 0);
+            let (t0, c0) = (Instant::now(), Mark::zero());
             let e = open_engine(url, &ns, None).await?;
             let ready = t0.elapsed();
             // The first action, then 99 more spread over the processes,
@@ -359,6 +359,16 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             o.extra.insert("rss_kib_after".into(), json!(rss_after));
             o.extra.insert("sampled_timers_armed".into(), json!(timers));
             Ok(o)
+        }
+        "idle" => {
+            // An engine with nothing to do for n seconds (default 10): what
+            // its store's traffic costs per idle second (settings checks,
+            // housekeeping). `round_trips_per_op` is per second here.
+            let n = n.unwrap_or(10);
+            let e = engine(url, &ns).await?;
+            let (t0, c0) = (Instant::now(), commits());
+            tokio::time::sleep(Duration::from_secs(n as u64)).await;
+            Ok(finish(e, n, t0, Vec::new(), c0).await)
         }
         "waiting_million" => {
             // n processes of a one-interrupt model started with default

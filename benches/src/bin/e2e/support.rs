@@ -60,12 +60,53 @@ pub(crate) static COUNTED: std::sync::Mutex<Option<Arc<Counted>>> = std::sync::M
 /// A store that counts its commits.
 type Counted = CountingStore<Arc<dyn KvStore>>;
 
-pub(crate) fn commits() -> u64 {
-    COUNTED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map_or(0, |c| c.counts().commits)
+/// Where the store's counters stood when a scenario's measured part
+/// began: its commits, and its traffic when the store counts it
+/// ([`KvStore::io`]: Redis).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    commits: u64,
+    io: Option<acts_store::StoreIo>,
+}
+
+impl Mark {
+    /// The counters of a store just opened.
+    pub(crate) fn zero() -> Self {
+        Self {
+            commits: 0,
+            io: Some(acts_store::StoreIo::default()),
+        }
+    }
+}
+
+/// The counters now.
+pub(crate) fn commits() -> Mark {
+    let counted = COUNTED.lock().unwrap_or_else(|e| e.into_inner());
+    Mark {
+        commits: counted.as_ref().map_or(0, |c| c.counts().commits),
+        io: counted.as_ref().and_then(|c| c.io()),
+    }
+}
+
+/// The store's traffic since `before` per operation (`n`) and per commit,
+/// as the lines' `round_trips_per_op`, `commands_per_op`,
+/// `bytes_out_per_op`, `bytes_in_per_op` and `round_trips_per_commit`.
+fn traffic(before: &Mark, now: &Mark, n: usize, extra: &mut serde_json::Map<String, Value>) {
+    let (Some(b), Some(a)) = (before.io, now.io) else {
+        return;
+    };
+    let io = a.since(&b);
+    let per = |x: u64, by: u64| ((x as f64 / by.max(1) as f64) * 100.0).round() / 100.0;
+    let n = n as u64;
+    extra.insert("round_trips_per_op".into(), json!(per(io.round_trips, n)));
+    extra.insert("commands_per_op".into(), json!(per(io.commands, n)));
+    extra.insert("bytes_out_per_op".into(), json!(per(io.bytes_out, n)));
+    extra.insert("bytes_in_per_op".into(), json!(per(io.bytes_in, n)));
+    let commits = now.commits.saturating_sub(before.commits);
+    extra.insert(
+        "round_trips_per_commit".into(),
+        json!(per(io.round_trips, commits)),
+    );
 }
 
 pub(crate) async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
@@ -205,11 +246,12 @@ pub(crate) async fn finish(
     n: usize,
     t0: Instant,
     latencies_us: Vec<u64>,
-    commits_before: u64,
+    before: Mark,
 ) -> Outcome {
     let secs = t0.elapsed().as_secs_f64();
     e.flush().await.ok();
-    let commits = commits() - commits_before;
+    let now = commits();
+    let commits = now.commits - before.commits;
     // How long the writer spent in its store's commits (since the engine
     // started): next to `secs`, whether a run waited on the store.
     let writer = e.stats().writer;
@@ -220,6 +262,7 @@ pub(crate) async fn finish(
         json!(writer.commit_micros as f64 / 1000.0),
     );
     extra.insert("writer_groups".into(), json!(writer.commits));
+    traffic(&before, &now, n, &mut extra);
     Outcome {
         n,
         secs,
