@@ -26,8 +26,9 @@
 //!   applies its ops: no write comes between the check and the ops, also
 //!   for a key that does not exist yet.
 //! - A read is one statement (one snapshot). Point reads asked at the same
-//!   time share one statement (`reads.rs`): a burst of process starts
-//!   reads thousands of keys in a few round trips, not one each. A scan
+//!   time share one statement ([`acts_store::PointReads`]): a burst of
+//!   process starts reads thousands of keys in a few round trips, not one
+//!   each. A scan
 //!   with no limit pages
 //!   through the table [`SCAN_PAGE`](sql::SCAN_PAGE) rows at a time inside
 //!   one repeatable-read transaction, so no statement holds a huge result
@@ -45,7 +46,7 @@
 //!
 //! [`PostgresStore::connect`], then the `KvStore` impl; the statements are
 //! in `sql.rs`, the error mapping in `error.rs`, the server's settings in
-//! `settings.rs`, the write path in `write.rs`, the shared point reads in
+//! `settings.rs`, the write path in `write.rs`, the reads of many keys in
 //! `reads.rs`.
 
 mod error;
@@ -60,8 +61,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use acts_store::{
-    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError, StoreOp,
-    StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, PointReads, ScanRange, StoreError,
+    StoreOp, StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
@@ -69,7 +70,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{BACKEND, map_err, map_pool_err};
-use crate::reads::{PointReads, read_from_pool, read_many};
+use crate::reads::{read_in_order, read_many};
 use crate::settings::Settings;
 use crate::sql::{SCAN_PAGE, Sql};
 use crate::write::Writers;
@@ -207,7 +208,13 @@ impl PostgresStore {
     async fn open(pool: Pool, namespace: &str, op_timeout: Duration) -> StoreResult<Self> {
         let sql = Sql::of(namespace)?;
         let store = Self {
-            reads: PointReads::start(pool.clone(), sql.clone()),
+            reads: {
+                let (pool, sql) = (pool.clone(), sql.clone());
+                PointReads::start(move |keys: Vec<Vec<u8>>| {
+                    let (pool, sql) = (pool.clone(), sql.clone());
+                    async move { read_in_order(&pool, &sql, StoreOp::Get, &keys).await }
+                })
+            },
             pool,
             sql,
             namespace: namespace.to_owned(),
@@ -232,7 +239,7 @@ impl PostgresStore {
     /// How many statements this namespace's point reads have taken (reads
     /// asked at the same time share one; for tests and metrics).
     pub fn point_read_statements(&self) -> u64 {
-        self.reads.statements()
+        self.reads.batches()
     }
 
     /// The table of this namespace, quoted (for tests and tools).
@@ -364,8 +371,8 @@ impl KvStore for PostgresStore {
             }
             // The reader task is gone (its runtime ended): read alone.
             let mut found =
-                read_from_pool(&self.pool, &self.sql, StoreOp::Get, &[key.to_vec()]).await?;
-            Ok(found.remove(key))
+                read_in_order(&self.pool, &self.sql, StoreOp::Get, &[key.to_vec()]).await?;
+            Ok(found.pop().flatten())
         })
         .await
     }
@@ -376,8 +383,7 @@ impl KvStore for PostgresStore {
             return Ok(Vec::new());
         }
         self.timed(StoreOp::GetMany, async {
-            let found = read_from_pool(&self.pool, &self.sql, StoreOp::GetMany, keys).await?;
-            Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+            read_in_order(&self.pool, &self.sql, StoreOp::GetMany, keys).await
         })
         .await
     }

@@ -55,5 +55,8 @@ async fn reads_and_batches_are_one_round_trip_each_and_their_bytes_are_counted()
     let read = io(&store).since(&before);
     assert_eq!(read.round_trips, 1, "{read:?}");
     assert!(read.bytes_in >= 10_000, "the value came back: {read:?}");
-    assert!(read.bytes_out < 1_000, "a read sends its key only: {read:?}");
+    assert!(
+        read.bytes_out < 1_000,
+        "a read sends its key only: {read:?}"
+    );
 }

@@ -73,6 +73,8 @@ mod io;
 pub mod keys;
 mod kv;
 mod memory;
+#[cfg(feature = "tokio")]
+mod point_reads;
 mod url;
 
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
@@ -82,4 +84,6 @@ pub use kv::{
     validate_batch, validate_conditional, validate_key, validate_keys,
 };
 pub use memory::MemoryStore;
+#[cfg(feature = "tokio")]
+pub use point_reads::PointReads;
 pub use url::redacted_url;
