@@ -110,8 +110,8 @@ pub struct PostgresStore {
     namespace: String,
     settings: std::sync::Arc<Settings>,
     op_timeout: Duration,
-    /// Point reads, sent together.
-    reads: PointReads,
+    /// Point reads, sent together (`None` outside a tokio runtime).
+    reads: Option<PointReads>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -239,7 +239,7 @@ impl PostgresStore {
     /// How many statements this namespace's point reads have taken (reads
     /// asked at the same time share one; for tests and metrics).
     pub fn point_read_statements(&self) -> u64 {
-        self.reads.batches()
+        self.reads.as_ref().map_or(0, PointReads::batches)
     }
 
     /// The table of this namespace, quoted (for tests and tools).
@@ -366,7 +366,9 @@ impl KvStore for PostgresStore {
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         validate_key(BACKEND, StoreOp::Get, key)?;
         self.timed(StoreOp::Get, async {
-            if let Some(answer) = self.reads.get(key).await {
+            if let Some(reads) = &self.reads
+                && let Some(answer) = reads.get(key).await
+            {
                 return answer;
             }
             // The reader task is gone (its runtime ended): read alone.

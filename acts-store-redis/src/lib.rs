@@ -62,8 +62,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acts_store::{
-    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError, StoreOp,
-    StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
+    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, PointReads, ScanRange, StoreError,
+    StoreOp, StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -131,6 +131,9 @@ pub struct RedisStore {
     /// The server's settings as last seen (shared by every namespace of
     /// this connection).
     watch: Arc<Watch>,
+    /// This namespace's point reads, sent together (`None` outside a
+    /// tokio runtime, and in the reader's own handle).
+    reads: Option<PointReads>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -241,7 +244,22 @@ impl RedisStore {
             wait: (options.wait_replicas > 0)
                 .then_some((options.wait_replicas, options.wait_timeout)),
             watch,
-        })
+            reads: None,
+        }
+        .with_point_reads())
+    }
+
+    /// This store with its own queue of point reads: `get`s asked at the
+    /// same time go to the server as one `MGET` (a burst of starts reads
+    /// thousands of keys in a few round trips, not one each).
+    fn with_point_reads(mut self) -> Self {
+        let mut raw = self.clone();
+        raw.reads = None;
+        self.reads = PointReads::start(move |keys: Vec<Vec<u8>>| {
+            let raw = raw.clone();
+            async move { raw.get_many(&keys).await }
+        });
+        self
     }
 
     /// The store of namespace `namespace` on the same server or cluster,
@@ -254,7 +272,7 @@ impl RedisStore {
         other.namespace = namespace.to_owned();
         other.index_key = format!("{tagged}i").into_bytes();
         other.value_prefix = format!("{tagged}v:").into_bytes();
-        Ok(other)
+        Ok(other.with_point_reads())
     }
 
     /// The namespace every key of this store lives under.
@@ -418,6 +436,11 @@ impl KvStore for RedisStore {
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         let op = StoreOp::Get;
         validate_key(BACKEND, op, key)?;
+        if let Some(reads) = &self.reads
+            && let Some(answer) = reads.get(key).await
+        {
+            return answer.map_err(|e| e.with_op(op));
+        }
         let mut conn = self.conn.clone();
         let cmd = redis::cmd("GET").arg(self.value_key(key)).clone();
         self.run(op, cmd.query_async(&mut conn)).await

@@ -52,16 +52,18 @@ pub struct PointReads {
 impl PointReads {
     /// Starts a reader (a task on the current tokio runtime) that reads
     /// with `read_many`, which must not itself read through this queue.
-    pub fn start<F, Fut>(read_many: F) -> Self
+    /// `None` outside a tokio runtime: then read directly.
+    pub fn start<F, Fut>(read_many: F) -> Option<Self>
     where
         F: Fn(Vec<Vec<u8>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = StoreResult<Vec<Option<Vec<u8>>>>> + Send + 'static,
     {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
         let read_many: Arc<ReadMany> = Arc::new(move |keys| Box::pin(read_many(keys)));
         let (queue, requests) = mpsc::channel(QUEUE);
         let batches = Arc::new(AtomicU64::new(0));
-        tokio::spawn(reader(read_many, requests, batches.clone()));
-        Self { queue, batches }
+        runtime.spawn(reader(read_many, requests, batches.clone()));
+        Some(Self { queue, batches })
     }
 
     /// Reads `key` with whatever else is asked meanwhile. `None` when the
@@ -164,17 +166,18 @@ mod tests {
                 async move {
                     Ok(keys
                         .into_iter()
-                        .map(|k| (k[0] % 2 == 0).then(|| vec![k[0], 1]))
+                        .map(|k| k[0].is_multiple_of(2).then(|| vec![k[0], 1]))
                         .collect())
                 }
-            });
+            })
+            .expect("inside a runtime");
             let asks = (0..1000u32).map(|i| {
                 let reads = reads.clone();
                 async move { (i, reads.get(&[(i % 200) as u8]).await) }
             });
             for (i, got) in futures_util::future::join_all(asks).await {
                 let k = (i % 200) as u8;
-                let want = (k % 2 == 0).then(|| vec![k, 1]);
+                let want = k.is_multiple_of(2).then(|| vec![k, 1]);
                 assert_eq!(got.expect("the reader answers").expect("Ok"), want);
             }
             // join_all polls its futures in rounds, so the reader runs
@@ -190,7 +193,8 @@ mod tests {
                     ErrorKind::Unavailable,
                     "down",
                 ))
-            });
+            })
+            .expect("inside a runtime");
             let e = failing
                 .get(b"k")
                 .await
@@ -199,5 +203,9 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::Unavailable);
             assert_eq!(e.backend(), "redis");
         });
+        assert!(
+            PointReads::start(|_keys: Vec<Vec<u8>>| async { Ok(Vec::new()) }).is_none(),
+            "outside a runtime there is no reader"
+        );
     }
 }
