@@ -98,6 +98,14 @@ fn an_fsynced_append_only_redis_gets_no_warning() {
     assert_eq!(http(&addr, "GET", "/readyz", "").0, 200);
     let (_, metrics) = http(&addr, "GET", "/metrics", "");
     assert!(metrics.contains("acts_store_synced 1"), "{metrics}");
+    // The store's traffic is counted: opening it took round trips.
+    let round_trips = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("acts_store_round_trips_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("acts_store_round_trips_total in: {metrics}"));
+    assert!(round_trips > 0.0, "{metrics}");
+    assert!(metrics.contains("acts_store_sent_bytes_total"), "{metrics}");
     assert_eq!(stop(child), Some(0));
     let log = log.text();
     assert!(!log.contains("warning"), "{log}");

@@ -97,6 +97,13 @@ pub(crate) struct Meta {
     store: Arc<dyn KvStore>,
 }
 
+impl Meta {
+    /// The metadata store's traffic so far, if it counts it.
+    pub(crate) fn io(&self) -> Option<acts_store::StoreIo> {
+        self.store.io()
+    }
+}
+
 fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ClusterError> {
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(ClusterError::Corrupt(format!(

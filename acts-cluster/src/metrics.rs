@@ -71,6 +71,20 @@ pub(crate) async fn metrics(node: &ClusterNode, call: Call) -> Response {
         node.held().len(),
         node.partitions()
     ));
+    // The node's own traffic outside its partitions' (membership, leases,
+    // the catalog, the connection's settings checks).
+    if let Some(io) = node.own_store_io() {
+        for (name, v) in [
+            ("round_trips", io.round_trips),
+            ("commands", io.commands),
+            ("sent_bytes", io.bytes_out),
+            ("received_bytes", io.bytes_in),
+        ] {
+            out.push_str(&format!(
+                "# TYPE acts_cluster_store_{name}_total counter\nacts_cluster_store_{name}_total {v}\n"
+            ));
+        }
+    }
     let mut r = (StatusCode::OK, Bytes::from(out)).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -282,6 +282,14 @@ impl ClusterNode {
         self.inner.state.read().held.get(&p).map(|h| h.holding)
     }
 
+    /// The store traffic of the node itself (the metadata: membership,
+    /// leases, the catalog; the connection's settings checks), apart from
+    /// its partitions', if the store counts it.
+    pub(crate) fn own_store_io(&self) -> Option<acts_store::StoreIo> {
+        let meta = self.inner.meta.io()?;
+        Some(meta + self.inner.family.io().unwrap_or_default())
+    }
+
     /// The partitions this node holds, in order.
     pub fn held(&self) -> Vec<u32> {
         self.inner.state.read().held.keys().copied().collect()

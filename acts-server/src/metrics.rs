@@ -43,6 +43,7 @@ impl Metrics {
         let ready = engine.readiness().await.is_ok();
         let synced = engine.persistence().is_synced();
         let st = engine.stats();
+        let io = engine.store_io();
         let cap = engine.cache().cap();
         let max_resident = engine.cache().max_resident();
         metrics::with_local_recorder(&*self.recorder, || {
@@ -74,6 +75,13 @@ impl Metrics {
             metrics::counter!("acts_commit_batches_total").absolute(st.writer.batches);
             metrics::counter!("acts_commit_failures_total").absolute(st.writer.failures);
             metrics::gauge!("acts_commit_seconds_total").set(st.writer.commit_micros as f64 / 1e6);
+            // The store's traffic (a store that counts it: Redis).
+            if let Some(io) = io {
+                metrics::counter!("acts_store_round_trips_total").absolute(io.round_trips);
+                metrics::counter!("acts_store_commands_total").absolute(io.commands);
+                metrics::counter!("acts_store_sent_bytes_total").absolute(io.bytes_out);
+                metrics::counter!("acts_store_received_bytes_total").absolute(io.bytes_in);
+            }
             for (state, n) in by_state {
                 metrics::gauge!("acts_processes", "state" => state).set(n as f64);
             }

@@ -44,6 +44,15 @@ impl Conn {
         }
     }
 
+    /// The same connection with counts of its own (another namespace's
+    /// store counts its own traffic).
+    pub(crate) fn with_own_counts(&self) -> Self {
+        Self {
+            link: self.link.clone(),
+            io: Arc::default(),
+        }
+    }
+
     /// The traffic so far.
     pub(crate) fn io(&self) -> StoreIo {
         let c = &self.io;

@@ -268,6 +268,7 @@ impl RedisStore {
     pub fn with_namespace(&self, namespace: &str) -> StoreResult<Self> {
         check_namespace(namespace)?;
         let mut other = self.clone();
+        other.conn = self.conn.with_own_counts();
         let tagged = format!("acts:{{{namespace}}}:");
         other.namespace = namespace.to_owned();
         other.index_key = format!("{tagged}i").into_bytes();

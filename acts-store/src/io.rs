@@ -2,9 +2,10 @@
 //! cost of a transition in round trips, commands and bytes, which the
 //! benchmarks report per operation, per commit and per idle second.
 
-/// Counters of a store's traffic since it was opened (shared by every
-/// handle on the same connection). Take two readings and subtract
-/// ([`since`](Self::since)).
+/// Counters of a store's traffic since it was opened: of its namespace
+/// (clones share them; the store of another namespace on the same
+/// connection counts its own, so a sum over namespaces counts each
+/// request once). Take two readings and subtract ([`since`](Self::since)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreIo {
@@ -27,6 +28,20 @@ impl StoreIo {
             commands: self.commands.saturating_sub(earlier.commands),
             bytes_out: self.bytes_out.saturating_sub(earlier.bytes_out),
             bytes_in: self.bytes_in.saturating_sub(earlier.bytes_in),
+        }
+    }
+}
+
+/// The traffic of two stores together.
+impl std::ops::Add for StoreIo {
+    type Output = StoreIo;
+
+    fn add(self, other: StoreIo) -> StoreIo {
+        StoreIo {
+            round_trips: self.round_trips + other.round_trips,
+            commands: self.commands + other.commands,
+            bytes_out: self.bytes_out + other.bytes_out,
+            bytes_in: self.bytes_in + other.bytes_in,
         }
     }
 }
@@ -59,5 +74,6 @@ mod tests {
             }
         );
         assert_eq!(b.since(&a), StoreIo::default());
+        assert_eq!((a + b).since(&b), a);
     }
 }

@@ -65,6 +65,19 @@ impl StoreFamily {
         }
     }
 
+    /// The traffic of the family's own handle so far (the connection's
+    /// settings checks; each member counts its own), if its store counts
+    /// it ([`KvStore::io`]: Redis).
+    pub fn io(&self) -> Option<acts_store::StoreIo> {
+        match &self.backend {
+            Backend::Memory(_) => None,
+            #[cfg(feature = "redis")]
+            Backend::Redis(base) => base.io(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(base) => base.io(),
+        }
+    }
+
     /// The member `suffix` (namespace `NAME:SUFFIX`), opened on the
     /// family's connection (on PostgreSQL its table is created on first
     /// use).

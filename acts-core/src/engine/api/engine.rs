@@ -504,6 +504,12 @@ impl Engine {
         self.rt.store().persistence()
     }
 
+    /// The traffic of this engine's store so far, if it counts it
+    /// ([`KvStore::io`](acts_store::KvStore::io): Redis).
+    pub fn store_io(&self) -> Option<acts_store::StoreIo> {
+        self.rt.store().io()
+    }
+
     /// Resolves once every write queued so far is durable.
     pub async fn flush(&self) -> Result<(), EngineError> {
         self.rt
