@@ -230,24 +230,65 @@ impl Meta {
         }
     }
 
-    /// The catalog changes after `after`, in order.
-    pub(crate) async fn catalog_since(
+    /// The catalog changes numbered `after + 1 ..= upto`, in order, read
+    /// by their keys (512 at a time), not by a scan of the whole catalog.
+    /// A number the counter passed but whose change is missing is damage:
+    /// the counter and the change are written in one batch.
+    pub(crate) async fn catalog_range(
         &self,
         after: u64,
+        upto: u64,
     ) -> Result<Vec<(u64, CatalogOp)>, ClusterError> {
-        let rows = self.store.scan_prefix(CATALOG_PREFIX, None, false).await?;
         let mut out = Vec::new();
-        for row in rows {
-            let (k, v) = (row.key, row.value);
-            let seq: u64 = std::str::from_utf8(&k[CATALOG_PREFIX.len()..])
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| ClusterError::Corrupt("a catalog key is not a number".into()))?;
-            if seq > after {
-                out.push((seq, decode(&format!("catalog change {seq}"), &v)?));
+        let mut next = after.saturating_add(1);
+        while next <= upto {
+            let end = upto.min(next.saturating_add(511));
+            let keys: Vec<Vec<u8>> = (next..=end).map(catalog_key).collect();
+            let values = self.store.get_many(&keys).await?;
+            for (seq, value) in (next..=end).zip(values) {
+                let Some(value) = value else {
+                    return Err(ClusterError::Corrupt(format!(
+                        "catalog change {seq} is missing (the catalog counter is at {upto})"
+                    )));
+                };
+                out.push((seq, decode(&format!("catalog change {seq}"), &value)?));
             }
+            next = end.saturating_add(1);
         }
-        out.sort_by_key(|(seq, _)| *seq);
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use acts_store::{KvStore, MemoryStore};
+
+    use super::{CatalogOp, Meta, catalog_key};
+    use crate::error::ClusterError;
+
+    #[tokio::test]
+    async fn the_catalog_is_read_by_number_and_a_missing_change_is_damage() {
+        let store = Arc::new(MemoryStore::new());
+        let meta = Meta::new(store.clone());
+        for i in 0..3 {
+            let op = CatalogOp::Remove {
+                model: format!("m{i}"),
+            };
+            assert_eq!(meta.append(&op).await.expect("append"), i + 1);
+        }
+        let all = meta.catalog_range(0, 3).await.expect("the catalog");
+        assert_eq!(all.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [1, 2, 3]);
+        let tail = meta.catalog_range(2, 3).await.expect("the tail");
+        assert_eq!(tail.len(), 1);
+        assert_eq!(tail[0].1.model(), "m2");
+        assert!(meta.catalog_range(3, 3).await.expect("none").is_empty());
+
+        store.delete(&catalog_key(2)).await.expect("delete");
+        match meta.catalog_range(0, 3).await {
+            Err(ClusterError::Corrupt(why)) => assert!(why.contains("change 2"), "{why}"),
+            other => panic!("a missing change read as {other:?}"),
+        }
     }
 }

@@ -440,7 +440,7 @@ impl ClusterNode {
         // it is closed here (handing its lease over), never left running.
         let catalog = async {
             let seq = self.inner.meta.catalog_seq().await?;
-            let changes = self.inner.meta.catalog_since(0).await?;
+            let changes = self.inner.meta.catalog_range(0, seq).await?;
             catalog::catch_up(&engine.executor(), p, &changes)
                 .await
                 .map_err(|source| ClusterError::Engine {
@@ -500,7 +500,7 @@ impl ClusterNode {
         let Some(oldest) = behind.iter().map(|(_, h)| h.synced).min() else {
             return Ok(());
         };
-        let changes = self.inner.meta.catalog_since(oldest).await?;
+        let changes = self.inner.meta.catalog_range(oldest, seq).await?;
         for (p, held) in behind {
             let exec = held.engine.executor();
             let mut done = held.synced;
