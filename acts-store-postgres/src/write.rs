@@ -2,7 +2,7 @@
 //! order, written with one statement (the puts and the deletes together):
 //! outside a transaction a batch is one round trip.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use acts_store::{BatchOp, StoreOp, StoreResult};
 use deadpool_postgres::GenericClient;
@@ -49,15 +49,14 @@ impl PostgresStore {
         writers: Writers,
         ops: Vec<BatchOp>,
     ) -> StoreResult<()> {
-        let mut last: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::with_capacity(ops.len());
+        // The last op of each key, in key order.
+        let mut last: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
         for o in ops {
             match o {
                 BatchOp::Put { key, value } => last.insert(key, Some(value)),
                 BatchOp::Delete { key } => last.insert(key, None),
             };
         }
-        let mut last: Vec<(Vec<u8>, Option<Vec<u8>>)> = last.into_iter().collect();
-        last.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let (mut keys, mut values, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
         for (k, v) in last {
             match v {

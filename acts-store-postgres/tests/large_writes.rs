@@ -10,109 +10,100 @@ use acts_store::{BatchOp, Condition, KvStore};
 use acts_store_postgres::PostgresStore;
 use acts_testkit::postgres_server::PostgresServer;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
 fn key(i: u32) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
 }
 
-#[test]
-fn a_large_write_meeting_a_concurrent_insert_of_its_key_still_lands() {
-    let server = PostgresServer::shared_or_start().unwrap_or_else(|e| panic!("{e}"));
-    runtime().block_on(async {
-        let ns = format!("large_{}", std::process::id());
-        let store = PostgresStore::connect(&server.url_of(&ns))
-            .await
-            .expect("connect");
-        // Half the keys exist already (updated), half are new (inserted).
-        let old: Vec<BatchOp> = (0..150)
-            .map(|i| BatchOp::put(key(i), b"old".to_vec()))
-            .collect();
-        store.batch(old).await.expect("the first half");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_write_meeting_a_concurrent_insert_of_its_key_still_lands() {
+    let server = tokio::task::block_in_place(PostgresServer::shared_or_start)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ns = format!("large_{}", std::process::id());
+    let store = PostgresStore::connect(&server.url_of(&ns))
+        .await
+        .expect("connect");
+    // Half the keys exist already (updated), half are new (inserted).
+    let old: Vec<BatchOp> = (0..150)
+        .map(|i| BatchOp::put(key(i), b"old".to_vec()))
+        .collect();
+    store.batch(old).await.expect("the first half");
 
-        let (mut raw, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-            .await
-            .expect("a second client");
-        tokio::spawn(conn);
-        let other = raw.transaction().await.expect("BEGIN");
-        other
-            .execute(
-                &format!("INSERT INTO {} (k, v) VALUES ($1, $2)", store.table()),
-                &[&key(200), &b"other".to_vec()],
+    let (mut raw, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
+        .await
+        .expect("a second client");
+    tokio::spawn(conn);
+    let other = raw.transaction().await.expect("BEGIN");
+    other
+        .execute(
+            &format!("INSERT INTO {} (k, v) VALUES ($1, $2)", store.table()),
+            &[&key(200), &b"other".to_vec()],
+        )
+        .await
+        .expect("an insert of one of the new keys, not committed");
+    let xid: String = other
+        .query_one("SELECT pg_current_xact_id()::text", &[])
+        .await
+        .expect("its transaction id")
+        .get(0);
+
+    let writer = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let ops = (0..300)
+                .map(|i| BatchOp::put(key(i), b"store".to_vec()))
+                .collect();
+            store.batch(ops).await
+        }
+    });
+    // The store's write waits on the other transaction's row lock.
+    let (watch, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
+        .await
+        .expect("a watching client");
+    tokio::spawn(conn);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' \
+                 AND transactionid::text = $1 AND NOT granted",
+                &[&xid],
             )
             .await
-            .expect("an insert of one of the new keys, not committed");
-        let xid: String = other
-            .query_one("SELECT pg_current_xact_id()::text", &[])
-            .await
-            .expect("its transaction id")
+            .expect("pg_locks")
             .get(0);
-
-        let writer = tokio::spawn({
-            let store = store.clone();
-            async move {
-                let ops = (0..300)
-                    .map(|i| BatchOp::put(key(i), b"store".to_vec()))
-                    .collect();
-                store.batch(ops).await
-            }
-        });
-        // The store's write waits on the other transaction's row lock.
-        let (watch, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-            .await
-            .expect("a watching client");
-        tokio::spawn(conn);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let waiting: i64 = watch
-                .query_one(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' \
-                     AND transactionid::text = $1 AND NOT granted",
-                    &[&xid],
-                )
-                .await
-                .expect("pg_locks")
-                .get(0);
-            if waiting > 0 {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the store's write never waited");
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        if waiting > 0 {
+            break;
         }
-        other.commit().await.expect("COMMIT");
-        writer
-            .await
-            .expect("the writer")
-            .expect("the large write lands despite the concurrent insert");
-        for i in 0..300 {
-            assert_eq!(
-                store.get(&key(i)).await.expect("get").as_deref(),
-                Some(&b"store"[..]),
-                "key {i}: the store's write came last"
-            );
-        }
+        assert!(Instant::now() < deadline, "the store's write never waited");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    other.commit().await.expect("COMMIT");
+    writer
+        .await
+        .expect("the writer")
+        .expect("the large write lands despite the concurrent insert");
+    for i in 0..300 {
+        assert_eq!(
+            store.get(&key(i)).await.expect("get").as_deref(),
+            Some(&b"store"[..]),
+            "key {i}: the store's write came last"
+        );
+    }
 
-        // Under a conditional batch's table lock the same large write
-        // meets no other writer.
-        let ops = (0..400)
-            .map(|i| BatchOp::put(key(i), b"cond".to_vec()))
-            .collect();
-        let applied = store
-            .batch_if(vec![Condition::equals(key(0), b"store".to_vec())], ops)
-            .await
-            .expect("batch_if");
-        assert!(applied);
-        let all = store
-            .scan(acts_store::ScanRange::all())
-            .await
-            .expect("scan");
-        assert_eq!(all.len(), 400);
-        assert!(all.iter().all(|p| p.value == b"cond"));
-    });
+    // Under a conditional batch's table lock the same large write
+    // meets no other writer.
+    let ops = (0..400)
+        .map(|i| BatchOp::put(key(i), b"cond".to_vec()))
+        .collect();
+    let applied = store
+        .batch_if(vec![Condition::equals(key(0), b"store".to_vec())], ops)
+        .await
+        .expect("batch_if");
+    assert!(applied);
+    let all = store
+        .scan(acts_store::ScanRange::all())
+        .await
+        .expect("scan");
+    assert_eq!(all.len(), 400);
+    assert!(all.iter().all(|p| p.value == b"cond"));
 }

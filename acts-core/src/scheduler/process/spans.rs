@@ -13,15 +13,23 @@ use super::{Process, TaskIx};
 impl Process {
     /// The span of a run of this process.
     pub(super) fn process_span(&self) -> Span {
-        tracing::warn_span!("process", pid = %self.pid, model = %self.model_id())
+        let model = self
+            .tree
+            .node(self.tree.root())
+            .map_or("", |n| n.id.as_str());
+        tracing::warn_span!("process", pid = %self.pid, model = %model)
     }
 
-    /// The span of a job of task `t`.
+    /// The span of a job of task `t` (no field is copied to build it).
     pub(super) fn task_span(&self, t: TaskIx) -> Span {
+        let task = self.tasks.get(t);
+        let nid = task
+            .and_then(|x| self.tree.node(x.node))
+            .map_or("", |n| n.id.as_str());
         tracing::warn_span!(
             "task",
-            tid = %self.tasks.get(t).map(|x| x.id.as_str()).unwrap_or(""),
-            nid = %self.node_id(t)
+            tid = %task.map_or("", |x| x.id.as_str()),
+            nid = %nid
         )
     }
 
