@@ -119,6 +119,12 @@ pub enum Command {
         /// of {principal, roles, sha256}).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Also serve the gRPC protocol of acts-server 0.25 (what its
+        /// client `acts-channel` speaks) on HOST:PORT (the reference's
+        /// port is 10080; off unless given here or as `grpc:` in
+        /// --config). Same tokens and loopback rule as the HTTP API.
+        #[arg(long, value_name = "HOST:PORT", env = "ACTS_GRPC")]
+        grpc: Option<String>,
         /// Own the store as node ID, by lease and fenced (for a store
         /// several `acts serve` may open, e.g. one Redis namespace): while
         /// this node's lease runs no other node or command writes there,

@@ -64,7 +64,14 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             cluster: Some(cluster),
             partitions,
             advertise,
+            grpc,
         } => {
+            if grpc.is_some() {
+                return Err(Failure::input(
+                    "--grpc is not available with --cluster yet: serve the gRPC protocol from a \
+                     single `acts serve` (see docs/COMPATIBILITY.md)",
+                ));
+            }
             let join = crate::cluster::Join {
                 url: &cluster,
                 node: node.as_deref().unwrap_or_default(),
@@ -79,6 +86,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             config,
             node,
             lease_ttl,
+            grpc,
             ..
         } => {
             let lease = node.map(|id| {
@@ -86,7 +94,11 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 v.ttl = std::time::Duration::from_secs(lease_ttl.max(1));
                 v
             });
-            crate::serve::run(&args.store, listen.as_deref(), config.as_deref(), lease).await
+            let at = crate::serve::Listen {
+                http: listen.as_deref(),
+                grpc: grpc.as_deref(),
+            };
+            crate::serve::run(&args.store, at, config.as_deref(), lease).await
         }
         other => {
             let engine = open_engine(&args.store, None).await?;

@@ -31,6 +31,19 @@ struct ServeConfig {
     /// The bounds of live message streams.
     #[serde(default)]
     streams: StreamLimits,
+    /// Where to serve the acts 0.25 gRPC protocol (`--grpc` wins; absent:
+    /// not served).
+    grpc: Option<String>,
+}
+
+/// Where `acts serve` was told to listen: its HTTP API, and the gRPC
+/// protocol if asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Listen<'a> {
+    /// `--listen`.
+    pub(crate) http: Option<&'a str>,
+    /// `--grpc`.
+    pub(crate) grpc: Option<&'a str>,
 }
 
 /// Reads the config file, if any.
@@ -51,7 +64,7 @@ fn read_config(path: Option<&Path>) -> Result<ServeConfig, Failure> {
         .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
     serde_norway::from_str(&text).map_err(|e| {
         Failure::input(format!(
-            "the config '{shown}' is not valid (keys: listen, tokens: [{{principal, roles, sha256}}], streams: {{queue_messages, queue_bytes, total_bytes, per_principal, max_streams, stall}}): {e}"
+            "the config '{shown}' is not valid (keys: listen, grpc, tokens: [{{principal, roles, sha256}}], streams: {{queue_messages, queue_bytes, total_bytes, per_principal, max_streams, stall}}): {e}"
         ))
     })
 }
@@ -76,8 +89,38 @@ pub(crate) async fn listen_with_options(
     listen: Option<&str>,
     config: Option<&Path>,
 ) -> Result<(ServerOptions, tokio::net::TcpListener, SocketAddr), Failure> {
+    let (options, listener, bound, _) = listen_with_grpc(
+        Listen {
+            http: listen,
+            grpc: None,
+        },
+        config,
+    )
+    .await?;
+    Ok((options, listener, bound))
+}
+
+/// A bound listener and its address.
+type Bound = (tokio::net::TcpListener, SocketAddr);
+
+/// [`listen_with_options`], and the gRPC listener if `--grpc` or the
+/// config's `grpc:` asks for one (the same loopback rule).
+pub(crate) async fn listen_with_grpc(
+    at: Listen<'_>,
+    config: Option<&Path>,
+) -> Result<
+    (
+        ServerOptions,
+        tokio::net::TcpListener,
+        SocketAddr,
+        Option<Bound>,
+    ),
+    Failure,
+> {
+    let listen = at.http;
     let cfg = read_config(config)?;
     let streams = cfg.streams;
+    let grpc = at.grpc.map(str::to_owned).or(cfg.grpc);
     let mut tokens = cfg.tokens;
     tokens.extend(env_tokens()?);
     let auth =
@@ -86,14 +129,24 @@ pub(crate) async fn listen_with_options(
         .map(str::to_owned)
         .or(cfg.listen)
         .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let (listener, bound) = bind("--listen", &listen, &auth).await?;
+    let grpc = match grpc {
+        Some(g) => Some(bind("--grpc", &g, &auth).await?),
+        None => None,
+    };
+    Ok((ServerOptions::new(auth, streams), listener, bound, grpc))
+}
+
+/// Binds `listen` (the value of `flag`): loopback only without tokens.
+async fn bind(flag: &str, listen: &str, auth: &Auth) -> Result<Bound, Failure> {
     let addr: SocketAddr = listen.parse().map_err(|_| {
         Failure::input(format!(
-            "--listen '{listen}' is not an address (host:port, e.g. {DEFAULT_LISTEN})"
+            "{flag} '{listen}' is not an address (host:port, e.g. {DEFAULT_LISTEN})"
         ))
     })?;
     if !auth.is_enabled() && !addr.ip().is_loopback() {
         return Err(Failure::input(format!(
-            "--listen {addr}: no access token is configured, so every request would be the admin; \
+            "{flag} {addr}: no access token is configured, so every request would be the admin; \
              acts serve then listens on loopback only (127.0.0.1 or [::1]). Make tokens with \
              `acts token new --principal NAME --role ROLE` and list them under `tokens:` in \
              --config FILE (or ACTS_TOKENS)"
@@ -101,16 +154,16 @@ pub(crate) async fn listen_with_options(
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
-            " (is another `acts serve` running? pick another port with --listen)"
+            format!(" (is another `acts serve` running? pick another port with {flag})")
         } else {
-            ""
+            String::new()
         };
         Failure::run(format!("cannot listen on {addr}: {e}{hint}"))
     })?;
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::run(format!("cannot read the listening address: {e}")))?;
-    Ok((ServerOptions::new(auth, streams), listener, bound))
+    Ok((listener, bound))
 }
 
 /// How the access is described in the start-up note.
@@ -128,11 +181,11 @@ pub(crate) fn access_note(auth: &Auth) -> String {
 /// Serves until a stop signal; the exit code is 0 after a clean stop.
 pub(crate) async fn run(
     store: &str,
-    listen: Option<&str>,
+    at: Listen<'_>,
     config: Option<&Path>,
     lease: Option<acts::LeaseConfig>,
 ) -> Result<u8, Failure> {
-    let (options, listener, bound) = listen_with_options(listen, config).await?;
+    let (options, listener, bound, grpc) = listen_with_grpc(at, config).await?;
     let node = lease.as_ref().map(|l| l.node.clone());
     let engine = open_engine_with(store, None, true, lease).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
@@ -150,14 +203,38 @@ pub(crate) async fn run(
     if let Some(note) = persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
-    acts_server::serve(
-        engine.clone(),
-        options,
-        listener,
-        acts_server::shutdown_signal(),
-    )
-    .await
-    .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
+    // One stop signal for both servers.
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let grpc = grpc.map(|(listener, at)| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "acts serve: the gRPC protocol of acts-server 0.25 on {at} (acts-channel: \
+             ActsChannel::connect(\"http://{at}\")); {access}"
+        );
+        let served = acts_server::serve_grpc(
+            engine.clone(),
+            options.clone(),
+            listener,
+            stopped(stop.clone()),
+        );
+        tokio::spawn(served)
+    });
+    tokio::spawn(async move {
+        acts_server::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let http = acts_server::serve(engine.clone(), options, listener, stopped(stop)).await;
+    if let Some(grpc) = grpc {
+        match grpc.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Failure::run(format!("the gRPC server failed: {e}"))),
+            Err(e) => return Err(Failure::run(format!("the gRPC server failed: {e}"))),
+        }
+    }
+    http.map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: stopped; {}",

@@ -22,6 +22,7 @@ mod auth;
 mod dashboard;
 mod error;
 mod extract;
+mod grpc;
 mod guard;
 mod listener;
 mod metrics;
@@ -39,6 +40,7 @@ use tokio::net::TcpListener;
 
 pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
+pub use grpc::{ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, serve_grpc};
 pub use guard::Guard;
 pub use listener::StallListener;
 pub use stream::{STREAM_QUEUE, StreamLimits};

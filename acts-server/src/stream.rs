@@ -172,11 +172,24 @@ impl Drop for Place {
 }
 
 /// One message as it waits for its client: serialized once, when queued.
-struct Queued {
+pub(crate) struct Queued {
     pid: String,
     kind: String,
-    id: String,
-    json: String,
+    /// The message's id.
+    pub(crate) id: String,
+    /// The message's node name.
+    pub(crate) name: String,
+    /// The message, serialized by the stream's format.
+    pub(crate) json: String,
+}
+
+/// How a stream serializes a message: acts' own JSON, or another
+/// protocol's shape of it.
+pub(crate) type Format = Arc<dyn Fn(&acts::Message) -> String + Send + Sync>;
+
+/// acts' own JSON of a message.
+fn own_json(m: &acts::Message) -> String {
+    serde_json::to_string(m).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// A client's queue (see the module docs).
@@ -192,6 +205,7 @@ struct Shared {
     queue: Mutex<Queue>,
     ready: Notify,
     streams: Arc<Streams>,
+    format: Format,
 }
 
 impl Shared {
@@ -200,7 +214,7 @@ impl Shared {
         if self.queue.lock().lagged.is_some() {
             return;
         }
-        let json = serde_json::to_string(m).unwrap_or_else(|_| "null".to_owned());
+        let json = (self.format)(m);
         let size = json.len();
         let limits = &self.streams.limits;
         let mut q = self.queue.lock();
@@ -234,6 +248,7 @@ impl Shared {
                 pid: m.pid.clone(),
                 kind: m.r#type.to_string(),
                 id: m.id.clone(),
+                name: m.name.clone(),
                 json,
             });
         }
@@ -330,11 +345,23 @@ impl Subscription {
         exec: &acts::Executor,
         who: &acts::Principal,
     ) -> Result<Self, ApiError> {
+        Self::open_as(streams, channel, exec, who, Arc::new(own_json))
+    }
+
+    /// [`Subscription::open`] with messages serialized by `format`.
+    pub(crate) fn open_as(
+        streams: &Arc<Streams>,
+        channel: acts::Channel,
+        exec: &acts::Executor,
+        who: &acts::Principal,
+        format: Format,
+    ) -> Result<Self, ApiError> {
         let place = streams.admit(&who.id)?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             ready: Notify::new(),
             streams: streams.clone(),
+            format,
         });
         let weak = Arc::downgrade(&shared);
         channel.on_message(move |m| {
@@ -353,7 +380,7 @@ impl Subscription {
 
     /// The next message the caller may see; `Err(why)` when the client
     /// was cut off.
-    async fn next(&mut self) -> Result<Queued, String> {
+    pub(crate) async fn next(&mut self) -> Result<Queued, String> {
         loop {
             let m = self.shared.pop().await?;
             let Some((x, seen)) = &mut self.visible_to else {

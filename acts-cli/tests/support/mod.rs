@@ -37,6 +37,37 @@ impl Log {
 /// Starts `acts serve ARGS`; returns the child, the address it announced,
 /// and everything it says on stderr (the first line included).
 pub fn serve_logged(args: &[&str]) -> (Child, String, Log) {
+    let (child, said, log) = serve_until(args, "http://");
+    let line = said.lines().last().unwrap_or_default();
+    let addr = address_in(line).unwrap_or_else(|| panic!("no address in: {line}"));
+    (child, addr, log)
+}
+
+/// Starts `acts serve ARGS --grpc 127.0.0.1:0`; returns the child, the
+/// HTTP and the gRPC address it announced, and what it says on stderr.
+pub fn serve_grpc(args: &[&str]) -> (Child, String, String, Log) {
+    let mut all = args.to_vec();
+    all.extend(["--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]);
+    let (child, said, log) = serve_until(&all, "gRPC protocol");
+    let grpc = said
+        .split("0.25 on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no gRPC address in: {said}"))
+        .to_owned();
+    let http = said
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in: {said}"))
+        .to_owned();
+    (child, http, grpc, log)
+}
+
+/// Starts `acts serve ARGS` and reads what it says up to the first line
+/// that contains `marker`; returns the child, what it said up to that
+/// line (included), and everything it says (once it has exited).
+fn serve_until(args: &[&str], marker: &str) -> (Child, String, Log) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
         .arg("serve")
         .args(args)
@@ -49,7 +80,7 @@ pub fn serve_logged(args: &[&str]) -> (Child, String, Log) {
     // Log lines may come first; the listening line names the address.
     let mut first = String::new();
     let mut line = String::new();
-    while !line.contains("http://") {
+    while !line.contains(marker) {
         line.clear();
         let n = reader
             .read_line(&mut line)
@@ -57,14 +88,14 @@ pub fn serve_logged(args: &[&str]) -> (Child, String, Log) {
         assert!(n > 0, "acts serve ended before it listened: {first}");
         first.push_str(&line);
     }
+    let said = first.clone();
     // The rest of what it says is read as it comes.
     let log = std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = reader.read_to_string(&mut rest);
         first + &rest
     });
-    let addr = address_in(&line).unwrap_or_else(|| panic!("no address in: {line}"));
-    (child, addr, Log(log))
+    (child, said, Log(log))
 }
 
 /// The `HOST:PORT` of the `http://` address a line of `acts serve` names.

@@ -1,0 +1,127 @@
+//! The acts 0.25 gRPC protocol (`acts.grpc.ActsService`, what the
+//! reference's client `acts-channel` speaks), beside the HTTP API and as
+//! thin over the engine's executor: `Send` runs one action of the
+//! reference's table (`table.rs`; the actions by concern in `work.rs`,
+//! `catalog.rs`, `delivery.rs`; listings in `listing.rs`; answers in the
+//! reference's shapes, `shapes.rs`), `OnMessage` streams messages
+//! (`service.rs`). Callers are the bearer tokens' principals of the HTTP
+//! API (`auth.rs`), and streams share its bounds (`stream.rs`).
+//!
+//! May use: the facade `acts`, tonic and prost, the server's auth,
+//! streams and errors.
+
+mod catalog;
+mod delivery;
+mod listing;
+mod proto;
+mod service;
+mod shapes;
+mod table;
+mod work;
+
+use std::future::Future;
+use std::time::Duration;
+
+use acts::Engine;
+use tokio::net::TcpListener;
+
+pub use table::{ACTIONS, EXTENSIONS};
+
+use crate::{MAX_BODY_BYTES, ServerOptions};
+
+/// The durable channel of principal `who`'s subscription `client`: the
+/// principal is part of the key (escaped, so one principal's keys are
+/// never a prefix of another's), so a client id names a subscription in
+/// its caller's own namespace only.
+pub(crate) fn channel_key(who: &str, client: &str) -> String {
+    let escape = |s: &str| {
+        s.replace('%', "%25")
+            .replace('/', "%2F")
+            .replace(':', "%3A")
+    };
+    format!("grpc:{}:{}", escape(who), escape(client))
+}
+
+/// The id a client acks delivery `msg_id` of durable `channel` by (a
+/// message id has no `:`).
+pub(crate) fn ack_id(channel: &str, msg_id: &str) -> String {
+    format!("{msg_id}:{channel}")
+}
+
+/// `(channel, msg_id)` of an [`ack_id`]; `None` for a live stream's
+/// message id.
+pub(crate) fn split_ack_id(id: &str) -> Option<(&str, &str)> {
+    let (msg_id, channel) = id.split_once(':')?;
+    (!msg_id.is_empty() && !channel.is_empty()).then_some((channel, msg_id))
+}
+
+/// Serves the gRPC protocol over `engine` on `listener` until `shutdown`
+/// resolves, for the principals of `options` (none: every call is the
+/// local admin, so the caller listens on loopback only) and within its
+/// stream bounds. The engine is not closed here: the HTTP server that
+/// runs beside it does that.
+pub async fn serve_grpc(
+    engine: Engine,
+    options: impl Into<ServerOptions>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
+    let options = options.into();
+    // Streams end at the stop (a graceful shutdown waits for every open
+    // call, and a subscription never ends by itself).
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
+    let service = service::Service {
+        engine,
+        auth: std::sync::Arc::new(options.auth),
+        streams: options.streams,
+        stop,
+    };
+    let server = proto::acts_service_server::ActsServiceServer::new(service)
+        .max_decoding_message_size(MAX_BODY_BYTES)
+        .max_encoding_message_size(64 << 20);
+    tonic::transport::Server::builder()
+        // an answer is due within a minute (a stream's first message
+        // need not come: the stream itself is the answer)
+        .timeout(Duration::from_secs(60))
+        .http2_keepalive_interval(Some(Duration::from_secs(20)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+        .max_concurrent_streams(Some(256))
+        .add_service(server)
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(listener),
+            shutdown,
+        )
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_id_names_its_channel_and_message_and_a_live_id_none() {
+        let key = channel_key("ann", "app-1");
+        let id = ack_id(&key, "m1");
+        assert_eq!(split_ack_id(&id), Some((key.as_str(), "m1")));
+        assert_eq!(split_ack_id("m1"), None);
+        assert_eq!(split_ack_id(":x"), None);
+    }
+
+    #[test]
+    fn one_principal_keys_are_never_a_prefix_of_anothers() {
+        // "a" must not own the subscriptions of "a/b"
+        let of_a = channel_key("a", "");
+        assert!(!channel_key("a/b", "x").starts_with(&of_a));
+        assert!(!channel_key("a:b", "x").starts_with(&of_a));
+        assert!(
+            !channel_key("a", "x/y").contains('/'),
+            "a channel id has no '/'"
+        );
+        assert!(channel_key("a", "x").starts_with(&of_a));
+        assert_ne!(channel_key("a%2Fb", "x"), channel_key("a/b", "x"));
+    }
+}
