@@ -376,13 +376,21 @@ async fn the_actions_on_an_act_and_the_snapshots() {
     };
     let start = |chan: &mut ActsChannel| {
         let mut chan = chan.clone();
-        async move { chan.start("two", Vars::new()).await.expect("starts").data.expect("a pid") }
+        async move {
+            chan.start("two", Vars::new())
+                .await
+                .expect("starts")
+                .data
+                .expect("a pid")
+        }
     };
 
     // submit, then back from the second ask to the first: asked again
     let pid = start(&mut chan).await;
     let a = next_where(&mut rx, asked("a", pid.clone())).await;
-    chan.submit::<Value>(&pid, &a.tid, Vars::new()).await.expect("submits");
+    chan.submit::<Value>(&pid, &a.tid, Vars::new())
+        .await
+        .expect("submits");
     assert_eq!(task_state(&mut chan, &pid, &a.tid).await, "submitted");
     let b = next_where(&mut rx, asked("b", pid.clone())).await;
     chan.back::<Value>(&pid, &b.tid, Vars::new().with("to", "first"))
@@ -393,30 +401,45 @@ async fn the_actions_on_an_act_and_the_snapshots() {
     assert_eq!(task_state(&mut chan, &pid, &b.tid).await, "backed");
 
     // cancel the answered first ask from the second: the first asks again
-    chan.complete::<Value>(&pid, &again.tid, Vars::new()).await.expect("completes");
+    chan.complete::<Value>(&pid, &again.tid, Vars::new())
+        .await
+        .expect("completes");
     next_where(&mut rx, asked("b", pid.clone())).await;
-    chan.cancel::<Value>(&pid, &again.tid, Vars::new()).await.expect("cancels");
+    chan.cancel::<Value>(&pid, &again.tid, Vars::new())
+        .await
+        .expect("cancels");
     next_where(&mut rx, asked("a", pid.clone())).await;
 
     // skip, remove, push, error and abort, each on a fresh process
     let pid = start(&mut chan).await;
     let a = next_where(&mut rx, asked("a", pid.clone())).await;
-    chan.skip::<Value>(&pid, &a.tid, Vars::new()).await.expect("skips");
+    chan.skip::<Value>(&pid, &a.tid, Vars::new())
+        .await
+        .expect("skips");
     assert_eq!(task_state(&mut chan, &pid, &a.tid).await, "skipped");
     let b = next_where(&mut rx, asked("b", pid.clone())).await;
     // push: a new act under the ask's step (its task id is in the inputs)
     let step = b.inputs.get::<Value>("step").expect("the act's step");
     let step_tid = step["task_id"].as_str().expect("the step's task id");
-    let _: Value = send(&mut chan, "act:push", json!({"pid": pid, "tid": step_tid,
-        "uses": "acts.core.irq", "params": {"key": "pushed"}})).await;
+    let _: Value = send(
+        &mut chan,
+        "act:push",
+        json!({"pid": pid, "tid": step_tid,
+        "uses": "acts.core.irq", "params": {"key": "pushed"}}),
+    )
+    .await;
     next_where(&mut rx, asked("pushed", pid.clone())).await;
     let _: Value = send(&mut chan, "act:remove", json!({"pid": pid, "tid": b.tid})).await;
     assert_eq!(task_state(&mut chan, &pid, &b.tid).await, "removed");
 
     let pid = start(&mut chan).await;
     let a = next_where(&mut rx, asked("a", pid.clone())).await;
-    let _: Value = send(&mut chan, "act:error",
-        json!({"pid": pid, "tid": a.tid, "ecode": "E1", "message": "no"})).await;
+    let _: Value = send(
+        &mut chan,
+        "act:error",
+        json!({"pid": pid, "tid": a.tid, "ecode": "E1", "message": "no"}),
+    )
+    .await;
     assert_eq!(proc_state(&mut chan, &pid).await, "error");
 
     let pid = start(&mut chan).await;
@@ -425,15 +448,37 @@ async fn the_actions_on_an_act_and_the_snapshots() {
     assert_eq!(proc_state(&mut chan, &pid).await, "aborted");
 
     // snapshots (acts' sealed data): upsert, get, list, remove
-    let ok: bool = send(&mut chan, "snap:upsert",
-        json!({"name": "profile", "scope": "u1", "rev": 3, "data": {"tier": "gold"}})).await;
+    let ok: bool = send(
+        &mut chan,
+        "snap:upsert",
+        json!({"name": "profile", "scope": "u1", "rev": 3, "data": {"tier": "gold"}}),
+    )
+    .await;
     assert!(ok);
-    let got: Value = send(&mut chan, "snap:get", json!({"name": "profile", "scope": "u1"})).await;
-    assert_eq!((got["rev"].clone(), got["data"]["tier"].clone()), (json!(3), json!("gold")));
+    let got: Value = send(
+        &mut chan,
+        "snap:get",
+        json!({"name": "profile", "scope": "u1"}),
+    )
+    .await;
+    assert_eq!(
+        (got["rev"].clone(), got["data"]["tier"].clone()),
+        (json!(3), json!("gold"))
+    );
     let all: Vec<Value> = send(&mut chan, "snap:ls", json!({"name": "profile"})).await;
     assert_eq!(all.len(), 1);
-    let _: bool = send(&mut chan, "snap:remove", json!({"name": "profile", "scope": "u1"})).await;
-    let gone: Value = send(&mut chan, "snap:get", json!({"name": "profile", "scope": "u1"})).await;
+    let _: bool = send(
+        &mut chan,
+        "snap:remove",
+        json!({"name": "profile", "scope": "u1"}),
+    )
+    .await;
+    let gone: Value = send(
+        &mut chan,
+        "snap:get",
+        json!({"name": "profile", "scope": "u1"}),
+    )
+    .await;
     assert_eq!(gone, Value::Null);
     assert_eq!(stop(server.child), Some(0));
 }
@@ -448,15 +493,26 @@ async fn a_durable_subscription_survives_a_restart_and_honours_acks() {
     chan.deploy(APPROVAL, None).await.expect("deploys");
     // no auto-ack: what is not acked is owed
     let mut rx = subscribe(&mut chan, "durable", false).await;
-    let p1 = chan.start("approval", Vars::new()).await.expect("starts").data.expect("a pid");
-    let m1 = next_where(&mut rx, |m| m.pid == p1 && is(m, "act", "created", "approve")).await;
+    let p1 = chan
+        .start("approval", Vars::new())
+        .await
+        .expect("starts")
+        .data
+        .expect("a pid");
+    let m1 = next_where(&mut rx, |m| {
+        m.pid == p1 && is(m, "act", "created", "approve")
+    })
+    .await;
     assert_eq!(stop(server.child), Some(0));
 
     // Back: the unacked interrupt is sent again, with the same id; ack it.
     let server = start(&store, &cfg);
     let mut chan = connect(&server.url).await;
     let mut rx = subscribe(&mut chan, "durable", false).await;
-    let again = next_where(&mut rx, |m| m.pid == p1 && is(m, "act", "created", "approve")).await;
+    let again = next_where(&mut rx, |m| {
+        m.pid == p1 && is(m, "act", "created", "approve")
+    })
+    .await;
     assert_eq!(again.id, m1.id, "the same message, re-sent");
     chan.ack(&again.id).await.expect("acks");
     let owed: PageData<model::MessageInfo> = send(
@@ -466,14 +522,22 @@ async fn a_durable_subscription_survives_a_restart_and_honours_acks() {
             "filter": {"type": "and", "exprs": [{"key": "status", "value": "pending", "op": "eq"}]}}}),
     )
     .await;
-    assert!(owed.rows.iter().all(|m| m.id != m1.id), "acked: no longer pending");
+    assert!(
+        owed.rows.iter().all(|m| m.id != m1.id),
+        "acked: no longer pending"
+    );
     assert_eq!(stop(server.child), Some(0));
 
     // Away: a process starts while no subscriber listens; back, its
     // interrupt arrives and the acked one does not come again.
     let server = start(&store, &cfg);
     let mut starter = connect(&server.url).await;
-    let p2 = starter.start("approval", Vars::new()).await.expect("starts").data.expect("a pid");
+    let p2 = starter
+        .start("approval", Vars::new())
+        .await
+        .expect("starts")
+        .data
+        .expect("a pid");
     let mut chan = connect(&server.url).await;
     let mut rx = subscribe(&mut chan, "durable", false).await;
     let mut before = Vec::new();
@@ -482,9 +546,62 @@ async fn a_durable_subscription_survives_a_restart_and_honours_acks() {
         m.pid == p2 && is(m, "act", "created", "approve")
     })
     .await;
-    assert!(!before.contains(&m1.id), "an acked message is not sent again: {before:?}");
+    assert!(
+        !before.contains(&m1.id),
+        "an acked message is not sent again: {before:?}"
+    );
     // answered through the protocol, the process completes
-    chan.complete::<Value>(&m2.pid, &m2.tid, Vars::new()).await.expect("completes");
-    next_where(&mut rx, |m| m.pid == p2 && is(m, "workflow", "completed", "")).await;
+    chan.complete::<Value>(&m2.pid, &m2.tid, Vars::new())
+        .await
+        .expect("completes");
+    next_where(&mut rx, |m| {
+        m.pid == p2 && is(m, "workflow", "completed", "")
+    })
+    .await;
     assert_eq!(stop(server.child), Some(0));
+}
+
+/// `acts serve ARGS` that must not start: its exit code and what it said.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .arg("serve")
+        .args(args)
+        .output()
+        .expect("acts serve runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_grpc_listener_without_tokens_stays_on_loopback_and_a_bad_address_is_named() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let (code, err) = refused(&[
+        "--store",
+        &store,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--grpc 0.0.0.0:0") && err.contains("loopback"),
+        "{err}"
+    );
+    let (code, err) = refused(&[
+        "--store",
+        &store,
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc",
+        "localhost",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--grpc 'localhost' is not an address"),
+        "{err}"
+    );
 }

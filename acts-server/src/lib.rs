@@ -1,14 +1,15 @@
 //! acts as a service: the HTTP API over a running [`Engine`] — JSON under
 //! `/api/v1` (models, processes, task actions), a live message stream as
 //! Server-Sent Events, `/healthz`, `/readyz` and `/metrics` (Prometheus
-//! text) — with bearer-token access control ([`Auth`]; the checks
+//! text) — and beside it the gRPC protocol of acts-server 0.25
+//! ([`serve_grpc`], module `grpc/`), with bearer-token access control ([`Auth`]; the checks
 //! themselves are the engine executor's), errors as `{"error": {"code",
 //! "message"}}`, a request size limit, and a graceful shutdown that
 //! finishes what is in flight and closes the engine. `acts serve` (in
 //! `acts-cli`) runs it.
 //!
 //! May depend on: the facade `acts` (the engine and its types), axum and
-//! tower-http, metrics; never on a store backend (the caller opens the
+//! tower-http, tonic and prost, metrics; never on a store backend (the caller opens the
 //! store).
 //!
 //! Start reading at [`router`] (the routers of every resource merged, one

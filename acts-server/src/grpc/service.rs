@@ -129,8 +129,9 @@ impl ActsService for Service {
             // id (stable across re-sends, so still what a client
             // de-duplicates by): a client that acks by hand acks `m.id`.
             let owned = key.clone();
-            let format =
-                Arc::new(move |m: &acts::Message| shapes::message(m, &ack_id(&owned, &m.id)).to_string());
+            let format = Arc::new(move |m: &acts::Message| {
+                shapes::message(m, &ack_id(&owned, &m.id)).to_string()
+            });
             let sub = Subscription::open_as(&self.streams, channel.clone(), &exec, &who, format)
                 .map_err(status)?;
             channel
