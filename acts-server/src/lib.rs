@@ -154,6 +154,7 @@ fn routes(state: state::AppState) -> Router {
         .merge(routes::channels::router())
         .merge(routes::deliveries::router())
         .merge(routes::triggers::router())
+        .merge(routes::compat::router())
         .fallback(|| async { ApiError::not_found("no such endpoint (the API is under /api/v1)") })
         .with_state(state)
 }

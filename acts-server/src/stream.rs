@@ -405,11 +405,22 @@ impl Subscription {
     /// data — kept alive while idle; a client cut off for reading too
     /// slowly gets a last `lagged` event.
     pub(crate) fn into_sse(self) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-        let stream = futures_util::stream::unfold(Some(self), |sub| async move {
+        self.into_sse_as(true)
+    }
+
+    /// [`Subscription::into_sse`]; without `named`, the events have no
+    /// name (a browser's `EventSource.onmessage` receives them, as the
+    /// acts 0.25 web plugin's stream).
+    pub(crate) fn into_sse_as(
+        self,
+        named: bool,
+    ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+        let stream = futures_util::stream::unfold(Some(self), move |sub| async move {
             let mut sub = sub?;
             match sub.next().await {
                 Ok(m) => {
-                    let event = Event::default().event(m.kind).id(m.id).data(m.json);
+                    let event = Event::default().id(m.id).data(m.json);
+                    let event = if named { event.event(m.kind) } else { event };
                     Some((Ok(event), Some(sub)))
                 }
                 Err(why) => {

@@ -27,6 +27,31 @@ use tokio::net::TcpListener;
 
 pub use table::{ACTIONS, EXTENSIONS};
 
+/// Runs action `name` of the reference's table for `who` with `options`
+/// (the REST routes of the reference's web plugin use it too); a refusal
+/// as the HTTP API's error.
+pub(crate) async fn apply(
+    engine: &Engine,
+    who: &acts::Principal,
+    name: &str,
+    options: acts::Vars,
+) -> Result<serde_json::Value, crate::ApiError> {
+    let call = table::Call {
+        exec: engine.executor().as_principal(who.clone()),
+        engine: engine.clone(),
+        who: who.clone(),
+        options,
+    };
+    table::apply(name, call)
+        .await
+        .map_err(table::Refusal::into_api)
+}
+
+/// The message shape of the reference's streams, with `id` as its id.
+pub(crate) fn message_json(m: &acts::Message, id: &str) -> String {
+    shapes::message(m, id).to_string()
+}
+
 use crate::{MAX_BODY_BYTES, ServerOptions};
 
 /// The durable channel of principal `who`'s subscription `client`: the

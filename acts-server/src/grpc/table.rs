@@ -81,6 +81,23 @@ pub(crate) enum Refusal {
     Api(#[from] ApiError),
 }
 
+impl Refusal {
+    /// As the HTTP API's error (404, 501, 400, or the engine's).
+    pub(crate) fn into_api(self) -> ApiError {
+        let (status, code) = match &self {
+            Self::NotFound(_) => (axum::http::StatusCode::NOT_FOUND, "not_found"),
+            Self::Unsupported { .. } => (axum::http::StatusCode::NOT_IMPLEMENTED, "not_supported"),
+            Self::Invalid(_) => (axum::http::StatusCode::BAD_REQUEST, "bad_request"),
+            Self::Api(e) => return e.clone(),
+        };
+        ApiError {
+            status,
+            code,
+            message: self.to_string(),
+        }
+    }
+}
+
 impl From<acts::EngineError> for Refusal {
     fn from(e: acts::EngineError) -> Self {
         Self::Api(e.into())

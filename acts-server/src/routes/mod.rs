@@ -10,6 +10,7 @@
 //! and the facade `acts`; no route file uses another.
 
 pub(crate) mod channels;
+pub(crate) mod compat;
 pub(crate) mod deliveries;
 pub(crate) mod messages;
 pub(crate) mod models;
