@@ -605,3 +605,81 @@ fn a_grpc_listener_without_tokens_stays_on_loopback_and_a_bad_address_is_named()
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_sees_only_its_own_processes_and_may_not_hold_a_durable_subscription() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = format!("redb:{}", dir.path().join("s.db").display());
+    let path = dir.path().join("serve.yaml");
+    let (admin, ann) = (
+        acts_server::hash_token(TOKEN),
+        acts_server::hash_token("ann-secret"),
+    );
+    std::fs::write(
+        &path,
+        format!(
+            "tokens:\n  - principal: app\n    roles: [admin]\n    sha256: {admin}\n  \
+             - principal: ann\n    roles: [finance]\n    sha256: {ann}\n"
+        ),
+    )
+    .expect("the config is written");
+    let server = start(&store, &path.display().to_string());
+    let mut app = connect(&server.url).await;
+    app.deploy(APPROVAL, None).await.expect("deploys");
+    let mut user = ActsChannel::connect_with_token(&server.url, Some("ann-secret".to_owned()))
+        .await
+        .expect("connects");
+    let me: Value = send(&mut user, "acl:whoami", json!({})).await;
+    assert_eq!(
+        (me["subject"].clone(), me["unrestricted"].clone()),
+        (json!("ann"), json!(false))
+    );
+
+    // a durable subscription is an operator's; a user's is refused
+    let err = user
+        .subscribe("mine", |_m: &Message| {}, |_e| {}, &ActsOptions::default())
+        .await
+        .expect_err("a user's durable subscription");
+    assert_eq!(code(&err), "PermissionDenied", "{err}");
+    // deploying is an admin's
+    let err = user
+        .deploy(APPROVAL, Some("ann_model"))
+        .await
+        .expect_err("a user's deploy");
+    assert_eq!(code(&err), "PermissionDenied", "{err}");
+
+    // a live stream (no client id) shows the user its own processes only
+    let mut rx = subscribe(&mut user, "", true).await;
+    let theirs = app
+        .start("approval", Vars::new())
+        .await
+        .expect("starts")
+        .data
+        .expect("a pid");
+    let own = user
+        .start("approval", Vars::new())
+        .await
+        .expect("starts")
+        .data
+        .expect("a pid");
+    let first = next_where(&mut rx, |m| is(m, "act", "created", "approve")).await;
+    assert_eq!(
+        first.pid, own,
+        "only the user's own process reaches its stream"
+    );
+    assert_ne!(first.pid, theirs);
+    let procs: PageData<ProcInfo> = send(&mut user, "proc:ls", json!({})).await;
+    assert_eq!(
+        procs.rows.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        [own.as_str()]
+    );
+    let err = user
+        .send::<Value>("proc:get", Vars::new().with("pid", theirs.clone()))
+        .await
+        .expect_err("another's process");
+    assert!(
+        matches!(code(&err).as_str(), "PermissionDenied" | "NotFound"),
+        "{err}"
+    );
+    assert_eq!(stop(server.child), Some(0));
+}
