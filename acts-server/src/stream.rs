@@ -419,8 +419,12 @@ impl Subscription {
             let mut sub = sub?;
             match sub.next().await {
                 Ok(m) => {
-                    let event = Event::default().id(m.id).data(m.json);
-                    let event = if named { event.event(m.kind) } else { event };
+                    // the fields in the order they are written: the name first
+                    let event = match named {
+                        true => Event::default().event(m.kind),
+                        false => Event::default(),
+                    };
+                    let event = event.id(m.id).data(m.json);
                     Some((Ok(event), Some(sub)))
                 }
                 Err(why) => {
