@@ -203,8 +203,10 @@ pub(crate) async fn run(
     if let Some(note) = persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
-    // One stop signal for both servers.
-    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    // One stop signal: the gRPC server stops first (its answered acks are
+    // applied), then the HTTP server, which closes the engine.
+    let (grpc_stop_tx, grpc_stop) = tokio::sync::watch::channel(false);
+    let (http_stop_tx, http_stop) = tokio::sync::watch::channel(false);
     let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stop.wait_for(|s| *s).await;
     };
@@ -214,27 +216,35 @@ pub(crate) async fn run(
             "acts serve: the gRPC protocol of acts-server 0.25 on {at} (acts-channel: \
              ActsChannel::connect(\"http://{at}\")); {access}"
         );
-        let served = acts_server::serve_grpc(
-            engine.clone(),
-            options.clone(),
-            listener,
-            stopped(stop.clone()),
-        );
+        let served =
+            acts_server::serve_grpc(engine.clone(), options.clone(), listener, stopped(grpc_stop));
         tokio::spawn(served)
     });
-    tokio::spawn(async move {
+    let stopping = tokio::spawn(async move {
         acts_server::shutdown_signal().await;
-        let _ = stop_tx.send(true);
+        let _ = grpc_stop_tx.send(true);
+        let grpc = match grpc {
+            Some(task) => match task.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("the gRPC server failed: {e}")),
+                Err(e) => Err(format!("the gRPC server failed: {e}")),
+            },
+            None => Ok(()),
+        };
+        let _ = http_stop_tx.send(true);
+        grpc
     });
-    let http = acts_server::serve(engine.clone(), options, listener, stopped(stop)).await;
-    if let Some(grpc) = grpc {
-        match grpc.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(Failure::run(format!("the gRPC server failed: {e}"))),
-            Err(e) => return Err(Failure::run(format!("the gRPC server failed: {e}"))),
-        }
+    let http = acts_server::serve(engine.clone(), options, listener, stopped(http_stop)).await;
+    if http.is_err() {
+        // failed on its own: no stop signal is coming
+        stopping.abort();
     }
     http.map_err(|e| Failure::run(format!("the server failed: {e}")))?;
+    match stopping.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(Failure::run(e)),
+        Err(e) => return Err(Failure::run(format!("the stop failed: {e}"))),
+    }
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: stopped; {}",

@@ -35,7 +35,10 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             if !owns(&call, channel) {
                 call.need_operator("acknowledging another principal's message")?;
             }
-            call.engine.ack(channel, msg_id).await?;
+            match &call.acks {
+                Some(acks) => acks.ack(channel, msg_id).await,
+                None => call.engine.ack(channel, msg_id).await?,
+            }
             Ok(Value::Null)
         }
         "msg:get" => {

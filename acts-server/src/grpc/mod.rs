@@ -10,6 +10,7 @@
 //! May use: the facade `acts`, tonic and prost, the server's auth,
 //! streams and errors.
 
+mod acks;
 mod catalog;
 mod delivery;
 mod listing;
@@ -41,6 +42,7 @@ pub(crate) async fn apply(
         engine: engine.clone(),
         who: who.clone(),
         options,
+        acks: None,
     };
     table::apply(name, call)
         .await
@@ -83,8 +85,9 @@ pub(crate) fn split_ack_id(id: &str) -> Option<(&str, &str)> {
 /// Serves the gRPC protocol over `engine` on `listener` until `shutdown`
 /// resolves, for the principals of `options` (none: every call is the
 /// local admin, so the caller listens on loopback only) and within its
-/// stream bounds. The engine is not closed here: the HTTP server that
-/// runs beside it does that.
+/// stream bounds; returns once every ack it answered is applied. The
+/// engine is not closed here: the HTTP server that runs beside it does
+/// that, after this returns.
 pub async fn serve_grpc(
     engine: Engine,
     options: impl Into<ServerOptions>,
@@ -99,16 +102,18 @@ pub async fn serve_grpc(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
+    let acks = std::sync::Arc::new(acks::Acks::new(engine.clone()));
     let service = service::Service {
         engine,
         auth: std::sync::Arc::new(options.auth),
         streams: options.streams,
         stop,
+        acks: acks.clone(),
     };
     let server = proto::acts_service_server::ActsServiceServer::new(service)
         .max_decoding_message_size(MAX_BODY_BYTES)
         .max_encoding_message_size(64 << 20);
-    tonic::transport::Server::builder()
+    let served = tonic::transport::Server::builder()
         // an answer is due within a minute (a stream's first message
         // need not come: the stream itself is the answer)
         .timeout(Duration::from_secs(60))
@@ -117,10 +122,15 @@ pub async fn serve_grpc(
         .max_concurrent_streams(Some(256))
         .add_service(server)
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(listener),
+            // no Nagle: an answer leaves at once, not after the peer's
+            // delayed ACK (40 ms per call otherwise)
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,
         )
-        .await
+        .await;
+    // every ack answered is applied before the engine may close
+    acks.drain().await;
+    served
 }
 
 #[cfg(test)]

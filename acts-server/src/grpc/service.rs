@@ -28,6 +28,8 @@ pub(crate) struct Service {
     pub(crate) streams: Arc<Streams>,
     /// Turns true when the server stops (open streams end then).
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
+    /// Where acks go behind the answer.
+    pub(crate) acks: Arc<super::acks::Acks>,
 }
 
 /// An API error as the gRPC status a client can act on.
@@ -93,6 +95,7 @@ impl ActsService for Service {
             engine: self.engine.clone(),
             who,
             options,
+            acks: Some(self.acks.clone()),
         };
         let value = table::apply(&m.name, call).await.map_err(refused)?;
         let data = serde_json::to_vec(&value).map_err(|e| Status::internal(e.to_string()))?;

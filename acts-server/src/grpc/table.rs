@@ -113,6 +113,9 @@ pub(crate) struct Call {
     pub(crate) exec: Executor,
     pub(crate) who: Principal,
     pub(crate) options: Vars,
+    /// Where a gRPC server's acks go behind the answer (`None`: an ack
+    /// is answered once it is stored).
+    pub(crate) acks: Option<std::sync::Arc<super::acks::Acks>>,
 }
 
 impl Call {

@@ -187,7 +187,7 @@ fn ask_of(p: &Value) -> Option<String> {
     p["tasks"]
         .as_array()?
         .iter()
-        .find(|t| t["type"] == "act" && t["state"] == "interrupt")
+        .find(|t| t["type"] == "act" && t["state"] == "interrupted")
         .and_then(|t| t["id"].as_str().map(str::to_owned))
 }
 
@@ -253,6 +253,7 @@ async fn http_trips(
     let deploy = client
         .post(format!("{url}/api/v1/models"))
         .header("Authorization", auth.clone())
+        .header("Content-Type", "application/yaml")
         .body(APPROVAL)
         .send()
         .await?;
@@ -280,7 +281,7 @@ async fn http_trips(
                 .as_array()
                 .and_then(|ts| {
                     ts.iter()
-                        .find(|t| t["kind"] == "act" && t["state"] == "interrupt")
+                        .find(|t| t["kind"] == "act" && t["state"] == "interrupted")
                 })
                 .and_then(|t| t["tid"].as_str())
                 .ok_or("no interrupt")?
