@@ -216,8 +216,12 @@ pub(crate) async fn run(
             "acts serve: the gRPC protocol of acts-server 0.25 on {at} (acts-channel: \
              ActsChannel::connect(\"http://{at}\")); {access}"
         );
-        let served =
-            acts_server::serve_grpc(engine.clone(), options.clone(), listener, stopped(grpc_stop));
+        let served = acts_server::serve_grpc(
+            engine.clone(),
+            options.clone(),
+            listener,
+            stopped(grpc_stop),
+        );
         tokio::spawn(served)
     });
     let stopping = tokio::spawn(async move {

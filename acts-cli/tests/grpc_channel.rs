@@ -526,7 +526,10 @@ async fn a_durable_subscription_survives_a_restart_and_honours_acks() {
             "filter": {"type": "and", "exprs": [{"key": "status", "value": "pending", "op": "eq"}]}}}),
     )
     .await;
-    assert!(owed.rows.iter().all(|m| m.id != m1.id), "acked: no longer pending");
+    assert!(
+        owed.rows.iter().all(|m| m.id != m1.id),
+        "acked: no longer pending"
+    );
     assert_eq!(stop(server.child), Some(0));
 
     // Away: a process starts while no subscriber listens; back, its

@@ -37,7 +37,8 @@ impl Acks {
         let Ok(place) = self.places.clone().acquire_owned().await else {
             return;
         };
-        let (engine, channel, msg_id) = (self.engine.clone(), channel.to_owned(), msg_id.to_owned());
+        let (engine, channel, msg_id) =
+            (self.engine.clone(), channel.to_owned(), msg_id.to_owned());
         tokio::spawn(async move {
             if let Err(e) = engine.ack(&channel, &msg_id).await {
                 tracing::debug!(%channel, %msg_id, error = %e, "an ack was not applied");

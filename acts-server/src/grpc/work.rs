@@ -73,13 +73,13 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             let p = call.exec.process(&pid).await?;
             let mut tasks = call.exec.tasks(&pid).await?;
             tasks.sort_by_key(|t| t.start_time.unwrap_or(i64::MAX));
-            let name = model_names(&call).await?.remove(&p.model_id);
+            // the model's name (a removed model: its id)
+            let name = match call.exec.model(&p.model_id).await {
+                Ok((m, _)) => m.name,
+                Err(_) => p.model_id.clone(),
+            };
             let tasks = tasks.iter().map(shapes::task).collect();
-            Ok(shapes::process(
-                &p,
-                name.as_deref().unwrap_or(&p.model_id),
-                tasks,
-            ))
+            Ok(shapes::process(&p, &name, tasks))
         }
         "proc:ls" => list_processes(call).await,
         "task:get" => {

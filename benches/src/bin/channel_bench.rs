@@ -57,6 +57,10 @@ struct Args {
     /// Concurrent callers.
     #[arg(long, default_value_t = 1)]
     callers: usize,
+    /// `approval` without the client's auto-ack (to see what the serial
+    /// ack of every message costs; the messages then stay owed).
+    #[arg(long)]
+    no_ack: bool,
 }
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
@@ -123,7 +127,10 @@ async fn approval(a: &Args, mut chan: ActsChannel, callers: usize) -> Result<Val
             }
         },
         |e| eprintln!("subscription: {e:?}"),
-        &ActsOptions::default(),
+        &ActsOptions {
+            ack: Some(!a.no_ack),
+            ..Default::default()
+        },
     )
     .await?;
     let began = Instant::now();
