@@ -6,9 +6,9 @@
 use acts::Workflow;
 use serde_json::Value;
 
+use super::call::{Answer, Call, Refusal};
 use super::listing::RefQuery;
 use super::shapes;
-use super::table::{Answer, Call, Refusal};
 
 /// Why `pack:publish` and `pack:rm` are refused.
 const PACKAGES_IN_CODE: &str = "acts runs the packages registered in code (built-ins and \

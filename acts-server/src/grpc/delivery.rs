@@ -8,9 +8,10 @@
 use acts::{DeliveryInfo, DeliveryQuery, DeliveryState};
 use serde_json::{Value, json};
 
+use super::call::{Answer, Call, Refusal};
+use super::keys::{channel_key, split_ack_id};
 use super::listing::{MAX_WINDOW, RefQuery, Window, walk};
-use super::table::{Answer, Call, Refusal};
-use super::{channel_key, shapes, split_ack_id};
+use super::shapes;
 
 pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
     match name {

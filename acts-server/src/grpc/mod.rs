@@ -11,8 +11,10 @@
 //! streams and errors.
 
 mod acks;
+mod call;
 mod catalog;
 mod delivery;
+mod keys;
 mod listing;
 mod proto;
 mod service;
@@ -28,6 +30,8 @@ use tokio::net::TcpListener;
 
 pub use table::{ACTIONS, EXTENSIONS};
 
+pub(crate) use keys::{ack_id, channel_key};
+
 /// Runs action `name` of the reference's table for `who` with `options`
 /// (the REST routes of the reference's web plugin use it too); a refusal
 /// as the HTTP API's error.
@@ -37,7 +41,7 @@ pub(crate) async fn apply(
     name: &str,
     options: acts::Vars,
 ) -> Result<serde_json::Value, crate::ApiError> {
-    let call = table::Call {
+    let call = call::Call {
         exec: engine.executor().as_principal(who.clone()),
         engine: engine.clone(),
         who: who.clone(),
@@ -46,7 +50,7 @@ pub(crate) async fn apply(
     };
     table::apply(name, call)
         .await
-        .map_err(table::Refusal::into_api)
+        .map_err(call::Refusal::into_api)
 }
 
 /// The message shape of the reference's streams, with `id` as its id.
@@ -55,32 +59,6 @@ pub(crate) fn message_json(m: &acts::Message, id: &str) -> String {
 }
 
 use crate::{MAX_BODY_BYTES, ServerOptions};
-
-/// The durable channel of principal `who`'s subscription `client`: the
-/// principal is part of the key (escaped, so one principal's keys are
-/// never a prefix of another's), so a client id names a subscription in
-/// its caller's own namespace only.
-pub(crate) fn channel_key(who: &str, client: &str) -> String {
-    let escape = |s: &str| {
-        s.replace('%', "%25")
-            .replace('/', "%2F")
-            .replace(':', "%3A")
-    };
-    format!("grpc:{}:{}", escape(who), escape(client))
-}
-
-/// The id a client acks delivery `msg_id` of durable `channel` by (a
-/// message id has no `:`).
-pub(crate) fn ack_id(channel: &str, msg_id: &str) -> String {
-    format!("{msg_id}:{channel}")
-}
-
-/// `(channel, msg_id)` of an [`ack_id`]; `None` for a live stream's
-/// message id.
-pub(crate) fn split_ack_id(id: &str) -> Option<(&str, &str)> {
-    let (msg_id, channel) = id.split_once(':')?;
-    (!msg_id.is_empty() && !channel.is_empty()).then_some((channel, msg_id))
-}
 
 /// Serves the gRPC protocol over `engine` on `listener` until `shutdown`
 /// resolves, for the principals of `options` (none: every call is the
@@ -131,32 +109,4 @@ pub async fn serve_grpc(
     // every ack answered is applied before the engine may close
     acks.drain().await;
     served
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_ack_id_names_its_channel_and_message_and_a_live_id_none() {
-        let key = channel_key("ann", "app-1");
-        let id = ack_id(&key, "m1");
-        assert_eq!(split_ack_id(&id), Some((key.as_str(), "m1")));
-        assert_eq!(split_ack_id("m1"), None);
-        assert_eq!(split_ack_id(":x"), None);
-    }
-
-    #[test]
-    fn one_principal_keys_are_never_a_prefix_of_anothers() {
-        // "a" must not own the subscriptions of "a/b"
-        let of_a = channel_key("a", "");
-        assert!(!channel_key("a/b", "x").starts_with(&of_a));
-        assert!(!channel_key("a:b", "x").starts_with(&of_a));
-        assert!(
-            !channel_key("a", "x/y").contains('/'),
-            "a channel id has no '/'"
-        );
-        assert!(channel_key("a", "x").starts_with(&of_a));
-        assert_ne!(channel_key("a%2Fb", "x"), channel_key("a/b", "x"));
-    }
 }

@@ -13,10 +13,12 @@ use acts::{ChannelOptions, Engine, Principal, Vars};
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
 
+use super::call::{Call, Refusal};
+use super::keys::{ack_id, channel_key};
 use super::proto::acts_service_server::ActsService;
 use super::proto::{Message, MessageOptions};
-use super::table::{self, Call, Refusal};
-use super::{ack_id, channel_key, shapes};
+use super::shapes;
+use super::table;
 use crate::auth::Auth;
 use crate::error::ApiError;
 use crate::stream::{Streams, Subscription};

@@ -129,7 +129,7 @@ pub(crate) fn package(p: &acts::PackageInfo) -> Value {
 pub(crate) fn delivery(d: &acts::DeliveryInfo) -> Value {
     let m = d.message.as_ref();
     json!({
-        "id": super::ack_id(&d.channel, &d.msg_id),
+        "id": super::keys::ack_id(&d.channel, &d.msg_id),
         "tid": d.tid,
         "name": m.map(|m| m.name.as_str()).unwrap_or_default(),
         "state": m.map(|m| m.state.as_str()).unwrap_or_default(),

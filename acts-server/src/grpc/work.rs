@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use acts::{Action, ProcessQuery, TaskQuery, TaskState, Workflow};
 use serde_json::Value;
 
+use super::call::{Answer, Call, Refusal};
 use super::listing::{RefQuery, Window, walk};
 use super::shapes;
-use super::table::{Answer, Call, Refusal};
 
 /// `act:<action>` on the act `tid` of process `pid`; the rest of the
 /// options are the action's (the vars of `complete`, `to` of `back`,
