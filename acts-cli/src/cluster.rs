@@ -27,6 +27,8 @@ pub(crate) async fn serve(
     config: Option<&Path>,
 ) -> Result<u8, Failure> {
     let (options, listener, bound) = listen_with_options(listen, config).await?;
+    // before anything says it listens: a stop sent then must stop it cleanly
+    let signal = acts_server::shutdown_signal();
     let advertise = match join.advertise {
         Some(a) => a.trim_end_matches('/').to_owned(),
         None if bound.ip().is_unspecified() => {
@@ -69,7 +71,7 @@ pub(crate) async fn serve(
     if let Some(note) = crate::serve::persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
-    acts_cluster::serve(node, listener, acts_server::shutdown_signal())
+    acts_cluster::serve(node, listener, signal)
         .await
         .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     let _ = writeln!(

@@ -186,6 +186,8 @@ pub(crate) async fn run(
     lease: Option<acts::LeaseConfig>,
 ) -> Result<u8, Failure> {
     let (options, listener, bound, grpc) = listen_with_grpc(at, config).await?;
+    // before anything says it listens: a stop sent then must stop it cleanly
+    let signal = acts_server::shutdown_signal();
     let node = lease.as_ref().map(|l| l.node.clone());
     let engine = open_engine_with(store, None, true, lease).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
@@ -225,7 +227,7 @@ pub(crate) async fn run(
         tokio::spawn(served)
     });
     let stopping = tokio::spawn(async move {
-        acts_server::shutdown_signal().await;
+        signal.await;
         let _ = grpc_stop_tx.send(true);
         let grpc = match grpc {
             Some(task) => match task.await {

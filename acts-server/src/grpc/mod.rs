@@ -1,11 +1,13 @@
 //! The acts 0.25 gRPC protocol (`acts.grpc.ActsService`, what the
 //! reference's client `acts-channel` speaks), beside the HTTP API and as
 //! thin over the engine's executor: `Send` runs one action of the
-//! reference's table (`table.rs`; the actions by concern in `work.rs`,
-//! `catalog.rs`, `delivery.rs`; listings in `listing.rs`; answers in the
-//! reference's shapes, `shapes.rs`), `OnMessage` streams messages
-//! (`service.rs`). Callers are the bearer tokens' principals of the HTTP
-//! API (`auth.rs`), and streams share its bounds (`stream.rs`).
+//! reference's table (`table.rs`; what an action takes in `call.rs`; the
+//! actions by concern in `work.rs`, `catalog.rs`, `delivery.rs`; listings
+//! in `listing.rs`; answers in the reference's shapes, `shapes.rs`),
+//! `OnMessage` streams messages (`service.rs`; subscription keys and ack
+//! ids in `keys.rs`; acks applied behind the answer in `acks.rs`). Callers
+//! are the bearer tokens' principals of the HTTP API (`auth.rs`), and
+//! streams share its bounds (`stream.rs`).
 //!
 //! May use: the facade `acts`, tonic and prost, the server's auth,
 //! streams and errors.
