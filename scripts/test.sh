@@ -57,4 +57,4 @@ scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
 cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings
 echo "== acts test examples/ docs/MODEL.md"
-cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md
+cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md --config docs/examples.config.yaml

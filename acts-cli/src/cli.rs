@@ -64,6 +64,12 @@ pub struct Cli {
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
+    /// A YAML config file: for `serve`, `listen`, `grpc`, `tokens` and
+    /// `streams`; for every command that opens the store, `http:` and
+    /// `shell:` (how `acts.core.http` and `acts.app.shell` may reach
+    /// outside; see docs/MODEL.md).
+    #[arg(long, global = true, env = "ACTS_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -115,10 +121,6 @@ pub enum Command {
         /// default: the config's `listen`, else 127.0.0.1:7878.
         #[arg(long, env = "ACTS_LISTEN")]
         listen: Option<String>,
-        /// A YAML config file: `listen: HOST:PORT` and `tokens:` (a list
-        /// of {principal, roles, sha256}).
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
         /// Also serve the gRPC protocol of acts-server 0.25 (what its
         /// client `acts-channel` speaks) on HOST:PORT (the reference's
         /// port is 10080; off unless given here or as `grpc:` in

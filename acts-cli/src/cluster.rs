@@ -2,7 +2,6 @@
 //! `acts cluster status`.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::Duration;
 
 use acts_cluster::{ClusterConfig, ClusterError, ClusterNode, ClusterStatus};
@@ -24,7 +23,7 @@ pub(crate) struct Join<'a> {
 pub(crate) async fn serve(
     join: Join<'_>,
     listen: Option<&str>,
-    config: Option<&Path>,
+    config: &crate::config::ConfigFile,
 ) -> Result<u8, Failure> {
     let (options, listener, bound) = listen_with_options(listen, config).await?;
     // before anything says it listens: a stop sent then must stop it cleanly
@@ -46,6 +45,8 @@ pub(crate) async fn serve(
     let persistence = family.persistence();
     let mut cluster = ClusterConfig::new(join.node, &advertise, join.partitions);
     cluster.lease_ttl = join.lease_ttl;
+    cluster.packages = acts_packages::packages(&config.packages())
+        .map_err(|e| Failure::input(format!("the config: {e}")))?;
     let node = ClusterNode::join(cluster, family, options.clone())
         .await
         .map_err(|e| match e {

@@ -24,6 +24,8 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
     if let Some(server) = &args.server {
         return crate::client::run(server, args.token.as_deref(), args.command, args.strict).await;
     }
+    let config = crate::config::ConfigFile::read(args.config.as_deref())?;
+    let packages = config.packages();
     match args.command {
         Command::Run {
             model,
@@ -34,7 +36,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             let answer_mode = mode_of(&mode)?;
             let vars = parse_vars(&vars)?;
             let clock = scripted(&mode);
-            let engine = open_engine(&args.store, clock.clone()).await?;
+            let engine = open_engine(&args.store, clock.clone(), &packages).await?;
             let started = Instant::now();
             let run = RunSpec {
                 model: &model,
@@ -55,10 +57,9 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             }
             Ok(report.exit_code())
         }
-        Command::Test { paths, json } => crate::testcmd::run(&paths, json).await,
+        Command::Test { paths, json } => crate::testcmd::run(&paths, json, &packages).await,
         Command::Serve {
             listen,
-            config,
             node,
             lease_ttl,
             cluster: Some(cluster),
@@ -79,11 +80,10 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 advertise: advertise.as_deref(),
                 lease_ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
             };
-            crate::cluster::serve(join, listen.as_deref(), config.as_deref()).await
+            crate::cluster::serve(join, listen.as_deref(), &config).await
         }
         Command::Serve {
             listen,
-            config,
             node,
             lease_ttl,
             grpc,
@@ -98,10 +98,10 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 http: listen.as_deref(),
                 grpc: grpc.as_deref(),
             };
-            crate::serve::run(&args.store, at, config.as_deref(), lease).await
+            crate::serve::run(&args.store, at, &config, lease).await
         }
         other => {
-            let engine = open_engine(&args.store, None).await?;
+            let engine = open_engine(&args.store, None, &packages).await?;
             let code = other_command(&engine, other, args.strict).await;
             engine.close().await;
             code

@@ -4,37 +4,15 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
 
-use acts_server::{Auth, ServerOptions, StreamLimits, TokenConfig};
-use serde::Deserialize;
+use acts_server::{Auth, ServerOptions};
 
+use crate::config::ConfigFile;
 use crate::failure::Failure;
 use crate::session::open_engine_with;
 
 /// Where `acts serve` listens unless told otherwise.
 const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
-
-/// Largest config file read (a config is a few lines; this bounds a
-/// wrong path to a huge file).
-const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
-
-/// The config file of `acts serve --config FILE`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServeConfig {
-    /// Where to listen (`--listen` wins).
-    listen: Option<String>,
-    /// The access tokens.
-    #[serde(default)]
-    tokens: Vec<TokenConfig>,
-    /// The bounds of live message streams.
-    #[serde(default)]
-    streams: StreamLimits,
-    /// Where to serve the acts 0.25 gRPC protocol (`--grpc` wins; absent:
-    /// not served).
-    grpc: Option<String>,
-}
 
 /// Where `acts serve` was told to listen: its HTTP API, and the gRPC
 /// protocol if asked for.
@@ -46,48 +24,12 @@ pub(crate) struct Listen<'a> {
     pub(crate) grpc: Option<&'a str>,
 }
 
-/// Reads the config file, if any.
-fn read_config(path: Option<&Path>) -> Result<ServeConfig, Failure> {
-    let Some(path) = path else {
-        return Ok(ServeConfig::default());
-    };
-    let shown = path.display();
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(Failure::input(format!(
-            "the config '{shown}' is {} bytes, more than the limit of {MAX_CONFIG_BYTES}",
-            meta.len()
-        )));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::input(format!("cannot read the config '{shown}': {e}")))?;
-    serde_norway::from_str(&text).map_err(|e| {
-        Failure::input(format!(
-            "the config '{shown}' is not valid (keys: listen, grpc, tokens: [{{principal, roles, sha256}}], streams: {{queue_messages, queue_bytes, total_bytes, per_principal, max_streams, stall}}): {e}"
-        ))
-    })
-}
-
-/// The tokens of `ACTS_TOKENS` (a YAML or JSON list like the config's
-/// `tokens:`).
-fn env_tokens() -> Result<Vec<TokenConfig>, Failure> {
-    match std::env::var("ACTS_TOKENS") {
-        Ok(text) if !text.trim().is_empty() => serde_norway::from_str(&text).map_err(|e| {
-            Failure::input(format!(
-                "ACTS_TOKENS is not a list of {{principal, roles, sha256}}: {e}"
-            ))
-        }),
-        _ => Ok(Vec::new()),
-    }
-}
-
 /// The server's options (access tokens, stream bounds) and the bound
 /// listener of `acts serve`: from the config file, `ACTS_TOKENS` and
 /// `--listen` (loopback only without tokens).
 pub(crate) async fn listen_with_options(
     listen: Option<&str>,
-    config: Option<&Path>,
+    config: &ConfigFile,
 ) -> Result<(ServerOptions, tokio::net::TcpListener, SocketAddr), Failure> {
     let (options, listener, bound, _) = listen_with_grpc(
         Listen {
@@ -107,7 +49,7 @@ type Bound = (tokio::net::TcpListener, SocketAddr);
 /// config's `grpc:` asks for one (the same loopback rule).
 pub(crate) async fn listen_with_grpc(
     at: Listen<'_>,
-    config: Option<&Path>,
+    cfg: &ConfigFile,
 ) -> Result<
     (
         ServerOptions,
@@ -118,16 +60,15 @@ pub(crate) async fn listen_with_grpc(
     Failure,
 > {
     let listen = at.http;
-    let cfg = read_config(config)?;
     let streams = cfg.streams;
-    let grpc = at.grpc.map(str::to_owned).or(cfg.grpc);
-    let mut tokens = cfg.tokens;
-    tokens.extend(env_tokens()?);
+    let grpc = at.grpc.map(str::to_owned).or(cfg.grpc.clone());
+    let mut tokens = cfg.tokens.clone();
+    tokens.extend(crate::config::env_tokens()?);
     let auth =
         Auth::from_tokens(&tokens).map_err(|e| Failure::input(format!("access tokens: {e}")))?;
     let listen = listen
         .map(str::to_owned)
-        .or(cfg.listen)
+        .or(cfg.listen.clone())
         .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
     let (listener, bound) = bind("--listen", &listen, &auth).await?;
     let grpc = match grpc {
@@ -182,14 +123,14 @@ pub(crate) fn access_note(auth: &Auth) -> String {
 pub(crate) async fn run(
     store: &str,
     at: Listen<'_>,
-    config: Option<&Path>,
+    config: &ConfigFile,
     lease: Option<acts::LeaseConfig>,
 ) -> Result<u8, Failure> {
     let (options, listener, bound, grpc) = listen_with_grpc(at, config).await?;
     // before anything says it listens: a stop sent then must stop it cleanly
     let signal = acts_server::shutdown_signal();
     let node = lease.as_ref().map(|l| l.node.clone());
-    let engine = open_engine_with(store, None, true, lease).await?;
+    let engine = open_engine_with(store, None, true, lease, &config.packages()).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
     let access = access_note(options.auth());
     let persistence = engine.persistence();
@@ -205,6 +146,7 @@ pub(crate) async fn run(
     if let Some(note) = persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
+    let _ = writeln!(std::io::stderr(), "acts serve: {}", config.packages_note());
     // One stop signal: the gRPC server stops first (its answered acks are
     // applied), then the HTTP server, which closes the engine.
     let (grpc_stop_tx, grpc_stop) = tokio::sync::watch::channel(false);

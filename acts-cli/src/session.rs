@@ -9,22 +9,31 @@ use acts::{
     StoreErrorKind as ErrorKind,
 };
 
+use acts_packages::PackagesConfig;
+
 use crate::driver::{Driver, Mode};
 use crate::failure::Failure;
 use crate::report::Report;
 
-pub(crate) async fn open_engine(url: &str, clock: Option<ManualClock>) -> Result<Engine, Failure> {
-    open_engine_with(url, clock, false, None).await
+pub(crate) async fn open_engine(
+    url: &str,
+    clock: Option<ManualClock>,
+    packages: &PackagesConfig,
+) -> Result<Engine, Failure> {
+    open_engine_with(url, clock, false, None, packages).await
 }
 
 /// [`open_engine`], resuming the store's processes in the background when
 /// `resume` (a long-running service does; the one-shot commands drive what
-/// they need themselves), owning the store by `lease` if given.
+/// they need themselves), owning the store by `lease` if given; with the
+/// packages that reach outside (`acts.core.http`, `acts.app.shell`)
+/// configured by `packages`.
 pub(crate) async fn open_engine_with(
     url: &str,
     clock: Option<ManualClock>,
     resume: bool,
     lease: Option<acts::LeaseConfig>,
+    packages: &PackagesConfig,
 ) -> Result<Engine, Failure> {
     let shown = acts::redacted_url(url);
     let store = acts::open_store(url).await.map_err(|e| match e {
@@ -52,6 +61,8 @@ pub(crate) async fn open_engine_with(
     if let Some(c) = clock {
         builder = builder.clock(Arc::new(c));
     }
+    let builder = acts_packages::install(builder, packages)
+        .map_err(|e| Failure::input(format!("the config: {e}")))?;
     builder.start().await.map_err(|e| {
         if let acts::EngineError::LeaseHeld { .. } = e {
             return Failure::run(format!(

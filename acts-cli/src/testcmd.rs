@@ -8,6 +8,8 @@
 //! deploy: [subflow-child.yml]          # models to deploy first (relative)
 //! answers:                             # as an --answers file
 //!   approve: { action: complete, vars: { ok: true } }
+//! serve:                              # canned HTTP answers (acts.core.http);
+//!   - { path: /rates, body: { eur: 1.1 } }   # the model gets `serve_url`
 //! expect:
 //!   state: completed                   # or error, aborted, stalled, invalid, rejected ...
 //!   outputs: { level: director }       # these keys, these values
@@ -49,6 +51,9 @@ struct TestFile {
     deploy: Vec<PathBuf>,
     #[serde(default)]
     answers: Option<Value>,
+    /// Canned HTTP answers on a loopback server (`crate::mockserve`).
+    #[serde(default)]
+    serve: Vec<crate::mockserve::Route>,
     #[serde(default)]
     expect: Expect,
 }
@@ -224,7 +229,13 @@ fn compare(expect: &Expect, report: &Report) -> Vec<String> {
     let mut diffs = Vec::new();
     match &expect.state {
         Some(s) if *s != report.state => {
-            diffs.push(format!("state: expected {s}, got {}", report.state));
+            // why it ended otherwise, when it says
+            let why = report
+                .error
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default();
+            diffs.push(format!("state: expected {s}, got {}{why}", report.state));
         }
         // Without an expected state, a refused model or start still fails.
         None if report.exit_code() == 2 => diffs.push(format!(
@@ -291,7 +302,11 @@ fn compare(expect: &Expect, report: &Report) -> Vec<String> {
     diffs
 }
 
-async fn run_one(model: &Path, test: &Path) -> Result<Vec<String>, Failure> {
+async fn run_one(
+    model: &Path,
+    test: &Path,
+    packages: &acts_packages::PackagesConfig,
+) -> Result<Vec<String>, Failure> {
     let text = std::fs::read_to_string(test)
         .map_err(|e| Failure::input(format!("cannot read test '{}': {e}", test.display())))?;
     // Test files are YAML (JSON is YAML too).
@@ -307,21 +322,42 @@ async fn run_one(model: &Path, test: &Path) -> Result<Vec<String>, Failure> {
     let base = test.parent().unwrap_or(Path::new("."));
     let deploy: Vec<PathBuf> = spec.deploy.iter().map(|d| base.join(d)).collect();
     let clock = ManualClock::new(SystemClock.now_millis());
-    let engine = open_engine("memory:", Some(clock.clone())).await?;
+    let mut vars = spec.vars.clone();
+    let mut packages = packages.clone();
+    let server = if spec.serve.is_empty() {
+        None
+    } else {
+        let server = crate::mockserve::start(spec.serve.clone())
+            .await
+            .map_err(|e| Failure::input(format!("test '{}': {e}", test.display())))?;
+        vars.insert("serve_url".into(), Value::String(server.url.clone()));
+        // that one loopback address, not every private one
+        packages
+            .http
+            .allowed_private_networks
+            .push("127.0.0.1/32".into());
+        Some(server)
+    };
+    let engine = open_engine("memory:", Some(clock.clone()), &packages).await?;
     let run = RunSpec {
         model,
         deploy: &deploy,
-        vars: spec.vars.clone(),
+        vars,
         json: true,
         strict: false,
     };
     let report = run_model(&engine, &run, mode, Some(clock)).await;
     engine.close().await;
+    drop(server);
     Ok(compare(&spec.expect, &report?))
 }
 
 /// Runs the tests under `paths`; prints results; returns the exit code.
-pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
+pub async fn run(
+    paths: &[PathBuf],
+    json: bool,
+    packages: &acts_packages::PackagesConfig,
+) -> Result<u8, Failure> {
     let scratch = tempfile::tempdir()
         .map_err(|e| Failure::run(format!("cannot make a temporary folder: {e}")))?;
     let tests = discover(paths, scratch.path())?;
@@ -334,7 +370,7 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<u8, Failure> {
     } in tests
     {
         let started = Instant::now();
-        let diffs = match run_one(&model, &test).await {
+        let diffs = match run_one(&model, &test, packages).await {
             Ok(d) => d,
             Err(f) => vec![f.message],
         };

@@ -46,6 +46,9 @@ pub struct ClusterConfig {
     /// Off, nothing happens unless [`ClusterNode::tick`] is called (the
     /// deterministic tests drive it with a manual clock).
     pub background: bool,
+    /// The application packages every partition's engine registers (e.g.
+    /// `acts.core.http`; default none).
+    pub packages: Vec<Arc<dyn acts::ActPackage>>,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -73,6 +76,7 @@ impl ClusterConfig {
             engine: EngineConfig::default(),
             clock: Arc::new(acts::SystemClock),
             background: true,
+            packages: Vec::new(),
         }
     }
 
@@ -413,7 +417,10 @@ impl ClusterNode {
         engine_config.pid_filter = Some(PidFilter::new(move |pid| {
             partition_of(pid, partitions) == p
         }));
-        let started = Engine::builder()
+        let started = config
+            .packages
+            .iter()
+            .fold(Engine::builder(), |b, p| b.package(p.clone()))
             .store(store)
             .clock(config.clock.clone())
             .config(engine_config)

@@ -191,6 +191,43 @@ steps:
     engine.close().await;
 }
 
+/// Answers more than the engine's vars limit.
+struct Flood;
+
+#[async_trait]
+impl ActPackage for Flood {
+    fn definition(&self) -> PackageDefinition {
+        PackageDefinition::new("app.flood", RunAs::Func, json!({}))
+    }
+
+    async fn run(&self, _ctx: PackageContext) -> Result<Vars, PackageFailure> {
+        Ok(vars(json!({"big": "x".repeat(2 << 20)})))
+    }
+}
+
+#[tokio::test]
+async fn package_outputs_over_the_vars_limit_fail_the_act_instead_of_leaving_it_running() {
+    let engine = Engine::builder()
+        .store(store().await)
+        .package(Flood)
+        .start()
+        .await
+        .unwrap();
+    let exec = engine.executor();
+    exec.deploy_yaml("id: flood\nver: '1'\nsteps:\n  - id: s\n    uses: app.flood\n")
+        .await
+        .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = exec.start("flood", Vars::new()).await.unwrap();
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    assert_eq!(end.state, "error");
+    let info = exec.process(&p.pid).await.unwrap();
+    let err = info.err.expect("an error");
+    assert_eq!(err.ecode, "package.too_large", "{err:?}");
+    assert!(err.message.contains("max_vars_bytes"), "{err:?}");
+    engine.close().await;
+}
+
 const TWO_IRQS: &str = r#"
 id: review
 ver: "1"

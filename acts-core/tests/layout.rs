@@ -298,6 +298,21 @@ fn every_room_of_acts_core_uses_only_what_its_may_use_line_names() {
 }
 
 #[test]
+fn the_two_packages_of_acts_packages_do_not_use_each_other() {
+    let src = workspace().join("acts-packages").join("src");
+    let rules = room_rules(&src);
+    assert_eq!(rules.len(), 2, "http and shell: {rules:?}");
+    assert!(
+        rules
+            .values()
+            .all(|names| names.as_ref().is_some_and(|n| n.is_empty())),
+        "{rules:?}"
+    );
+    let violations = room_violations(&src);
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
 fn the_room_check_finds_a_use_its_line_does_not_name() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let src = dir.path();

@@ -78,7 +78,7 @@ pub use acts_core::engine::{
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
 };
-pub use acts_core::package::{PackageDefinition, RunAs};
+pub use acts_core::package::{Catalog, PackageDefinition, RunAs};
 pub use acts_core::scheduler::{
     Action, ActionError, Message, MessageState, MessageType, RunLimits, TaskError, TaskEvent,
     TaskState, UnknownAction,

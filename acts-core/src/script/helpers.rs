@@ -250,8 +250,10 @@ pub(super) fn install<'js>(
         "__acts_inputs",
         Function::new(ctx.clone(), move || -> String {
             let st = s.lock();
-            let inputs = st.scope.inputs.as_ref().unwrap_or(&st.scope.own);
-            Value::Object(inputs.clone()).to_string()
+            match &st.scope.inputs {
+                Some(inputs) => Value::Object(inputs.clone()).to_string(),
+                None => Value::Object(st.scope.visible()).to_string(),
+            }
         })?,
     )?;
     let s = state.clone();

@@ -52,9 +52,9 @@ pub struct ScriptScope {
     pub own: Vars,
     /// The ancestors' data, nearest first (`$get` looks here after `own`).
     pub ancestors: Vec<Vars>,
-    /// The task's inputs (`$inputs()`); `None`: its own data, which is
-    /// what a task of the engine holds of its inputs (COMPATIBILITY.md,
-    /// "Where a step's data lives").
+    /// The task's inputs (`$inputs()`); `None`: what it finds by name
+    /// ([`visible`](Self::visible)), which is what the reference's copied
+    /// inputs hold (COMPATIBILITY.md, "Where a step's data lives").
     pub inputs: Option<Vars>,
     /// The process environment (`$env`).
     pub env: Vars,
@@ -131,6 +131,19 @@ impl ScriptScope {
             own: vars,
             ..Self::default()
         }
+    }
+
+    /// What the task finds by name: its own data over its ancestors',
+    /// the nearer ancestor winning — the `$inputs()` of a task of the
+    /// engine, which holds a chain's earlier outputs in the parent rather
+    /// than in copies (COMPATIBILITY.md, "Where a step's data lives").
+    pub fn visible(&self) -> Vars {
+        let mut all = Vars::new();
+        for a in self.ancestors.iter().rev() {
+            all.extend(a.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        all.extend(self.own.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
     }
 
     /// `$get(name)`: the task's own value, else the nearest ancestor's.

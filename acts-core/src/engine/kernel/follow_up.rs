@@ -234,16 +234,40 @@ impl Kernel {
             params,
             inputs,
         };
-        let result = package
+        let mut closing = self.closing.subscribe();
+        let run = package
             .run(ctx)
-            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses))
-            .await;
+            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses));
+        let result = tokio::select! {
+            r = run => r,
+            // The engine closes: the run is dropped (the act stays running
+            // in the store, and a restart runs it again, as after a crash).
+            _ = closing.wait_for(|c| *c) => return,
+        };
         let (action, options) = match result {
             Ok(vars) => (Action::Complete, vars),
             Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),
         };
-        if let Err(e) = self.act(&pid, &tid, action, options, None).await {
-            warn!(pid = %pid, tid = %tid, error = %e, "package result not applied");
+        match self.act(&pid, &tid, action, options, None).await {
+            Ok(()) => {}
+            // Outputs over the vars limit fail the act, which would
+            // otherwise wait for a result that can never be stored.
+            Err(EngineError::TooLarge { size, limit, .. }) => {
+                let err = TaskError::new(
+                    "package.too_large",
+                    format!(
+                        "package '{uses}' returned {size} bytes of outputs, more than the \
+                         engine's max_vars_bytes ({limit})"
+                    ),
+                );
+                if let Err(e) = self
+                    .act(&pid, &tid, Action::Error, err.to_vars(), None)
+                    .await
+                {
+                    warn!(pid = %pid, tid = %tid, error = %e, "package failure not applied");
+                }
+            }
+            Err(e) => warn!(pid = %pid, tid = %tid, error = %e, "package result not applied"),
         }
     }
 }

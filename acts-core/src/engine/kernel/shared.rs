@@ -83,6 +83,9 @@ pub(crate) struct Kernel {
     /// Every process instance built (tracked with feature `testing`).
     pub(in crate::engine::kernel) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
+    /// Set once at close: application packages still running give up (a
+    /// restart runs them again, as after a crash).
+    pub(in crate::engine::kernel) closing: tokio::sync::watch::Sender<bool>,
     me: Weak<Kernel>,
 }
 
@@ -121,6 +124,7 @@ impl Kernel {
             stalled: StalledSet::default(),
             models: Default::default(),
             closed: AtomicBool::new(false),
+            closing: tokio::sync::watch::Sender::new(false),
             me: me.clone(),
         })
     }
@@ -177,6 +181,7 @@ impl Kernel {
 
     pub(crate) async fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.closing.send_replace(true);
         self.timers.close();
         // Background work started before the close ends on its own (new
         // work is refused); wait for it so that nothing holds the engine

@@ -61,3 +61,16 @@ pub trait ActPackage: Send + Sync + 'static {
     /// completes.
     async fn run(&self, ctx: PackageContext) -> Result<Vars, PackageFailure>;
 }
+
+/// A shared package is a package (an application can hand the same one to
+/// several engines, e.g. one per cluster partition).
+#[async_trait]
+impl<T: ActPackage + ?Sized> ActPackage for std::sync::Arc<T> {
+    fn definition(&self) -> PackageDefinition {
+        (**self).definition()
+    }
+
+    async fn run(&self, ctx: PackageContext) -> Result<Vars, PackageFailure> {
+        (**self).run(ctx).await
+    }
+}
