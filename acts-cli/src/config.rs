@@ -91,7 +91,7 @@ impl ConfigFile {
             "private and loopback addresses refused".to_owned()
         } else {
             format!(
-                "private addresses refused but {}",
+                "private addresses refused except {}",
                 h.allowed_private_networks.join(", ")
             )
         };
