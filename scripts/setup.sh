@@ -8,6 +8,10 @@
 #                   headless Chromium through WebDriver
 #   postgresql    - the PostgreSQL backend's tests start a private server
 #                   (initdb + pg_ctl on a loopback port, as the postgres user)
+#   python3-venv  - a private Python environment ($ACTS_VENV, default
+#                   ~/.cache/acts-venv) holding schemathesis (the API fuzzer
+#                   of scripts/fuzz-api.sh) and openapi-spec-validator (checks
+#                   docs/openapi.json), both pinned
 # Runs `apt-get update` at most once. Safe to run again and again.
 set -euo pipefail
 
@@ -21,6 +25,10 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+venv="${ACTS_VENV:-$HOME/.cache/acts-venv}"
+if [ ! -x "$venv/bin/st" ] && ! python3 -m venv --help >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -33,4 +41,11 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo is not installed; install Rust (stable) with rustup first" >&2
   exit 1
+fi
+
+if [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
+  echo "setup: installing schemathesis and openapi-spec-validator into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    'schemathesis==4.32.5' 'openapi-spec-validator==0.9.0'
 fi

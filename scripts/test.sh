@@ -11,7 +11,9 @@
 # (scripts/postgres.sh: a private server, fsync=on), then a cluster of
 # `acts serve --cluster` nodes through node and Redis master crashes
 # (acts-cli/tests/cluster_nodes.rs, on private Redis Clusters), then the example
-# workflows' own tests and the examples of docs/MODEL.md (`acts test`).
+# workflows' own tests and the examples of docs/MODEL.md (`acts test`), then
+# the HTTP API's contract: docs/openapi.json validated as OpenAPI 3.1 and
+# the shipped `acts serve` fuzzed from it (scripts/fuzz-api.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -58,3 +60,6 @@ echo "== a cluster of acts serve --cluster processes on private Redis Clusters (
 cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings
 echo "== acts test examples/ docs/MODEL.md"
 cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md --config docs/examples.config.yaml
+echo "== the OpenAPI document: valid OpenAPI 3.1, and acts serve fuzzed from it (schemathesis)"
+"${ACTS_VENV:-$HOME/.cache/acts-venv}/bin/openapi-spec-validator" docs/openapi.json
+bash scripts/fuzz-api.sh

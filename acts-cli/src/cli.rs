@@ -171,6 +171,9 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print the OpenAPI 3.1 document of `acts serve`'s HTTP API (what it
+    /// serves at /api/v1/openapi.json), e.g. to generate a client.
+    Openapi,
     /// Deploy models.
     Deploy {
         /// Model files.

@@ -133,6 +133,10 @@ fn main() -> ExitCode {
         clap_complete::generate(*shell, &mut cmd, "acts", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
+    if let cli::Command::Openapi = &args.command {
+        print!("{}", acts_server::openapi_json_text());
+        return ExitCode::SUCCESS;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

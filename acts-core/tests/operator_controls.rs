@@ -511,3 +511,48 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     drop(rx);
     engine.close().await;
 }
+
+#[tokio::test]
+async fn rewind_to_the_step_that_waits_runs_it_again_and_the_process_still_ends() {
+    let engine = engine_on(Arc::new(CrashStore::new()), None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(TWO_STEPS).await.unwrap();
+    exec.start("two", vars(json!({ "pid": "p", "amount": 10 })))
+        .await
+        .unwrap();
+    let (key, tid) = waiting_key(&exec, "p").await;
+    assert_eq!(key, "first");
+    // Back to `first` while its own interrupt waits (found by the API's
+    // contract test: the old `first` stayed running and the process
+    // never completed).
+    exec.rewind_process("p", "first", vars(json!({ "amount": 30 })))
+        .await
+        .unwrap();
+    let tasks = exec.tasks("p").await.unwrap();
+    let firsts: Vec<_> = tasks
+        .iter()
+        .filter(|t| t.nid == "first" && t.kind == "step")
+        .map(|t| t.state)
+        .collect();
+    assert_eq!(firsts.len(), 2, "{tasks:?}");
+    assert!(
+        firsts[0].is_terminal(),
+        "the old instance ended: {firsts:?}"
+    );
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t.tid == tid && t.state == TaskState::Backed),
+        "{tasks:?}"
+    );
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    for expected in ["first", "second"] {
+        let (key, tid) = waiting_key(&exec, "p").await;
+        assert_eq!(key, expected);
+        exec.complete("p", &tid, Vars::new()).await.unwrap();
+    }
+    assert_eq!(recv_where(&mut rx, ends("p")).await.state, "completed");
+    let info = exec.process("p").await.unwrap();
+    assert_eq!(info.outputs.get("recorded"), Some(&json!(30)));
+    engine.close().await;
+}

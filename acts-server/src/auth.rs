@@ -137,7 +137,8 @@ fn parse_hash(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Finds the caller of every request but the health checks (a 401 ends
+/// Finds the caller of every request but the health checks, the dashboard
+/// and the OpenAPI document (a 401 ends
 /// the request there).
 pub(crate) async fn authenticate(
     State(auth): State<std::sync::Arc<Auth>>,
@@ -145,7 +146,11 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Response {
     let path = req.uri().path();
-    if path == "/healthz" || path == "/readyz" || crate::dashboard::is_asset(path) {
+    if path == "/healthz"
+        || path == "/readyz"
+        || path == crate::openapi::OPENAPI_PATH
+        || crate::dashboard::is_asset(path)
+    {
         return next.run(req).await;
     }
     match auth.caller(req.headers()) {

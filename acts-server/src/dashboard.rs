@@ -6,11 +6,11 @@
 //! styles, and the page builds every element from text (never from HTML
 //! it was sent), so a process's data cannot inject markup.
 
-use axum::Router;
-use axum::extract::Path;
+use crate::extract::Path;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::error::ApiError;
 
@@ -45,18 +45,30 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// The page and its assets; they work with any router state.
-pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route("/", get(index))
-        .route("/ui/{file}", get(file))
+pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> OpenApiRouter<S> {
+    OpenApiRouter::new()
+        .routes(routes!(index))
+        .routes(routes!(file))
 }
 
-/// `/`: the page.
+/// The dashboard (no token needed: it signs in in the browser).
+#[utoipa::path(
+    get, path = "/", tag = "dashboard", security(()),
+    responses((status = 200, description = "The page.", content_type = "text/html", body = String))
+)]
 async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX)
 }
 
-/// `/ui/{file}`: its script and style.
+/// The dashboard's script and style (no token needed).
+#[utoipa::path(
+    get, path = "/ui/{file}", tag = "dashboard", security(()),
+    params(("file" = String, Path, description = "`app.js` or `app.css`.", example = "app.js")),
+    responses(
+        (status = 200, description = "The file.", content_type = "text/javascript", body = String),
+        (status = 404, description = "No such file.", body = crate::error::ErrorBody)
+    )
+)]
 async fn file(Path(file): Path<String>) -> Response {
     match file.as_str() {
         "app.js" => asset("text/javascript; charset=utf-8", APP_JS),

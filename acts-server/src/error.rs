@@ -1,12 +1,16 @@
 //! [`ApiError`]: every failure of a request as `{"error": {"code",
-//! "message"}}` with the status a client can act on.
+//! "message"}}` with the status a client can act on; [`ErrorBody`] and
+//! [`Errors`] describe it in the OpenAPI document.
 
 use acts::ActionError;
 use acts::EngineError;
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{IntoResponses, ToSchema};
 
 /// What a handler returns.
 pub(crate) type ApiResult<T> = Result<T, ApiError>;
@@ -104,7 +108,100 @@ impl From<EngineError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
-        (self.status, body).into_response()
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message,
+            },
+        };
+        (self.status, Json(body)).into_response()
     }
+}
+
+/// Every `code` an error body may carry (the OpenAPI document lists them;
+/// the contract tests check each error they meet against the list).
+pub(crate) const ERROR_CODES: [&str; 19] = [
+    "bad_model",
+    "bad_query",
+    "bad_request",
+    "unauthorized",
+    "forbidden",
+    "forbidden_host",
+    "forbidden_origin",
+    "not_found",
+    "duplicated",
+    "version_in_use",
+    "conflict",
+    "too_large",
+    "unsupported_media_type",
+    "too_many_streams",
+    "not_supported",
+    "unavailable",
+    "closing",
+    "not_owner",
+    "internal",
+];
+
+/// The body of every failed request.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(example = json!({"error": {"code": "not_found", "message": "cannot find process 'p9'"}}))]
+pub(crate) struct ErrorBody {
+    /// What went wrong.
+    error: ErrorDetail,
+}
+
+/// A failure: a stable code and a message for people.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorDetail {
+    /// A stable, machine-readable code.
+    #[schema(schema_with = error_code_schema)]
+    code: String,
+    /// What went wrong, for people (it says what would work).
+    message: String,
+}
+
+fn error_code_schema() -> impl Into<RefOr<Schema>> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(ERROR_CODES))
+        .description(Some("A stable, machine-readable code."))
+}
+
+/// The failures any call may answer with (each with an [`ErrorBody`]).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum Errors {
+    /// A body, a parameter or a model that is not what the call takes.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// Tokens are configured and the request has none, or one the server
+    /// does not know.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// The caller's roles do not allow the call, or the request comes
+    /// from a host or a web page the server does not serve.
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// No such model, process, task, delivery or endpoint.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The state does not allow the call (a duplicated pid, an action the
+    /// task's state refuses, a version in use).
+    #[response(status = 409)]
+    Conflict(ErrorBody),
+    /// A body over the limit.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// A body whose `Content-Type` the call does not take.
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
+    /// More open streams than allowed.
+    #[response(status = 429)]
+    TooManyStreams(ErrorBody),
+    /// The engine failed in a way it did not expect.
+    #[response(status = 500)]
+    Internal(ErrorBody),
+    /// The store cannot answer, or the engine is stopping.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
 }

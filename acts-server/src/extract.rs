@@ -1,6 +1,6 @@
-//! The extractors handlers take: who calls ([`Exec`]), a JSON body
-//! ([`Body`], [`OptionalBody`]), a model's text ([`Text`]) and query
-//! parameters ([`Params`]) — each failing with the API's error body
+//! The extractors handlers take: who calls ([`Exec`]), a JSON object
+//! body ([`Body`], [`OptionalBody`]) or any JSON payload ([`Payload`]), a model's text ([`Text`]), path
+//! parameters ([`Path`]) and query parameters ([`Params`]) — each failing with the API's error body
 //! (`{"error": {code, message}}`), never axum's plain-text rejection.
 //!
 //! May use: the state, the error type and the facade `acts`.
@@ -74,20 +74,48 @@ fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// A JSON request body (whatever its content type says; the guard has
-/// already refused what a browser form could send).
+/// `bytes` as a JSON object for `T` (a struct would otherwise also read
+/// from an array of its fields in order: found by the API fuzzer).
+fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = parse_json(bytes)?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the request body must be a JSON object, not {}",
+            kind_of(&value)
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the request body is not valid JSON for this call: {e}"
+        ))
+    })
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON object request body (whatever its content type says; the
+/// guard has already refused what a browser form could send).
 pub(crate) struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        Ok(Body(parse_json(&body_bytes(req, state).await?)?))
+        Ok(Body(parse_object(&body_bytes(req, state).await?)?))
     }
 }
 
-/// A JSON request body that may be absent: then `T::default()` (no
-/// options, a null payload).
+/// A JSON object request body that may be absent (or `null`): then
+/// `T::default()` (no options).
 pub(crate) struct OptionalBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalBody<T> {
@@ -95,10 +123,25 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         let bytes = body_bytes(req, state).await?;
-        if bytes.is_empty() {
+        if bytes.is_empty() || bytes.trim_ascii() == b"null" {
             return Ok(OptionalBody(T::default()));
         }
-        Ok(OptionalBody(parse_json(&bytes)?))
+        Ok(OptionalBody(parse_object(&bytes)?))
+    }
+}
+
+/// A payload: any JSON value, or none (`null`).
+pub(crate) struct Payload(pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for Payload {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.is_empty() {
+            return Ok(Payload(serde_json::Value::Null));
+        }
+        Ok(Payload(parse_json(&bytes)?))
     }
 }
 
@@ -113,6 +156,21 @@ impl<S: Send + Sync> FromRequest<S> for Text {
         String::from_utf8(bytes.into())
             .map(Text)
             .map_err(|_| ApiError::bad_request("the model must be UTF-8 text (YAML or JSON)"))
+    }
+}
+
+/// Path parameters, with a 400 in the API's error body naming the one
+/// that is wrong (axum's own rejection is plain text).
+pub(crate) struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(p)| Path(p))
+            .map_err(|e| ApiError::bad_request(e.body_text()))
     }
 }
 
@@ -131,10 +189,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
 }
 
 /// Whether a query also counts its matches (`?count=true`).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct CountParam {
-    /// Also count every match (`total`).
+    /// Also count every match (`total`; operator).
     #[serde(default)]
     count: bool,
 }

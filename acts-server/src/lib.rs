@@ -9,11 +9,13 @@
 //! `acts-cli`) runs it.
 //!
 //! May depend on: the facade `acts` (the engine and its types), axum and
-//! tower-http, tonic and prost, metrics; never on a store backend (the caller opens the
+//! tower-http, tonic and prost, metrics, utoipa; never on a store backend (the caller opens the
 //! store).
 //!
 //! Start reading at [`router`] (the routers of every resource merged, one
-//! file each under `routes/`) and [`serve`]. What handlers share is in
+//! file each under `routes/`) and [`serve`]. The OpenAPI 3.1 document
+//! ([`openapi_document`], served at `/api/v1/openapi.json`) is generated
+//! from the same handlers (`openapi.rs`). What handlers share is in
 //! `state.rs`; what they take from a request (the caller's executor, a
 //! JSON body, query parameters — each failing with the API's error body)
 //! in `extract.rs`. The web dashboard (served at `/`) is `ui/` (embedded by
@@ -27,6 +29,7 @@ mod grpc;
 mod guard;
 mod listener;
 mod metrics;
+mod openapi;
 mod reply;
 mod routes;
 mod state;
@@ -44,6 +47,7 @@ pub use error::ApiError;
 pub use grpc::{ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, serve_grpc};
 pub use guard::Guard;
 pub use listener::StallListener;
+pub use openapi::{OPENAPI_PATH, document as openapi_document, openapi_json_text};
 pub use stream::{STREAM_QUEUE, StreamLimits};
 
 /// The largest request body accepted (a model text, a start's vars, an
@@ -144,16 +148,7 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
 /// rest (without the body limit and the request counter, which [`app`]
 /// adds).
 fn routes(state: state::AppState) -> Router {
-    Router::new()
-        .merge(routes::service::router())
-        .merge(dashboard::router())
-        .merge(routes::models::router())
-        .merge(routes::processes::router())
-        .merge(routes::tasks::router())
-        .merge(routes::messages::router())
-        .merge(routes::channels::router())
-        .merge(routes::deliveries::router())
-        .merge(routes::triggers::router())
+    openapi::router()
         .merge(routes::compat::router())
         .fallback(|| async { ApiError::not_found("no such endpoint (the API is under /api/v1)") })
         .with_state(state)

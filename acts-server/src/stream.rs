@@ -288,13 +288,20 @@ impl Drop for Shared {
 }
 
 /// The filters of a message stream: globs, as channel options.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct StreamFilter {
+    /// Message types (`workflow`, `step`, `branch`, `act`), a glob.
+    #[param(example = "act")]
     r#type: Option<String>,
+    /// Message states (`created`, `completed`, `error`, ...), a glob.
     state: Option<String>,
+    /// Act keys, a glob.
     key: Option<String>,
+    /// Packages (`acts.core.irq`), a glob.
     uses: Option<String>,
+    /// Model ids, a glob.
     model: Option<String>,
 }
 

@@ -42,16 +42,32 @@ async fn call(app: &Router, method: Method, uri: &str, body: Option<&str>) -> (S
     send(app, req).await
 }
 
-/// Sends `req`; the status and the body as [`call`] reads it.
+/// Sends `req`; the status and the body as [`call`] reads it. Every
+/// answer is checked against the OpenAPI document.
 async fn send(app: &Router, req: Request<Body>) -> (StatusCode, Value) {
+    let (method, path) = (req.method().to_string(), req.uri().path().to_owned());
     let res = app.clone().oneshot(req).await.expect("the router answers");
     let status = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let bytes = res
         .into_body()
         .collect()
         .await
         .expect("the body")
         .to_bytes();
+    if let Err(e) = contract::check(
+        &method,
+        &path,
+        status.as_u16(),
+        content_type.as_deref(),
+        &bytes,
+    ) {
+        panic!("the answer breaks the OpenAPI document: {e}");
+    }
     let value = if bytes.is_empty() {
         Value::Null
     } else {
@@ -426,10 +442,44 @@ async fn malformed_requests_are_400s_in_the_error_body() {
             "after_secs",
         ),
         (
+            Method::GET,
+            "/api/v1/stuck?after_secs=9223372036854775808",
+            None,
+            "after_secs",
+        ),
+        (
             Method::POST,
             "/api/v1/processes/p1/pause",
             Some("[1]"),
-            "not valid JSON",
+            "must be a JSON object, not an array",
+        ),
+        // A struct read from an array of its fields in order (found by the
+        // API fuzzer: the query ran).
+        (
+            Method::POST,
+            "/api/v1/processes/query",
+            Some("[null, null]"),
+            "must be a JSON object",
+        ),
+        (
+            Method::POST,
+            "/api/v1/tasks/query",
+            Some(r#"{"process": [null, null]}"#),
+            "must be an object",
+        ),
+        (
+            Method::POST,
+            "/api/v1/processes/query",
+            Some(r#"{"model": "approval", "var": ["amount", 5]}"#),
+            "must be an object",
+        ),
+        // A path parameter of the wrong type (found by the API fuzzer: it
+        // was axum's plain-text rejection).
+        (
+            Method::DELETE,
+            "/api/v1/models/approval/versions/-1",
+            None,
+            "-1",
         ),
     ] {
         let (status, out) = call(&app, method.clone(), uri, body).await;
@@ -726,4 +776,47 @@ async fn a_store_that_cannot_answer_is_a_503_and_a_closing_engine_too() {
     let (status, body) = start_one().await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(error_code(&body), "closing");
+}
+
+#[tokio::test]
+async fn a_removed_process_leaves_no_key_and_a_listing_past_it_ends() {
+    use acts_store::{KvStore, ScanRange};
+    let kv = std::sync::Arc::new(acts::MemoryStore::new());
+    let engine = Engine::builder()
+        .store(kv.clone())
+        .start()
+        .await
+        .expect("engine starts");
+    let app = acts_server::router(engine.clone());
+    deploy(&app).await;
+    start(&app, "gone").await;
+    let (status, _) = call(&app, Method::DELETE, "/api/v1/processes/gone", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    engine.flush().await.expect("flushed");
+    // A filter no row can match, one row a page: the walk must end (found
+    // by the API fuzzer: a chunk of nothing but entries of removed rows
+    // never moved the walk on, and the server hung).
+    for query in [
+        "started_before=-9223372036854775808",
+        "started_before=-9223372036854775808&limit=0",
+        "model=approval&started_after=9223372036854775807",
+        "state=running&limit=1",
+    ] {
+        let uri = format!("/api/v1/processes?{query}");
+        let listing = call(&app, Method::GET, &uri, None);
+        let (status, body) = tokio::time::timeout(std::time::Duration::from_secs(60), listing)
+            .await
+            .expect("the listing ends");
+        assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+        assert_eq!(body["processes"], json!([]), "{uri}: {body}");
+    }
+    let left: Vec<String> = kv
+        .scan(ScanRange::all())
+        .await
+        .expect("scan")
+        .into_iter()
+        .map(|p| String::from_utf8_lossy(&p.key).into_owned())
+        .filter(|k| k.contains("gone"))
+        .collect();
+    assert!(left.is_empty(), "keys of the removed process: {left:?}");
 }

@@ -404,6 +404,9 @@ impl<T: Row> Collection<T> {
         // reject rows).
         let chunk_len = SCAN_CHUNK.min(limit).max(1);
         loop {
+            // A long walk over a store that answers at once (memory) must
+            // not hold the worker: other requests run between chunks.
+            tokio::task::consume_budget().await;
             let chunk = self.store.scan(range.clone().with_limit(chunk_len)).await?;
             let exhausted = chunk.len() < chunk_len;
             let ids: Vec<(Vec<u8>, String, Option<Vec<u8>>)> = chunk
@@ -427,6 +430,9 @@ impl<T: Row> Collection<T> {
                 ids.iter().map(|(_, _, v)| v.clone()).collect()
             };
             for ((key, id, _), bytes) in ids.iter().zip(loaded) {
+                // Past this key whatever it holds (a chunk of nothing but
+                // stale entries must still move the walk on).
+                last_key = Some(key.clone());
                 let Some(bytes) = bytes else {
                     continue; // an index entry whose row was deleted meanwhile
                 };
@@ -441,7 +447,6 @@ impl<T: Row> Collection<T> {
                         });
                     }
                 }
-                last_key = Some(key.clone());
             }
             if exhausted {
                 return Ok(Page { rows, next: None });

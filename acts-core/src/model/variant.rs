@@ -9,6 +9,7 @@ use super::Vars;
 /// The JSON kind a variant declares (or infers from its literal value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum VariantType {
     /// A JSON string.
     String,
@@ -125,6 +126,7 @@ impl Variant {
 }
 
 #[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 struct VariantRepr {
     #[serde(default)]
     name: String,
@@ -166,6 +168,26 @@ impl<'de> Deserialize<'de> for Variant {
             value: r.value,
             required: r.required,
         })
+    }
+}
+
+/// A variant's schema is its wire form's.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for Variant {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        <VariantRepr as utoipa::PartialSchema>::schema()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for Variant {
+    fn schemas(
+        out: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        <VariantRepr as utoipa::ToSchema>::schemas(out);
     }
 }
 

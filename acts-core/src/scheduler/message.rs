@@ -15,6 +15,7 @@ macro_rules! wire_enum {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
         #[serde(rename_all = "lowercase")]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[non_exhaustive]
         pub enum $name {
             $($(#[$vmeta])* $variant),*
@@ -203,6 +204,7 @@ impl Default for MessageInterest {
 /// One client-visible state change of a task.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Message {
     /// Stable message id (clients de-duplicate re-sent messages by it).
     #[serde(default)]
@@ -229,9 +231,11 @@ pub struct Message {
     /// The act's evaluated params.
     pub params: serde_json::Value,
     /// The task's outputs when it finished.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub outputs: Vars,
     /// The task's inputs: its data when it was created or interrupted
     /// (what an irq's client needs to decide).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     #[serde(default)]
     pub inputs: Vars,
     /// The error of a failed task.

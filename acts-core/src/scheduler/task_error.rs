@@ -12,6 +12,7 @@ use crate::model::Vars;
 /// this type existed hold `["ecode", "message"]`, which still reads.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(from = "TaskErrorRepr")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskError {
     /// The error code (`catches` match on it).
     pub ecode: String,

@@ -4,6 +4,7 @@ use super::TaskState;
 
 /// One action applied to a task, and who applied it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskEvent {
     /// The action's wire name (`next`, `submit`, `abort`, `push`, ...).
     pub action: String,

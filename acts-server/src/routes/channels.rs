@@ -5,29 +5,35 @@
 use std::convert::Infallible;
 
 use acts::ChannelOptions;
-use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
-use axum::routing::{delete, get, post};
 use futures_util::Stream;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{Exec, Params};
+use crate::error::{ApiError, ApiResult, Errors};
+use crate::extract::{Exec, Params, Path};
 use crate::state::AppState;
 use crate::stream::{StreamFilter, Subscription};
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/channels/{id}", delete(remove))
-        .route("/api/v1/channels/{id}/stream", get(stream))
-        .route("/api/v1/channels/{id}/ack/{msg_id}", post(ack))
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(remove))
+        .routes(routes!(stream))
+        .routes(routes!(ack))
 }
 
-/// Opens durable channel `id` with the filters of the query (registering
-/// it, or updating its filters) and streams its messages: first every one
-/// not acknowledged yet, then new ones. Each event's id is the message id
-/// to ack.
+/// (operator) Opens a durable channel and streams its messages.
+///
+/// Registers channel `id` with the filters of the query (or updates its
+/// filters) and streams its messages: first every one not acknowledged
+/// yet, then new ones. Each event's id is the message id to ack.
+#[utoipa::path(
+    get, path = "/api/v1/channels/{id}/stream", tag = "channels",
+    params(("id" = String, Path, description = "The durable channel's id.", example = "billing"), StreamFilter),
+    responses((status = 200, description = "Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind.", content_type = "text/event-stream", body = String), Errors)
+)]
 async fn stream(
     State(s): State<AppState>,
     x: Exec,
@@ -42,7 +48,14 @@ async fn stream(
     Ok(sub.into_sse())
 }
 
-/// Acknowledges one message of durable channel `id`: it is not sent again.
+/// (operator) Acknowledges one message of a durable channel.
+///
+/// The message is not sent again; acking a settled one changes nothing.
+#[utoipa::path(
+    post, path = "/api/v1/channels/{id}/ack/{msg_id}", tag = "channels",
+    params(("id" = String, Path, description = "The durable channel's id."), ("msg_id" = String, Path, description = "The message id (the event's id).")),
+    responses((status = 204, description = "Acknowledged."), Errors)
+)]
 async fn ack(
     State(s): State<AppState>,
     x: Exec,
@@ -53,7 +66,12 @@ async fn ack(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Forgets durable channel `id` and its deliveries.
+/// (operator) Forgets a durable channel and its deliveries.
+#[utoipa::path(
+    delete, path = "/api/v1/channels/{id}", tag = "channels",
+    params(("id" = String, Path, description = "The durable channel's id.")),
+    responses((status = 204, description = "Forgotten."), Errors)
+)]
 async fn remove(
     State(s): State<AppState>,
     x: Exec,

@@ -16,14 +16,14 @@ use std::sync::Arc;
 use acts::{ChannelOptions, Vars, Workflow};
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::extract::{Body, Exec, OptionalBody, Params};
+use crate::extract::{Body, Exec, OptionalBody, Params, Path, Payload};
 use crate::state::AppState;
 use crate::stream::Subscription;
 
@@ -89,11 +89,7 @@ fn vars(v: Value) -> Vars {
     }
 }
 
-async fn model_list(
-    State(s): State<AppState>,
-    x: Exec,
-    OptionalBody(q): OptionalBody<Value>,
-) -> Envelope {
+async fn model_list(State(s): State<AppState>, x: Exec, Payload(q): Payload) -> Envelope {
     run(&s, &x, "model:ls", vars(json!({ "query": q }))).await
 }
 
@@ -299,7 +295,7 @@ async fn hook(
     State(s): State<AppState>,
     x: Exec,
     Path(event_id): Path<String>,
-    OptionalBody(params): OptionalBody<Value>,
+    Payload(params): Payload,
 ) -> Envelope {
     run(
         &s,

@@ -2,38 +2,40 @@
 //! `state=failed`) and query them, give a dead letter another round, or
 //! discard it.
 
-use acts::DeliveryState;
-use axum::extract::Path;
+use acts::{DeliveryInfo, DeliveryQuery, DeliveryState};
+use axum::Json;
+
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, CountParam, Exec, Params};
-use crate::reply::page_json;
+use crate::error::{ApiError, ApiResult, Errors};
+use crate::extract::{Body, CountParam, Exec, Params, Path};
+use crate::reply::DeliveryPage;
 use crate::state::AppState;
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/deliveries", get(deliveries))
-        .route("/api/v1/deliveries/query", post(query_deliveries))
-        .route("/api/v1/deliveries/{channel}/{msg_id}", delete(discard))
-        .route(
-            "/api/v1/deliveries/{channel}/{msg_id}/redeliver",
-            post(redeliver),
-        )
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(deliveries))
+        .routes(routes!(query_deliveries))
+        .routes(routes!(discard))
+        .routes(routes!(redeliver))
 }
 
 /// The filters and page of a delivery listing.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListDeliveries {
+    /// Of this durable channel.
     channel: Option<String>,
     /// `pending`, `acked`, `failed` (the dead letters) or `closed`.
+    #[param(value_type = Option<DeliveryState>)]
     state: Option<String>,
-    /// At most this many (default and most: 1,000).
+    /// At most this many (default 1,000; more is read as 1,000).
     limit: Option<usize>,
     /// Where the previous page ended (its `x-acts-next` header).
     cursor: Option<String>,
@@ -42,8 +44,19 @@ struct ListDeliveries {
 /// The header that carries the cursor of a listing's next page.
 const NEXT_HEADER: &str = "x-acts-next";
 
-/// One page of deliveries as an array (at most 1,000); the cursor of the
-/// next page, if any, in the `x-acts-next` header.
+/// The deliveries of durable channels, a page at a time.
+///
+/// One page as an array (at most 1,000); the cursor of the next page, if
+/// any, in the `x-acts-next` header.
+#[utoipa::path(
+    get, path = "/api/v1/deliveries", tag = "deliveries",
+    params(ListDeliveries),
+    responses(
+        (status = 200, description = "One page of deliveries.", body = Vec<DeliveryInfo>,
+         headers(("x-acts-next" = String, description = "The cursor of the next page, if any."))),
+        Errors
+    )
+)]
 async fn deliveries(
     Exec(x, _): Exec,
     Params(q): Params<ListDeliveries>,
@@ -61,7 +74,7 @@ async fn deliveries(
         }
     };
     let query = {
-        let mut v = acts::DeliveryQuery::default();
+        let mut v = DeliveryQuery::default();
         v.channel = q.channel;
         v.state = state;
         v.limit = Some(q.limit.unwrap_or(acts::MAX_PAGE).clamp(1, acts::MAX_PAGE));
@@ -76,19 +89,34 @@ async fn deliveries(
     Ok((headers, Json(page.items)))
 }
 
-/// A delivery query (the body: an `acts::DeliveryQuery` as JSON): one
-/// page, and with `?count=true` the number of every match.
+/// Finds deliveries, a page at a time.
+///
+/// With `?count=true`, also the number of every match.
+#[utoipa::path(
+    post, path = "/api/v1/deliveries/query", tag = "deliveries",
+    params(CountParam),
+    request_body(content = DeliveryQuery, example = json!({"state": "failed", "messages": true})),
+    responses((status = 200, description = "One page of deliveries.", body = DeliveryPage), Errors)
+)]
 async fn query_deliveries(
     Exec(x, _): Exec,
     Params(o): Params<CountParam>,
-    Body(query): Body<acts::DeliveryQuery>,
+    Body(query): Body<DeliveryQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let page = x.find_deliveries(&query).await?;
     let total = o.total(|| x.count_deliveries_matching(&query)).await?;
-    Ok(page_json("deliveries", page, total))
+    Ok(DeliveryPage::reply(page, total))
 }
 
 /// Gives a dead letter another round.
+///
+/// It is pending again with its tries reset, sent at once to a connected
+/// client; `409` for a delivery that is not failed.
+#[utoipa::path(
+    post, path = "/api/v1/deliveries/{channel}/{msg_id}/redeliver", tag = "deliveries",
+    params(("channel" = String, Path, description = "The durable channel's id."), ("msg_id" = String, Path, description = "The message id.")),
+    responses((status = 204, description = "Pending again."), Errors)
+)]
 async fn redeliver(
     Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,
@@ -98,6 +126,14 @@ async fn redeliver(
 }
 
 /// Discards a dead letter.
+///
+/// Its process can then be swept; `409` for a delivery that is not
+/// failed.
+#[utoipa::path(
+    delete, path = "/api/v1/deliveries/{channel}/{msg_id}", tag = "deliveries",
+    params(("channel" = String, Path, description = "The durable channel's id."), ("msg_id" = String, Path, description = "The message id.")),
+    responses((status = 204, description = "Discarded."), Errors)
+)]
 async fn discard(
     Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,

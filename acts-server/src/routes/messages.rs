@@ -3,21 +3,30 @@
 
 use std::convert::Infallible;
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::sse::{Event, Sse};
-use axum::routing::get;
 use futures_util::Stream;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::ApiResult;
+use crate::error::{ApiResult, Errors};
 use crate::extract::{Exec, Params};
 use crate::state::AppState;
 use crate::stream::{StreamFilter, Subscription};
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/messages", get(messages))
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(messages))
 }
 
+/// The live message stream.
+///
+/// A user's stream carries only the messages of processes they may see.
+/// Closing the connection ends the subscription.
+#[utoipa::path(
+    get, path = "/api/v1/messages", tag = "messages",
+    params(StreamFilter),
+    responses((status = 200, description = "Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind.", content_type = "text/event-stream", body = String), Errors)
+)]
 async fn messages(
     State(s): State<AppState>,
     x: Exec,

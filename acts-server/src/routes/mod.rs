@@ -6,8 +6,15 @@
 //! Handlers are thin: they take the [`crate::extract`] extractors and call
 //! the executor; nothing here parses a body or keeps state.
 //!
-//! May use: the state, the extractors, the error type, the stream budget
-//! and the facade `acts`; no route file uses another.
+//! Each handler's `#[utoipa::path]` both registers its route and
+//! describes it in the OpenAPI document (built in `openapi.rs`).
+//!
+//! May use: the state, the extractors, the error type, the stream budget,
+//! the page types and the facade `acts`; no route file uses another.
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::state::AppState;
 
 pub(crate) mod channels;
 pub(crate) mod compat;
@@ -18,3 +25,18 @@ pub(crate) mod processes;
 pub(crate) mod service;
 pub(crate) mod tasks;
 pub(crate) mod triggers;
+
+/// Every documented resource's router (all but the acts 0.25 routes of
+/// `compat.rs`), and the dashboard's.
+pub(crate) fn all() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(service::router())
+        .merge(crate::dashboard::router())
+        .merge(models::router())
+        .merge(processes::router())
+        .merge(tasks::router())
+        .merge(messages::router())
+        .merge(channels::router())
+        .merge(deliveries::router())
+        .merge(triggers::router())
+}

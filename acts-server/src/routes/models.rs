@@ -1,69 +1,123 @@
 //! Models: deploy, list, read, remove; their versions; migrating running
 //! processes between versions.
 
-use acts::{MigrationPlan, ModelInfo, Vars, Workflow};
-use axum::extract::Path;
+use acts::{MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, Vars, Workflow};
+
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, Exec, Text};
+use crate::error::{ApiError, ApiResult, Errors};
+use crate::extract::{Body, Exec, Path, Text};
 use crate::state::AppState;
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/models", get(list_models).post(deploy_model))
-        .route("/api/v1/models/{id}", get(get_model).delete(remove_model))
-        .route("/api/v1/models/{id}/versions", get(list_versions))
-        .route("/api/v1/models/{id}/migrate", post(migrate_model))
-        .route(
-            "/api/v1/models/{id}/versions/{rev}",
-            get(get_version).delete(remove_version),
-        )
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_models, deploy_model))
+        .routes(routes!(get_model, remove_model))
+        .routes(routes!(list_versions))
+        .routes(routes!(migrate_model))
+        .routes(routes!(get_version, remove_version))
 }
 
+/// The model of the document's examples (the one docs/SERVER.md uses).
+const EXAMPLE_MODEL: &str = "id: approval\nver: \"1\"\nsteps:\n  - id: review\n    uses: acts.core.irq\n    params: { key: approve }\n  - id: done\n    uses: acts.transform.set\n    params: { approved: true }\n";
+
+/// Deploys a model (a new version when it differs from the latest).
+#[utoipa::path(
+    post, path = "/api/v1/models", tag = "models",
+    request_body(
+        content((String = "application/yaml", example = json!(EXAMPLE_MODEL)), (Object = "application/json")),
+        description = "The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON."
+    ),
+    responses(
+        (status = 201, description = "The deployed version (`unchanged` when it equals the latest, which is kept).", body = ModelInfo),
+        Errors
+    )
+)]
 async fn deploy_model(Exec(x, _): Exec, Text(text): Text) -> ApiResult<impl IntoResponse> {
     let info = x.deploy_yaml(&text).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
+/// The deployed models.
+#[utoipa::path(
+    get, path = "/api/v1/models", tag = "models",
+    responses((status = 200, description = "Every deployed model (its latest version).", body = Vec<ModelInfo>), Errors)
+)]
 async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
     Ok(Json(x.models().await?))
 }
 
+/// A model's latest version and its definition.
+#[utoipa::path(
+    get, path = "/api/v1/models/{id}", tag = "models",
+    params(("id" = String, Path, description = "The model id.", example = "approval")),
+    responses((status = 200, description = "The model.", body = ModelDetail), Errors)
+)]
 async fn get_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
     let (info, workflow) = x.model(&id).await?;
-    Ok(model_json(&info, &workflow))
+    Ok(model_json(info, &workflow))
 }
 
 /// A model version and its definition (JSON and YAML).
-fn model_json(info: &ModelInfo, workflow: &Workflow) -> Json<Value> {
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ModelDetail {
+    /// The version.
+    model: ModelInfo,
+    /// The parsed model, as JSON.
+    #[schema(value_type = Object)]
+    definition: Value,
+    /// The model as YAML.
+    yaml: Option<String>,
+}
+
+fn model_json(info: ModelInfo, workflow: &Workflow) -> Json<ModelDetail> {
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
-    let yaml = workflow.to_yaml().ok();
-    Json(json!({"model": info, "definition": definition, "yaml": yaml}))
+    Json(ModelDetail {
+        model: info,
+        definition,
+        yaml: workflow.to_yaml().ok(),
+    })
 }
 
 /// A migration request: the plan (its model is the path's) and whether
 /// it is a dry run.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"from": 1, "to": 2, "map": {"review": "check"}, "dry_run": true}))]
 struct MigrateRequest {
+    /// The model (the path's; may be left out).
     #[serde(default)]
     model: Option<String>,
+    /// The version whose live processes move.
     from: u32,
+    /// The version they move to.
     to: u32,
+    /// Old node id to new node id, for nodes renamed or removed.
     #[serde(default)]
     map: std::collections::BTreeMap<String, String>,
+    /// Process variables to set as each process moves.
     #[serde(default)]
+    #[schema(value_type = Object)]
     vars: Vars,
+    /// Report what would happen and change nothing.
     #[serde(default)]
     dry_run: bool,
 }
 
+/// (admin) Moves the live processes of one version to another.
+#[utoipa::path(
+    post, path = "/api/v1/models/{id}/migrate", tag = "models",
+    params(("id" = String, Path, description = "The model id.")),
+    request_body = MigrateRequest,
+    responses((status = 200, description = "What happened (or would) to each live process of `from`.", body = MigrationReport), Errors)
+)]
 async fn migrate_model(
     Exec(x, _): Exec,
     Path(id): Path<String>,
@@ -87,18 +141,36 @@ async fn migrate_model(
     Ok(Json(x.migrate(&plan, req.dry_run).await?))
 }
 
+/// Every version of a model, oldest first.
+#[utoipa::path(
+    get, path = "/api/v1/models/{id}/versions", tag = "models",
+    params(("id" = String, Path, description = "The model id.")),
+    responses((status = 200, description = "Each version with `latest`, `processes` and `unfinished`.", body = Vec<ModelVersionInfo>), Errors)
+)]
 async fn list_versions(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
     Ok(Json(x.versions(&id).await?))
 }
 
+/// One version of a model and its definition.
+#[utoipa::path(
+    get, path = "/api/v1/models/{id}/versions/{rev}", tag = "models",
+    params(("id" = String, Path, description = "The model id."), ("rev" = u32, Path, description = "The version (its revision).")),
+    responses((status = 200, description = "The version.", body = ModelDetail), Errors)
+)]
 async fn get_version(
     Exec(x, _): Exec,
     Path((id, rev)): Path<(String, u32)>,
 ) -> ApiResult<impl IntoResponse> {
     let (info, workflow) = x.model_version(&id, rev).await?;
-    Ok(model_json(&info, &workflow))
+    Ok(model_json(info, &workflow))
 }
 
+/// (admin) Removes a version no process runs on and that is not the latest.
+#[utoipa::path(
+    delete, path = "/api/v1/models/{id}/versions/{rev}", tag = "models",
+    params(("id" = String, Path, description = "The model id."), ("rev" = u32, Path, description = "The version.")),
+    responses((status = 204, description = "Removed."), Errors)
+)]
 async fn remove_version(
     Exec(x, _): Exec,
     Path((id, rev)): Path<(String, u32)>,
@@ -112,6 +184,12 @@ async fn remove_version(
     }
 }
 
+/// Removes a model (the versions processes run on are kept).
+#[utoipa::path(
+    delete, path = "/api/v1/models/{id}", tag = "models",
+    params(("id" = String, Path, description = "The model id.")),
+    responses((status = 204, description = "Removed."), Errors)
+)]
 async fn remove_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
     if x.remove_model(&id).await? {
         Ok(StatusCode::NO_CONTENT)

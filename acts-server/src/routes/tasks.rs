@@ -3,46 +3,66 @@
 
 use std::str::FromStr;
 
-use acts::{Action, TaskQuery, Vars};
-use axum::extract::Path;
+use acts::{Action, TaskInfo, TaskQuery, Vars};
+use axum::Json;
+
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde_json::Value;
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, CountParam, Exec, OptionalBody, Params};
-use crate::reply::page_json;
+use crate::error::{ApiError, ApiResult, Errors};
+use crate::extract::{Body, CountParam, Exec, OptionalBody, Params, Path};
+use crate::reply::TaskPage;
 use crate::state::AppState;
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/inbox", get(inbox))
-        .route("/api/v1/tasks/query", post(query_tasks))
-        .route("/api/v1/processes/{pid}/tasks/{tid}/{action}", post(act))
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(inbox))
+        .routes(routes!(query_tasks))
+        .routes(routes!(act))
 }
 
-/// Most open interrupts one inbox answer lists.
+/// Most interrupts the inbox lists.
 const INBOX_LIMIT: usize = 500;
 
-/// The open interrupts the caller may answer, with their process's model.
+/// An open interrupt and the model of its process.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct InboxTask {
+    /// The task.
+    #[serde(flatten)]
+    task: TaskInfo,
+    /// The model its process runs.
+    model_id: String,
+}
+
+/// The open interrupts the caller may answer.
+#[utoipa::path(
+    get, path = "/api/v1/inbox", tag = "tasks",
+    responses((status = 200, description = "At most 500, oldest process first.", body = Vec<InboxTask>), Errors)
+)]
 async fn inbox(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
-    let out: Vec<Value> = x
+    let out: Vec<InboxTask> = x
         .inbox(INBOX_LIMIT)
         .await?
         .into_iter()
-        .map(|(p, t)| {
-            let mut v = serde_json::to_value(&t).unwrap_or(Value::Null);
-            v["model_id"] = Value::String(p.model_id);
-            v
+        .map(|(p, task)| InboxTask {
+            task,
+            model_id: p.model_id,
         })
         .collect();
     Ok(Json(out))
 }
 
-/// A task query (the body: an `acts::TaskQuery` as JSON): one page, and
-/// with `?count=true` the number of every match the caller may see.
+/// Finds tasks (in the processes a process query finds), a page at a time.
+#[utoipa::path(
+    post, path = "/api/v1/tasks/query", tag = "tasks",
+    params(CountParam),
+    request_body(content = TaskQuery, example = json!({"state": "interrupted", "answerable": true})),
+    responses((status = 200, description = "One page of tasks.", body = TaskPage), Errors)
+)]
 async fn query_tasks(
     Exec(x, _): Exec,
     Params(o): Params<CountParam>,
@@ -50,10 +70,35 @@ async fn query_tasks(
 ) -> ApiResult<impl IntoResponse> {
     let page = x.find_tasks(&query).await?;
     let total = o.total(|| x.count_tasks(&query)).await?;
-    Ok(page_json("tasks", page, total))
+    Ok(TaskPage::reply(page, total))
 }
 
-/// An action on a task, its options the body (none: no options).
+/// The task and the action of a path.
+#[derive(Debug, serde::Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct ActPath {
+    /// The process id.
+    #[param(example = "order_42")]
+    pid: String,
+    /// The task id.
+    tid: String,
+    /// The action.
+    #[param(inline, value_type = String, pattern = "^(complete|submit|back|cancel|abort|skip|error|push|remove|set_vars)$", example = "complete")]
+    action: String,
+}
+
+/// Applies an action to a task (answers an interrupt, pushes an act, ...).
+#[utoipa::path(
+    post, path = "/api/v1/processes/{pid}/tasks/{tid}/{action}", tag = "tasks",
+    params(ActPath),
+    request_body(
+        content = Option<Object>,
+        description = "The action's options (optional): `to` for back, `ecode`/`message` for error, the act for push, the answer's variables otherwise.",
+        example = json!({"approved": true})
+    ),
+    responses((status = 204, description = "Applied."), Errors)
+)]
 async fn act(
     Exec(x, _): Exec,
     Path((pid, tid, action)): Path<(String, String, String)>,

@@ -2,64 +2,88 @@
 //! trigger's model, send a hook event (optionally waiting for the
 //! processes it started to end).
 
-use acts::ChannelOptions;
-use axum::extract::{Path, State};
+use acts::{ChannelOptions, ProcInfo, TriggerInfo};
+use axum::Json;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::Value;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{Exec, OptionalBody, Params};
+use crate::error::{ApiError, ApiResult, Errors};
+use crate::extract::{Exec, Params, Path, Payload};
 use crate::state::AppState;
 use crate::stream::Subscription;
 
-pub(crate) fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/triggers", get(triggers))
-        .route("/api/v1/triggers/{id}/start", post(start_trigger))
-        .route("/api/v1/hooks/{name}", post(hook))
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(triggers))
+        .routes(routes!(start_trigger))
+        .routes(routes!(hook))
 }
 
+/// Every deployed model's triggers.
+#[utoipa::path(
+    get, path = "/api/v1/triggers", tag = "triggers",
+    responses((status = 200, description = "The triggers (schedules with their next and last runs).", body = Vec<TriggerInfo>), Errors)
+)]
 async fn triggers(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
     Ok(Json(x.triggers().await?))
 }
 
-/// Starts the model of a manual or hook trigger (`MODEL:TRIGGER`) with the
-/// body as its payload (none: the trigger's default params).
+/// Starts the model of a manual or hook trigger.
+///
+/// The trigger is `MODEL:TRIGGER`; the body is the payload (none: the
+/// trigger's default params).
+#[utoipa::path(
+    post, path = "/api/v1/triggers/{id}/start", tag = "triggers",
+    params(("id" = String, Path, description = "`MODEL:TRIGGER`.", example = "nightly:by_hand")),
+    request_body(content = Option<Value>, description = "The payload: any JSON (optional; none: the trigger's params).", example = json!({"rows": 10})),
+    responses((status = 201, description = "The process started.", body = ProcInfo), Errors)
+)]
 async fn start_trigger(
     Exec(x, _): Exec,
     Path(id): Path<String>,
-    OptionalBody(payload): OptionalBody<Value>,
+    Payload(payload): Payload,
 ) -> ApiResult<impl IntoResponse> {
     let info = x.start_trigger(&id, payload).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
 /// The options of a hook call.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct HookQuery {
-    /// Wait up to this many milliseconds (at most [`MAX_HOOK_WAIT_MS`])
+    /// Wait up to this many milliseconds (at most 300,000)
     /// for the processes started to end, and answer with their outputs.
+    #[param(maximum = 300_000)]
     wait_ms: Option<u64>,
 }
 
 /// The longest a hook call may wait for its processes: 5 minutes.
 const MAX_HOOK_WAIT_MS: u64 = 300_000;
 
-/// Sends hook event `name`: every model with a hook trigger of that name
-/// starts with the body as its payload; answers with the processes started
-/// — with `?wait_ms=N`, once they have ended (or N ms have passed: the ones
-/// still running are answered as they are), with their outputs.
+/// Sends a hook event.
+///
+/// Every model with a hook trigger of that name starts with the body as
+/// its payload; answers with the processes started — with `?wait_ms=N`,
+/// once they have ended (or N ms have passed: the ones still running are
+/// answered as they are), with their outputs.
+#[utoipa::path(
+    post, path = "/api/v1/hooks/{name}", tag = "triggers",
+    params(("name" = String, Path, description = "The hook's name.", example = "order-placed"), HookQuery),
+    request_body(content = Option<Value>, description = "The payload: any JSON (optional).", example = json!({"order": 42})),
+    responses((status = 200, description = "The processes started (with `wait_ms`: once they ended or the time is up, with their states and outputs).", body = Vec<ProcInfo>), Errors)
+)]
 async fn hook(
     State(s): State<AppState>,
     x: Exec,
     Path(name): Path<String>,
     Params(q): Params<HookQuery>,
-    OptionalBody(payload): OptionalBody<Value>,
+    Payload(payload): Payload,
 ) -> ApiResult<impl IntoResponse> {
     let exec = &x.0;
     let Some(wait) = q.wait_ms else {

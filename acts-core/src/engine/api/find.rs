@@ -33,6 +33,7 @@ pub const MAX_PAGE: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VarFilter {
     /// The variable (declared in the model's `index`).
     pub name: String,
@@ -68,10 +69,27 @@ impl VarFilter {
     }
 }
 
+/// A variable condition as a JSON object (or null) only: a derived
+/// struct would also read an array of its fields in order.
+fn var_filter_object<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<VarFilter>, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        v @ Value::Object(_) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        _ => Err(serde::de::Error::custom(
+            "`var` must be an object ({\"name\", \"eq\"} or {\"name\", \"min\", \"max\"})",
+        )),
+    }
+}
+
 /// What processes to find (every field optional; see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProcessQuery {
     /// Of this model (required with `var`).
     pub model: Option<String>,
@@ -86,6 +104,7 @@ pub struct ProcessQuery {
     /// Started before (ms).
     pub started_before: Option<i64>,
     /// A condition on one indexed variable.
+    #[serde(deserialize_with = "var_filter_object")]
     pub var: Option<VarFilter>,
     /// Walk the index backwards (newest, or largest value, first).
     pub descending: bool,

@@ -25,6 +25,7 @@ use crate::engine::types::page::Page;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeliveryQuery {
     /// Of this durable channel.
     pub channel: Option<String>,

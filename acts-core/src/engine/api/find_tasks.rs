@@ -26,9 +26,11 @@ pub const MAX_PROCESSES_PER_PAGE: usize = 1000;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskQuery {
     /// The processes to look in (its order is the tasks' order; its
     /// `limit` and `cursor` are not used).
+    #[serde(deserialize_with = "process_query_object")]
     pub process: ProcessQuery,
     /// In this state (`interrupt`: waiting for a client).
     pub state: Option<TaskState>,
@@ -51,6 +53,18 @@ pub struct TaskQuery {
     pub limit: Option<usize>,
     /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
+}
+
+/// A process query as a JSON object only (a derived struct would also
+/// read an array of its fields in order: found by the API fuzzer).
+fn process_query_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ProcessQuery, D::Error> {
+    let value = serde_json::Value::deserialize(d)?;
+    if !value.is_object() {
+        return Err(serde::de::Error::custom(
+            "`process` must be an object (a process query)",
+        ));
+    }
+    serde_json::from_value(value).map_err(serde::de::Error::custom)
 }
 
 impl TaskQuery {

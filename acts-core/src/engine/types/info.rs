@@ -21,6 +21,7 @@ pub(crate) fn set(ms: i64) -> Option<i64> {
 /// A deployed model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelInfo {
     /// Model id.
     pub id: String,
@@ -45,6 +46,7 @@ pub struct ModelInfo {
 /// One version of a model, as `versions` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelVersionInfo {
     /// The version (its `revision` is the engine's version number).
     #[serde(flatten)]
@@ -60,6 +62,7 @@ pub struct ModelVersionInfo {
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProcInfo {
     /// Process id.
     pub pid: String,
@@ -77,6 +80,7 @@ pub struct ProcInfo {
     pub end_time: Option<i64>,
     /// The process outputs (the workflow's `exposes`, else its root data);
     /// empty in listings.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub outputs: Vars,
     /// The error it ended with.
     pub err: Option<TaskError>,
@@ -109,6 +113,7 @@ impl ProcInfo {
 /// A task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskInfo {
     /// Process id.
     pub pid: String,
@@ -137,6 +142,7 @@ pub struct TaskInfo {
     /// When it ended (`None` while not terminal).
     pub end_time: Option<i64>,
     /// Its data scope.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub data: Vars,
     /// Its error.
     pub err: Option<TaskError>,
@@ -191,6 +197,7 @@ impl TaskInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum DeliveryState {
     /// Not acknowledged yet: re-sent on the retry timer.
     Pending,
@@ -219,6 +226,7 @@ impl DeliveryState {
 /// One message owed to one durable channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeliveryInfo {
     /// The durable channel's id.
     pub channel: String,
@@ -246,6 +254,7 @@ pub struct DeliveryInfo {
 /// A model's trigger (`on:`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TriggerInfo {
     /// `<model id>:<trigger id>` (what
     /// [`Executor::start_trigger`](crate::engine::Executor::start_trigger)
@@ -282,6 +291,7 @@ pub struct PackageInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MigrationPlan {
     /// The model.
     pub model: String,
@@ -293,12 +303,14 @@ pub struct MigrationPlan {
     /// a node maps to the node of the same id).
     pub map: std::collections::BTreeMap<String, String>,
     /// Process variables to set as each process moves.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub vars: Vars,
 }
 
 /// An active task of a migrated process and its node before and after.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TaskMoveInfo {
     /// The task.
     pub tid: String,
@@ -313,6 +325,7 @@ pub struct TaskMoveInfo {
 /// What a migration did (or, in a dry run, would do) to one process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProcessMigration {
     /// The process.
     pub pid: String,
@@ -335,6 +348,7 @@ pub struct ProcessMigration {
 /// The result of a migration (or a dry run) over every live process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MigrationReport {
     /// The plan.
     pub plan: MigrationPlan,

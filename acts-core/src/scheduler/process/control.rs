@@ -20,6 +20,7 @@ pub const MAX_REASON_BYTES: usize = 1024;
 
 /// Why and since when a process is paused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Pause {
     /// Who paused it (`None`: the embedding application).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -57,6 +57,15 @@ impl Process {
             }
             cur = self.tasks.get(c).and_then(|x| x.prev);
         };
+        // Back to the act's own step (still running): that instance is
+        // passed over too, or it would stay running beside the new one and
+        // the process would never end.
+        if matches!(
+            self.state_of(target),
+            TaskState::Running | TaskState::Pending
+        ) {
+            path.push(target);
+        }
         self.redo(target)?;
         self.skip_waiting_siblings(t, svc);
         self.tasks.set_state(t, TaskState::Backed);
