@@ -35,7 +35,9 @@ YAML
 
 "$acts" --store memory: --config "$work/config.yaml" serve --listen 127.0.0.1:0 > "$work/serve.log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
+# Killed outright at the end (a memory store has nothing to flush, and a
+# server the fuzzer wedged must not keep this script waiting).
+trap 'kill -KILL "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 trap 'exit 143' TERM INT
 url=""
 for _ in $(seq 600); do
