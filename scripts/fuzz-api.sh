@@ -72,8 +72,8 @@ status=0
 tail -40 "$work/schemathesis.log"
 
 # The server survived it and still answers.
-curl -sf "$url/healthz" > /dev/null || { echo "fuzz-api: the server is not healthy afterwards" >&2; status=1; }
-curl -sf "$url/readyz" > /dev/null || { echo "fuzz-api: the server is not ready afterwards" >&2; status=1; }
+curl -sf -m 30 "$url/healthz" > /dev/null || { echo "fuzz-api: the server is not healthy afterwards" >&2; status=1; }
+curl -sf -m 30 "$url/readyz" > /dev/null || { echo "fuzz-api: the server is not ready afterwards" >&2; status=1; }
 kill -0 "$server" 2>/dev/null || { echo "fuzz-api: the server died" >&2; status=1; }
 [ "$status" -eq 0 ] && echo "fuzz-api: no failures (log: $work/schemathesis.log)"
 exit "$status"
