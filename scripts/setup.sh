@@ -12,6 +12,7 @@
 #                   ~/.cache/acts-venv) holding schemathesis (the API fuzzer
 #                   of scripts/fuzz-api.sh) and openapi-spec-validator (checks
 #                   docs/openapi.json), both pinned
+#   nodejs, npm   - the TypeScript client's build and test (clients/typescript)
 # Runs `apt-get update` at most once. Safe to run again and again.
 set -euo pipefail
 
@@ -25,6 +26,8 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 venv="${ACTS_VENV:-$HOME/.cache/acts-venv}"
 if [ ! -x "$venv/bin/st" ] && ! python3 -m venv --help >/dev/null 2>&1; then
   missing+=(python3-venv)

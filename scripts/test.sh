@@ -13,7 +13,8 @@
 # (acts-cli/tests/cluster_nodes.rs, on private Redis Clusters), then the example
 # workflows' own tests and the examples of docs/MODEL.md (`acts test`), then
 # the HTTP API's contract: docs/openapi.json validated as OpenAPI 3.1 and
-# the shipped `acts serve` fuzzed from it (scripts/fuzz-api.sh).
+# the shipped `acts serve` fuzzed from it (scripts/fuzz-api.sh), then the
+# TypeScript and Python clients against it (scripts/test-clients.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -63,3 +64,5 @@ cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md --config docs/exam
 echo "== the OpenAPI document: valid OpenAPI 3.1, and acts serve fuzzed from it (schemathesis)"
 "${ACTS_VENV:-$HOME/.cache/acts-venv}/bin/openapi-spec-validator" docs/openapi.json
 bash scripts/fuzz-api.sh
+echo "== the TypeScript and Python clients against acts serve"
+bash scripts/test-clients.sh

@@ -157,6 +157,16 @@ pub enum Command {
         /// (default: http:// and the address it listens on).
         #[arg(long, value_name = "URL", requires = "cluster")]
         advertise: Option<String>,
+        /// Export OpenTelemetry traces over OTLP to this collector
+        /// (http://HOST:PORT; default: OTEL_EXPORTER_OTLP_ENDPOINT; off
+        /// without either): a trace per process (a span per workflow,
+        /// step, branch and act) continuing the caller's `traceparent`,
+        /// a span per HTTP and gRPC request and per group commit. Port
+        /// 4318 means OTLP/HTTP, any other OTLP/gRPC, unless
+        /// OTEL_EXPORTER_OTLP_PROTOCOL says (grpc, http/protobuf). See
+        /// docs/SERVER.md.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
     },
     /// Look at a cluster of `acts serve --cluster` nodes (through any
     /// node: --server URL).

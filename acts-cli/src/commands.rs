@@ -66,6 +66,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             partitions,
             advertise,
             grpc,
+            ..
         } => {
             if grpc.is_some() {
                 return Err(Failure::input(

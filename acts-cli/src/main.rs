@@ -80,7 +80,12 @@ fn quiet_on_broken_pipe() {
 /// `acts::script`) always shows. `--log-format json` writes one JSON object
 /// per event, with the fields of the spans it happened in (a process's
 /// `pid` and `model`, a task's `tid` and `nid`).
-fn init_logging(verbose: u8, level: Option<&str>, format: cli::LogFormat) {
+fn init_logging(
+    verbose: u8,
+    level: Option<&str>,
+    format: cli::LogFormat,
+    telemetry: Option<&acts_server::Telemetry>,
+) {
     let default = match (level, verbose) {
         (Some(l), _) => l,
         (None, 0) => "warn,acts::script=info",
@@ -94,26 +99,33 @@ fn init_logging(verbose: u8, level: Option<&str>, format: cli::LogFormat) {
             eprintln!("acts: --log-level '{default}' is not a filter (e.g. info, acts_core=debug); using warn");
             tracing_subscriber::EnvFilter::new("warn")
         });
-    // A second initialisation (never in this binary) is not an error worth
-    // stopping for.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if format == cli::LogFormat::Json {
-        builder
-            .json()
+    // The log filter is the log's own: the trace export (when on) sees
+    // its spans whatever the log level.
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log = if format == cli::LogFormat::Json {
+        log.json()
             .with_current_span(true)
             .with_span_list(true)
-            .try_init()
+            .with_filter(filter)
+            .boxed()
     } else {
         // Colours only for a terminal (not in a file or a pipe).
         let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        builder
-            .with_target(false)
+        log.with_target(false)
             .without_time()
             .with_ansi(colour)
-            .try_init()
+            .with_filter(filter)
+            .boxed()
     };
+    // A second initialisation (never in this binary) is not an error worth
+    // stopping for.
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(telemetry.map(|t| t.layer()))
+        .try_init();
 }
 
 fn main() -> ExitCode {
@@ -127,7 +139,22 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_logging(args.verbose, args.log_level.as_deref(), args.log_format);
+    // Traces are exported by `acts serve` only (a one-shot command's
+    // process outlives it).
+    let otlp = match &args.command {
+        cli::Command::Serve { otlp_endpoint, .. } => {
+            match acts_server::OtlpConfig::from_env(otlp_endpoint.as_deref(), |k| {
+                std::env::var(k).ok()
+            }) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("acts: --otlp-endpoint: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        _ => None,
+    };
     if let cli::Command::Completions { shell } = &args.command {
         let mut cmd = <cli::Cli as clap::CommandFactory>::command();
         clap_complete::generate(*shell, &mut cmd, "acts", &mut std::io::stdout());
@@ -147,6 +174,26 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let telemetry = match otlp.map(|c| {
+        let _in_runtime = runtime.enter();
+        acts_server::Telemetry::start(&c)
+    }) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("acts: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    init_logging(
+        args.verbose,
+        args.log_level.as_deref(),
+        args.log_format,
+        telemetry.as_ref(),
+    );
+    if let Some(t) = &telemetry {
+        serve::use_telemetry(t.clone());
+    }
     // Ctrl-C stops every command: the command is dropped wherever it is
     // (each transition is one atomic batch, so the store is at a
     // transition boundary, as after a crash), and work still running on
@@ -180,6 +227,10 @@ fn main() -> ExitCode {
             _ = ctrl_c => Err(Failure::stopped()),
         }
     });
+    if let Some(t) = &telemetry {
+        // what is queued leaves before the process ends
+        t.shutdown();
+    }
     runtime.shutdown_timeout(std::time::Duration::from_millis(300));
     owner::release();
     match outcome {

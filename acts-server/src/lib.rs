@@ -34,6 +34,7 @@ mod reply;
 mod routes;
 mod state;
 mod stream;
+mod telemetry;
 
 use std::future::Future;
 
@@ -49,6 +50,7 @@ pub use guard::Guard;
 pub use listener::StallListener;
 pub use openapi::{OPENAPI_PATH, document as openapi_document, openapi_json_text};
 pub use stream::{STREAM_QUEUE, StreamLimits};
+pub use telemetry::{OTEL_TARGET, OtlpConfig, OtlpProtocol, Telemetry, TelemetryError};
 
 /// The largest request body accepted (a model text, a start's vars, an
 /// action's options): 2 MiB. The engine's own limits (model size, vars
@@ -140,6 +142,7 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
         metrics,
         metrics::Metrics::track,
     ))
+    .layer(axum::middleware::from_fn(telemetry::trace_http_request))
     .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     guarded(api, guard)
 }

@@ -3,7 +3,8 @@
 //! Test support for every acts crate — a dev-dependency only: no crate
 //! that ships (the engine, the facade, the server, the cluster, the `acts`
 //! binary) depends on it outside its tests. It may depend on `acts-store`
-//! (and on test-only crates: tokio, proptest); never on a backend or on the
+//! (and on test-only crates: tokio, proptest, tonic and the OpenTelemetry
+//! protocol types); never on a backend or on the
 //! engine, so backends and the engine can both use it from their
 //! dev-dependencies. (The simulator and the benchmarks, which are test
 //! tools themselves, use it as a normal dependency.)
@@ -35,6 +36,8 @@
 //! - [`postgres_server`]: a private PostgreSQL server (`initdb`, `pg_ctl`,
 //!   `fsync=on`); [`postgres_pair`]: a primary and a streaming standby
 //!   (synchronous or not) a failover test can cut off, kill and promote.
+//! - [`OtlpReceiver`]: a real OTLP/gRPC trace receiver on loopback (the
+//!   trace tests assert on what it got; benchmarks export to it).
 //!
 //! ## Where to start reading
 //!
@@ -46,6 +49,7 @@ mod crash;
 mod failing;
 mod gated;
 pub mod models;
+mod otlp_receiver;
 pub mod postgres_pair;
 pub mod postgres_server;
 pub mod redis_cluster;
@@ -57,4 +61,5 @@ pub use counting::{CountingStore, StoreCounts};
 pub use crash::CrashStore;
 pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
 pub use gated::{GateKind, GatedStore};
+pub use otlp_receiver::{OtlpReceiver, Span as OtlpSpan};
 pub use slow::SlowStore;

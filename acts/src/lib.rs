@@ -72,13 +72,15 @@ pub use acts_core::engine::{
     EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, LeaseConfig, LeaseInfo,
     MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
     PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration,
-    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, TaskInfo,
-    TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, encode_cursor, hex_bytes,
+    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, SpanExport,
+    TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, encode_cursor,
+    hex_bytes,
 };
 pub use acts_core::model::{
     Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
 };
 pub use acts_core::package::{Catalog, PackageDefinition, RunAs};
+pub use acts_core::scheduler::trace::{SpanSink, TRACEPARENT_KEY, TaskSpan, TraceContext};
 pub use acts_core::scheduler::{
     Action, ActionError, Message, MessageState, MessageType, RunLimits, TaskError, TaskEvent,
     TaskState, UnknownAction,

@@ -484,13 +484,24 @@ fn start_commit(
     let ops = std::mem::take(&mut g.ops);
     let store = store.clone();
     let fence = shared.fence.lock().condition.clone();
-    let mut commit: Commit = Box::pin(async move {
-        match fence {
-            _ if ops.is_empty() => Ok(true),
-            Some(c) => store.batch_if(vec![c], ops).await,
-            None => store.batch(ops).await.map(|()| true),
-        }
-    });
+    // A span per group commit, for a trace exporter (target `acts::otel`,
+    // the one the server exports); free when nobody subscribes to it.
+    let span = tracing::info_span!(
+        target: "acts::otel",
+        "group commit",
+        acts.commit.batches = g.waiters.len(),
+        acts.commit.ops = ops.len(),
+    );
+    let mut commit: Commit = Box::pin(tracing::Instrument::instrument(
+        async move {
+            match fence {
+                _ if ops.is_empty() => Ok(true),
+                Some(c) => store.batch_if(vec![c], ops).await,
+                None => store.batch(ops).await.map(|()| true),
+            }
+        },
+        span,
+    ));
     let mut cx = Context::from_waker(std::task::Waker::noop());
     let first = commit.as_mut().poll(&mut cx);
     (commit, first)

@@ -59,7 +59,7 @@ pub use api::{
     ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo,
     TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
 };
-pub use kernel::{EngineConfig, PidFilter};
+pub use kernel::{EngineConfig, PidFilter, SpanExport};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 
 /// Test hooks (feature `testing`): the row types, so tests can read and

@@ -32,6 +32,7 @@ mod task_error;
 mod task_event;
 mod task_marks;
 mod tasks;
+pub mod trace;
 
 pub use message::{Message, MessageInterest, MessageState, MessageType};
 pub use process::{

@@ -1,11 +1,27 @@
 //! What a [`TaskTable`] keeps so that a transition touches only what it
 //! changed and what is still open: the tasks marked dirty (listed as they
-//! are first marked) and the tasks that have not ended.
+//! are first marked), the tasks that have not ended, and those that ended
+//! since the last look (the spans of a traced process).
 
 use super::scope::Scope;
 use super::tasks::{Dirty, Task, TaskIx, TaskTable};
 
 impl TaskTable {
+    /// The tasks that ended since the last call, each once, in the order
+    /// they ended (a task that ended, ran again and ended again: at its
+    /// last end).
+    pub fn take_ended(&mut self) -> Vec<TaskIx> {
+        let mut ended = std::mem::take(&mut self.ended);
+        if ended.len() > 1 {
+            let mut seen = std::collections::HashSet::new();
+            let mut last_first: Vec<TaskIx> =
+                ended.drain(..).rev().filter(|t| seen.insert(*t)).collect();
+            last_first.reverse();
+            ended = last_first;
+        }
+        ended
+    }
+
     /// The task at `ix` for a lifecycle change (marks it dirty).
     pub(super) fn task_mut(&mut self, ix: TaskIx) -> &mut Task {
         self.mark(

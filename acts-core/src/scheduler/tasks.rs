@@ -139,6 +139,8 @@ pub struct TaskTable {
     pub(super) max_scope_bytes: usize,
     /// The first write refused since [`take_refused`](Self::take_refused).
     pub(super) refused: Option<String>,
+    /// The tasks that ended since [`take_ended`](Self::take_ended).
+    pub(super) ended: Vec<TaskIx>,
 }
 
 impl TaskTable {
@@ -310,6 +312,7 @@ impl TaskTable {
             self.open.insert(ix);
         }
         let task = self.task_mut(ix);
+        let ends = state.is_terminal() && !task.state.is_terminal();
         task.state = state;
         if state != TaskState::None && task.start_time == 0 {
             task.start_time = now;
@@ -320,6 +323,9 @@ impl TaskTable {
         }
         if !state.is_terminal() {
             task.sign.0 &= !Sign::NEXT_COMPLETE;
+        }
+        if ends {
+            self.ended.push(ix);
         }
     }
 

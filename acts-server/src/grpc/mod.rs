@@ -10,7 +10,7 @@
 //! streams share its bounds (`stream.rs`).
 //!
 //! May use: the facade `acts`, tonic and prost, the server's auth,
-//! streams and errors.
+//! streams, errors and request traces (`telemetry`).
 
 mod acks;
 mod call;
@@ -100,6 +100,7 @@ pub async fn serve_grpc(
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
         .max_concurrent_streams(Some(256))
+        .layer(crate::telemetry::GrpcTraceLayer)
         .add_service(server)
         .serve_with_incoming_shutdown(
             // no Nagle: an answer leaves at once, not after the peer's

@@ -82,8 +82,12 @@ type Messages = Pin<Box<dyn Stream<Item = Result<Message, Status>> + Send>>;
 impl ActsService for Service {
     async fn send(&self, req: Request<Message>) -> Result<Response<Message>, Status> {
         let who = self.caller(&req)?;
+        let caller = req
+            .extensions()
+            .get::<crate::telemetry::CallerTrace>()
+            .copied();
         let m = req.into_inner();
-        let options: Vars = match m.data.as_deref() {
+        let mut options: Vars = match m.data.as_deref() {
             None | Some(b"") => Vars::new(),
             Some(data) => serde_json::from_slice(data).map_err(|e| {
                 Status::invalid_argument(format!(
@@ -92,6 +96,12 @@ impl ActsService for Service {
             })?,
         };
         tracing::debug!(action = %m.name, principal = %who.id, "grpc send");
+        if matches!(
+            m.name.as_str(),
+            "proc:start" | "proc:start_from_model" | "act:complete" | "act:submit"
+        ) {
+            crate::telemetry::CallerTrace::carry(caller.as_ref(), &mut options);
+        }
         let call = Call {
             exec: self.engine.executor().as_principal(who.clone()),
             engine: self.engine.clone(),

@@ -10,7 +10,8 @@
 //! describes it in the OpenAPI document (built in `openapi.rs`).
 //!
 //! May use: the state, the extractors, the error type, the stream budget,
-//! the page types and the facade `acts`; no route file uses another.
+//! the page types, the request's trace context (`telemetry`) and the facade
+//! `acts`; no route file uses another.
 
 use utoipa_axum::router::OpenApiRouter;
 

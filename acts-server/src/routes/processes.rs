@@ -3,7 +3,7 @@
 //! rewind, retry) and remove.
 
 use acts::{ProcInfo, ProcessQuery, TaskInfo, TaskState, Vars};
-use axum::Json;
+use axum::{Extension, Json};
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -17,6 +17,7 @@ use crate::error::{ApiError, ApiResult, Errors};
 use crate::extract::{Body, CountParam, Exec, OptionalBody, Params, Path};
 use crate::reply::ProcessPage;
 use crate::state::AppState;
+use crate::telemetry::CallerTrace;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -60,8 +61,10 @@ struct StartRequest {
 )]
 async fn start_process(
     Exec(x, _): Exec,
-    Body(req): Body<StartRequest>,
+    caller: Option<Extension<CallerTrace>>,
+    Body(mut req): Body<StartRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    CallerTrace::carry(caller.as_deref(), &mut req.vars);
     let info = match req.rev {
         Some(rev) => x.start_version(&req.model, rev, req.vars).await?,
         None => x.start(&req.model, req.vars).await?,

@@ -4,7 +4,7 @@
 use std::str::FromStr;
 
 use acts::{Action, TaskInfo, TaskQuery, Vars};
-use axum::Json;
+use axum::{Extension, Json};
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -17,6 +17,7 @@ use crate::error::{ApiError, ApiResult, Errors};
 use crate::extract::{Body, CountParam, Exec, OptionalBody, Params, Path};
 use crate::reply::TaskPage;
 use crate::state::AppState;
+use crate::telemetry::CallerTrace;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -102,7 +103,8 @@ struct ActPath {
 async fn act(
     Exec(x, _): Exec,
     Path((pid, tid, action)): Path<(String, String, String)>,
-    OptionalBody(options): OptionalBody<Vars>,
+    caller: Option<Extension<CallerTrace>>,
+    OptionalBody(mut options): OptionalBody<Vars>,
 ) -> ApiResult<StatusCode> {
     if action == "push" {
         x.push(&pid, &tid, options).await?;
@@ -110,6 +112,9 @@ async fn act(
     }
     let action = Action::from_str(&action)
         .map_err(|e| ApiError::bad_request(format!("{e} (or push, under a step task)")))?;
+    if matches!(action, Action::Complete | Action::Submit) {
+        CallerTrace::carry(caller.as_deref(), &mut options);
+    }
     x.act(&pid, &tid, action, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }

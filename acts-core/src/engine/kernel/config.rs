@@ -79,6 +79,33 @@ pub struct EngineConfig {
     /// lives where the cluster routes its pid. Pids a caller names are not
     /// checked here (the cluster routes those to their partition).
     pub pid_filter: Option<PidFilter>,
+    /// Where the spans of ended tasks go (see
+    /// [`trace`](crate::scheduler::trace)); `None` (the default): no
+    /// span is built.
+    pub spans: Option<SpanExport>,
+}
+
+/// The destination of task spans ([`EngineConfig::spans`]).
+#[derive(Clone)]
+pub struct SpanExport(std::sync::Arc<dyn crate::scheduler::trace::SpanSink>);
+
+impl SpanExport {
+    /// Spans go to `sink`.
+    pub fn new(sink: std::sync::Arc<dyn crate::scheduler::trace::SpanSink>) -> Self {
+        Self(sink)
+    }
+
+    pub(crate) fn export(&self, spans: Vec<crate::scheduler::trace::TaskSpan>) {
+        if !spans.is_empty() {
+            self.0.export(spans);
+        }
+    }
+}
+
+impl std::fmt::Debug for SpanExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpanExport(..)")
+    }
 }
 
 /// A test on generated process ids ([`EngineConfig::pid_filter`]).
@@ -130,6 +157,7 @@ impl Default for EngineConfig {
             lease: None,
             run_schedules: true,
             pid_filter: None,
+            spans: None,
         }
     }
 }

@@ -30,4 +30,4 @@ pub(crate) mod timers;
 pub(crate) mod versions;
 pub(crate) mod work;
 
-pub use config::{EngineConfig, PidFilter};
+pub use config::{EngineConfig, PidFilter, SpanExport};

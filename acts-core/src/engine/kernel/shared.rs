@@ -341,6 +341,8 @@ impl Kernel {
             Err(e) => return Err(e.into()),
         };
         let mut messages = process.take_messages();
+        let traced = self.config.spans.is_some();
+        let mut spans = process.take_spans(traced);
         let mut requests = Vec::new();
         // Subflow children are part of the transition: their rows go in
         // its batch; a child that cannot start fails its act right away.
@@ -373,6 +375,7 @@ impl Kernel {
                                 warn!(pid = %pid, error = %e, "cannot fail a subflow act");
                             }
                             messages.extend(process.take_messages());
+                            spans.extend(process.take_spans(traced));
                         }
                     },
                     Request::RunPackage { .. } => requests.push(r),
@@ -444,6 +447,9 @@ impl Kernel {
         handle.commits.fetch_add(1, Ordering::AcqRel);
         self.work.committed();
         self.emitter.deliver(&messages);
+        if let Some(export) = &self.config.spans {
+            export.export(spans);
+        }
         self.arm_timer(&pid, next_timer);
         if terminal {
             // Finished: out of memory and out of admission.

@@ -25,6 +25,7 @@ mod retry;
 mod spans;
 mod step_views;
 mod timeouts;
+mod trace_spans;
 mod undo;
 
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};

@@ -141,6 +141,11 @@ impl Process {
                     let tid = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
                     options.insert("$parent_pid".into(), Value::String(self.pid.clone()));
                     options.insert("$parent_tid".into(), Value::String(tid.clone()));
+                    // The child is part of this process's trace.
+                    options.insert(
+                        crate::scheduler::trace::TRACEPARENT_KEY.into(),
+                        Value::String(self.child_traceparent(&tid)),
+                    );
                     self.tasks.sign(t, Sign::NO_AUTO_COMPLETE | Sign::EXTERNAL);
                     self.requests.push(Request::StartSubflow {
                         child_pid: format!("{}_{tid}", self.pid),

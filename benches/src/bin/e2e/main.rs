@@ -82,6 +82,11 @@ struct Args {
     /// thread; no cross-thread wake-ups).
     #[arg(long, default_value = "multi")]
     runtime: String,
+    /// Export every task's span over OTLP/gRPC (as `acts serve
+    /// --otlp-endpoint` does) to a receiver in this process: what tracing
+    /// costs. The spans received are reported at the end.
+    #[arg(long)]
+    trace: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -114,6 +119,26 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn run(args: Args) -> std::process::ExitCode {
+    let traced = if args.trace {
+        match support::trace_to_receiver().await {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("e2e: --trace: {e}");
+                return std::process::ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
+    let code = run_scenarios(&args).await;
+    if let Some((telemetry, receiver)) = traced {
+        telemetry.shutdown();
+        eprintln!("e2e: {} spans received", receiver.count());
+    }
+    code
+}
+
+async fn run_scenarios(args: &Args) -> std::process::ExitCode {
     let names: Vec<&str> = if args.scenario == "all" {
         SCENARIOS.to_vec()
     } else {

@@ -109,6 +109,24 @@ fn traffic(before: &Mark, now: &Mark, n: usize, extra: &mut serde_json::Map<Stri
     );
 }
 
+/// Where the engines' task spans go (`--trace`).
+static SPANS: std::sync::OnceLock<acts::SpanExport> = std::sync::OnceLock::new();
+
+/// Exports the engines' spans to an OTLP receiver started here.
+pub(crate) async fn trace_to_receiver()
+-> Result<(acts_server::Telemetry, acts_testkit::OtlpReceiver), String> {
+    let (receiver, endpoint) = acts_testkit::OtlpReceiver::start_counting()
+        .await
+        .map_err(|e| e.to_string())?;
+    let telemetry = acts_server::Telemetry::start(&acts_server::OtlpConfig {
+        endpoint,
+        protocol: acts_server::OtlpProtocol::Grpc,
+    })
+    .map_err(|e| e.to_string())?;
+    let _ = SPANS.set(telemetry.span_export());
+    Ok((telemetry, receiver))
+}
+
 pub(crate) async fn engine(url: &str, fresh_ns: &str) -> Result<Engine, String> {
     wipe(url);
     open_engine(url, fresh_ns, None).await
@@ -139,6 +157,11 @@ pub(crate) async fn open_engine(
     let counted = Arc::new(CountingStore::from_arc(Arc::new(store)));
     *COUNTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(counted.clone());
     let mut b = Engine::builder().store(counted);
+    if let Some(spans) = SPANS.get() {
+        let mut config = acts::EngineConfig::default();
+        config.spans = Some(spans.clone());
+        b = b.config(config);
+    }
     if let Some(cap) = cap {
         b = b.cache_cap(cap);
     }
