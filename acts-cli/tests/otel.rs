@@ -99,13 +99,18 @@ fn attr(s: &Span, key: &str) -> Option<String> {
 /// `acts serve` over `store` (HTTP and gRPC), exporting to `otlp` in
 /// batches every 50 ms; the child, its HTTP URL and its gRPC URL.
 fn serve(store: &str, otlp: &str) -> (Child, String, String) {
+    serve_with(store, otlp, "grpc")
+}
+
+/// [`serve`] exporting with OTLP protocol `protocol`.
+fn serve_with(store: &str, otlp: &str, protocol: &str) -> (Child, String, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
         .args(["serve", "--store", store, "--listen", "127.0.0.1:0"])
         .args(["--grpc", "127.0.0.1:0"])
         .args(["--otlp-endpoint", otlp])
         .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env_remove("OTEL_SDK_DISABLED")
         .stderr(Stdio::piped())
@@ -217,6 +222,38 @@ async fn a_process_is_one_trace_continuing_its_caller_across_a_restart() {
     };
     assert_eq!(support::stop(server), Some(0));
     check_tree(&spans, &irq);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_also_leave_over_otlp_http() {
+    let (receiver, otlp) = OtlpReceiver::start_http().await.expect("a receiver");
+    let http = reqwest::Client::new();
+    let (server, base, _) = serve_with("memory:", &otlp, "http/protobuf");
+    let resp = http
+        .post(format!("{base}/api/v1/models"))
+        .header("content-type", "application/yaml")
+        .body(CHILD)
+        .send()
+        .await
+        .expect("deploys");
+    assert!(resp.status().is_success());
+    let tp = format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01");
+    let body = json!({"model": "traced_child", "vars": {"pid": "over_http"}});
+    let url = format!("{base}/api/v1/processes");
+    call(&http, reqwest::Method::POST, url, Some(tp), Some(body)).await;
+    let done = |spans: &[Span]| {
+        spans.iter().any(|s| {
+            s.name == "workflow traced child" && attr(s, "acts.pid").as_deref() == Some("over_http")
+        })
+    };
+    let spans = receiver.until(Duration::from_secs(120), done).await;
+    assert_eq!(support::stop(server), Some(0));
+    let spans = spans.expect("the process's spans over OTLP/HTTP within two minutes");
+    let root = spans
+        .iter()
+        .find(|s| s.name == "workflow traced child")
+        .expect("the workflow span");
+    assert_eq!(hex(&root.trace_id), CALLER_TRACE);
 }
 
 /// Polls (every 50 ms, two minutes at most) until the process waits at
@@ -413,4 +450,37 @@ fn check_tree(spans: &[Span], irq: &str) {
         spans.iter().any(|s| s.name == "group commit"),
         "group commit spans"
     );
+}
+
+#[test]
+fn a_wrong_endpoint_or_protocol_stops_the_start_with_what_to_give() {
+    let run = |endpoint: &str, protocol: Option<&str>| {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("acts"));
+        cmd.args(["serve", "--store", "memory:", "--listen", "127.0.0.1:0"])
+            .args(["--otlp-endpoint", endpoint])
+            .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_SDK_DISABLED");
+        if let Some(p) = protocol {
+            cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", p);
+        }
+        let out = cmd.output().expect("acts runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run("localhost:4317", None);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("not an http:// URL (e.g. http://127.0.0.1:4317"),
+        "{said}"
+    );
+    let (code, said) = run("https://collector:4317", None);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("no TLS"), "{said}");
+    let (code, said) = run("http://127.0.0.1:4318", Some("http/json"));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("use 'grpc' or 'http/protobuf'"), "{said}");
 }

@@ -1,6 +1,7 @@
-//! A real OTLP/gRPC trace receiver on a free loopback port (built on the
-//! `opentelemetry-proto` types): what a trace test asserts against, and
-//! the collector a benchmark exports to.
+//! A real OTLP trace receiver on a free loopback port (built on the
+//! `opentelemetry-proto` types), over gRPC or over HTTP with protobuf
+//! bodies: what a trace test asserts against, and the collector a
+//! benchmark exports to.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,10 +29,22 @@ impl TraceService for OtlpReceiver {
         &self,
         req: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.take(req.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
+}
+
+/// The largest OTLP/HTTP request the receiver reads.
+const MAX_HTTP_BODY: usize = 64 << 20;
+
+impl OtlpReceiver {
+    fn take(&self, req: ExportTraceServiceRequest) {
         let mut n = 0;
         {
             let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
-            for rs in req.into_inner().resource_spans {
+            for rs in req.resource_spans {
                 for ss in rs.scope_spans {
                     n += ss.spans.len();
                     if self.keep {
@@ -41,9 +54,77 @@ impl TraceService for OtlpReceiver {
             }
         }
         self.received.send_modify(|c| *c += n);
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success: None,
-        }))
+    }
+
+    /// Starts a receiver of OTLP/HTTP with protobuf bodies (`POST
+    /// /v1/traces`) that keeps every span; its endpoint (the collector's
+    /// base URL, `http://127.0.0.1:PORT`).
+    pub async fn start_http() -> std::io::Result<(Self, String)> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let r = Self {
+            spans: Arc::default(),
+            keep: true,
+            received: Arc::new(tokio::sync::watch::Sender::new(0)),
+        };
+        let me = r.clone();
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                let me = me.clone();
+                tokio::spawn(async move {
+                    let _ = me.serve_http(conn).await;
+                });
+            }
+        });
+        Ok((r, format!("http://{addr}")))
+    }
+
+    /// Answers the requests of one connection (HTTP/1.1, kept alive).
+    async fn serve_http(&self, conn: tokio::net::TcpStream) -> std::io::Result<()> {
+        use prost::Message as _;
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let mut conn = BufReader::new(conn);
+        loop {
+            let mut length = 0usize;
+            let mut line = String::new();
+            let mut first = true;
+            loop {
+                line.clear();
+                if conn.read_line(&mut line).await? == 0 {
+                    return Ok(());
+                }
+                if first && !line.starts_with("POST /v1/traces ") {
+                    conn.get_mut()
+                        .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                        .await?;
+                    return Ok(());
+                }
+                first = false;
+                let l = line.to_ascii_lowercase();
+                if let Some(v) = l.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            if length > MAX_HTTP_BODY {
+                return Ok(());
+            }
+            let mut body = vec![0; length];
+            conn.read_exact(&mut body).await?;
+            let status = match ExportTraceServiceRequest::decode(body.as_slice()) {
+                Ok(req) => {
+                    self.take(req);
+                    "200 OK"
+                }
+                Err(_) => "400 Bad Request",
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n"
+            );
+            conn.get_mut().write_all(head.as_bytes()).await?;
+        }
     }
 }
 
