@@ -20,6 +20,11 @@ pub const OTEL_TARGET: &str = "acts::otel";
 /// How long one export may take before it is given up.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The spans queued for export at most (unless `OTEL_BSP_MAX_QUEUE_SIZE`
+/// says): beyond it spans are dropped (the SDK says so in the log), the
+/// engine never waits for the collector.
+const DEFAULT_QUEUE_SPANS: usize = 16_384;
+
 /// How long a stop waits for the last spans to leave.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 
@@ -153,8 +158,16 @@ impl Telemetry {
                 .build()
                 .map_err(build)?,
         };
+        let mut batch = BatchConfigBuilder::default();
+        // A burst of processes ends thousands of tasks at once: a deeper
+        // queue than the SDK's 2,048 unless the standard variable says
+        // (each span's texts are clipped, so the queue is bounded in
+        // bytes too: at most about 3 KiB a span).
+        if std::env::var_os("OTEL_BSP_MAX_QUEUE_SIZE").is_none() {
+            batch = batch.with_max_queue_size(DEFAULT_QUEUE_SPANS);
+        }
         let mut processor = BatchSpanProcessor::builder(exporter)
-            .with_batch_config(BatchConfigBuilder::default().build())
+            .with_batch_config(batch.build())
             .build();
         let resource = resource();
         processor.set_resource(&resource);
