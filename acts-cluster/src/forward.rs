@@ -104,7 +104,16 @@ impl ClusterNode {
         if let Some(p) = p {
             req = req.header(PARTITION, p.to_string());
         }
-        for name in [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT] {
+        // (the caller's W3C trace context too: a process started through
+        // another node continues the caller's trace)
+        let trace = [
+            header::HeaderName::from_static("traceparent"),
+            header::HeaderName::from_static("tracestate"),
+        ];
+        for name in [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]
+            .into_iter()
+            .chain(trace)
+        {
             if let Some(v) = call.headers.get(&name) {
                 req = req.header(name, v.clone());
             }
