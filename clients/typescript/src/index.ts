@@ -154,32 +154,44 @@ export class ActsClient {
   }
 }
 
-/** The messages of an SSE body (events other than messages end or are skipped). */
+/**
+ * The messages of an SSE body (events other than messages are skipped;
+ * `lagged` ends it with an error). Leaving the loop closes the stream, and
+ * with it the subscription.
+ */
 async function* events(body: ReadableStream<Uint8Array>): AsyncGenerator<Message> {
   const decoder = new TextDecoder();
   let buffer = "";
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    if (buffer.length > MAX_EVENT_BYTES) {
-      throw new Error(`an event of the message stream is larger than ${MAX_EVENT_BYTES} bytes`);
+  // A reader, not `for await` (not every browser iterates a stream).
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { value: chunk, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(chunk, { stream: true });
+      if (buffer.length > MAX_EVENT_BYTES) {
+        throw new Error(`an event of the message stream is larger than ${MAX_EVENT_BYTES} bytes`);
+      }
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const raw = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let event = "message";
+        const data: string[] = [];
+        for (const line of raw.split("\n")) {
+          if (line.startsWith("event:")) event = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (event === "lagged") {
+          throw new Error("the message stream fell behind and was cut off (lagged): reconnect");
+        }
+        if (data.length > 0) {
+          yield JSON.parse(data.join("\n")) as Message;
+        }
+      }
     }
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const raw = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = "message";
-      const data: string[] = [];
-      for (const line of raw.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (event === "lagged") {
-        throw new Error("the message stream fell behind and was cut off (lagged): reconnect");
-      }
-      if (data.length > 0) {
-        yield JSON.parse(data.join("\n")) as Message;
-      }
-    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
   }
 }
 
