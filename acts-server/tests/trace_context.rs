@@ -43,49 +43,30 @@ async fn call(app: &Router, method: Method, uri: &str, tp: Option<&str>, body: V
     serde_json::from_slice(&bytes).expect("JSON")
 }
 
+/// The root task and the interrupt of process `pid`.
+async fn root_and_irq(app: &Router, pid: &str) -> (Value, Value) {
+    let uri = format!("/api/v1/processes/{pid}");
+    let p = call(app, Method::GET, &uri, None, Value::Null).await;
+    let tasks = p["tasks"].as_array().expect("tasks");
+    let find = |want: &dyn Fn(&Value) -> bool| tasks.iter().find(|t| want(t)).cloned();
+    let root = find(&|t| t["kind"] == "workflow").expect("the root");
+    let irq = find(&|t| t["uses"] == "acts.core.irq" && t["kind"] == "act").expect("the irq");
+    (root, irq)
+}
+
 /// The stored `__traceparent` of the root task and of the interrupt.
 async fn stored(app: &Router, pid: &str) -> (Value, Value) {
-    let p = call(
-        app,
-        Method::GET,
-        &format!("/api/v1/processes/{pid}"),
-        None,
-        Value::Null,
-    )
-    .await;
-    let tasks = p["tasks"].as_array().expect("tasks");
-    let root = tasks
-        .iter()
-        .find(|t| t["kind"] == "workflow")
-        .expect("the root");
-    let irq = tasks
-        .iter()
-        .find(|t| t["uses"] == "acts.core.irq" && t["kind"] == "act")
-        .expect("the irq");
+    let (root, irq) = root_and_irq(app, pid).await;
     (
         root["data"]["__traceparent"].clone(),
         irq["data"]["__traceparent"].clone(),
     )
 }
 
+/// The interrupt's task id.
 async fn irq_of(app: &Router, pid: &str) -> String {
-    let p = call(
-        app,
-        Method::GET,
-        &format!("/api/v1/processes/{pid}"),
-        None,
-        Value::Null,
-    )
-    .await;
-    p["tasks"]
-        .as_array()
-        .and_then(|ts| {
-            ts.iter()
-                .find(|t| t["uses"] == "acts.core.irq" && t["kind"] == "act")
-        })
-        .and_then(|t| t["tid"].as_str())
-        .expect("an interrupt")
-        .to_owned()
+    let (_, irq) = root_and_irq(app, pid).await;
+    irq["tid"].as_str().expect("a task id").to_owned()
 }
 
 #[tokio::test]
