@@ -45,7 +45,7 @@ pub(crate) async fn serve(
     let persistence = family.persistence();
     let mut cluster = ClusterConfig::new(join.node, &advertise, join.partitions);
     cluster.lease_ttl = join.lease_ttl;
-    cluster.engine.spans = crate::serve::span_export();
+    cluster.engine.spans = crate::telemetry::span_export();
     cluster.packages = acts_packages::packages(&config.packages())
         .map_err(|e| Failure::input(format!("the config: {e}")))?;
     let node = ClusterNode::join(cluster, family, options.clone())

@@ -36,6 +36,7 @@ mod query;
 mod report;
 mod serve;
 mod session;
+mod telemetry;
 mod testcmd;
 mod token;
 
@@ -192,7 +193,7 @@ fn main() -> ExitCode {
         telemetry.as_ref(),
     );
     if let Some(t) = &telemetry {
-        serve::use_telemetry(t.clone());
+        telemetry::use_telemetry(t.clone());
     }
     // Ctrl-C stops every command: the command is dropped wherever it is
     // (each transition is one atomic batch, so the store is at a

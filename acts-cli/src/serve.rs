@@ -119,20 +119,6 @@ pub(crate) fn access_note(auth: &Auth) -> String {
     }
 }
 
-/// The trace export of this `acts serve` (set once, before the engine
-/// opens).
-static TELEMETRY: std::sync::OnceLock<acts_server::Telemetry> = std::sync::OnceLock::new();
-
-/// Exports traces with `t` (see [`span_export`]).
-pub(crate) fn use_telemetry(t: acts_server::Telemetry) {
-    let _ = TELEMETRY.set(t);
-}
-
-/// Where the engine's task spans go: the serve's trace export, if on.
-pub(crate) fn span_export() -> Option<acts::SpanExport> {
-    TELEMETRY.get().map(acts_server::Telemetry::span_export)
-}
-
 /// Serves until a stop signal; the exit code is 0 after a clean stop.
 pub(crate) async fn run(
     store: &str,
@@ -161,8 +147,8 @@ pub(crate) async fn run(
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
     let _ = writeln!(std::io::stderr(), "acts serve: {}", config.packages_note());
-    if let Some(t) = TELEMETRY.get() {
-        let _ = writeln!(std::io::stderr(), "acts serve: {}", t.note());
+    if let Some(note) = crate::telemetry::note() {
+        let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
     // One stop signal: the gRPC server stops first (its answered acks are
     // applied), then the HTTP server, which closes the engine.

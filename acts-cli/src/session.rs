@@ -56,7 +56,7 @@ pub(crate) async fn open_engine_with(
         .config({
             let mut v = acts::EngineConfig::default();
             v.lease = lease;
-            v.spans = crate::serve::span_export();
+            v.spans = crate::telemetry::span_export();
             v
         });
     if let Some(c) = clock {
