@@ -151,7 +151,9 @@ impl Telemetry {
                 .map_err(build)?,
             OtlpProtocol::HttpProtobuf => opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
-                .with_http_client(super::requests::OtlpHttpClient::new()?)
+                .with_http_client(
+                    super::http_client::OtlpHttpClient::new().map_err(TelemetryError::Build)?,
+                )
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_endpoint(config.endpoint.clone())
                 .with_timeout(EXPORT_TIMEOUT)

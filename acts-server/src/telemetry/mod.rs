@@ -13,12 +13,14 @@
 //! - `requests.rs`: the span of each HTTP and gRPC request, continuing the
 //!   caller's W3C `traceparent`, and the caller's context handed to the
 //!   routes that start a process or answer a task ([`CallerTrace`]).
+//! - `http_client.rs`: the OTLP/HTTP exporter's client (reqwest).
 //!
 //! May use: the facade `acts`, opentelemetry, opentelemetry_sdk,
 //! opentelemetry-otlp, opentelemetry-http, tracing-opentelemetry,
 //! tracing-subscriber, reqwest, axum, tower, http, bytes.
 
 mod export;
+mod http_client;
 mod requests;
 mod task_spans;
 
