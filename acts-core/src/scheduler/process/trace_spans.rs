@@ -10,6 +10,14 @@ use crate::scheduler::trace::{
     TRACEPARENT_KEY, TaskSpan, TraceContext, derived_trace_id, task_span_id,
 };
 
+/// What every span of one transition shares.
+struct Shared {
+    trace_id: [u8; 16],
+    started: Option<TraceContext>,
+    model_id: String,
+    model_version: u32,
+}
+
 impl Process {
     /// The spans of the tasks that ended since the last call, in the
     /// order they ended (none built unless `traced`).
@@ -23,17 +31,15 @@ impl Process {
         if started.is_some_and(|c| !c.sampled) {
             return Vec::new();
         }
-        let trace_id = started.map_or_else(|| derived_trace_id(&self.pid), |c| c.trace_id);
-        let (model_id, model_version) = (self.model_id(), self.tree.model().revision);
+        let shared = Shared {
+            trace_id: self.trace_id_in(started),
+            started,
+            model_id: self.model_id(),
+            model_version: self.tree.model().revision,
+        };
         ended
             .into_iter()
-            .filter_map(|t| {
-                let mut span = self.span_of(t, started)?;
-                span.trace_id = trace_id;
-                span.model_id.clone_from(&model_id);
-                span.model_version = model_version;
-                Some(span)
-            })
+            .filter_map(|t| self.span_of(t, &shared))
             .collect()
     }
 
@@ -48,24 +54,23 @@ impl Process {
     }
 
     /// The process's trace id: its starter's, else derived from the pid.
-    fn trace_id(&self) -> [u8; 16] {
-        self.started_in()
-            .map_or_else(|| derived_trace_id(&self.pid), |c| c.trace_id)
+    fn trace_id_in(&self, started: Option<TraceContext>) -> [u8; 16] {
+        started.map_or_else(|| derived_trace_id(&self.pid), |c| c.trace_id)
     }
 
     /// The `traceparent` a subflow child of act `tid` starts in.
     pub(super) fn child_traceparent(&self, tid: &str) -> String {
+        let started = self.started_in();
         TraceContext {
-            trace_id: self.trace_id(),
+            trace_id: self.trace_id_in(started),
             span_id: task_span_id(&self.pid, tid),
-            sampled: self.started_in().is_none_or(|c| c.sampled),
+            sampled: started.is_none_or(|c| c.sampled),
         }
         .to_traceparent()
     }
 
-    /// The span of task `t`, if it has ended (the trace and the model
-    /// are the caller's to fill in).
-    fn span_of(&self, t: TaskIx, started: Option<TraceContext>) -> Option<TaskSpan> {
+    /// The span of task `t`, if it has ended.
+    fn span_of(&self, t: TaskIx, shared: &Shared) -> Option<TaskSpan> {
         let task = self.tasks.get(t)?;
         if !task.state.is_terminal() {
             return None;
@@ -73,7 +78,7 @@ impl Process {
         let node = self.tree.node(task.node)?;
         let (parent_span_id, parent_is_remote) = match task.parent.and_then(|p| self.tasks.get(p)) {
             Some(p) => (Some(task_span_id(&self.pid, &p.id)), false),
-            None => (started.map(|c| c.span_id), true),
+            None => (shared.started.map(|c| c.span_id), true),
         };
         let uses = match &*node.content {
             crate::tree::NodeContent::Act(a) => Some(a.uses.clone()),
@@ -103,7 +108,7 @@ impl Process {
             end_ms
         };
         Some(TaskSpan {
-            trace_id: [0; 16],
+            trace_id: shared.trace_id,
             span_id: task_span_id(&self.pid, &task.id),
             parent_span_id,
             parent_is_remote,
@@ -112,8 +117,8 @@ impl Process {
             pid: self.pid.clone(),
             tid: task.id.clone(),
             nid: node.id.clone(),
-            model_id: String::new(),
-            model_version: 0,
+            model_id: shared.model_id.clone(),
+            model_version: shared.model_version,
             uses,
             state: task.state,
             error: task.err.as_deref().cloned(),
