@@ -99,13 +99,9 @@ struct Envelope<'a, V> {
 /// How many keys a query reads from the store per round trip.
 const SCAN_CHUNK: usize = 256;
 
-/// Index entries read per scan by [`Collection::index_ids`] (entries are
-/// small: a key and an id).
-const INDEX_CHUNK: usize = 4096;
-
 /// Typed access to the rows of type `T`.
 pub struct Collection<T: Row> {
-    store: Arc<dyn KvStore>,
+    pub(super) store: Arc<dyn KvStore>,
     _rows: PhantomData<fn() -> T>,
 }
 
@@ -142,7 +138,7 @@ impl<T: Row> Collection<T> {
         Self::row_prefix().str(id).finish()
     }
 
-    fn index_prefix(field: &str) -> KeyBuilder {
+    pub(super) fn index_prefix(field: &str) -> KeyBuilder {
         KeyBuilder::new().str("i").str(T::COLLECTION).str(field)
     }
 
@@ -221,7 +217,7 @@ impl<T: Row> Collection<T> {
     /// The key prefix of the index entries of the rows whose `field` equals
     /// `value`: from `field`'s own index, or from the composite index that
     /// answers it ([`Row::EQ_BY_PAIR`]); `None` when neither has it.
-    fn eq_prefix(field: &str, value: &IndexValue) -> Option<Vec<u8>> {
+    pub(super) fn eq_prefix(field: &str, value: &IndexValue) -> Option<Vec<u8>> {
         if T::INDEXED.contains(&field) {
             return Some(value.encode(Self::index_prefix(field)).finish());
         }
@@ -269,7 +265,14 @@ impl<T: Row> Collection<T> {
         ops
     }
 
-    fn corrupt(id: &str, message: String) -> CollectionError {
+    pub(super) fn no_index(field: &str) -> CollectionError {
+        CollectionError::BadQuery {
+            collection: T::COLLECTION,
+            message: format!("'{field}' has no index"),
+        }
+    }
+
+    pub(super) fn corrupt(id: &str, message: String) -> CollectionError {
         CollectionError::Corrupt {
             collection: T::COLLECTION,
             id: id.to_owned(),
@@ -482,7 +485,7 @@ impl<T: Row> Collection<T> {
     /// Every key under `prefix`, in key order, `chunk` pairs per store
     /// read, each chunk handed to `each` (which may stop the scan with an
     /// error).
-    async fn scan_all(
+    pub(super) async fn scan_all(
         &self,
         prefix: &[u8],
         chunk: usize,
@@ -499,64 +502,6 @@ impl<T: Row> Collection<T> {
                 _ => return Ok(()),
             }
         }
-    }
-
-    /// The ids of the rows whose indexed `field` equals `value`, read from
-    /// the index alone (no row is read), in chunks handed to `each`.
-    /// `field` must be indexed (or answered by a composite index).
-    pub async fn index_ids(
-        &self,
-        field: &str,
-        value: IndexValue,
-        mut each: impl FnMut(Vec<String>),
-    ) -> Result<(), CollectionError> {
-        let Some(prefix) = Self::eq_prefix(field, &value) else {
-            return Err(CollectionError::BadQuery {
-                collection: T::COLLECTION,
-                message: format!("'{field}' has no index"),
-            });
-        };
-        self.scan_all(&prefix, INDEX_CHUNK, |chunk| {
-            // An index entry's value is the row id.
-            each(
-                chunk
-                    .into_iter()
-                    .map(|p| String::from_utf8_lossy(&p.value).into_owned())
-                    .collect(),
-            );
-            Ok(())
-        })
-        .await
-    }
-
-    /// The ids of the rows whose indexed integer `field` is below `bound`,
-    /// smallest first, at most `limit`, read from the index alone: the
-    /// read stops at the bound (rows above it cost nothing).
-    pub async fn index_ids_below(
-        &self,
-        field: &str,
-        bound: i64,
-        limit: usize,
-    ) -> Result<Vec<String>, CollectionError> {
-        if !T::INDEXED.contains(&field) {
-            return Err(CollectionError::BadQuery {
-                collection: T::COLLECTION,
-                message: format!("'{field}' has no index"),
-            });
-        }
-        let start = Self::index_prefix(field).raw(&[0x02]).finish();
-        let end = IndexValue::Int(bound)
-            .encode(Self::index_prefix(field))
-            .finish();
-        let pairs = self
-            .store
-            .scan(ScanRange::between(start, end).with_limit(limit))
-            .await?;
-        // An index entry's value is the row id.
-        Ok(pairs
-            .into_iter()
-            .map(|p| String::from_utf8_lossy(&p.value).into_owned())
-            .collect())
     }
 
     /// Every row matching `query`, reading page after page until the end

@@ -13,6 +13,7 @@
 //! `acts-store`).
 
 mod collection;
+mod index_reads;
 mod query;
 mod writer;
 mod writer_stats;

@@ -54,10 +54,10 @@ pub(crate) mod types;
 pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
-    EngineBuilder, EngineError, EngineStats, Executor, MAX_PAGE, MigrationPlan, MigrationReport,
-    ModelInfo, ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, Principal,
-    ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo,
-    TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
+    EngineBuilder, EngineError, EngineStats, Executor, KeyUse, MAX_PAGE, MigrationPlan,
+    MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure, PackageInfo,
+    Page, Principal, ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo,
+    TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor,
 };
 pub use kernel::{EngineConfig, PidFilter, SpanExport};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
@@ -69,8 +69,8 @@ pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData
 pub mod testing {
     pub use super::api::ProcHandle;
     pub use super::persist::rows::{
-        ChannelRow, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow, PROC_INDEX,
-        PackageRow, ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE, WakeRow,
-        delivery_row_id, node_row_id, task_row_id,
+        ChannelRow, ConcurrencySlot, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow,
+        PROC_INDEX, PackageRow, ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE,
+        WakeRow, delivery_row_id, node_row_id, task_row_id,
     };
 }

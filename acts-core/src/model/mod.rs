@@ -32,9 +32,11 @@ pub use scripts::{ScriptSite, script_sites};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
 pub use unknown_keys::{UnknownKey, unknown_keys};
-pub use validate::{PackageLookup, has_expression, validate};
+pub use validate::{
+    MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, PackageLookup, has_expression, validate,
+};
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
-pub use workflow::{LoadedWorkflow, Workflow};
+pub use workflow::{Concurrency, LoadedWorkflow, Workflow};
 
 /// A JSON object: variables, options, outputs.
 pub type Vars = serde_json::Map<String, serde_json::Value>;

@@ -30,6 +30,9 @@ pub fn script_sites(workflow: &Workflow) -> Vec<ScriptSite> {
     };
     variants(&mut out, &wf, "vars", &workflow.vars);
     variants(&mut out, &wf, "exposes", &workflow.exposes);
+    if let Some(c) = &workflow.concurrency {
+        embedded(&mut out, &wf, "concurrency", &Value::String(c.key.clone()));
+    }
     for s in &workflow.steps {
         step(&mut out, s);
     }

@@ -43,6 +43,8 @@ enum Kind {
     Step,
     Branch,
     Trigger,
+    /// A workflow's `concurrency:`.
+    Concurrency,
     /// Free-form data (params, options, vars, ...): not checked.
     Free,
 }
@@ -54,6 +56,7 @@ impl Kind {
             Kind::Step => "step",
             Kind::Branch => "branch",
             Kind::Trigger => "trigger",
+            Kind::Concurrency => "concurrency",
             Kind::Free => "value",
         }
     }
@@ -77,6 +80,7 @@ impl Kind {
                 ("metadata", Free),
                 ("exposes", Free),
                 ("index", Free),
+                ("concurrency", Concurrency),
             ],
             Step => &[
                 ("id", Free),
@@ -119,6 +123,7 @@ impl Kind {
                 ("schedule", Free),
                 ("metadata", Free),
             ],
+            Concurrency => &[("key", Free), ("limit", Free)],
             Free => &[],
         }
     }

@@ -69,6 +69,13 @@ pub fn validate(
     v.run()
 }
 
+/// The longest `concurrency.key` a model may write (and a key may
+/// evaluate to), in bytes.
+pub const MAX_CONCURRENCY_KEY: usize = 256;
+
+/// The highest `concurrency.limit`.
+pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
+
 /// Most variables a model may index.
 pub const MAX_INDEXED_VARS: usize = 8;
 
@@ -142,6 +149,7 @@ impl Validator<'_> {
         }
         self.triggers()?;
         self.index()?;
+        self.concurrency()?;
         // The model id is the root node's id: no step or branch may reuse it.
         self.claim_id(NodeKind::Workflow, &w.id)?;
         self.steps(&w.steps, "steps of the workflow")?;
@@ -180,6 +188,42 @@ impl Validator<'_> {
                     format!("`index` names '{name}' twice"),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// `concurrency:` has a key and a limit in range.
+    fn concurrency(&self) -> Result<(), ModelError> {
+        let Some(c) = &self.workflow.concurrency else {
+            return Ok(());
+        };
+        let at = Some(("id", self.workflow.id.as_str(), 0));
+        if c.key.trim().is_empty() {
+            return Err(self.err(
+                None,
+                at,
+                "`concurrency` has an empty `key`: give the text processes are grouped by, e.g. `key: ${{ customer }}`".into(),
+            ));
+        }
+        if c.key.len() > MAX_CONCURRENCY_KEY {
+            return Err(self.err(
+                None,
+                at,
+                format!(
+                    "`concurrency.key` is {} bytes; at most {MAX_CONCURRENCY_KEY}",
+                    c.key.len()
+                ),
+            ));
+        }
+        if c.limit == 0 || c.limit > MAX_CONCURRENCY_LIMIT {
+            return Err(self.err(
+                None,
+                at,
+                format!(
+                    "`concurrency.limit` is {}; give 1 to {MAX_CONCURRENCY_LIMIT} (how many processes of one key may run at once)",
+                    c.limit
+                ),
+            ));
         }
         Ok(())
     }

@@ -54,6 +54,29 @@ pub struct Workflow {
     /// process runs, so processes can be found by them without a scan.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub index: Vec<String>,
+    /// At most `limit` processes of one key in flight at a time
+    /// (`concurrency: { key: ${{ customer }}, limit: 1 }`); a start past
+    /// the limit waits, in order, until a process of its key ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
+}
+
+/// A workflow's `concurrency:` (see [`Workflow::concurrency`]). The key is
+/// evaluated once, from the start options and the workflow's `vars`, when
+/// a process starts; keys are shared by every model that names the same
+/// key (put the model's name into the key to keep models apart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Concurrency {
+    /// The key: text with `${{ expression }}` parts (one whole expression
+    /// keeps its value's text: a number's digits, a string as is).
+    pub key: String,
+    /// How many processes of one key may be in flight at once (1 and up).
+    #[serde(default = "one")]
+    pub limit: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A model loaded from text, with the positions of its nodes when the text

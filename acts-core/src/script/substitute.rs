@@ -91,6 +91,33 @@ pub fn params(
 
 /// Replaces every `${{ expr }}` in `s` by its result's text.
 fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<String, ScriptError> {
+    replace_each(s, |expr| {
+        Ok(match evaluate(engine, expr, scope)? {
+            Value::String(text) => text,
+            other => other.to_string(),
+        })
+    })
+}
+
+/// Every `${{ expr }}` in `s` replaced by its result's text, strictly: an
+/// expression that throws, or whose value is `null` or `undefined`, is an
+/// error that names it (where a silent `null` would be wrong, e.g. a
+/// concurrency key, which would then group unrelated processes).
+pub fn text_strict(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<String, String> {
+    replace_each(s, |expr| {
+        match engine.eval(ScriptKind::Expression, expr, scope.clone()) {
+            Ok(out) => match out.value {
+                Value::Null => Err(format!("`{expr}` has no value")),
+                Value::String(text) => Ok(text),
+                other => Ok(other.to_string()),
+            },
+            Err(e) => Err(format!("`{expr}` fails: {e}")),
+        }
+    })
+}
+
+/// `s` with each `${{ expr }}` replaced by what `each` makes of `expr`.
+fn replace_each<E>(s: &str, mut each: impl FnMut(&str) -> Result<String, E>) -> Result<String, E> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${{") {
@@ -98,11 +125,7 @@ fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<St
             break;
         };
         out.push_str(&rest[..start]);
-        let expr = rest[start + 3..start + len].trim();
-        match evaluate(engine, expr, scope)? {
-            Value::String(text) => out.push_str(&text),
-            other => out.push_str(&other.to_string()),
-        }
+        out.push_str(&each(rest[start + 3..start + len].trim())?);
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);

@@ -226,10 +226,16 @@ impl Executor {
 
     /// A process, with its outputs.
     pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
-        self.rt
+        let mut info = self
+            .rt
             .with_process(pid, |p| self.check_see(p).map(|()| ProcInfo::of(p)))
             .await?
-            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))??;
+        info.waiting_for = self
+            .rt
+            .waiting_for(pid, info.state)
+            .map(|w| w.as_str().to_owned());
+        Ok(info)
     }
 
     /// The model process `pid` runs: as deployed when it started (a later

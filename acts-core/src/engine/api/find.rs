@@ -22,7 +22,7 @@ use crate::engine::persist::reads::{self, Walk};
 use crate::engine::persist::rows::ProcRow;
 use crate::engine::persist::var_index::indexable;
 use crate::engine::types::error::EngineError;
-use crate::engine::types::info::ProcInfo;
+use crate::engine::types::info::{ProcInfo, WaitingFor};
 use crate::engine::types::page::Page;
 
 /// Most processes one page holds.
@@ -106,6 +106,11 @@ pub struct ProcessQuery {
     /// A condition on one indexed variable.
     #[serde(deserialize_with = "var_filter_object")]
     pub var: Option<VarFilter>,
+    /// Of this concurrency key (the model's `concurrency:`, evaluated).
+    pub concurrency_key: Option<String>,
+    /// Parked and waiting for this (`concurrency`: its key has no free
+    /// slot; `admission`: the engine is at its cap); implies state `none`.
+    pub waiting_for: Option<WaitingFor>,
     /// Walk the index backwards (newest, or largest value, first).
     pub descending: bool,
     /// Processes per page (default 100, at most [`MAX_PAGE`]).
@@ -129,6 +134,18 @@ impl ProcessQuery {
     /// Only processes in `state`.
     pub fn state(mut self, state: TaskState) -> Self {
         self.state = Some(state);
+        self
+    }
+
+    /// Only parked processes waiting for `what`.
+    pub fn waiting_for(mut self, what: WaitingFor) -> Self {
+        self.waiting_for = Some(what);
+        self
+    }
+
+    /// Only processes of concurrency key `key`.
+    pub fn concurrency_key(mut self, key: &str) -> Self {
+        self.concurrency_key = Some(key.to_owned());
         self
     }
 
@@ -298,8 +315,22 @@ impl Executor {
         if let Some(r) = q.revision {
             query = query.filter(Filter::eq("rev", r));
         }
-        if let Some(s) = q.state {
+        // Waiting for anything: parked.
+        let state = match (q.state, q.waiting_for) {
+            (Some(s), Some(_)) if s != TaskState::None => {
+                return Err(bad(format!(
+                    "a process in state '{}' waits for nothing; `waiting_for` lists parked processes (state none)",
+                    s.as_str()
+                )));
+            }
+            (_, Some(_)) => Some(TaskState::None),
+            (s, None) => s,
+        };
+        if let Some(s) = state {
             query = query.filter(Filter::eq("state", s.as_str()));
+        }
+        if let Some(k) = &q.concurrency_key {
+            query = query.filter(Filter::eq("slot.key", k.as_str()));
         }
         if let Some(b) = &q.started_by {
             query = query.filter(Filter::eq("started_by", b.as_str()));
@@ -332,7 +363,7 @@ impl Executor {
             // In admission order, through the composite index of the state
             // or the model (only the entries of that state or model are
             // read), else the admission-order index.
-            None => match (&q.state, &q.model) {
+            None => match (&state, &q.model) {
                 (Some(st), _) => Some(Walk::ProcsInState(*st)),
                 (None, Some(m)) => Some(Walk::ProcsOfModel(m)),
                 (None, None) => {
@@ -350,7 +381,18 @@ impl Executor {
             .rows
             .iter()
             .filter(|r| self.may_see_row(r))
-            .map(ProcInfo::from)
+            .map(|r| {
+                let mut info = ProcInfo::from(r);
+                info.waiting_for = self
+                    .rt
+                    .waiting_for(&r.id, r.state)
+                    .map(|w| w.as_str().to_owned());
+                info
+            })
+            .filter(|info| {
+                q.waiting_for
+                    .is_none_or(|w| info.waiting_for.as_deref() == Some(w.as_str()))
+            })
             .collect();
         Ok(Page::new(
             processes,
@@ -381,6 +423,8 @@ impl Executor {
         // count): with none of them, the keys of one index range are the
         // matches.
         let rows_needed = q.revision.is_some()
+            || q.concurrency_key.is_some()
+            || q.waiting_for.is_some()
             || q.started_by.is_some()
             || q.started_after.is_some()
             || q.started_before.is_some()

@@ -19,16 +19,16 @@ mod find_deliveries;
 mod find_tasks;
 mod operate;
 
-pub use crate::engine::kernel::cache::Cache;
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
+pub use crate::engine::kernel::cache::{Cache, KeyUse};
 pub use crate::engine::types::access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
 pub use crate::engine::types::error::EngineError;
 pub use crate::engine::types::filter::ChannelOptions;
 pub use crate::engine::types::info::DeliveryState;
 pub use crate::engine::types::info::{
     DeliveryInfo, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageInfo,
-    ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo,
+    ProcInfo, ProcessMigration, TaskInfo, TaskMoveInfo, TriggerInfo, WaitingFor,
 };
 pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailure};
 pub use crate::engine::types::page::Page;

@@ -42,6 +42,9 @@ use parking_lot::Mutex;
 pub use crate::engine::kernel::handle::ProcHandle;
 pub(crate) use crate::engine::kernel::handle::{LoadCell, Slot};
 use crate::engine::kernel::handle::{loading, waiting_load};
+use crate::engine::kernel::key_slots::KeySlots;
+pub use crate::engine::kernel::key_slots::KeyUse;
+use crate::engine::persist::rows::ConcurrencySlot;
 
 pub(super) enum Entry {
     Resident(Arc<ProcHandle>),
@@ -55,6 +58,9 @@ pub enum Admission {
     Admitted,
     /// The cap is reached: the process must be parked.
     Parked,
+    /// Its concurrency key has no free slot: the process must be parked,
+    /// and waits for its key before it waits for the cap.
+    Waiting,
     /// The boot count runs: wait for it ([`Cache::counted`]) and ask
     /// again.
     Counting,
@@ -119,6 +125,18 @@ pub(super) struct State {
     /// Whether the store may hold parked rows not in `parked` (true until
     /// a scan has read them all; set again when a scan was skipped).
     pub(super) parked_unknown: bool,
+    /// The slots of the concurrency keys: who holds one, who waits.
+    pub(super) slots: KeySlots,
+}
+
+/// Makes the parked waiters a key let through startable (they wait for a
+/// place now).
+pub(super) fn let_in(s: &mut State, through: Vec<(i64, String)>) {
+    for (ts, pid) in through {
+        if s.parked_ids.contains(&pid) {
+            s.parked.insert((ts, pid));
+        }
+    }
 }
 
 /// Enters a load of queued in-flight `pid` into a free place: the load a
@@ -265,9 +283,14 @@ impl Cache {
 
     /// Decides synchronously whether the process of `handle` may start
     /// now: it becomes resident (`Admitted`; the caller holds its lane until
-    /// its first transition is durable), or must be parked. `Err(())` when
+    /// its first transition is durable), or must be parked (for a place,
+    /// or — `slot` given and its key full — for its key). `Err(())` when
     /// the pid is resident, loading or parked already.
-    pub(crate) fn admit(&self, handle: &Arc<ProcHandle>) -> Result<Admission, ()> {
+    pub(crate) fn admit(
+        &self,
+        handle: &Arc<ProcHandle>,
+        slot: Option<&ConcurrencySlot>,
+    ) -> Result<Admission, ()> {
         let pid = handle.pid();
         let mut s = self.state.lock();
         if s.entries.contains_key(pid) || s.parked_ids.contains(pid) || s.queued.contains(pid) {
@@ -275,6 +298,14 @@ impl Cache {
         }
         if s.counting.is_some() {
             return Ok(Admission::Counting);
+        }
+        if let Some(slot) = slot
+            && !s.slots.take(pid, slot)
+        {
+            // Claimed, not startable: its row is written, then it waits
+            // in its key's queue.
+            s.parked_ids.insert(pid.to_owned());
+            return Ok(Admission::Waiting);
         }
         if s.admitted < self.cap {
             s.admitted += 1;
@@ -290,21 +321,41 @@ impl Cache {
     }
 
     /// A process admitted as parked has its row stored: it may start when
-    /// a slot frees.
+    /// a place frees (one that waits for its key: when its key lets it
+    /// through).
     pub(crate) fn parked_written(&self, pid: &str, timestamp: i64) {
         let mut s = self.state.lock();
-        if s.parked_ids.contains(pid) {
-            s.parked.insert((timestamp, pid.to_owned()));
+        if !s.parked_ids.contains(pid) {
+            return;
+        }
+        match s.slots.waiter_written(pid, timestamp) {
+            Some(through) => let_in(&mut s, through),
+            None => {
+                s.parked.insert((timestamp, pid.to_owned()));
+            }
         }
     }
 
     /// Forgets a parked pid (its start was refused, its row not written, or
-    /// the process removed).
+    /// the process removed); a slot of its key it held is free.
     pub(crate) fn unpark(&self, pid: &str) {
         let mut s = self.state.lock();
         if s.parked_ids.remove(pid) {
             s.parked.retain(|(_, p)| p != pid);
+            let through = s.slots.free(pid);
+            let_in(&mut s, through);
         }
+    }
+
+    /// The concurrency key `pid` waits for, if it waits for one.
+    pub fn waits_for_key(&self, pid: &str) -> Option<String> {
+        self.state.lock().slots.waits_for(pid).map(str::to_owned)
+    }
+
+    /// Every concurrency key in use: how many processes hold one of its
+    /// slots and how many wait, by key.
+    pub fn keys_in_use(&self) -> Vec<KeyUse> {
+        self.state.lock().slots.groups()
     }
 
     /// The resident handle of `pid`, if it is resident.
@@ -435,10 +486,12 @@ impl Cache {
 
     /// An admitted process left flight (its terminal state is durable, or
     /// it was removed, or its start was refused before anything was
-    /// stored): its place is free.
+    /// stored): its place is free, and so is the slot of its key.
     pub(crate) fn release(&self, pid: &str) {
         let mut s = self.state.lock();
         s.idle.forget(pid);
+        let through = s.slots.free(pid);
+        let_in(&mut s, through);
         match &mut s.counting {
             // The count decides whether it still counts.
             Some(ended) => {
@@ -455,6 +508,8 @@ impl Cache {
         if s.queued.remove(pid) {
             s.resume_queue.retain(|p| p != pid);
             s.waiting.remove(pid);
+            let through = s.slots.free(pid);
+            let_in(&mut s, through);
             true
         } else {
             false

@@ -17,9 +17,13 @@ use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::stalled::Stalled;
-use crate::engine::persist::rows::ProcRow;
+use crate::engine::persist::rows::{ConcurrencySlot, ProcRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::package::PackageContext;
+
+/// A subflow child parked by a transition: its admission order, pid and
+/// concurrency slot.
+pub(crate) type ParkedChild = (i64, String, Option<ConcurrencySlot>);
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with
@@ -120,15 +124,26 @@ impl Kernel {
         })
     }
 
+    /// The parked row of subflow child `pid` of `model` (start options
+    /// `vars`, concurrency slot `slot`): its ops, and what the cache is
+    /// told once they are durable ([`after_commit`](Self::after_commit)).
     pub(crate) fn child_row_ops(
         &self,
         model: &DeployedModel,
         pid: &str,
         mut vars: Vars,
-    ) -> Vec<BatchOp> {
+        slot: Option<ConcurrencySlot>,
+    ) -> (Vec<BatchOp>, ParkedChild) {
         vars.insert("pid".into(), Value::String(pid.to_owned()));
-        let row = ProcRow::unstarted(pid, &model.row.id, model.row.revision, self.now(), vars);
-        Collection::<ProcRow>::upsert_ops(None, &row)
+        let now = self.now();
+        let row = ProcRow {
+            slot: slot.clone(),
+            ..ProcRow::unstarted(pid, &model.row.id, model.row.revision, now, vars)
+        };
+        (
+            Collection::<ProcRow>::upsert_ops(None, &row),
+            (now, pid.to_owned(), slot),
+        )
     }
 
     /// Arms (or re-arms, or cancels with `None`) the timeout timer of
@@ -161,13 +176,15 @@ impl Kernel {
         }
     }
 
-    /// After a durable transition: start what it requested; on a terminal
+    /// After a durable transition: note its parked subflow `children`,
+    /// start what it requested; on a terminal
     /// state, refill the freed slot; when it `returned` (a subflow child
     /// wrote its return), apply the return to the parent.
     pub(crate) fn after_commit(
         &self,
         pid: &str,
         requests: Vec<Request>,
+        children: Vec<ParkedChild>,
         terminal: bool,
         returned: bool,
     ) {
@@ -175,13 +192,12 @@ impl Kernel {
             return;
         };
         // Only a freed slot or a new parked child can let queued work start.
-        let mut refill = terminal;
+        let refill = terminal || !children.is_empty();
+        self.cache.note_parked(children);
         for r in requests {
             match r {
-                Request::StartSubflow { child_pid, .. } => {
-                    self.cache.note_parked([(self.now(), child_pid)]);
-                    refill = true;
-                }
+                // Its child's row is noted above.
+                Request::StartSubflow { .. } => {}
                 Request::RunPackage {
                     tid,
                     uses,

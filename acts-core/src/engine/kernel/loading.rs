@@ -213,7 +213,7 @@ impl Kernel {
         self.cache.end_scan(rows.is_ok());
         let rows = rows?;
         self.cache
-            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id)));
+            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id, r.slot)));
         self.refill();
         Ok(())
     }
@@ -251,13 +251,21 @@ impl Kernel {
                 break;
             }
         }
+        // The holders of concurrency slots: their entries in the sparse
+        // `slot` index (in flight and keyed), in the same count.
+        let mut holders = Vec::new();
+        if scanned.is_ok() {
+            scanned = procs
+                .index_str_entries("slot", |entries| holders.extend(entries))
+                .await;
+        }
         match scanned {
             Ok(()) => {
-                self.cache.end_count(Some(seen));
+                self.cache.end_count(Some(seen), holders);
                 Ok(())
             }
             Err(e) => {
-                self.cache.end_count(None);
+                self.cache.end_count(None, Vec::new());
                 Err(e.into())
             }
         }

@@ -16,6 +16,7 @@ pub(crate) mod follow_up;
 pub(crate) mod handle;
 pub(crate) mod hooks;
 pub(crate) mod instances;
+pub(crate) mod key_slots;
 pub(crate) mod loading;
 pub(crate) mod migrate;
 pub(crate) mod models;

@@ -23,6 +23,8 @@ use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist::reads::Reads;
 use crate::engine::types::error::EngineError;
+use crate::engine::types::info::WaitingFor;
+use crate::scheduler::TaskState;
 
 impl Kernel {
     /// The store.
@@ -64,6 +66,20 @@ impl Kernel {
     #[cfg(feature = "testing")]
     pub(crate) fn instances(&self) -> &Instances {
         &self.instances
+    }
+
+    /// What process `pid` in `state` waits for while it is parked (`None`
+    /// once it started): its key's slot, while this engine holds it in its
+    /// key's queue; else a place under the cap.
+    pub(crate) fn waiting_for(&self, pid: &str, state: TaskState) -> Option<WaitingFor> {
+        if state != TaskState::None {
+            return None;
+        }
+        Some(if self.cache.waits_for_key(pid).is_some() {
+            WaitingFor::Concurrency
+        } else {
+            WaitingFor::Admission
+        })
     }
 
     /// Transitions committed since start.

@@ -5,8 +5,9 @@
 
 use std::collections::HashSet;
 
-use crate::engine::kernel::cache::{Cache, Entry};
+use crate::engine::kernel::cache::{Cache, Entry, let_in};
 use crate::engine::kernel::handle::{LoadCell, loading, pid_hash};
+use crate::engine::persist::rows::ConcurrencySlot;
 
 impl Cache {
     /// Begins the boot count (see the module docs): starts wait and
@@ -16,16 +17,23 @@ impl Cache {
         if s.counting.is_none() {
             s.counting = Some(HashSet::new());
         }
+        s.slots.begin_count();
     }
     /// Ends the boot count with the pids the scan found in flight (as
     /// [`pid_hash`]es; `None` when the scan failed: the figure stays as it
     /// was, and the count runs again later). The processes that ended
     /// while it ran are left out. When the count is above the cap,
     /// [`queue_resume`](Self::queue_resume) then takes the newest out of
-    /// admission.
-    pub(crate) fn end_count(&self, seen: Option<Vec<u64>>) {
+    /// admission. `holders` are the in-flight processes holding a slot of
+    /// a concurrency key, `(key, pid)`, read in the same count (ignored
+    /// when `seen` is `None`: keyed starts keep waiting).
+    pub(crate) fn end_count(&self, seen: Option<Vec<u64>>, holders: Vec<(String, String)>) {
         let mut s = self.state.lock();
         let ended = s.counting.take().unwrap_or_default();
+        if seen.is_some() {
+            let through = s.slots.counted(holders, |pid| ended.contains(pid));
+            let_in(&mut s, through);
+        }
         if let Some(mut seen) = seen {
             seen.sort_unstable();
             seen.dedup();
@@ -85,21 +93,40 @@ impl Cache {
         }
         s.parked.remove(&(timestamp, pid.to_owned()));
         s.parked_ids.insert(pid.to_owned());
+        s.slots.hold_back(pid);
         true
     }
     /// Lets a parked process held by [`hold_parked`](Self::hold_parked)
     /// start when a place frees (unless it was removed meanwhile).
     pub(crate) fn release_parked(&self, pid: &str, timestamp: i64) {
         let mut s = self.state.lock();
-        if s.parked_ids.contains(pid) {
-            s.parked.insert((timestamp, pid.to_owned()));
+        if !s.parked_ids.contains(pid) {
+            return;
+        }
+        match s.slots.waiter_written(pid, timestamp) {
+            Some(through) => let_in(&mut s, through),
+            None => {
+                s.parked.insert((timestamp, pid.to_owned()));
+            }
         }
     }
-    /// Records parked rows found in the store.
-    pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = (i64, String)>) {
+    /// Records parked rows found in the store, `(admission order, pid,
+    /// concurrency slot)`: startable when a place frees, or — a keyed one
+    /// whose key is full — waiting for its key.
+    pub(crate) fn note_parked(
+        &self,
+        rows: impl IntoIterator<Item = (i64, String, Option<ConcurrencySlot>)>,
+    ) {
         let mut s = self.state.lock();
-        for (ts, pid) in rows {
-            if !s.entries.contains_key(&pid) && s.parked_ids.insert(pid.clone()) {
+        for (ts, pid, slot) in rows {
+            if s.entries.contains_key(&pid) || !s.parked_ids.insert(pid.clone()) {
+                continue;
+            }
+            let startable = match &slot {
+                Some(slot) => s.slots.found_parked(&pid, ts, slot).unwrap_or(true),
+                None => true,
+            };
+            if startable {
                 s.parked.insert((ts, pid));
             }
         }

@@ -46,13 +46,24 @@ impl Kernel {
             let Ok(guard) = handle.lane.clone().try_lock_owned() else {
                 unreachable!("a new lane is unlocked");
             };
-            match self.admit_after_count(&handle).await {
+            let slot = guard.persisted.row.slot.clone();
+            match self.admit_after_count(&handle, slot.as_ref()).await {
                 // Another instance is resident or loading (a read): let it
                 // finish, then claim again.
                 Err(()) => {
                     drop(guard);
                     tokio::task::yield_now().await;
                     continue;
+                }
+                Ok(Admission::Waiting) => {
+                    self.cache.unpark(pid);
+                    // Only a keyed process waits for its key.
+                    let (key, limit) = slot.map(|s| (s.key, s.limit)).unwrap_or_default();
+                    return Err(EngineError::KeyBusy {
+                        pid: pid.to_owned(),
+                        key,
+                        limit,
+                    });
                 }
                 Ok(Admission::Parked | Admission::Counting) => {
                     self.cache.unpark(pid);

@@ -344,6 +344,7 @@ impl Kernel {
         let traced = self.config.spans.is_some();
         let mut spans = process.take_spans(traced);
         let mut requests = Vec::new();
+        let mut children = Vec::new();
         // Subflow children are part of the transition: their rows go in
         // its batch; a child that cannot start fails its act right away.
         loop {
@@ -358,18 +359,24 @@ impl Kernel {
                         child_pid,
                         to,
                         options,
-                    } => match self.pin_deployed(to) {
-                        Some((m, pin)) => {
+                    } => match self.pin_deployed(to).map_or_else(
+                        // Removed since the core checked (a race with
+                        // `remove_model`): fail the act as the core does.
+                        || Err(EngineError::ModelNotFound(to.clone())),
+                        |(m, pin)| Ok((self.concurrency_slot(&m, options)?, m, pin)),
+                    ) {
+                        Ok((key_slot, m, pin)) => {
                             // Held until the batch naming the version is
                             // durable (the end of this transition).
                             pins.push(pin);
-                            extra.extend(self.child_row_ops(&m, child_pid, options.clone()));
-                            requests.push(r);
+                            let (ops, child) =
+                                self.child_row_ops(&m, child_pid, options.clone(), key_slot);
+                            extra.extend(ops);
+                            children.push(child);
                         }
-                        None => {
-                            // Removed since the core checked (a race with
-                            // `remove_model`): fail the act as the core does.
-                            let e = EngineError::ModelNotFound(to.clone());
+                        Err(e) => {
+                            // Its key does not evaluate: the act fails as
+                            // a start would be refused.
                             let o = TaskError::new("subflow", e.to_string()).to_vars();
                             if let Err(e) = process.act(tid, Action::Error, o, svc) {
                                 warn!(pid = %pid, error = %e, "cannot fail a subflow act");
@@ -464,7 +471,7 @@ impl Kernel {
         }
         drop(guard);
         self.unload_over_limit();
-        self.after_commit(&pid, requests, terminal, returned);
+        self.after_commit(&pid, requests, children, terminal, returned);
         if continues && let Some(rt) = self.this() {
             self.spawn(rt.continue_process(handle.clone()));
         }

@@ -7,15 +7,16 @@ use serde_json::Value;
 use tracing::{Instrument, debug, info_span};
 
 use crate::durable::Collection;
-use crate::model::Vars;
+use crate::model::{MAX_CONCURRENCY_KEY, Vars, variants_to_vars};
 use crate::scheduler::Process;
+use crate::script::{ScriptScope, substitute};
 use crate::tree::long_id;
 
 use crate::engine::kernel::cache::{Admission, ProcHandle};
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
-use crate::engine::persist::rows::ProcRow;
+use crate::engine::persist::rows::{ConcurrencySlot, ProcRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
 
@@ -94,19 +95,22 @@ impl Kernel {
         started_by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
         let now = self.now();
+        let slot = self.concurrency_slot(model, &vars)?;
         let base = ProcRow {
             started_by: started_by.map(str::to_owned),
+            slot: slot.clone(),
             ..ProcRow::unstarted(&pid, &model.row.id, model.row.revision, now, Vars::new())
         };
         let mut process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
         process.audience.started_by = base.started_by.clone();
+        process.concurrency_key = slot.as_ref().map(|s| s.key.clone());
         let born = self.writer.epoch();
         let handle = ProcHandle::new(process, Persisted::fresh(base.clone()), born);
         // A fresh mutex: nobody else can hold it yet.
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
         };
-        let Ok(admission) = self.admit_after_count(&handle).await else {
+        let Ok(admission) = self.admit_after_count(&handle, slot.as_ref()).await else {
             return Err(EngineError::Duplicated(pid.clone()));
         };
         // Tracked once claimed (a refused duplicate is never an instance).
@@ -129,7 +133,9 @@ impl Kernel {
                     }
                     self.refill();
                 }
-                Admission::Parked | Admission::Counting => self.cache.unpark(&pid),
+                Admission::Parked | Admission::Waiting | Admission::Counting => {
+                    self.cache.unpark(&pid)
+                }
             }
             stored?;
             return Err(EngineError::Duplicated(pid));
@@ -153,7 +159,7 @@ impl Kernel {
                 .instrument(info_span!("start", pid = %pid))
                 .await
             }
-            Admission::Parked | Admission::Counting => {
+            Admission::Parked | Admission::Waiting | Admission::Counting => {
                 drop(guard);
                 let row = ProcRow {
                     start_vars: vars,
@@ -167,8 +173,16 @@ impl Kernel {
                 self.cache.parked_written(&pid, now);
                 // Slots may have freed while the row was written.
                 self.refill();
-                debug!(pid = %pid, "parked: the resident set is full");
-                Ok(ProcInfo::from(&row))
+                if admission == Admission::Waiting {
+                    debug!(pid = %pid, "parked: waits for its concurrency key");
+                } else {
+                    debug!(pid = %pid, "parked: the resident set is full");
+                }
+                let mut info = ProcInfo::from(&row);
+                info.waiting_for = self
+                    .waiting_for(&pid, row.state)
+                    .map(|w| w.as_str().to_owned());
+                Ok(info)
             }
         }
     }
@@ -179,13 +193,61 @@ impl Kernel {
     pub(crate) async fn admit_after_count(
         &self,
         handle: &Arc<ProcHandle>,
+        slot: Option<&ConcurrencySlot>,
     ) -> Result<Admission, ()> {
         loop {
-            match self.cache.admit(handle) {
+            match self.cache.admit(handle, slot) {
                 Ok(Admission::Counting) => self.cache.counted().await,
                 other => return other,
             }
         }
+    }
+
+    /// The concurrency slot of a process of `model` started with `vars`:
+    /// the model's `concurrency:` with its key evaluated over the start
+    /// options (and the workflow's `vars` they override); `None` without
+    /// one. A key with an expression that fails or has no value (it reads
+    /// a start option that was not given), or that comes out empty or too
+    /// long, refuses the start.
+    pub(crate) fn concurrency_slot(
+        &self,
+        model: &DeployedModel,
+        vars: &Vars,
+    ) -> Result<Option<ConcurrencySlot>, EngineError> {
+        let declaration = model.declaration();
+        let Some(c) = &declaration.concurrency else {
+            return Ok(None);
+        };
+        let refuse = |message: String| EngineError::Inputs {
+            model: model.row.id.clone(),
+            message,
+        };
+        let mut known = variants_to_vars(&declaration.vars);
+        known.extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let scope = ScriptScope::from_vars(known);
+        let key = substitute::text_strict(&self.scripts, &c.key, &scope).map_err(|e| {
+            refuse(format!(
+                "its concurrency key `{}` cannot be evaluated for these start options: {e}; give the start options it reads",
+                c.key
+            ))
+        })?;
+        if key.trim().is_empty() {
+            return Err(refuse(format!(
+                "its concurrency key `{}` is empty for these start options",
+                c.key
+            )));
+        }
+        if key.len() > MAX_CONCURRENCY_KEY {
+            return Err(refuse(format!(
+                "its concurrency key `{}` is {} bytes for these start options; at most {MAX_CONCURRENCY_KEY}",
+                c.key,
+                key.len()
+            )));
+        }
+        Ok(Some(ConcurrencySlot {
+            key,
+            limit: c.limit,
+        }))
     }
 
     /// The row of process `pid`, if stored.

@@ -23,6 +23,8 @@ impl From<&ProcRow> for ProcInfo {
             err: r.err.clone(),
             started_by: r.started_by.clone(),
             paused: r.paused.clone(),
+            concurrency_key: r.slot.as_ref().map(|s| s.key.clone()),
+            waiting_for: None,
         }
     }
 }

@@ -234,6 +234,7 @@ pub(crate) fn transition_ops(
             model: old.model.clone(),
             timestamp: old.timestamp,
             pending,
+            slot: old.slot.clone(),
         };
         if row.state == old.state && row.quiet_since == old.quiet_since && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
@@ -449,6 +450,7 @@ pub(crate) fn rebuild(
     process.audience =
         crate::scheduler::Audience::restore(row.started_by.clone(), row.audience.clone());
     process.paused = row.paused.clone();
+    process.concurrency_key = row.slot.as_ref().map(|s| s.key.clone());
     process
         .restore_jobs(&row.pending)
         .map_err(|e| format!("process '{}': {e}", row.id))?;

@@ -163,6 +163,33 @@ pub struct ProcRow {
     /// (`e:<tid>`/`n:<tid>`; empty when it ran to a wait).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<String>,
+    /// Its concurrency key and the limit it was started under (the
+    /// model's `concurrency:`, evaluated at the start); kept for its whole
+    /// life, so a restart counts the key's slots from the rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<ConcurrencySlot>,
+}
+
+/// A process's concurrency key and limit ([`ProcRow::slot`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ConcurrencySlot {
+    /// The evaluated key.
+    pub key: String,
+    /// How many processes of the key may be in flight at once.
+    pub limit: u32,
+}
+
+impl ProcRow {
+    /// The `slot` index's value: its key while it is in flight (started,
+    /// not ended) and has one; what a restart counts the key's holders by.
+    fn slot_index(&self) -> IndexValue {
+        match &self.slot {
+            Some(slot) if self.state != TaskState::None && !self.state.is_terminal() => {
+                IndexValue::Str(slot.key.clone())
+            }
+            _ => IndexValue::Absent,
+        }
+    }
 }
 
 impl ProcRow {
@@ -189,6 +216,7 @@ impl ProcRow {
             audience: Vec::new(),
             nodes: Vec::new(),
             pending: Vec::new(),
+            slot: None,
         }
     }
 }
@@ -197,6 +225,10 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     "timestamp" => IndexValue::Int(r.timestamp),
     "version" => IndexValue::Str(format!("{}@{}", r.mid, r.rev)),
     "quiet" => r.quiet_since.map_or(IndexValue::Absent, IndexValue::Int),
+    // Sparse: the in-flight processes that hold a concurrency slot. No
+    // row written before `slot` existed has an entry, so the generation
+    // below did not change.
+    "slot" => r.slot_index(),
     // Listings of one state or one model, in admission order; they also
     // answer `state == s` and `mid == m` (no entries of their own).
     "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.timestamp, 0),

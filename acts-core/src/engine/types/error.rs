@@ -166,6 +166,19 @@ pub enum EngineError {
         /// How long the call waited.
         waited: Duration,
     },
+    /// A finished process cannot be taken back into flight now: its
+    /// concurrency key has no free slot.
+    #[error(
+        "process '{pid}' cannot run again now: its concurrency key '{key}' has all its {limit} slot(s) taken; try again when a process of that key ends"
+    )]
+    KeyBusy {
+        /// The process.
+        pid: String,
+        /// Its concurrency key.
+        key: String,
+        /// The key's limit.
+        limit: u32,
+    },
     /// An input is larger than its configured limit; nothing was done.
     #[error("{what} is {size} bytes, more than the limit of {limit} bytes ({setting})")]
     TooLarge {

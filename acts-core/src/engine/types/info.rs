@@ -59,6 +59,28 @@ pub struct ModelVersionInfo {
     pub unfinished: usize,
 }
 
+/// What a parked process waits for (`ProcessQuery::waiting_for`,
+/// [`ProcInfo::waiting_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum WaitingFor {
+    /// A free slot of its concurrency key.
+    Concurrency,
+    /// A place under the engine's admission cap.
+    Admission,
+}
+
+impl WaitingFor {
+    /// Its name (`concurrency`, `admission`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitingFor::Concurrency => "concurrency",
+            WaitingFor::Admission => "admission",
+        }
+    }
+}
+
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -90,6 +112,15 @@ pub struct ProcInfo {
     /// Set while an operator holds it paused: by whom, since when, why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<Pause>,
+    /// Its concurrency key (the model's `concurrency:`, as evaluated at
+    /// its start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+    /// What a parked process waits for: `concurrency` while its key has
+    /// no free slot, `admission` while the engine is at its cap (`None`
+    /// once it started, and in listings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
 }
 
 impl ProcInfo {
@@ -106,6 +137,8 @@ impl ProcInfo {
             err: root.and_then(|r| r.err.as_deref().cloned()),
             started_by: p.audience.started_by.clone(),
             paused: p.paused.clone(),
+            concurrency_key: p.concurrency_key.clone(),
+            waiting_for: None,
         }
     }
 }

@@ -117,6 +117,8 @@ pub struct Process {
     pub audience: Audience,
     /// Set while an operator holds it (see [`Process::pause`]).
     pub paused: Option<Pause>,
+    /// Its concurrency key (the model's `concurrency:`, as evaluated).
+    pub concurrency_key: Option<String>,
     root: Option<TaskIx>,
     queue: VecDeque<Job>,
     messages: Vec<Message>,
@@ -141,6 +143,7 @@ impl Process {
             env: Vars::new(),
             audience: Audience::default(),
             paused: None,
+            concurrency_key: None,
             root: None,
             queue: VecDeque::new(),
             messages: Vec::new(),

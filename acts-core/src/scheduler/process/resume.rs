@@ -138,6 +138,7 @@ impl Process {
             env,
             audience: super::Audience::default(),
             paused: None,
+            concurrency_key: None,
             root,
             queue: VecDeque::new(),
             messages: Vec::new(),

@@ -1,0 +1,433 @@
+//! Concurrency keys (`concurrency: { key, limit }` on a workflow): at most
+//! `limit` processes of one key in flight; a start past the limit is
+//! parked and waits, in order, for a process of its key to end — however
+//! it ends (completed, error, aborted, terminated, removed) — across
+//! restarts, with the admission cap, for subflow children and retries.
+//! Runs on every backend (`scripts/test.sh`'s engine suites).
+
+mod common;
+use common::*;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, KeyUse, ProcessQuery, WaitingFor};
+use acts_core::scheduler::{Message, TaskState};
+use acts_core::time::ManualClock;
+use acts_store::KvStore;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// One process per customer at a time; each waits for an answer.
+const ONE_PER_CUSTOMER: &str = r#"
+id: order
+ver: "1"
+concurrency:
+  key: cust-${{ customer }}
+  limit: 1
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+"#;
+
+/// An engine on `kv` with admission cap `cap`, on an engine clock that
+/// [`start`] moves on a millisecond per start (admission order is kept to
+/// the millisecond in the store: a restart, or the cap's queue, orders
+/// starts of one millisecond by pid).
+async fn engine(kv: Arc<dyn KvStore>, cap: usize) -> Engine {
+    Engine::builder()
+        .store(kv)
+        .cache_cap(cap)
+        .clock(Arc::new(CLOCK.with(|c| c.clone())))
+        .start()
+        .await
+        .expect("engine starts")
+}
+
+thread_local! {
+    /// The engine clock of the test on this thread.
+    static CLOCK: ManualClock = ManualClock::new(1_000_000);
+}
+
+async fn start(engine: &Engine, model: &str, customer: &str) -> String {
+    let pid = engine
+        .executor()
+        .start(model, vars(json!({ "customer": customer })))
+        .await
+        .expect("starts")
+        .pid;
+    CLOCK.with(|c| c.advance(Duration::from_millis(1)));
+    pid
+}
+
+/// Waits for the interrupt of `pid` (it started and asks), returns its task.
+async fn asks(rx: &mut UnboundedReceiver<Message>, pid: &str) -> String {
+    recv_where(rx, |m| irq_created(m) && m.pid == pid).await.tid
+}
+
+async fn state(engine: &Engine, pid: &str) -> (TaskState, Option<String>) {
+    let p = engine.executor().process(pid).await.expect("the process");
+    (p.state, p.waiting_for)
+}
+
+fn waits_for_key() -> (TaskState, Option<String>) {
+    (TaskState::None, Some("concurrency".into()))
+}
+
+fn uses(engine: &Engine) -> Vec<KeyUse> {
+    engine.cache().keys_in_use()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    let b = start(&engine, "order", "c1").await;
+    let other = start(&engine, "order", "c2").await;
+    asks(&mut rx, &other).await; // another key is not held up
+    let c = start(&engine, "order", "c1").await;
+    let d = start(&engine, "order", "c1").await;
+    let e = start(&engine, "order", "c1").await;
+    let f = start(&engine, "order", "c1").await;
+    for p in [&b, &c, &d, &e, &f] {
+        assert_eq!(state(&engine, p).await, waits_for_key(), "{p} waits");
+    }
+    let info = exec.process(&a).await.unwrap();
+    assert_eq!(info.concurrency_key.as_deref(), Some("cust-c1"));
+    assert_eq!(
+        info.waiting_for, None,
+        "a started process waits for nothing"
+    );
+    let c1 = uses(&engine)
+        .into_iter()
+        .find(|u| u.key == "cust-c1")
+        .expect("the key is in use");
+    assert_eq!((c1.holders, c1.waiting), (1, 5));
+    // The listing of who waits for a key.
+    let waiting = exec
+        .find_processes(&ProcessQuery::new().waiting_for(WaitingFor::Concurrency))
+        .await
+        .unwrap();
+    let mut listed: Vec<String> = waiting.items.iter().map(|p| p.pid.clone()).collect();
+    listed.sort();
+    let mut expected = vec![b.clone(), c.clone(), d.clone(), e.clone(), f.clone()];
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // Completed: the oldest waiter (b) runs; the others still wait.
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    let b_irq = asks(&mut rx, &b).await;
+    for p in [&c, &d, &e, &f] {
+        assert_eq!(state(&engine, p).await, waits_for_key(), "{p} still waits");
+    }
+    // Error: c runs.
+    exec.error(&b, &b_irq, "declined", "no").await.unwrap();
+    assert_eq!(state(&engine, &b).await.0, TaskState::Error);
+    asks(&mut rx, &c).await;
+    // Aborted by the client: d runs.
+    exec.abort_process(&c).await.unwrap();
+    asks(&mut rx, &d).await;
+    // Terminated by an operator: e runs.
+    exec.terminate_process(&d, "stuck").await.unwrap();
+    asks(&mut rx, &e).await;
+    // Removed: f runs.
+    assert!(exec.remove_process(&e).await.unwrap());
+    let f_irq = asks(&mut rx, &f).await;
+    // A waiter that is removed gives up its place in the queue.
+    let g = start(&engine, "order", "c1").await;
+    let h = start(&engine, "order", "c1").await;
+    assert!(exec.remove_process(&g).await.unwrap());
+    exec.complete(&f, &f_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &h).await;
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_above_one_lets_that_many_run() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(&ONE_PER_CUSTOMER.replace("limit: 1", "limit: 2"))
+        .await
+        .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let b = start(&engine, "order", "c1").await;
+    let c = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    asks(&mut rx, &b).await;
+    assert_eq!(state(&engine, &c).await, waits_for_key());
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &c).await;
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_and_waiters_are_counted_again_after_a_restart() {
+    let kv = store().await;
+    let first = engine(kv.clone(), 1000).await;
+    first
+        .executor()
+        .deploy_yaml(ONE_PER_CUSTOMER)
+        .await
+        .unwrap();
+    let mut rx = first.channel(ChannelOptions::default()).subscribe();
+    let a = start(&first, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    let b = start(&first, "order", "c1").await;
+    let c = start(&first, "order", "c1").await;
+    first.close().await;
+
+    let second = engine(kv, 1000).await;
+    let exec = second.executor();
+    let mut rx = second.channel(ChannelOptions::default()).subscribe();
+    // A start after the restart finds the key held by `a` (counted from
+    // the store, not remembered) and waits behind b and c.
+    let d = start(&second, "order", "c1").await;
+    assert_eq!(state(&second, &d).await.0, TaskState::None);
+    settle(&second).await;
+    for p in [&b, &c, &d] {
+        assert_eq!(state(&second, p).await, waits_for_key(), "{p} waits");
+    }
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    let b_irq = asks(&mut rx, &b).await;
+    assert_eq!(state(&second, &c).await, waits_for_key());
+    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    let c_irq = asks(&mut rx, &c).await;
+    assert_eq!(state(&second, &d).await, waits_for_key());
+    exec.complete(&c, &c_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &d).await;
+    second.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_and_the_admission_cap_are_waited_for_in_turn() {
+    let engine = engine(store().await, 1).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    let b = start(&engine, "order", "c2").await; // its key is free; the cap is not
+    let c = start(&engine, "order", "c1").await;
+    assert_eq!(
+        state(&engine, &b).await,
+        (TaskState::None, Some("admission".into()))
+    );
+    assert_eq!(state(&engine, &c).await, waits_for_key());
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    // The place goes to b (parked first); c now has its key's slot and
+    // waits for a place.
+    let b_irq = asks(&mut rx, &b).await;
+    assert_eq!(
+        state(&engine, &c).await,
+        (TaskState::None, Some("admission".into()))
+    );
+    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &c).await;
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_does_not_evaluate_refuses_the_start() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    // The key reads a start option that was not given: no key, no start
+    // (a silent `null` would put every such process under one key).
+    let err = exec
+        .start("order", Default::default())
+        .await
+        .expect_err("no customer: no key");
+    assert!(
+        matches!(&err, EngineError::Inputs { message, .. }
+            if message.contains("concurrency key") && message.contains("customer")),
+        "{err}"
+    );
+    let err = exec
+        .start("order", vars(json!({ "customer": null })))
+        .await
+        .expect_err("a null customer: no key");
+    assert!(err.to_string().contains("has no value"), "{err}");
+    // A key that is one whole expression keeps its value's text.
+    let whole = ONE_PER_CUSTOMER
+        .replace("id: order", "id: whole")
+        .replace("cust-${{ customer }}", "${{ customer }}");
+    exec.deploy_yaml(&whole).await.unwrap();
+    let p = exec
+        .start("whole", vars(json!({ "customer": 42 })))
+        .await
+        .unwrap();
+    assert_eq!(p.concurrency_key.as_deref(), Some("42"));
+    let long = "x".repeat(300);
+    let err = exec
+        .start("whole", vars(json!({ "customer": long })))
+        .await
+        .expect_err("a key longer than 256 bytes");
+    assert!(err.to_string().contains("at most 256"), "{err}");
+    // Bad limits are refused at deploy.
+    for bad in ["limit: 0", "limit: 2000000"] {
+        let err = exec
+            .deploy_yaml(&ONE_PER_CUSTOMER.replace("limit: 1", bad))
+            .await
+            .expect_err(bad);
+        assert!(err.to_string().contains("concurrency.limit"), "{err}");
+    }
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    exec.deploy_yaml(
+        "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: order\n      options: { customer: '${{ customer }}' }\n",
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p1 = start(&engine, "parent", "c1").await;
+    let first = recv_where(&mut rx, |m| irq_created(m) && m.pid != p1).await;
+    let p2 = start(&engine, "parent", "c1").await;
+    settle(&engine).await;
+    let children = exec
+        .find_processes(&ProcessQuery::new().concurrency_key("cust-c1"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(children.len(), 2, "{children:?}");
+    let second = children
+        .iter()
+        .find(|c| c.pid != first.pid)
+        .expect("the second child");
+    assert_eq!(state(&engine, &second.pid).await, waits_for_key());
+    assert_eq!(state(&engine, &p2).await.0, TaskState::Running);
+    exec.complete(&first.pid, &first.tid, Default::default())
+        .await
+        .unwrap();
+    recv_where(&mut rx, ends(&p1)).await;
+    let irq = asks(&mut rx, &second.pid).await;
+    exec.complete(&second.pid, &irq, Default::default())
+        .await
+        .unwrap();
+    recv_where(&mut rx, ends(&p2)).await;
+    assert_eq!(state(&engine, &p2).await.0, TaskState::Completed);
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_needs_a_free_slot_of_its_key() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    exec.error(&a, &a_irq, "declined", "no").await.unwrap();
+    assert_eq!(state(&engine, &a).await.0, TaskState::Error);
+    let b = start(&engine, "order", "c1").await;
+    let b_irq = asks(&mut rx, &b).await;
+    // b holds the key: a cannot run again now, and stays as it ended.
+    let err = exec
+        .retry_process(&a, None, Default::default())
+        .await
+        .expect_err("the key is held");
+    assert!(
+        matches!(&err, EngineError::KeyBusy { key, limit: 1, .. } if key == "cust-c1"),
+        "{err}"
+    );
+    assert_eq!(state(&engine, &a).await.0, TaskState::Error);
+    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    recv_where(&mut rx, ends(&b)).await;
+    exec.retry_process(&a, None, Default::default())
+        .await
+        .unwrap();
+    asks(&mut rx, &a).await;
+    // The retried process holds the key again.
+    let c = start(&engine, "order", "c1").await;
+    assert_eq!(state(&engine, &c).await, waits_for_key());
+    engine.close().await;
+}
+
+/// The engine on a recovered crash store, driven to the end by a
+/// deterministic client: starts a, b and c (one key, limit 1) when the
+/// store does not hold them, answers whichever runs. At every step the
+/// store never shows two of them in flight.
+async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize)> {
+    let engine = engine(kv, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.expect("deploys");
+    for _ in 0..50 {
+        for pid in ["a", "b", "c"] {
+            if matches!(
+                exec.process(pid).await,
+                Err(EngineError::ProcessNotFound(_))
+            ) {
+                let started = exec
+                    .start("order", vars(json!({ "customer": "c1", "pid": pid })))
+                    .await;
+                assert!(started.is_ok(), "{pid}: {started:?}");
+                CLOCK.with(|c| c.advance(Duration::from_millis(1)));
+            }
+        }
+        settle(&engine).await;
+        let listed = exec
+            .find_processes(&ProcessQuery::new().concurrency_key("cust-c1"))
+            .await
+            .expect("lists")
+            .items;
+        let running: Vec<&str> = listed
+            .iter()
+            .filter(|p| p.state != TaskState::None && !p.state.is_terminal())
+            .map(|p| p.pid.as_str())
+            .collect();
+        assert!(running.len() <= 1, "over the limit: {running:?}");
+        if listed.len() == 3 && listed.iter().all(|p| p.state == TaskState::Completed) {
+            let mut out = Vec::new();
+            for p in &listed {
+                let answered = exec
+                    .tasks(&p.pid)
+                    .await
+                    .expect("tasks")
+                    .iter()
+                    .filter(|t| t.nid == "approve" && t.state == TaskState::Completed)
+                    .count();
+                out.push((p.pid.clone(), p.state, answered));
+            }
+            engine.close().await;
+            return out;
+        }
+        for pid in running {
+            for tid in waiting(&exec, pid).await {
+                let done = exec.complete(pid, &tid, Default::default()).await;
+                done.expect("the running one is answered");
+            }
+        }
+        settle(&engine).await;
+    }
+    panic!("the three processes did not complete");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_at_any_point_of_a_handover_neither_over_admits_nor_loses_a_start() {
+    let recorded = Arc::new(acts_testkit::CrashStore::new());
+    let done = drive_to_the_end(recorded.clone()).await;
+    let expected: Vec<(String, TaskState, usize)> = ["a", "b", "c"]
+        .iter()
+        .map(|p| (p.to_string(), TaskState::Completed, 1))
+        .collect();
+    assert_eq!(done, expected);
+    let batches = recorded.committed().await;
+    assert!(batches > 6, "{batches} batches recorded");
+    for k in 0..=batches {
+        let cut = Arc::new(recorded.recover_prefix(k).await);
+        let done = drive_to_the_end(cut).await;
+        assert_eq!(done, expected, "crash after batch {k} of {batches}");
+    }
+}
