@@ -53,10 +53,23 @@ pub(crate) async fn call(
             state,
             model,
             wheres,
+            waiting_for,
+            key,
             count,
             json,
             ..
-        } => ps(acts, state, model, &wheres, count, json).await,
+        } => {
+            async {
+                let mut q = crate::query::where_query(model.as_deref(), state.as_deref(), &wheres)?;
+                q.waiting_for = waiting_for
+                    .as_deref()
+                    .map(crate::query::parse_waiting_for)
+                    .transpose()?;
+                q.concurrency_key = key;
+                ps(acts, q, count, json).await
+            }
+            .await
+        }
         Command::Show { pid, json } => {
             async {
                 let (info, tasks) = acts.process(&pid).await?;
@@ -224,18 +237,10 @@ async fn deploy(
     Ok(0)
 }
 
-/// `ps`: the processes of a state or model (with `--where`, by an indexed
-/// variable), every page; with `count`, how many.
-async fn ps(
-    acts: &impl Acts,
-    state: Option<String>,
-    model: Option<String>,
-    wheres: &[String],
-    count: bool,
-    json: bool,
-) -> Result<u8, Failure> {
-    let mut q: ProcessQuery =
-        crate::query::where_query(model.as_deref(), state.as_deref(), wheres)?;
+/// `ps`: the processes `q` finds (of a state or model; with `--where`, by
+/// an indexed variable; waiting for something; of a concurrency key),
+/// every page; with `count`, how many.
+async fn ps(acts: &impl Acts, mut q: ProcessQuery, count: bool, json: bool) -> Result<u8, Failure> {
     if count {
         println!("{}", acts.count_processes(&q).await?);
         return Ok(0);

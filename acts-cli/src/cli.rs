@@ -293,6 +293,15 @@ pub enum Command {
         /// JSON, else text); repeatable on one variable; needs --model.
         #[arg(long = "where", value_name = "CONDITION")]
         wheres: Vec<String>,
+        /// Only parked processes waiting for this: `concurrency` (a free
+        /// slot of their concurrency key) or `admission` (a place under the
+        /// engine's cap).
+        #[arg(long, value_name = "WHAT")]
+        waiting_for: Option<String>,
+        /// Only processes of this concurrency key (the model's
+        /// `concurrency:`, as evaluated at their start).
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
         /// Print how many processes match instead of listing them.
         #[arg(long)]
         count: bool,

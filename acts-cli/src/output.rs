@@ -122,19 +122,18 @@ pub(crate) fn print_versions(versions: &[ModelVersionInfo]) {
 
 /// Prints a process listing (`acts ps`).
 pub(crate) fn print_processes(list: &[ProcInfo]) {
-    println!("{:<24} {:<16} {:<12} {:>10}", "PID", "MODEL", "STATE", "MS");
+    println!("{:<24} {:<16} {:<18} {:>10}", "PID", "MODEL", "STATE", "MS");
     for p in list {
         let ms = match (p.start_time, p.end_time) {
             (Some(s), Some(e)) => (e - s).to_string(),
             _ => "-".into(),
         };
-        println!(
-            "{:<24} {:<16} {:<12} {:>10}",
-            p.pid,
-            p.model_id,
-            p.state.as_str(),
-            ms
-        );
+        // A parked process says what it waits for.
+        let state = match &p.waiting_for {
+            Some(w) => format!("{} ({w})", p.state.as_str()),
+            None => p.state.as_str().to_owned(),
+        };
+        println!("{:<24} {:<16} {:<18} {:>10}", p.pid, p.model_id, state, ms);
     }
 }
 
@@ -198,6 +197,15 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
     );
     if let Some(by) = &info.started_by {
         println!("started by: {by}");
+    }
+    if let Some(key) = &info.concurrency_key {
+        println!("concurrency key: {key}");
+    }
+    match info.waiting_for.as_deref() {
+        Some("concurrency") => println!("waiting for: a free slot of its concurrency key"),
+        Some("admission") => println!("waiting for: a place under the engine's admission cap"),
+        Some(other) => println!("waiting for: {other}"),
+        None => {}
     }
     if let Some(e) = &info.err {
         println!("error: {} {}", e.ecode, e.message);

@@ -33,6 +33,17 @@ fn value(text: &str) -> Value {
 /// The query of `acts ps --model M [--state S] --where ...`: each
 /// `--where` is `VAR=VALUE`, `VAR>=VALUE` or `VAR<=VALUE`, all on one
 /// variable.
+/// `--waiting-for`'s value.
+pub(crate) fn parse_waiting_for(what: &str) -> Result<acts::WaitingFor, Failure> {
+    match what {
+        "concurrency" => Ok(acts::WaitingFor::Concurrency),
+        "admission" => Ok(acts::WaitingFor::Admission),
+        other => Err(Failure::input(format!(
+            "--waiting-for '{other}': give concurrency (a free slot of the concurrency key) or admission (a place under the engine's cap)"
+        ))),
+    }
+}
+
 pub(crate) fn where_query(
     model: Option<&str>,
     state: Option<&str>,

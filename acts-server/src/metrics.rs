@@ -46,7 +46,17 @@ impl Metrics {
         let io = engine.store_io();
         let cap = engine.cache().cap();
         let max_resident = engine.cache().max_resident();
+        // Totals over the keys (a label per key would be a series per
+        // customer): `acts ps --waiting-for concurrency` names them.
+        let keys = engine.cache().keys_in_use();
+        let holders: usize = keys.iter().map(|k| k.holders).sum();
+        let waiting: usize = keys.iter().map(|k| k.waiting).sum();
+        let longest = keys.iter().map(|k| k.waiting).max().unwrap_or(0);
         metrics::with_local_recorder(&*self.recorder, || {
+            metrics::gauge!("acts_concurrency_keys").set(keys.len() as f64);
+            metrics::gauge!("acts_concurrency_holders").set(holders as f64);
+            metrics::gauge!("acts_concurrency_waiting").set(waiting as f64);
+            metrics::gauge!("acts_concurrency_longest_queue").set(longest as f64);
             metrics::gauge!("acts_processes_admitted").set(st.admitted as f64);
             metrics::gauge!("acts_processes_resident").set(st.resident as f64);
             metrics::gauge!("acts_processes_parked").set(st.parked as f64);

@@ -69,15 +69,16 @@ use std::sync::Arc;
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
     ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
-    EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, LeaseConfig, LeaseInfo,
-    MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
-    PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration,
-    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, SpanExport,
-    TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, encode_cursor,
-    hex_bytes,
+    EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, KeyUse, LeaseConfig,
+    LeaseInfo, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
+    PackageContext, PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo,
+    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, SealOptions, SealedData,
+    SealedEntry, SpanExport, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS,
+    VarFilter, WaitingFor, encode_cursor, hex_bytes,
 };
 pub use acts_core::model::{
-    Act, Branch, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow, lint,
+    Act, Branch, Concurrency, ModelError, ModelLimits, Step, Trigger, UnknownKey, Vars, Workflow,
+    lint,
 };
 pub use acts_core::package::{Catalog, PackageDefinition, RunAs};
 pub use acts_core::scheduler::trace::{SpanSink, TRACEPARENT_KEY, TaskSpan, TraceContext};

@@ -2,7 +2,7 @@
 //! stuck listing, abort, the operator controls (pause, resume, terminate,
 //! rewind, retry) and remove.
 
-use acts::{ProcInfo, ProcessQuery, TaskInfo, TaskState, Vars};
+use acts::{ProcInfo, ProcessQuery, TaskInfo, TaskState, Vars, WaitingFor};
 use axum::{Extension, Json};
 
 use axum::http::StatusCode;
@@ -103,6 +103,12 @@ struct ListProcesses {
     started_after: Option<i64>,
     /// Started before (ms).
     started_before: Option<i64>,
+    /// Parked and waiting for this: `concurrency` (a free slot of its
+    /// concurrency key) or `admission` (a place under the engine's cap).
+    #[param(value_type = Option<WaitingFor>)]
+    waiting_for: Option<WaitingFor>,
+    /// Of this concurrency key.
+    concurrency_key: Option<String>,
     /// `asc` (oldest first, the default) or `desc`.
     #[param(pattern = "^(asc|desc)$")]
     order: Option<String>,
@@ -155,6 +161,8 @@ async fn list_processes(
         v.model = q.model;
         v.started_after = q.started_after;
         v.started_before = q.started_before;
+        v.waiting_for = q.waiting_for;
+        v.concurrency_key = q.concurrency_key;
         v.descending = descending;
         v.limit = q.limit;
         v.cursor = q.cursor;

@@ -1038,6 +1038,17 @@ export interface components {
             /** @description The principal who started it (`None`: no principal). */
             started_by?: string | null;
             paused?: components["schemas"]["Pause"] | null;
+            /**
+             * @description Its concurrency key (the model's `concurrency:`, as evaluated at
+             *     its start).
+             */
+            concurrency_key?: string | null;
+            /**
+             * @description What a parked process waits for: `concurrency` while its key has
+             *     no free slot, `admission` while the engine is at its cap (`None`
+             *     once it started, and in listings).
+             */
+            waiting_for?: string | null;
         };
         /** @description A process and every task of it. */
         ProcessDetail: {
@@ -1112,6 +1123,13 @@ export interface components {
             started_before: number | null;
             /** @default null */
             var: components["schemas"]["VarFilter"] | null;
+            /**
+             * @description Of this concurrency key (the model's `concurrency:`, evaluated).
+             * @default null
+             */
+            concurrency_key: string | null;
+            /** @default null */
+            waiting_for: components["schemas"]["WaitingFor"] | null;
             /**
              * @description Walk the index backwards (newest, or largest value, first).
              * @default false
@@ -1284,6 +1302,7 @@ export interface components {
              * @description The processes to look in (its order is the tasks' order; its
              *     `limit` and `cursor` are not used).
              * @default {
+             *       "concurrency_key": null,
              *       "cursor": null,
              *       "descending": false,
              *       "limit": null,
@@ -1293,7 +1312,8 @@ export interface components {
              *       "started_before": null,
              *       "started_by": null,
              *       "state": null,
-             *       "var": null
+             *       "var": null,
+             *       "waiting_for": null
              *     }
              */
             process: components["schemas"]["ProcessQuery"];
@@ -1414,6 +1434,12 @@ export interface components {
          * @enum {string}
          */
         VariantType: "string" | "number" | "boolean" | "object" | "array";
+        /**
+         * @description What a parked process waits for (`ProcessQuery::waiting_for`,
+         *     [`ProcInfo::waiting_for`]).
+         * @enum {string}
+         */
+        WaitingFor: "concurrency" | "admission";
         /**
          * @description Who the caller is.
          * @example {
@@ -2816,6 +2842,13 @@ export interface operations {
                 started_after?: number;
                 /** @description Started before (ms). */
                 started_before?: number;
+                /**
+                 * @description Parked and waiting for this: `concurrency` (a free slot of its
+                 *     concurrency key) or `admission` (a place under the engine's cap).
+                 */
+                waiting_for?: components["schemas"]["WaitingFor"];
+                /** @description Of this concurrency key. */
+                concurrency_key?: string;
                 /** @description `asc` (oldest first, the default) or `desc`. */
                 order?: string;
                 /** @description At most this many (default 100; more than 1,000 is read as 1,000). */

@@ -216,6 +216,10 @@ impl EngineBuilder {
                     wait = (wait * 2).min(std::time::Duration::from_secs(30));
                 }
             });
+        } else {
+            // Nothing is resumed, but a keyed start must still find the
+            // slots its key's processes in flight hold.
+            engine.rt.count_key_holders().await?;
         }
         engine.services.arm_schedules(&engine.rt).await?;
         engine.rt.arm_housekeeping();

@@ -385,7 +385,7 @@ impl Executor {
                 let mut info = ProcInfo::from(r);
                 info.waiting_for = self
                     .rt
-                    .waiting_for(&r.id, r.state)
+                    .waiting_for(&r.id, r.state, r.slot.is_some())
                     .map(|w| w.as_str().to_owned());
                 info
             })

@@ -347,9 +347,9 @@ impl Cache {
         }
     }
 
-    /// The concurrency key `pid` waits for, if it waits for one.
-    pub fn waits_for_key(&self, pid: &str) -> Option<String> {
-        self.state.lock().slots.waits_for(pid).map(str::to_owned)
+    /// Whether `pid` holds a slot of its concurrency key.
+    pub fn holds_key_slot(&self, pid: &str) -> bool {
+        self.state.lock().slots.holds(pid) == Some(true)
     }
 
     /// Every concurrency key in use: how many processes hold one of its

@@ -218,17 +218,8 @@ impl KeySlots {
 
     /// Whether `pid` holds a slot of its key (`Some(false)`: it waits;
     /// `None`: it has no key here).
-    #[cfg(test)]
     pub(crate) fn holds(&self, pid: &str) -> Option<bool> {
         self.pids.get(pid).map(|h| h.holding)
-    }
-
-    /// The key `pid` waits for, if it waits.
-    pub(crate) fn waits_for(&self, pid: &str) -> Option<&str> {
-        self.pids
-            .get(pid)
-            .filter(|h| !h.holding)
-            .map(|h| h.key.as_str())
     }
 
     /// Every key in use, by key.
@@ -297,7 +288,7 @@ mod tests {
         assert_eq!(k.waiter_written("c", 5), Some(vec![]));
         assert_eq!(k.waiter_written("b", 3), Some(vec![]));
         assert_eq!(k.waiter_written("x", 3), None, "a holder is no waiter");
-        assert_eq!(k.waits_for("b"), Some("c1"));
+        assert_eq!(k.holds("b"), Some(false));
         assert_eq!(k.free("a"), vec![(3, "b".to_owned())]);
         assert_eq!(k.holds("b"), Some(true));
         // Removing a waiter frees nothing.

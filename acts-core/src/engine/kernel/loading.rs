@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use crate::durable::{Collection, Filter, IndexValue, Query, Row};
+use crate::durable::{Collection, CollectionError, Filter, IndexValue, Query, Row};
 use crate::scheduler::{Action, TaskState};
 
 use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
@@ -251,13 +251,10 @@ impl Kernel {
                 break;
             }
         }
-        // The holders of concurrency slots: their entries in the sparse
-        // `slot` index (in flight and keyed), in the same count.
+        // The holders of concurrency slots, in the same count.
         let mut holders = Vec::new();
         if scanned.is_ok() {
-            scanned = procs
-                .index_str_entries("slot", |entries| holders.extend(entries))
-                .await;
+            scanned = self.key_holders().await.map(|h| holders = h);
         }
         match scanned {
             Ok(()) => {
@@ -269,6 +266,26 @@ impl Kernel {
                 Err(e.into())
             }
         }
+    }
+
+    /// The processes in flight that hold a slot of a concurrency key,
+    /// `(key, pid)`: their entries in the sparse `slot` index.
+    async fn key_holders(&self) -> Result<Vec<(String, String)>, CollectionError> {
+        let mut holders = Vec::new();
+        Collection::<ProcRow>::new(self.store.clone())
+            .index_str_entries("slot", |entries| holders.extend(entries))
+            .await?;
+        Ok(holders)
+    }
+
+    /// An engine that resumes nothing (`resume_on_start(false)`) still
+    /// counts the slots of the concurrency keys before its first start
+    /// (nothing runs yet, so nothing ends while it counts).
+    pub(crate) async fn count_key_holders(&self) -> Result<(), EngineError> {
+        let holders = self.key_holders().await?;
+        self.cache.begin_count();
+        self.cache.end_count(Some(Vec::new()), holders);
+        Ok(())
     }
 
     /// Boot, before anything else touches process or delivery rows: on a

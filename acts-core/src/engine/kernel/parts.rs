@@ -68,14 +68,21 @@ impl Kernel {
         &self.instances
     }
 
-    /// What process `pid` in `state` waits for while it is parked (`None`
-    /// once it started): its key's slot, while this engine holds it in its
-    /// key's queue; else a place under the cap.
-    pub(crate) fn waiting_for(&self, pid: &str, state: TaskState) -> Option<WaitingFor> {
+    /// What process `pid` in `state` (`keyed`: it has a concurrency key)
+    /// waits for while it is parked (`None` once it started): a slot of
+    /// its key until it holds one (its key's queue, or — in an engine that
+    /// has not read the parked rows yet — the check against its key), then
+    /// a place under the cap.
+    pub(crate) fn waiting_for(
+        &self,
+        pid: &str,
+        state: TaskState,
+        keyed: bool,
+    ) -> Option<WaitingFor> {
         if state != TaskState::None {
             return None;
         }
-        Some(if self.cache.waits_for_key(pid).is_some() {
+        Some(if keyed && !self.cache.holds_key_slot(pid) {
             WaitingFor::Concurrency
         } else {
             WaitingFor::Admission

@@ -180,7 +180,7 @@ impl Kernel {
                 }
                 let mut info = ProcInfo::from(&row);
                 info.waiting_for = self
-                    .waiting_for(&pid, row.state)
+                    .waiting_for(&pid, row.state, row.slot.is_some())
                     .map(|w| w.as_str().to_owned());
                 Ok(info)
             }

@@ -10,7 +10,8 @@
 //! Scenarios (see `benches/README.md` for the numbers):
 //! `yaml_load` (parse the 3-step model 10,000 times), `deploy` (2,000
 //! models), `run_auto_burst` (2,000 processes of the 3-step model started at
-//! once), `run_auto_seq` (2,000 one after another), `irq_roundtrip` (1,000
+//! once), `run_auto_burst_keyed` (the same with a concurrency key per
+//! process: what a key costs), `run_auto_seq` (2,000 one after another), `irq_roundtrip` (1,000
 //! sequential one-irq processes), `irq_roundtrip_durable` (the same through
 //! a durable channel, each delivery acked), `wide` (20 processes of a parallel step
 //! over 100 irq acts; reported per act), `long_linear` (one process of a

@@ -49,10 +49,11 @@ steps:
           params: { key: item }
 "#;
 
-pub(crate) const SCENARIOS: [&str; 9] = [
+pub(crate) const SCENARIOS: [&str; 10] = [
     "yaml_load",
     "deploy",
     "run_auto_burst",
+    "run_auto_burst_keyed",
     "run_auto_seq",
     "irq_roundtrip",
     "irq_roundtrip_durable",
@@ -101,13 +102,24 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             }
             Ok(finish(e, n, t0, lat, c0).await)
         }
-        "run_auto_burst" | "run_auto_seq" => {
+        "run_auto_burst" | "run_auto_burst_keyed" | "run_auto_seq" => {
             let n = n.unwrap_or(2_000);
             let e = engine(url, &ns).await?;
             let exec = e.executor();
-            exec.deploy_yaml(THREE_STEPS)
-                .await
-                .map_err(|e| e.to_string())?;
+            // Keyed: the same model with a concurrency key per process
+            // (what a key costs when it never makes anyone wait).
+            let model = if name == "run_auto_burst_keyed" {
+                THREE_STEPS.replace(
+                    "ver: \"1\"\n",
+                    "ver: \"1\"\nconcurrency: { key: \"k-${{ pid }}\", limit: 1 }\n",
+                )
+            } else {
+                THREE_STEPS.to_owned()
+            };
+            if !model.contains("concurrency") && name == "run_auto_burst_keyed" {
+                return Err("the keyed model has no concurrency key".into());
+            }
+            exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
             let started: Arc<parking_mutex::Mutex<HashMap<String, Instant>>> = Arc::default();
             // Completion is stamped where the engine announces it, not when
             // this task gets around to reading it.
@@ -122,7 +134,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             });
             let (t0, c0) = (Instant::now(), commits());
             let mut lat = Vec::with_capacity(n);
-            if name == "run_auto_burst" {
+            if name != "run_auto_seq" {
                 let mut handles = Vec::with_capacity(n);
                 for i in 0..n {
                     let exec = exec.clone();
