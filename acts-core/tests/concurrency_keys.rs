@@ -431,3 +431,34 @@ async fn a_crash_at_any_point_of_a_handover_neither_over_admits_nor_loses_a_star
         assert_eq!(done, expected, "crash after batch {k} of {batches}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    let b = start(&engine, "order", "c1").await;
+    let c = start(&engine, "order", "c1").await;
+    let d = start(&engine, "order", "c1").await;
+    // An operator cannot terminate what has not started (remove it)...
+    let err = exec.terminate_process(&b, "not needed").await.unwrap_err();
+    assert!(err.to_string().contains("remove it"), "{err}");
+    assert_eq!(state(&engine, &b).await, waits_for_key());
+    // ... a client may abort it: it ends, and leaves its key's queue.
+    exec.abort_process(&b).await.unwrap();
+    assert_eq!(state(&engine, &b).await.0, TaskState::Aborted);
+    let c1 = uses(&engine).into_iter().find(|u| u.key == "cust-c1");
+    assert_eq!(c1.map(|u| (u.holders, u.waiting)), Some((1, 2)));
+    assert!(exec.remove_process(&c).await.unwrap());
+    let c = d;
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &c).await;
+    settle(&engine).await;
+    assert_eq!(engine.stats().admitted, 1, "only c holds a place");
+    let c1 = uses(&engine).into_iter().find(|u| u.key == "cust-c1");
+    assert_eq!(c1.map(|u| (u.holders, u.waiting)), Some((1, 0)));
+    engine.close().await;
+}

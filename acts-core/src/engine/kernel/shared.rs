@@ -463,6 +463,10 @@ impl Kernel {
             self.cache.forget(&pid, handle);
             if handle.give_place_back() {
                 self.cache.release(&pid);
+            } else if was_parked {
+                // Ended before it started (a client aborted it while it
+                // was parked): out of the queues, and out of its key's.
+                self.cache.unpark(&pid);
             }
         } else {
             // A process that only waits (a client, a timer, a subflow

@@ -99,7 +99,7 @@ impl Process {
         }
         if state == crate::scheduler::TaskState::None {
             return Err(self.not_allowed(format!(
-                "it has not started yet (it waits for an admission slot), so it cannot be {what}"
+                "it has not started yet (it is parked: it waits for a place under the admission cap, or for a slot of its concurrency key), so it cannot be {what}; remove it to drop it"
             )));
         }
         Ok(())
