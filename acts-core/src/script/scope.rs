@@ -183,6 +183,18 @@ impl ScriptScope {
         all
     }
 
+    /// The value global `name` of [`globals`](Self::globals) has, without
+    /// building them all (`$`-names of sealed values excepted).
+    pub fn global(&self, name: &str) -> Option<&Value> {
+        if name == SEALED_KEY {
+            return None;
+        }
+        self.ancestors
+            .iter()
+            .find_map(|a| a.get(name))
+            .or_else(|| self.own.get(name))
+    }
+
     /// `$ecode()`: the `ecode` the task sees (its own, else the nearest
     /// ancestor's: a catch reads the error of the step it handles), if a
     /// string.
@@ -236,6 +248,9 @@ mod tests {
         );
         assert_eq!(g["mine"], json!(1));
         assert_eq!(g["root"], json!(true));
+        for name in ["v", "mine", "root", "none"] {
+            assert_eq!(scope.global(name), g.get(name), "{name}");
+        }
     }
 
     #[test]

@@ -105,6 +105,9 @@ fn interpolate(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<St
 /// concurrency key, which would then group unrelated processes).
 pub fn text_strict(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Result<String, String> {
     replace_each(s, |expr| {
+        if let Some(text) = plain_name(expr, scope) {
+            return Ok(text);
+        }
         match engine.eval(ScriptKind::Expression, expr, scope.clone()) {
             Ok(out) => match out.value {
                 Value::Null => Err(format!("`{expr}` has no value")),
@@ -114,6 +117,24 @@ pub fn text_strict(engine: &ScriptEngine, s: &str, scope: &ScriptScope) -> Resul
             Err(e) => Err(format!("`{expr}` fails: {e}")),
         }
     })
+}
+
+/// The text of `expr` when it is only a name the scope holds as a string
+/// or an integer (what a script run would give, without one: a key like
+/// `${{ customer }}` is read on every start).
+fn plain_name(expr: &str, scope: &ScriptScope) -> Option<String> {
+    let mut chars = expr.chars();
+    let first = chars.next()?;
+    let name = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !name {
+        return None;
+    }
+    match scope.global(expr)? {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// `s` with each `${{ expr }}` replaced by what `each` makes of `expr`.
