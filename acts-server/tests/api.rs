@@ -252,6 +252,71 @@ async fn actions_on_unknown_things_are_404_and_unknown_actions_400() {
 }
 
 #[tokio::test]
+async fn a_start_past_its_concurrency_key_says_it_waits_and_is_listed_so() {
+    let (app, _engine) = app().await;
+    let keyed = APPROVAL.replacen(
+        "ver:",
+        "concurrency: { key: \"order-${{ order }}\", limit: 1 }\nver:",
+        1,
+    );
+    let (status, body) = call(&app, Method::POST, "/api/v1/models", Some(&keyed)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut started = Vec::new();
+    for pid in ["k1", "k2"] {
+        let req = json!({"model": "approval", "vars": {"pid": pid, "order": 7}});
+        let (status, body) = call(
+            &app,
+            Method::POST,
+            "/api/v1/processes",
+            Some(&req.to_string()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        started.push(body);
+    }
+    assert_eq!(started[0]["state"], "running", "{}", started[0]);
+    assert_eq!(started[1]["state"], "none", "{}", started[1]);
+    assert_eq!(started[1]["waiting_for"], "concurrency");
+    assert_eq!(started[1]["concurrency_key"], "order-7");
+    let (status, body) = call(
+        &app,
+        Method::GET,
+        "/api/v1/processes?waiting_for=concurrency",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["total"], 1);
+    assert_eq!(body["processes"][0]["pid"], "k2");
+    let (_, body) = call(
+        &app,
+        Method::GET,
+        "/api/v1/processes?concurrency_key=order-7",
+        None,
+    )
+    .await;
+    assert_eq!(body["total"], 2, "{body}");
+    let (status, body) = call(&app, Method::GET, "/api/v1/processes?waiting_for=key", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // A start without the option the key reads is refused, saying so.
+    let req = json!({"model": "approval", "vars": {"pid": "k3"}});
+    let (status, body) = call(
+        &app,
+        Method::POST,
+        "/api/v1/processes",
+        Some(&req.to_string()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("concurrency key")),
+        "{body}"
+    );
+}
+
+#[tokio::test]
 async fn processes_are_listed_with_filters_paging_and_a_total() {
     let (app, _engine) = app().await;
     deploy(&app).await;
