@@ -462,3 +462,33 @@ async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
     assert_eq!(c1.map(|u| (u.holders, u.waiting)), Some((1, 0)));
     engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    let b = start(&engine, "order", "c1").await;
+    let c = start(&engine, "order", "c1").await;
+    exec.deploy_yaml(&ONE_PER_CUSTOMER.replace("key: approve", "key: approve2"))
+        .await
+        .unwrap();
+    let mut plan = acts_core::engine::MigrationPlan::default();
+    plan.model = "order".into();
+    plan.from = 1;
+    plan.to = 2;
+    let report = exec.migrate(&plan, false).await.unwrap();
+    assert_eq!(report.processes.len(), 3, "{report:?}");
+    for p in [&b, &c] {
+        assert_eq!(state(&engine, p).await, waits_for_key(), "{p} still waits");
+        assert_eq!(exec.process(p).await.unwrap().model_rev, 2);
+    }
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    let b_irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == b).await;
+    assert_eq!(b_irq.key.as_deref(), Some("approve2"), "b runs the new version");
+    assert_eq!(state(&engine, &c).await, waits_for_key());
+    engine.close().await;
+}
