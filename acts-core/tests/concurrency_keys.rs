@@ -75,19 +75,30 @@ fn waits_for_key() -> (TaskState, Option<String>) {
     (TaskState::None, Some("concurrency".into()))
 }
 
+/// An engine on the test store with [`ONE_PER_CUSTOMER`] deployed, a
+/// client's messages, and process `a` of key `cust-c1` holding the key at
+/// its interrupt (its task).
+async fn holding() -> (Engine, UnboundedReceiver<Message>, String, String) {
+    let engine = engine(store().await, 1000).await;
+    engine
+        .executor()
+        .deploy_yaml(ONE_PER_CUSTOMER)
+        .await
+        .expect("deploys");
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&engine, "order", "c1").await;
+    let a_irq = asks(&mut rx, &a).await;
+    (engine, rx, a, a_irq)
+}
+
 fn uses(engine: &Engine) -> Vec<KeyUse> {
     engine.cache().keys_in_use()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
-    let engine = engine(store().await, 1000).await;
+    let (engine, mut rx, a, a_irq) = holding().await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-
-    let a = start(&engine, "order", "c1").await;
-    let a_irq = asks(&mut rx, &a).await;
     let b = start(&engine, "order", "c1").await;
     let other = start(&engine, "order", "c2").await;
     asks(&mut rx, &other).await; // another key is not held up
@@ -323,12 +334,8 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_needs_a_free_slot_of_its_key() {
-    let engine = engine(store().await, 1000).await;
+    let (engine, mut rx, a, a_irq) = holding().await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = start(&engine, "order", "c1").await;
-    let a_irq = asks(&mut rx, &a).await;
     exec.error(&a, &a_irq, "declined", "no").await.unwrap();
     assert_eq!(state(&engine, &a).await.0, TaskState::Error);
     let b = start(&engine, "order", "c1").await;
@@ -434,12 +441,8 @@ async fn a_crash_at_any_point_of_a_handover_neither_over_admits_nor_loses_a_star
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
-    let engine = engine(store().await, 1000).await;
+    let (engine, mut rx, a, a_irq) = holding().await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = start(&engine, "order", "c1").await;
-    let a_irq = asks(&mut rx, &a).await;
     let b = start(&engine, "order", "c1").await;
     let c = start(&engine, "order", "c1").await;
     let d = start(&engine, "order", "c1").await;
@@ -465,12 +468,8 @@ async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
-    let engine = engine(store().await, 1000).await;
+    let (engine, mut rx, a, a_irq) = holding().await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
-    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = start(&engine, "order", "c1").await;
-    let a_irq = asks(&mut rx, &a).await;
     let b = start(&engine, "order", "c1").await;
     let c = start(&engine, "order", "c1").await;
     exec.deploy_yaml(&ONE_PER_CUSTOMER.replace("key: approve", "key: approve2"))
@@ -488,7 +487,11 @@ async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
     }
     exec.complete(&a, &a_irq, Default::default()).await.unwrap();
     let b_irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == b).await;
-    assert_eq!(b_irq.key.as_deref(), Some("approve2"), "b runs the new version");
+    assert_eq!(
+        b_irq.key.as_deref(),
+        Some("approve2"),
+        "b runs the new version"
+    );
     assert_eq!(state(&engine, &c).await, waits_for_key());
     engine.close().await;
 }

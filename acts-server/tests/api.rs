@@ -87,15 +87,21 @@ async fn deploy(app: &Router) {
 }
 
 async fn start(app: &Router, pid: &str) -> Value {
-    let (status, body) = call(
+    let (status, body) = start_with(app, json!({ "pid": pid })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body
+}
+
+/// Starts a process of `approval` with start options `vars`.
+async fn start_with(app: &Router, vars: Value) -> (StatusCode, Value) {
+    let req = json!({"model": "approval", "vars": vars});
+    call(
         app,
         Method::POST,
         "/api/v1/processes",
-        Some(&json!({"model": "approval", "vars": {"pid": pid}}).to_string()),
+        Some(&req.to_string()),
     )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    body
+    .await
 }
 
 /// The interrupt task of `pid` (it waits at `ask`).
@@ -263,14 +269,7 @@ async fn a_start_past_its_concurrency_key_says_it_waits_and_is_listed_so() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let mut started = Vec::new();
     for pid in ["k1", "k2"] {
-        let req = json!({"model": "approval", "vars": {"pid": pid, "order": 7}});
-        let (status, body) = call(
-            &app,
-            Method::POST,
-            "/api/v1/processes",
-            Some(&req.to_string()),
-        )
-        .await;
+        let (status, body) = start_with(&app, json!({ "pid": pid, "order": 7 })).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         started.push(body);
     }
@@ -299,14 +298,7 @@ async fn a_start_past_its_concurrency_key_says_it_waits_and_is_listed_so() {
     let (status, body) = call(&app, Method::GET, "/api/v1/processes?waiting_for=key", None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     // A start without the option the key reads is refused, saying so.
-    let req = json!({"model": "approval", "vars": {"pid": "k3"}});
-    let (status, body) = call(
-        &app,
-        Method::POST,
-        "/api/v1/processes",
-        Some(&req.to_string()),
-    )
-    .await;
+    let (status, body) = start_with(&app, json!({ "pid": "k3" })).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert!(
         body["error"]["message"]

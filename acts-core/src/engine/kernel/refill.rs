@@ -99,16 +99,9 @@ impl Cache {
     /// Lets a parked process held by [`hold_parked`](Self::hold_parked)
     /// start when a place frees (unless it was removed meanwhile).
     pub(crate) fn release_parked(&self, pid: &str, timestamp: i64) {
-        let mut s = self.state.lock();
-        if !s.parked_ids.contains(pid) {
-            return;
-        }
-        match s.slots.waiter_written(pid, timestamp) {
-            Some(through) => let_in(&mut s, through),
-            None => {
-                s.parked.insert((timestamp, pid.to_owned()));
-            }
-        }
+        // As if its row were written now: startable, or back in its key's
+        // queue.
+        self.parked_written(pid, timestamp);
     }
     /// Records parked rows found in the store, `(admission order, pid,
     /// concurrency slot)`: startable when a place frees, or — a keyed one
