@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::call::{Call, PARTITION, error};
 use crate::node::ClusterNode;
+use crate::placement::{key_partition, pid_in};
 
 /// What a request is about, by its method and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +207,15 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
             return node.on_partition(p, &call).await.into_response();
         }
         None => {
-            let pid = acts::long_id();
+            // A start with a concurrency key goes to the partition that
+            // keeps the key (a pid drawn there), so one engine counts it.
+            let pid = match concurrency_key(node, &body).await {
+                Some(key) => {
+                    let partitions = node.partitions();
+                    pid_in(key_partition(&key, partitions), partitions)
+                }
+                None => acts::long_id(),
+            };
             if !body.get("vars").is_some_and(Value::is_object) {
                 body["vars"] = json!({});
             }
@@ -217,6 +226,26 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
     };
     let p = node.partition_of(&pid);
     node.on_partition(p, &call).await.into_response()
+}
+
+/// The concurrency key the start in `body` would have, evaluated by an
+/// engine this node holds (every partition has the whole catalog); `None`
+/// without one, or when it cannot be said here (the partition that starts
+/// it then says what is wrong).
+async fn concurrency_key(node: &ClusterNode, body: &Value) -> Option<String> {
+    let engine = node.engine(node.any_partition())?;
+    let model = body.get("model")?.as_str()?;
+    let revision = match body.get("rev") {
+        Some(r) => Some(u32::try_from(r.as_u64()?).ok()?),
+        None => None,
+    };
+    let vars = body
+        .get("vars")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let exec = engine.executor();
+    exec.concurrency_key(model, revision, &vars).await.ok()?
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use tracing::{debug, info, warn};
 use crate::catalog;
 use crate::error::ClusterError;
 use crate::meta::{ClusterInfo, HeldPartition, Member, Meta};
-use crate::placement::{owner_of, partition_of};
+use crate::placement::{key_partition, owner_of, partition_of};
 
 /// Most partitions a cluster may have.
 pub const MAX_PARTITIONS: u32 = 4096;
@@ -416,6 +416,10 @@ impl ClusterNode {
         let partitions = self.inner.info.partitions;
         engine_config.pid_filter = Some(PidFilter::new(move |pid| {
             partition_of(pid, partitions) == p
+        }));
+        // The concurrency keys hashing here are counted here only.
+        engine_config.key_home = Some(PidFilter::new(move |key| {
+            key_partition(key, partitions) == p
         }));
         let started = config
             .packages

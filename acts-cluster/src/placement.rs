@@ -28,6 +28,25 @@ pub fn partition_of(pid: &str, partitions: u32) -> u32 {
     (mix(fnv1a(routing_key(pid).as_bytes())) % p) as u32
 }
 
+/// The partition that keeps the slots of concurrency key `key`: every
+/// start of the key is routed there, so one engine counts its holders.
+pub fn key_partition(key: &str, partitions: u32) -> u32 {
+    let p = u64::from(partitions.max(1));
+    let mut bytes = b"key\0".to_vec();
+    bytes.extend_from_slice(key.as_bytes());
+    (mix(fnv1a(&bytes)) % p) as u32
+}
+
+/// A new random pid of partition `p` (of `partitions`).
+pub fn pid_in(p: u32, partitions: u32) -> String {
+    loop {
+        let pid = acts::long_id();
+        if partition_of(&pid, partitions) == p {
+            return pid;
+        }
+    }
+}
+
 /// The live node that should own `partition`: the one with the highest
 /// score for it (rendezvous hashing). When a node joins or leaves, only
 /// the partitions it wins or held move. `None` when no node is live.
@@ -65,6 +84,22 @@ fn mix(mut z: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_has_one_partition_and_pids_are_drawn_in_it() {
+        let p = key_partition("customer-7", 16);
+        assert_eq!(p, key_partition("customer-7", 16));
+        for _ in 0..20 {
+            assert_eq!(partition_of(&pid_in(p, 16), 16), p);
+        }
+        let spread: std::collections::HashSet<u32> = (0..200)
+            .map(|i| key_partition(&format!("k{i}"), 16))
+            .collect();
+        assert!(
+            spread.len() > 12,
+            "keys spread over the partitions: {spread:?}"
+        );
+    }
 
     #[test]
     fn children_live_with_their_root() {

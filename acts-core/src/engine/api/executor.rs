@@ -224,6 +224,18 @@ impl Executor {
             .await
     }
 
+    /// The concurrency key a start of `model_id` (its latest version, or
+    /// `revision`) with start options `vars` would have; `None` when the
+    /// model has no `concurrency:`. A cluster routes such a start by it.
+    pub async fn concurrency_key(
+        &self,
+        model_id: &str,
+        revision: Option<u32>,
+        vars: &Vars,
+    ) -> Result<Option<String>, EngineError> {
+        self.rt.concurrency_key_of(model_id, revision, vars).await
+    }
+
     /// A process, with its outputs.
     pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
         let mut info = self

@@ -79,6 +79,11 @@ pub struct EngineConfig {
     /// lives where the cluster routes its pid. Pids a caller names are not
     /// checked here (the cluster routes those to their partition).
     pub pid_filter: Option<PidFilter>,
+    /// Which concurrency keys this engine keeps the slots of (`None`, the
+    /// default: all). A cluster partition keeps the keys that hash to it,
+    /// so two partitions never admit processes of one key each; a start
+    /// (or a subflow child) whose key is kept elsewhere is refused.
+    pub key_home: Option<PidFilter>,
     /// Where the spans of ended tasks go (see
     /// [`trace`](crate::scheduler::trace)); `None` (the default): no
     /// span is built.
@@ -108,7 +113,8 @@ impl std::fmt::Debug for SpanExport {
     }
 }
 
-/// A test on generated process ids ([`EngineConfig::pid_filter`]).
+/// A test on generated process ids ([`EngineConfig::pid_filter`]), or on
+/// concurrency keys ([`EngineConfig::key_home`]).
 #[derive(Clone)]
 pub struct PidFilter(std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
 
@@ -117,6 +123,11 @@ impl PidFilter {
     /// a fair share of random ids (a pid is drawn until one passes).
     pub fn new(accept: impl Fn(&str) -> bool + Send + Sync + 'static) -> Self {
         Self(std::sync::Arc::new(accept))
+    }
+
+    /// Whether `s` passes.
+    pub fn accepts(&self, s: &str) -> bool {
+        (self.0)(s)
     }
 
     /// A new random process id that passes the filter (after 100,000
@@ -157,6 +168,7 @@ impl Default for EngineConfig {
             lease: None,
             run_schedules: true,
             pid_filter: None,
+            key_home: None,
             spans: None,
         }
     }

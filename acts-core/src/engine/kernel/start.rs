@@ -214,6 +214,30 @@ impl Kernel {
         model: &DeployedModel,
         vars: &Vars,
     ) -> Result<Option<ConcurrencySlot>, EngineError> {
+        let Some(slot) = self.evaluate_key(model, vars)? else {
+            return Ok(None);
+        };
+        if let Some(home) = &self.config.key_home
+            && !home.accepts(&slot.key)
+        {
+            return Err(EngineError::Inputs {
+                model: model.row.id.clone(),
+                message: format!(
+                    "its concurrency key '{}' is kept by another partition of the cluster: start it through the cluster without naming its `pid` (it is then routed to its key's partition); a subflow child cannot take a key its parent's partition does not keep",
+                    slot.key
+                ),
+            });
+        }
+        Ok(Some(slot))
+    }
+
+    /// [`concurrency_slot`](Self::concurrency_slot) without asking whether
+    /// this engine keeps the key.
+    fn evaluate_key(
+        &self,
+        model: &DeployedModel,
+        vars: &Vars,
+    ) -> Result<Option<ConcurrencySlot>, EngineError> {
         let declaration = model.declaration();
         let Some(c) = &declaration.concurrency else {
             return Ok(None);
@@ -248,6 +272,22 @@ impl Kernel {
             key,
             limit: c.limit,
         }))
+    }
+
+    /// The concurrency key a start of model `model_id` (its latest version,
+    /// or `revision`) with start options `vars` would have (`None`: the
+    /// model has no `concurrency:`), whether or not this engine keeps it.
+    pub(crate) async fn concurrency_key_of(
+        &self,
+        model_id: &str,
+        revision: Option<u32>,
+        vars: &Vars,
+    ) -> Result<Option<String>, EngineError> {
+        let model = match revision {
+            None => self.model(model_id).await?,
+            Some(r) => self.model_version(model_id, r).await?,
+        };
+        Ok(self.evaluate_key(&model, vars)?.map(|s| s.key))
     }
 
     /// The row of process `pid`, if stored.
