@@ -396,5 +396,30 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
         engine.executor().model("approval").await.is_ok(),
         "the page's deploy reached the engine"
     );
+    // A start waiting for its concurrency key says so, in the list and on
+    // its page (and offers no terminate: it has not started).
+    let exec = engine.executor();
+    let keyed = APPROVAL.replacen("id: approval", "id: keyed", 1).replacen(
+        "ver:",
+        "concurrency: { key: one }\nver:",
+        1,
+    );
+    exec.deploy_yaml(&keyed)
+        .await
+        .expect("the keyed model deploys");
+    exec.start("keyed", Default::default())
+        .await
+        .expect("the first runs");
+    let second = exec
+        .start("keyed", Default::default())
+        .await
+        .expect("the second waits");
+    assert_eq!(second.waiting_for.as_deref(), Some("concurrency"));
+    b.open(&format!("{site}/#/processes")).await;
+    b.wait_text("main table", "waits for its key").await;
+    b.open(&format!("{site}/#/process/{}", second.pid)).await;
+    b.wait_text("#waiting-for", "concurrency key one").await;
+    let buttons = b.text("main").await;
+    assert!(!buttons.contains("Terminate"), "{buttons}");
     finish(&b, stop_tx, server).await;
 }

@@ -220,7 +220,7 @@ async function processesPage() {
     body.replaceChildren(...r.processes.map((p) => h('tr', {},
       h('td', { class: 'mono' }, h('a', { href: '#/process/' + encodeURIComponent(p.pid), class: 'process-link' }, p.pid)),
       h('td', {}, p.model_id),
-      h('td', {}, stateBadge(p.state)),
+      h('td', {}, stateBadge(p.state), p.waiting_for ? h('span', { class: 'muted' }, ' waits for ' + (p.waiting_for === 'concurrency' ? 'its key' : 'a place')) : null),
       h('td', { class: 'opt' }, when(p.start_time)),
       h('td', { class: 'opt' }, when(p.end_time)),
       h('td', { class: 'opt' }, p.started_by || ''))));
@@ -250,6 +250,17 @@ async function processesPage() {
 
 // ---- one process ---------------------------------------------------------------
 
+// Why a parked process has not started, for people.
+function waitingFor(p) {
+  if (p.waiting_for === 'concurrency') {
+    return h('p', { id: 'waiting-for' }, `Waiting for a free slot of its concurrency key ${p.concurrency_key}: it starts when a process of that key ends.`);
+  }
+  if (p.waiting_for === 'admission') {
+    return h('p', { id: 'waiting-for' }, "Waiting for a place under the engine's admission cap: it starts when a process ends.");
+  }
+  return null;
+}
+
 async function processPage(pid) {
   const { process: p, tasks } = await api('GET', '/processes/' + encodeURIComponent(pid));
   let def = null;
@@ -267,7 +278,9 @@ async function processPage(pid) {
         if (reason !== null) control('pause', { reason }, 'Paused');
       } }, 'Pause'));
     }
-    actions.push(h('button', { id: 'terminate-process', class: 'danger', onclick: () => {
+    // A parked process has not started: there is nothing to terminate
+    // (it is removed, or aborted).
+    if (p.state !== 'none') actions.push(h('button', { id: 'terminate-process', class: 'danger', onclick: () => {
       const reason = prompt('Why terminate it? (its error, kept in its history)', '');
       if (reason !== null) control('terminate', { reason }, 'Terminated');
     } }, 'Terminate'));
@@ -292,6 +305,7 @@ async function processPage(pid) {
         p.started_by ? ' · started by ' + p.started_by : '',
         p.start_time ? ' · started ' + when(p.start_time) : '', p.end_time ? ' · ended ' + when(p.end_time) : ''),
       p.err ? h('p', { class: 'error-text' }, `${p.err.ecode} ${p.err.message}`) : null,
+      waitingFor(p),
       p.paused ? h('p', { id: 'paused', class: 'error-text' }, `Paused by ${p.paused.by || 'the application'} since ${when(p.paused.at)}${p.paused.reason ? ': ' + p.paused.reason : ''} — automatic steps and timers wait; answers are refused until it is resumed.`) : null,
       actions.length ? h('div', { class: 'row' }, actions) : null),
     waiting.length ? [h('h2', {}, 'Waiting for an answer'), waiting.map((t) => answerCard({ ...t, model_id: p.model_id }, () => route()))] : null,
