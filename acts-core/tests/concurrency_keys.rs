@@ -495,3 +495,25 @@ async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
     assert_eq!(state(&engine, &c).await, waits_for_key());
     engine.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_needs_its_parents_only_slot_fails_its_act_instead_of_waiting_forever() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    let parent = ONE_PER_CUSTOMER.replace("id: order", "id: parent").replace(
+        "  - id: approve\n    uses: acts.core.irq\n    params: { key: approve }\n",
+        "  - id: call\n    uses: acts.core.subflow\n    params:\n      to: order\n      options: { customer: '${{ customer }}' }\n",
+    );
+    exec.deploy_yaml(&parent).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = start(&engine, "parent", "c1").await;
+    let end = recv_where(&mut rx, ends(&p)).await;
+    assert_eq!(end.state, "error", "{end:?}");
+    let info = exec.process(&p).await.unwrap();
+    let err = info.err.expect("the parent's error");
+    assert!(err.message.contains("held by its parent"), "{err:?}");
+    // Its end freed the key.
+    assert!(uses(&engine).iter().all(|u| u.key != "cust-c1"));
+    engine.close().await;
+}

@@ -363,7 +363,10 @@ impl Kernel {
                         // Removed since the core checked (a race with
                         // `remove_model`): fail the act as the core does.
                         || Err(EngineError::ModelNotFound(to.clone())),
-                        |(m, pin)| Ok((self.concurrency_slot(&m, options)?, m, pin)),
+                        |(m, pin)| {
+                            let parent_key = process.concurrency_key.as_deref();
+                            Ok((self.child_slot(&m, options, parent_key)?, m, pin))
+                        },
                     ) {
                         Ok((key_slot, m, pin)) => {
                             // Held until the batch naming the version is

@@ -231,6 +231,32 @@ impl Kernel {
         Ok(Some(slot))
     }
 
+    /// The concurrency slot of a subflow child of `model` with start
+    /// options `vars`, whose parent has key `parent_key`: refused when it
+    /// is the parent's own key with limit 1 (the parent holds the only
+    /// slot while it waits for the child: the child would never start).
+    pub(crate) fn child_slot(
+        &self,
+        model: &DeployedModel,
+        vars: &Vars,
+        parent_key: Option<&str>,
+    ) -> Result<Option<ConcurrencySlot>, EngineError> {
+        let slot = self.concurrency_slot(model, vars)?;
+        if let Some(s) = &slot
+            && s.limit == 1
+            && parent_key == Some(s.key.as_str())
+        {
+            return Err(EngineError::Inputs {
+                model: model.row.id.clone(),
+                message: format!(
+                    "its concurrency key '{}' (limit 1) is held by its parent process, which waits for this child: it would never start; give the child model another key",
+                    s.key
+                ),
+            });
+        }
+        Ok(slot)
+    }
+
     /// [`concurrency_slot`](Self::concurrency_slot) without asking whether
     /// this engine keeps the key.
     fn evaluate_key(
