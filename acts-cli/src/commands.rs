@@ -1,7 +1,7 @@
 //! The commands: open the store and engine, then run, deploy, start,
 //! list, show, act or resume.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use acts::{ChannelOptions, Clock, Engine, ManualClock, SystemClock, TaskState};
 
@@ -103,10 +103,35 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
         }
         other => {
             let engine = open_engine(&args.store, None, &packages).await?;
+            // An answer or a control may end a process, freeing a place or
+            // a concurrency key's slot another process waits for.
+            let may_free = matches!(other, Command::Act { .. } | Command::Control { .. });
             let code = other_command(&engine, other, args.strict).await;
+            if may_free && code.is_ok() {
+                start_freed(&engine).await;
+            }
             engine.close().await;
             code
         }
+    }
+}
+
+/// How long a one-shot command waits for the processes it let start to
+/// reach a wait before it closes the store (they continue at the next
+/// `acts resume` or `acts serve` if they do not).
+const FREED_START_WAIT: Duration = Duration::from_secs(10);
+
+/// Starts the parked processes the command made room for (the next of a
+/// concurrency key whose holder ended, or one waiting for a place), as a
+/// server would at once, and lets them run to their first wait.
+async fn start_freed(engine: &Engine) {
+    if let Err(e) = engine.start_parked().await {
+        eprintln!("acts: warning: cannot start the processes waiting for a place: {e}");
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + FREED_START_WAIT;
+    while !engine.is_idle() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

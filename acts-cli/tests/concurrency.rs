@@ -1,7 +1,7 @@
 //! Concurrency keys through the shipped binary on a redb file: a start
 //! past its key's limit says it waits, `acts ps --waiting-for` and
 //! `acts show` say why, mistakes are exit 2 with what to give, and the
-//! waiter whose turn came runs at the next `acts resume`.
+//! waiter whose turn came starts with the command that ended the holder.
 
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ fn bad(store: &str, args: &[&str]) -> String {
 }
 
 #[test]
-fn a_start_past_its_key_waits_is_listed_and_runs_at_the_next_resume() {
+fn a_start_past_its_key_waits_is_listed_and_starts_when_its_holder_ends() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let model = dir.path().join("order.yml");
     std::fs::write(&model, ORDER).expect("the model file");
@@ -84,7 +84,18 @@ fn a_start_past_its_key_waits_is_listed_and_runs_at_the_next_resume() {
         "{err}"
     );
 
+    // The answer ends p1: the same command starts p2, whose turn came.
     ok(&store, &["act", "complete", p1, "approve"]);
+    let listed: Value =
+        serde_json::from_str(&ok(&store, &["ps", "--key", "cust-c1", "--json"])).expect("JSON");
+    let state_of = |pid: &str| {
+        listed
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["pid"] == pid))
+            .map(|p| p["state"].clone())
+    };
+    assert_eq!(state_of(p1), Some("completed".into()), "{listed}");
+    assert_eq!(state_of(p2), Some("running".into()), "{listed}");
     let report = ok(&store, &["resume", "--auto", "--json"]);
     let last: Value = serde_json::from_str(report.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("a JSON report ({e}): {report}"));
