@@ -5,20 +5,9 @@
 
 use std::time::Duration;
 
+use acts_testkit::models::ONE_PER_CUSTOMER;
 use assert_cmd::Command;
 use serde_json::Value;
-
-const ORDER: &str = r#"
-id: order
-ver: "1"
-concurrency:
-  key: cust-${{ customer }}
-  limit: 1
-steps:
-  - id: approve
-    uses: acts.core.irq
-    params: { key: approve }
-"#;
 
 fn acts(store: &str) -> Command {
     let mut c = Command::cargo_bin("acts").expect("the acts binary is built");
@@ -43,7 +32,7 @@ fn bad(store: &str, args: &[&str]) -> String {
 fn a_start_past_its_key_waits_is_listed_and_starts_when_its_holder_ends() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let model = dir.path().join("order.yml");
-    std::fs::write(&model, ORDER).expect("the model file");
+    std::fs::write(&model, ONE_PER_CUSTOMER).expect("the model file");
     let store = format!("redb:{}", dir.path().join("acts.db").display());
     ok(&store, &["deploy", model.to_str().expect("a UTF-8 path")]);
     let first = ok(&store, &["start", "order", "--var", "customer=\"c1\""]);

@@ -15,21 +15,9 @@ use acts_core::engine::{ChannelOptions, Engine, EngineError, KeyUse, ProcessQuer
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;
 use acts_store::KvStore;
+use acts_testkit::models::ONE_PER_CUSTOMER;
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
-
-/// One process per customer at a time; each waits for an answer.
-const ONE_PER_CUSTOMER: &str = r#"
-id: order
-ver: "1"
-concurrency:
-  key: cust-${{ customer }}
-  limit: 1
-steps:
-  - id: approve
-    uses: acts.core.irq
-    params: { key: approve }
-"#;
 
 /// An engine on `kv` with admission cap `cap`, on an engine clock that
 /// [`start`] moves on a millisecond per start (admission order is kept to

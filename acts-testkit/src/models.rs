@@ -1,6 +1,20 @@
 //! Model texts that tests and benchmarks share (YAML strings only: the
 //! testkit does not depend on the engine).
 
+/// One process per customer at a time (`concurrency:`, key
+/// `cust-<customer>`, limit 1); each waits for an answer (key `approve`).
+pub const ONE_PER_CUSTOMER: &str = r#"
+id: order
+ver: "1"
+concurrency:
+  key: cust-${{ customer }}
+  limit: 1
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+"#;
+
 /// The three-step model of the end-to-end scenarios and the bursts
 /// (`set`, `code`, `set`; id `three`): outputs `a: 10, b: 20, c: 30`.
 pub const THREE_STEPS: &str = r#"
