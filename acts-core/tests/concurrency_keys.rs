@@ -310,8 +310,17 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
     exec.complete(&first.pid, &first.tid, Default::default())
         .await
         .unwrap();
-    recv_where(&mut rx, ends(&p1)).await;
-    let irq = asks(&mut rx, &second.pid).await;
+    // The parent's end and the next child's question come in either
+    // order.
+    let (mut ended, mut irq) = (false, None);
+    while !ended || irq.is_none() {
+        let m = recv(&mut rx).await;
+        ended |= ends(&p1)(&m);
+        if irq_created(&m) && m.pid == second.pid {
+            irq = Some(m.tid);
+        }
+    }
+    let irq = irq.unwrap_or_default();
     exec.complete(&second.pid, &irq, Default::default())
         .await
         .unwrap();
@@ -503,5 +512,114 @@ async fn a_child_that_needs_its_parents_only_slot_fails_its_act_instead_of_waiti
     assert!(err.message.contains("held by its parent"), "{err:?}");
     // Its end freed the key.
     assert!(uses(&engine).iter().all(|u| u.key != "cust-c1"));
+    engine.close().await;
+}
+
+/// Each start says its priority (`tier`) and fairness key (`tenant`).
+const TIERED: &str = r#"
+id: tiered
+ver: "1"
+priority: ${{ tier }}
+fairness_key: ${{ tenant }}
+steps:
+  - id: work
+    uses: acts.core.irq
+    params: { key: work }
+"#;
+
+async fn start_tiered(engine: &Engine, tier: u8, tenant: &str) -> String {
+    let pid = engine
+        .executor()
+        .start("tiered", vars(json!({ "tier": tier, "tenant": tenant })))
+        .await
+        .expect("starts")
+        .pid;
+    CLOCK.with(|c| c.advance(Duration::from_millis(1)));
+    pid
+}
+
+/// Runs the queue: answers the one running, then the next that starts,
+/// until `n` have run; their pids in the order they started.
+async fn run_in_turn(
+    engine: &Engine,
+    rx: &mut UnboundedReceiver<Message>,
+    first: String,
+    n: usize,
+) -> Vec<String> {
+    let mut order = Vec::new();
+    let mut running = first;
+    for i in 0..n {
+        let irq = waiting(&engine.executor(), &running).await;
+        engine
+            .executor()
+            .complete(&running, &irq[0], Default::default())
+            .await
+            .expect("answered");
+        if i + 1 == n {
+            break;
+        }
+        let next = recv_where(rx, irq_created).await;
+        order.push(next.pid.clone());
+        running = next.pid;
+    }
+    order
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parked_starts_leave_by_priority_and_tenants_take_turns() {
+    // One place: everything after the first is parked at the cap.
+    let engine = engine(store().await, 1).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(TIERED).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let holder = start_tiered(&engine, 3, "x").await;
+    recv_where(&mut rx, |m| irq_created(m) && m.pid == holder).await;
+    let low = start_tiered(&engine, 1, "a").await;
+    let a1 = start_tiered(&engine, 3, "a").await;
+    let a2 = start_tiered(&engine, 3, "a").await;
+    let b1 = start_tiered(&engine, 3, "b").await;
+    let vip = start_tiered(&engine, 5, "c").await;
+    assert_eq!(
+        state(&engine, &low).await,
+        (TaskState::None, Some("admission".into()))
+    );
+    let order = run_in_turn(&engine, &mut rx, holder, 6).await;
+    assert_eq!(order, [vip, a1, b1, a2, low]);
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keys_waiters_leave_by_priority_too_and_a_bad_priority_is_refused() {
+    let engine = engine(store().await, 1000).await;
+    let exec = engine.executor();
+    let keyed = TIERED.replace(
+        "fairness_key: ${{ tenant }}\n",
+        "fairness_key: ${{ tenant }}\nconcurrency: { key: shared }\n",
+    );
+    exec.deploy_yaml(&keyed).await.unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let holder = start_tiered(&engine, 3, "x").await;
+    recv_where(&mut rx, |m| irq_created(m) && m.pid == holder).await;
+    let low = start_tiered(&engine, 1, "a").await;
+    let high = start_tiered(&engine, 4, "a").await;
+    assert_eq!(state(&engine, &low).await, waits_for_key());
+    let order = run_in_turn(&engine, &mut rx, holder, 3).await;
+    assert_eq!(order, [high, low]);
+    // 9 is no priority; nor is a missing one.
+    let err = exec
+        .start("tiered", vars(json!({ "tier": 9, "tenant": "a" })))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1 to 5"), "{err}");
+    let err = exec
+        .start("tiered", vars(json!({ "tenant": "a" })))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("priority"), "{err}");
+    let err = exec
+        .deploy_yaml(&TIERED.replace("${{ tier }}", "7"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`priority`"), "{err}");
     engine.close().await;
 }

@@ -33,6 +33,12 @@ pub fn script_sites(workflow: &Workflow) -> Vec<ScriptSite> {
     if let Some(c) = &workflow.concurrency {
         embedded(&mut out, &wf, "concurrency", &Value::String(c.key.clone()));
     }
+    if let Some(p) = &workflow.priority {
+        embedded(&mut out, &wf, "priority", p);
+    }
+    if let Some(f) = &workflow.fairness_key {
+        embedded(&mut out, &wf, "fairness_key", &Value::String(f.clone()));
+    }
     for s in &workflow.steps {
         step(&mut out, s);
     }

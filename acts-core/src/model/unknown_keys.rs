@@ -81,6 +81,8 @@ impl Kind {
                 ("exposes", Free),
                 ("index", Free),
                 ("concurrency", Concurrency),
+                ("priority", Free),
+                ("fairness_key", Free),
             ],
             Step => &[
                 ("id", Free),

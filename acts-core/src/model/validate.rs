@@ -150,6 +150,7 @@ impl Validator<'_> {
         self.triggers()?;
         self.index()?;
         self.concurrency()?;
+        self.queue_order()?;
         // The model id is the root node's id: no step or branch may reuse it.
         self.claim_id(NodeKind::Workflow, &w.id)?;
         self.steps(&w.steps, "steps of the workflow")?;
@@ -222,6 +223,38 @@ impl Validator<'_> {
                 format!(
                     "`concurrency.limit` is {}; give 1 to {MAX_CONCURRENCY_LIMIT} (how many processes of one key may run at once)",
                     c.limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `priority:` is 1 to 5 (or an expression), `fairness_key:` not
+    /// longer than a concurrency key.
+    fn queue_order(&self) -> Result<(), ModelError> {
+        let w = self.workflow;
+        let at = Some(("id", w.id.as_str(), 0));
+        match &w.priority {
+            None => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|p| (1..=5).contains(&p)) => {}
+            Some(v @ Value::String(_)) if has_expression(v) => {}
+            Some(other) => {
+                return Err(self.err(
+                    None,
+                    at,
+                    format!("`priority` is {other}; give 1 to 5 (5 first), or a `${{{{ }}}}` expression that gives one"),
+                ));
+            }
+        }
+        if let Some(f) = &w.fairness_key
+            && f.len() > MAX_CONCURRENCY_KEY
+        {
+            return Err(self.err(
+                None,
+                at,
+                format!(
+                    "`fairness_key` is {} bytes; at most {MAX_CONCURRENCY_KEY}",
+                    f.len()
                 ),
             ));
         }

@@ -59,6 +59,14 @@ pub struct Workflow {
     /// the limit waits, in order, until a process of its key ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Concurrency>,
+    /// The priority of its parked starts (1 to 5, higher first; default
+    /// 3): a number, or a `${{ }}` expression over the start options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Value>,
+    /// The fairness key of its parked starts (text with `${{ }}` parts):
+    /// inside one priority, the keys take turns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairness_key: Option<String>,
 }
 
 /// A workflow's `concurrency:` (see [`Workflow::concurrency`]). The key is

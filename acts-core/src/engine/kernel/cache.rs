@@ -34,17 +34,18 @@
 //! The cache only keeps handles, counts and queues; loading and running
 //! processes is the runtime's job.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::engine::kernel::fair_queue::FairQueue;
 pub use crate::engine::kernel::handle::ProcHandle;
 pub(crate) use crate::engine::kernel::handle::{LoadCell, Slot};
 use crate::engine::kernel::handle::{loading, waiting_load};
-use crate::engine::kernel::key_slots::KeySlots;
 pub use crate::engine::kernel::key_slots::KeyUse;
-use crate::engine::persist::rows::ConcurrencySlot;
+use crate::engine::kernel::key_slots::{KeySlots, LetThrough};
+use crate::engine::persist::rows::{ConcurrencySlot, QueueOrder};
 
 pub(super) enum Entry {
     Resident(Arc<ProcHandle>),
@@ -109,8 +110,9 @@ pub(super) struct State {
     /// The pids of `resume_queue` (in flight, not admitted yet).
     pub(super) queued: HashSet<String>,
     /// Parked processes known to this engine (their rows are stored),
-    /// oldest first.
-    pub(super) parked: BTreeSet<(i64, String)>,
+    /// startable when a place frees, in the order they leave (priority,
+    /// fairness, aging: [`FairQueue`]).
+    pub(super) parked: FairQueue,
     /// The pids of `parked`, and of processes being parked (their rows
     /// not written yet: not startable).
     pub(super) parked_ids: HashSet<String>,
@@ -131,10 +133,10 @@ pub(super) struct State {
 
 /// Makes the parked waiters a key let through startable (they wait for a
 /// place now).
-pub(super) fn let_in(s: &mut State, through: Vec<(i64, String)>) {
-    for (ts, pid) in through {
+pub(super) fn let_in(s: &mut State, through: Vec<LetThrough>) {
+    for (ts, pid, order) in through {
         if s.parked_ids.contains(&pid) {
-            s.parked.insert((ts, pid));
+            s.parked.push(&pid, ts, &order);
         }
     }
 }
@@ -271,14 +273,10 @@ impl Cache {
         self.state.lock().queued.contains(pid)
     }
 
-    /// The parked pids this engine knows of, oldest first.
+    /// The startable parked pids this engine knows of, highest priority
+    /// first, oldest first within one.
     pub fn parked(&self) -> Vec<String> {
-        self.state
-            .lock()
-            .parked
-            .iter()
-            .map(|(_, p)| p.clone())
-            .collect()
+        self.state.lock().parked.pids()
     }
 
     /// Decides synchronously whether the process of `handle` may start
@@ -290,6 +288,7 @@ impl Cache {
         &self,
         handle: &Arc<ProcHandle>,
         slot: Option<&ConcurrencySlot>,
+        order: &QueueOrder,
     ) -> Result<Admission, ()> {
         let pid = handle.pid();
         let mut s = self.state.lock();
@@ -300,7 +299,7 @@ impl Cache {
             return Ok(Admission::Counting);
         }
         if let Some(slot) = slot
-            && !s.slots.take(pid, slot)
+            && !s.slots.take(pid, slot, order)
         {
             // Claimed, not startable: its row is written, then it waits
             // in its key's queue.
@@ -323,16 +322,14 @@ impl Cache {
     /// A process admitted as parked has its row stored: it may start when
     /// a place frees (one that waits for its key: when its key lets it
     /// through).
-    pub(crate) fn parked_written(&self, pid: &str, timestamp: i64) {
+    pub(crate) fn parked_written(&self, pid: &str, timestamp: i64, order: &QueueOrder) {
         let mut s = self.state.lock();
         if !s.parked_ids.contains(pid) {
             return;
         }
         match s.slots.waiter_written(pid, timestamp) {
             Some(through) => let_in(&mut s, through),
-            None => {
-                s.parked.insert((timestamp, pid.to_owned()));
-            }
+            None => s.parked.push(pid, timestamp, order),
         }
     }
 
@@ -341,7 +338,7 @@ impl Cache {
     pub(crate) fn unpark(&self, pid: &str) {
         let mut s = self.state.lock();
         if s.parked_ids.remove(pid) {
-            s.parked.retain(|(_, p)| p != pid);
+            s.parked.remove(pid);
             let through = s.slots.free(pid);
             let_in(&mut s, through);
         }

@@ -15,15 +15,16 @@ use crate::scheduler::{Action, Request, TaskError, TaskState};
 
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::catalog::DeployedModel;
+use crate::engine::kernel::refill::FoundParked;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::stalled::Stalled;
-use crate::engine::persist::rows::{ConcurrencySlot, ProcRow};
+use crate::engine::persist::rows::{ConcurrencySlot, ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::package::PackageContext;
 
-/// A subflow child parked by a transition: its admission order, pid and
-/// concurrency slot.
-pub(crate) type ParkedChild = (i64, String, Option<ConcurrencySlot>);
+/// A subflow child parked by a transition: its admission time, pid,
+/// concurrency slot and queue order.
+pub(crate) type ParkedChild = FoundParked;
 
 impl Kernel {
     /// The next transition of a process whose last one handed back with
@@ -125,24 +126,25 @@ impl Kernel {
     }
 
     /// The parked row of subflow child `pid` of `model` (start options
-    /// `vars`, concurrency slot `slot`): its ops, and what the cache is
+    /// `vars`, concurrency slot and queue order): its ops, and what the cache is
     /// told once they are durable ([`after_commit`](Self::after_commit)).
     pub(crate) fn child_row_ops(
         &self,
         model: &DeployedModel,
         pid: &str,
         mut vars: Vars,
-        slot: Option<ConcurrencySlot>,
+        (slot, order): (Option<ConcurrencySlot>, Option<QueueOrder>),
     ) -> (Vec<BatchOp>, ParkedChild) {
         vars.insert("pid".into(), Value::String(pid.to_owned()));
         let now = self.now();
         let row = ProcRow {
             slot: slot.clone(),
+            order: order.clone(),
             ..ProcRow::unstarted(pid, &model.row.id, model.row.revision, now, vars)
         };
         (
             Collection::<ProcRow>::upsert_ops(None, &row),
-            (now, pid.to_owned(), slot),
+            (now, pid.to_owned(), slot, order),
         )
     }
 

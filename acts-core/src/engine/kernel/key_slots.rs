@@ -22,9 +22,13 @@
 //! admission lock, so admission and key slots change
 //! together and no store I/O happens under that lock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use crate::engine::persist::rows::ConcurrencySlot;
+use crate::engine::kernel::fair_queue::FairQueue;
+use crate::engine::persist::rows::{ConcurrencySlot, QueueOrder};
+
+/// A parked start let through, with its admission time and queue order.
+pub(crate) type LetThrough = (i64, String, QueueOrder);
 
 /// How a pid relates to its key.
 #[derive(Debug, Clone)]
@@ -33,19 +37,17 @@ struct Hold {
     limit: u32,
     /// Holds a slot (else waits for one).
     holding: bool,
-    /// Place of a waiter whose row is written in its key's queue
-    /// (admission time, then arrival); `None` while its row is being
-    /// written, or held back.
-    queued_at: Option<(i64, u64)>,
+    /// Its place in the queues (priority, fairness).
+    order: QueueOrder,
 }
 
 /// One key's holders and waiters.
 #[derive(Debug, Default)]
 struct KeyGroup {
     holders: usize,
-    /// Admission time (ms), arrival (ties within a millisecond keep the
-    /// order in which the rows were written, or found), pid.
-    waiting: BTreeSet<(i64, u64, String)>,
+    /// The waiters whose rows are written (not while a row is being
+    /// written, or a migration holds it back), in the order they leave.
+    waiting: FairQueue,
 }
 
 /// A key's figures ([`KeySlots::groups`]).
@@ -67,15 +69,13 @@ pub(crate) struct KeySlots {
     /// Whether the holders found in the store are counted (no count ran,
     /// or the last one succeeded); while not, every keyed start waits.
     uncounted: bool,
-    /// The arrival number of the next waiter queued.
-    arrivals: u64,
 }
 
 impl KeySlots {
     /// Lets `pid` hold a slot of `slot.key` if one is free (`true`), else
     /// records it as a waiter whose row is about to be written
     /// ([`waiter_written`](Self::waiter_written) queues it).
-    pub(crate) fn take(&mut self, pid: &str, slot: &ConcurrencySlot) -> bool {
+    pub(crate) fn take(&mut self, pid: &str, slot: &ConcurrencySlot, order: &QueueOrder) -> bool {
         let group = self.groups.entry(slot.key.clone()).or_default();
         let holding =
             !self.uncounted && group.waiting.is_empty() && group.holders < slot.limit as usize;
@@ -88,7 +88,7 @@ impl KeySlots {
                 key: slot.key.clone(),
                 limit: slot.limit,
                 holding,
-                queued_at: None,
+                order: order.clone(),
             },
         );
         holding
@@ -98,45 +98,35 @@ impl KeySlots {
     /// joins its key's queue, and the waiters the key has room for now are
     /// let through (a slot may have freed while the row was written; then
     /// it may be `pid` itself). `None` when `pid` is no waiter.
-    pub(crate) fn waiter_written(
-        &mut self,
-        pid: &str,
-        timestamp: i64,
-    ) -> Option<Vec<(i64, String)>> {
-        let hold = self.pids.get_mut(pid)?;
+    pub(crate) fn waiter_written(&mut self, pid: &str, timestamp: i64) -> Option<Vec<LetThrough>> {
+        let hold = self.pids.get(pid)?;
         if hold.holding {
             return None;
         }
-        self.arrivals += 1;
-        let place = (timestamp, self.arrivals);
-        hold.queued_at = Some(place);
         let key = hold.key.clone();
-        self.groups.entry(key.clone()).or_default().waiting.insert((
-            place.0,
-            place.1,
-            pid.to_owned(),
-        ));
+        let group = self.groups.entry(key.clone()).or_default();
+        group.waiting.push(pid, timestamp, &hold.order);
         Some(self.let_through(&key))
     }
 
     /// A parked row with a slot found in the store: it holds a slot if its
-    /// key has room and nobody older waits (`Some(true)`), else waits in
-    /// its key's queue (`Some(false)`); `None` when it is known already.
+    /// key has room and nobody waits, else it joins its key's queue.
+    /// Returns the parked starts that may start now (it, or waiters its
+    /// queueing let through); `None` when it is known already.
     pub(crate) fn found_parked(
         &mut self,
         pid: &str,
         timestamp: i64,
         slot: &ConcurrencySlot,
-    ) -> Option<bool> {
+        order: &QueueOrder,
+    ) -> Option<Vec<LetThrough>> {
         if self.pids.contains_key(pid) {
             return None;
         }
-        if self.take(pid, slot) {
-            return Some(true);
+        if self.take(pid, slot, order) {
+            return Some(vec![(timestamp, pid.to_owned(), order.clone())]);
         }
-        // Nobody frees a slot between these two calls: it stays a waiter.
-        let through = self.waiter_written(pid, timestamp).unwrap_or_default();
-        Some(!through.is_empty())
+        Some(self.waiter_written(pid, timestamp).unwrap_or_default())
     }
 
     /// In-flight holders found in the store by a successful boot count
@@ -147,7 +137,7 @@ impl KeySlots {
         &mut self,
         holders: Vec<(String, String)>,
         ended: impl Fn(&str) -> bool,
-    ) -> Vec<(i64, String)> {
+    ) -> Vec<LetThrough> {
         self.uncounted = false;
         for (key, pid) in holders {
             if ended(&pid) || self.pids.contains_key(&pid) {
@@ -161,7 +151,7 @@ impl KeySlots {
                     // A holder's own limit is only read while it waits.
                     limit: 0,
                     holding: true,
-                    queued_at: None,
+                    order: QueueOrder::default(),
                 },
             );
         }
@@ -176,7 +166,7 @@ impl KeySlots {
 
     /// `pid` left flight, or its parked row went: its slot (or its place
     /// in the queue) is free. Returns the waiters its key lets through now.
-    pub(crate) fn free(&mut self, pid: &str) -> Vec<(i64, String)> {
+    pub(crate) fn free(&mut self, pid: &str) -> Vec<LetThrough> {
         let Some(hold) = self.pids.remove(pid) else {
             return Vec::new();
         };
@@ -185,8 +175,8 @@ impl KeySlots {
         };
         if hold.holding {
             group.holders = group.holders.saturating_sub(1);
-        } else if let Some((ts, n)) = hold.queued_at {
-            group.waiting.remove(&(ts, n, pid.to_owned()));
+        } else {
+            group.waiting.remove(pid);
         }
         let through = self.let_through(&hold.key);
         if self
@@ -202,16 +192,14 @@ impl KeySlots {
     /// Takes waiter `pid` out of its key's queue while a migration
     /// rewrites its row (`true` when it is a waiter).
     pub(crate) fn hold_back(&mut self, pid: &str) -> bool {
-        let Some(hold) = self.pids.get_mut(pid) else {
+        let Some(hold) = self.pids.get(pid) else {
             return false;
         };
         if hold.holding {
             return false;
         }
-        if let Some((ts, n)) = hold.queued_at.take()
-            && let Some(group) = self.groups.get_mut(&hold.key)
-        {
-            group.waiting.remove(&(ts, n, pid.to_owned()));
+        if let Some(group) = self.groups.get_mut(&hold.key) {
+            group.waiting.remove(pid);
         }
         true
     }
@@ -240,7 +228,7 @@ impl KeySlots {
     /// Lets the oldest waiters of `key` through while it has room (each
     /// against its own limit; the queue's order is kept: a waiter never
     /// passes an older one).
-    fn let_through(&mut self, key: &str) -> Vec<(i64, String)> {
+    fn let_through(&mut self, key: &str) -> Vec<LetThrough> {
         let mut out = Vec::new();
         if self.uncounted {
             return out;
@@ -248,19 +236,21 @@ impl KeySlots {
         let Some(group) = self.groups.get_mut(key) else {
             return out;
         };
-        while let Some((ts, _, pid)) = group.waiting.first().cloned() {
-            let Some(hold) = self.pids.get_mut(&pid) else {
-                group.waiting.pop_first();
+        while let Some(next) = group.waiting.peek() {
+            let next = next.to_owned();
+            let Some(hold) = self.pids.get_mut(&next) else {
+                group.waiting.remove(&next);
                 continue;
             };
             if group.holders >= hold.limit as usize {
                 break;
             }
-            group.waiting.pop_first();
+            let Some((ts, pid)) = group.waiting.pop() else {
+                break;
+            };
             group.holders += 1;
             hold.holding = true;
-            hold.queued_at = None;
-            out.push((ts, pid));
+            out.push((ts, pid, hold.order.clone()));
         }
         out
     }
@@ -269,6 +259,16 @@ impl KeySlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pids and times let through, without their queue order.
+    fn ids(through: Option<Vec<LetThrough>>) -> Option<Vec<(i64, String)>> {
+        through.map(|v| v.into_iter().map(|(ts, pid, _)| (ts, pid)).collect())
+    }
+
+    /// What freeing `pid` lets through, without queue orders.
+    fn freed(k: &mut KeySlots, pid: &str) -> Vec<(i64, String)> {
+        ids(Some(k.free(pid))).unwrap_or_default()
+    }
 
     fn slot(key: &str, limit: u32) -> ConcurrencySlot {
         ConcurrencySlot {
@@ -280,92 +280,133 @@ mod tests {
     #[test]
     fn a_full_key_queues_and_frees_in_order() {
         let mut k = KeySlots::default();
-        assert!(k.take("a", &slot("c1", 1)));
-        assert!(!k.take("b", &slot("c1", 1)));
-        assert!(!k.take("c", &slot("c1", 1)));
+        assert!(k.take("a", &slot("c1", 1), &QueueOrder::default()));
+        assert!(!k.take("b", &slot("c1", 1), &QueueOrder::default()));
+        assert!(!k.take("c", &slot("c1", 1), &QueueOrder::default()));
         // Another key is independent.
-        assert!(k.take("x", &slot("c2", 1)));
-        assert_eq!(k.waiter_written("c", 5), Some(vec![]));
-        assert_eq!(k.waiter_written("b", 3), Some(vec![]));
-        assert_eq!(k.waiter_written("x", 3), None, "a holder is no waiter");
+        assert!(k.take("x", &slot("c2", 1), &QueueOrder::default()));
+        assert_eq!(ids(k.waiter_written("b", 3)), Some(vec![]));
+        assert_eq!(ids(k.waiter_written("c", 5)), Some(vec![]));
+        assert_eq!(ids(k.waiter_written("x", 3)), None, "a holder is no waiter");
         assert_eq!(k.holds("b"), Some(false));
-        assert_eq!(k.free("a"), vec![(3, "b".to_owned())]);
+        assert_eq!(freed(&mut k, "a"), vec![(3, "b".to_owned())]);
         assert_eq!(k.holds("b"), Some(true));
         // Removing a waiter frees nothing.
-        assert!(k.free("c").is_empty());
-        assert!(k.free("b").is_empty());
+        assert!(freed(&mut k, "c").is_empty());
+        assert!(freed(&mut k, "b").is_empty());
         assert!(k.groups().iter().all(|g| g.key != "c1"));
     }
 
     #[test]
     fn a_waiter_is_not_passed_by_a_later_start() {
         let mut k = KeySlots::default();
-        assert!(k.take("a", &slot("c", 2)));
-        assert!(k.take("b", &slot("c", 2)));
-        assert!(!k.take("w", &slot("c", 2)));
-        assert_eq!(k.waiter_written("w", 1), Some(vec![]));
+        assert!(k.take("a", &slot("c", 2), &QueueOrder::default()));
+        assert!(k.take("b", &slot("c", 2), &QueueOrder::default()));
+        assert!(!k.take("w", &slot("c", 2), &QueueOrder::default()));
+        assert_eq!(ids(k.waiter_written("w", 1)), Some(vec![]));
         // A later start while someone waits waits too, even if its own
         // limit is higher.
-        assert!(!k.take("late", &slot("c", 5)));
-        assert_eq!(k.waiter_written("late", 2), Some(vec![]));
+        assert!(!k.take("late", &slot("c", 5), &QueueOrder::default()));
+        assert_eq!(ids(k.waiter_written("late", 2)), Some(vec![]));
         // Each is let through against its own limit, in order.
         assert_eq!(
-            k.free("a"),
+            freed(&mut k, "a"),
             vec![(1, "w".to_owned()), (2, "late".to_owned())]
         );
     }
 
     #[test]
+    fn a_higher_priority_waiter_goes_first_and_tenants_take_turns() {
+        let mut k = KeySlots::default();
+        let order = |priority, fairness: &str| QueueOrder {
+            priority,
+            fairness: fairness.into(),
+        };
+        assert!(k.take("h", &slot("c", 1), &QueueOrder::default()));
+        for (pid, o) in [
+            ("low", order(1, "")),
+            ("a1", order(3, "a")),
+            ("a2", order(3, "a")),
+            ("b1", order(3, "b")),
+            ("vip", order(5, "")),
+        ] {
+            assert!(!k.take(pid, &slot("c", 1), &o));
+            assert_eq!(ids(k.waiter_written(pid, 1)), Some(vec![]));
+        }
+        let mut out = Vec::new();
+        let mut holder = "h".to_owned();
+        for _ in 0..5 {
+            let next = freed(&mut k, &holder);
+            holder = next[0].1.clone();
+            out.push(holder.clone());
+        }
+        assert_eq!(out, ["vip", "a1", "b1", "a2", "low"]);
+    }
+
+    #[test]
     fn ties_within_a_millisecond_keep_their_arrival_order() {
         let mut k = KeySlots::default();
-        assert!(k.take("z", &slot("c", 1)));
+        assert!(k.take("z", &slot("c", 1), &QueueOrder::default()));
         for pid in ["m", "b", "x"] {
-            assert!(!k.take(pid, &slot("c", 1)));
-            assert_eq!(k.waiter_written(pid, 5), Some(vec![]));
+            assert!(!k.take(pid, &slot("c", 1), &QueueOrder::default()));
+            assert_eq!(ids(k.waiter_written(pid, 5)), Some(vec![]));
         }
-        assert_eq!(k.free("z"), vec![(5, "m".to_owned())]);
-        assert_eq!(k.free("m"), vec![(5, "b".to_owned())]);
-        assert_eq!(k.free("b"), vec![(5, "x".to_owned())]);
+        assert_eq!(freed(&mut k, "z"), vec![(5, "m".to_owned())]);
+        assert_eq!(freed(&mut k, "m"), vec![(5, "b".to_owned())]);
+        assert_eq!(freed(&mut k, "b"), vec![(5, "x".to_owned())]);
     }
 
     #[test]
     fn keyed_starts_wait_until_the_holders_are_counted() {
         let mut k = KeySlots::default();
         k.begin_count();
-        assert!(!k.take("new", &slot("c", 1)));
-        assert_eq!(k.waiter_written("new", 10), Some(vec![]));
+        assert!(!k.take("new", &slot("c", 1), &QueueOrder::default()));
+        assert_eq!(ids(k.waiter_written("new", 10)), Some(vec![]));
         let through = k.counted(
             vec![("c".into(), "old".into()), ("d".into(), "gone".into())],
             |pid| pid == "gone",
         );
         assert!(through.is_empty(), "the counted holder keeps the slot");
-        assert_eq!(k.free("old"), vec![(10, "new".to_owned())]);
+        assert_eq!(freed(&mut k, "old"), vec![(10, "new".to_owned())]);
         assert!(k.groups().iter().all(|g| g.key != "d"));
     }
 
     #[test]
     fn found_parked_rows_fill_a_key_oldest_first() {
         let mut k = KeySlots::default();
-        assert_eq!(k.found_parked("p1", 1, &slot("c", 1)), Some(true));
-        assert_eq!(k.found_parked("p2", 2, &slot("c", 1)), Some(false));
-        assert_eq!(k.found_parked("p2", 2, &slot("c", 1)), None);
+        let o = QueueOrder::default();
+        assert_eq!(
+            ids(k.found_parked("p1", 1, &slot("c", 1), &o)),
+            Some(vec![(1, "p1".to_owned())])
+        );
+        assert_eq!(
+            ids(k.found_parked("p2", 2, &slot("c", 1), &o)),
+            Some(vec![])
+        );
+        assert_eq!(ids(k.found_parked("p2", 2, &slot("c", 1), &o)), None);
         assert!(k.hold_back("p2"));
         assert!(
-            k.free("p1").is_empty(),
+            freed(&mut k, "p1").is_empty(),
             "a held-back waiter is not let through"
         );
         // Back in the queue, it finds the room.
-        assert_eq!(k.waiter_written("p2", 2), Some(vec![(2, "p2".to_owned())]));
+        assert_eq!(
+            ids(k.waiter_written("p2", 2)),
+            Some(vec![(2, "p2".to_owned())])
+        );
         assert_eq!(k.holds("p2"), Some(true));
     }
 
     #[test]
     fn a_slot_freed_while_a_waiter_row_is_written_goes_to_it() {
         let mut k = KeySlots::default();
-        assert!(k.take("a", &slot("c", 1)));
-        assert!(!k.take("b", &slot("c", 1)));
+        assert!(k.take("a", &slot("c", 1), &QueueOrder::default()));
+        assert!(!k.take("b", &slot("c", 1), &QueueOrder::default()));
         // `a` ends before `b`'s row is written: nobody is queued yet.
-        assert!(k.free("a").is_empty());
-        assert_eq!(k.waiter_written("b", 7), Some(vec![(7, "b".to_owned())]));
+        assert!(freed(&mut k, "a").is_empty());
+        assert_eq!(
+            ids(k.waiter_written("b", 7)),
+            Some(vec![(7, "b".to_owned())])
+        );
     }
 }

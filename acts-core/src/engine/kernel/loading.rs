@@ -212,8 +212,10 @@ impl Kernel {
             .await;
         self.cache.end_scan(rows.is_ok());
         let rows = rows?;
-        self.cache
-            .note_parked(rows.into_iter().map(|r| (r.timestamp, r.id, r.slot)));
+        self.cache.note_parked(
+            rows.into_iter()
+                .map(|r| (r.timestamp, r.id, r.slot, r.order)),
+        );
         self.refill();
         Ok(())
     }

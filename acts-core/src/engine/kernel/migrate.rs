@@ -90,7 +90,7 @@ impl Kernel {
             kept_as_history: Vec::new(),
             reannounced: Vec::new(),
         };
-        if !self.cache.hold_parked(pid, row.timestamp) {
+        if !self.cache.hold_parked(pid) {
             return Ok(outcome(
                 "unmigratable",
                 Some("it is starting right now; migrate it once it runs".into()),
@@ -128,7 +128,8 @@ impl Kernel {
             Ok(outcome("migrated", None))
         }
         .await;
-        self.cache.release_parked(pid, row.timestamp);
+        self.cache
+            .release_parked(pid, row.timestamp, &row.order.clone().unwrap_or_default());
         self.refill();
         result
     }

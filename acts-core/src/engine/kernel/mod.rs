@@ -12,6 +12,7 @@ pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod config;
 pub(crate) mod emitter;
+pub(crate) mod fair_queue;
 pub(crate) mod follow_up;
 pub(crate) mod handle;
 pub(crate) mod hooks;

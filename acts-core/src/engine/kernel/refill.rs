@@ -7,7 +7,11 @@ use std::collections::HashSet;
 
 use crate::engine::kernel::cache::{Cache, Entry, let_in};
 use crate::engine::kernel::handle::{LoadCell, loading, pid_hash};
-use crate::engine::persist::rows::ConcurrencySlot;
+use crate::engine::persist::rows::{ConcurrencySlot, QueueOrder};
+
+/// A parked row the engine learns of: its admission time, pid, concurrency
+/// slot and queue order.
+pub(crate) type FoundParked = (i64, String, Option<ConcurrencySlot>, Option<QueueOrder>);
 
 impl Cache {
     /// Begins the boot count (see the module docs): starts wait and
@@ -86,42 +90,45 @@ impl Cache {
     /// is being started or read right now. Scans of parked rows do not add
     /// it meanwhile (its pid counts as parked). Undone by
     /// [`release_parked`](Self::release_parked).
-    pub(crate) fn hold_parked(&self, pid: &str, timestamp: i64) -> bool {
+    pub(crate) fn hold_parked(&self, pid: &str) -> bool {
         let mut s = self.state.lock();
         if s.entries.contains_key(pid) {
             return false;
         }
-        s.parked.remove(&(timestamp, pid.to_owned()));
+        s.parked.remove(pid);
         s.parked_ids.insert(pid.to_owned());
         s.slots.hold_back(pid);
         true
     }
     /// Lets a parked process held by [`hold_parked`](Self::hold_parked)
     /// start when a place frees (unless it was removed meanwhile).
-    pub(crate) fn release_parked(&self, pid: &str, timestamp: i64) {
+    pub(crate) fn release_parked(&self, pid: &str, timestamp: i64, order: &QueueOrder) {
         // As if its row were written now: startable, or back in its key's
         // queue.
-        self.parked_written(pid, timestamp);
+        self.parked_written(pid, timestamp, order);
     }
-    /// Records parked rows found in the store, `(admission order, pid,
-    /// concurrency slot)`: startable when a place frees, or — a keyed one
-    /// whose key is full — waiting for its key.
-    pub(crate) fn note_parked(
-        &self,
-        rows: impl IntoIterator<Item = (i64, String, Option<ConcurrencySlot>)>,
-    ) {
+    /// Records parked rows found in the store: startable when a place
+    /// frees (in their queue order), or — a keyed one whose key is full —
+    /// waiting for its key.
+    pub(crate) fn note_parked(&self, rows: impl IntoIterator<Item = FoundParked>) {
         let mut s = self.state.lock();
-        for (ts, pid, slot) in rows {
+        for (ts, pid, slot, order) in rows {
             if s.entries.contains_key(&pid) || !s.parked_ids.insert(pid.clone()) {
                 continue;
             }
+            let order = order.unwrap_or_default();
             let startable = match &slot {
-                Some(slot) => s.slots.found_parked(&pid, ts, slot).unwrap_or(true),
-                None => true,
+                Some(slot) => match s.slots.found_parked(&pid, ts, slot, &order) {
+                    // It, or the waiters its queueing let through.
+                    Some(through) => through,
+                    // Known: it holds its slot (a claim whose load failed
+                    // and was given back), or waits.
+                    None if s.slots.holds(&pid) == Some(true) => vec![(ts, pid, order)],
+                    None => Vec::new(),
+                },
+                None => vec![(ts, pid, order)],
             };
-            if startable {
-                s.parked.insert((ts, pid));
-            }
+            let_in(&mut s, startable);
         }
     }
     /// Claims free places for queued work: in-flight pids first, then
@@ -135,7 +142,7 @@ impl Cache {
             let (pid, parked) = if let Some(pid) = s.resume_queue.pop_front() {
                 s.queued.remove(&pid);
                 (pid, false)
-            } else if let Some((_, pid)) = s.parked.pop_first() {
+            } else if let Some((_, pid)) = s.parked.pop() {
                 s.parked_ids.remove(&pid);
                 (pid, true)
             } else {

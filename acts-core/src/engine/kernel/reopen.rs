@@ -47,7 +47,8 @@ impl Kernel {
                 unreachable!("a new lane is unlocked");
             };
             let slot = guard.persisted.row.slot.clone();
-            match self.admit_after_count(&handle, slot.as_ref()).await {
+            let order = guard.persisted.row.order.clone().unwrap_or_default();
+            match self.admit_after_count(&handle, slot.as_ref(), &order).await {
                 // Another instance is resident or loading (a read): let it
                 // finish, then claim again.
                 Err(()) => {

@@ -365,15 +365,16 @@ impl Kernel {
                         || Err(EngineError::ModelNotFound(to.clone())),
                         |(m, pin)| {
                             let parent_key = process.concurrency_key.as_deref();
-                            Ok((self.child_slot(&m, options, parent_key)?, m, pin))
+                            let slot = self.child_slot(&m, options, parent_key)?;
+                            Ok(((slot, self.queue_order(&m, options)?), m, pin))
                         },
                     ) {
-                        Ok((key_slot, m, pin)) => {
+                        Ok((queued, m, pin)) => {
                             // Held until the batch naming the version is
                             // durable (the end of this transition).
                             pins.push(pin);
                             let (ops, child) =
-                                self.child_row_ops(&m, child_pid, options.clone(), key_slot);
+                                self.child_row_ops(&m, child_pid, options.clone(), queued);
                             extra.extend(ops);
                             children.push(child);
                         }

@@ -16,7 +16,7 @@ use crate::engine::kernel::cache::{Admission, ProcHandle};
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
-use crate::engine::persist::rows::{ConcurrencySlot, ProcRow};
+use crate::engine::persist::rows::{ConcurrencySlot, ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
 
@@ -96,9 +96,11 @@ impl Kernel {
     ) -> Result<ProcInfo, EngineError> {
         let now = self.now();
         let slot = self.concurrency_slot(model, &vars)?;
+        let order = self.queue_order(model, &vars)?;
         let base = ProcRow {
             started_by: started_by.map(str::to_owned),
             slot: slot.clone(),
+            order: order.clone(),
             ..ProcRow::unstarted(&pid, &model.row.id, model.row.revision, now, Vars::new())
         };
         let mut process = Process::new(pid.clone(), model.tree.clone(), vars.clone());
@@ -110,7 +112,8 @@ impl Kernel {
         let Ok(guard) = handle.lane.clone().try_lock_owned() else {
             unreachable!("a new lane is unlocked");
         };
-        let Ok(admission) = self.admit_after_count(&handle, slot.as_ref()).await else {
+        let order = order.unwrap_or_default();
+        let Ok(admission) = self.admit_after_count(&handle, slot.as_ref(), &order).await else {
             return Err(EngineError::Duplicated(pid.clone()));
         };
         // Tracked once claimed (a refused duplicate is never an instance).
@@ -170,7 +173,7 @@ impl Kernel {
                     self.cache.unpark(&pid);
                     return Err(e);
                 }
-                self.cache.parked_written(&pid, now);
+                self.cache.parked_written(&pid, now, &order);
                 // Slots may have freed while the row was written.
                 self.refill();
                 if admission == Admission::Waiting {
@@ -194,9 +197,10 @@ impl Kernel {
         &self,
         handle: &Arc<ProcHandle>,
         slot: Option<&ConcurrencySlot>,
+        order: &QueueOrder,
     ) -> Result<Admission, ()> {
         loop {
-            match self.cache.admit(handle, slot) {
+            match self.cache.admit(handle, slot, order) {
                 Ok(Admission::Counting) => self.cache.counted().await,
                 other => return other,
             }
@@ -314,6 +318,64 @@ impl Kernel {
             Some(r) => self.model_version(model_id, r).await?,
         };
         Ok(self.evaluate_key(&model, vars)?.map(|s| s.key))
+    }
+
+    /// Where a parked start of `model` with start options `vars` goes in
+    /// its queue: the model's `priority:` (a number, or an expression that
+    /// gives 1 to 5) and `fairness_key:` evaluated over them; `None` when
+    /// both are the defaults. A priority or key that does not evaluate
+    /// refuses the start.
+    pub(crate) fn queue_order(
+        &self,
+        model: &DeployedModel,
+        vars: &Vars,
+    ) -> Result<Option<QueueOrder>, EngineError> {
+        let declaration = model.declaration();
+        if declaration.priority.is_none() && declaration.fairness_key.is_none() {
+            return Ok(None);
+        }
+        let refuse = |message: String| EngineError::Inputs {
+            model: model.row.id.clone(),
+            message,
+        };
+        let mut known = variants_to_vars(&declaration.vars);
+        known.extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let scope = ScriptScope::from_vars(known);
+        let priority = match &declaration.priority {
+            None => 3,
+            Some(Value::String(text)) => {
+                let got = substitute::text_strict(&self.scripts, text, &scope).map_err(|e| {
+                    refuse(format!("its priority `{text}` cannot be evaluated: {e}"))
+                })?;
+                got.trim()
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|p| (1..=5).contains(p))
+                    .ok_or_else(|| {
+                        refuse(format!("its priority `{text}` is {got:?} for these start options; it must give 1 to 5"))
+                    })?
+            }
+            Some(v) => v
+                .as_u64()
+                .and_then(|p| u8::try_from(p).ok())
+                .filter(|p| (1..=5).contains(p))
+                .ok_or_else(|| refuse(format!("its priority {v} is not 1 to 5")))?,
+        };
+        let fairness = match &declaration.fairness_key {
+            None => String::new(),
+            Some(text) => substitute::text_strict(&self.scripts, text, &scope).map_err(|e| {
+                refuse(format!(
+                    "its fairness key `{text}` cannot be evaluated: {e}"
+                ))
+            })?,
+        };
+        if fairness.len() > MAX_CONCURRENCY_KEY {
+            return Err(refuse(format!(
+                "its fairness key is {} bytes for these start options; at most {MAX_CONCURRENCY_KEY}",
+                fairness.len()
+            )));
+        }
+        Ok(Some(QueueOrder { priority, fairness }))
     }
 
     /// The row of process `pid`, if stored.

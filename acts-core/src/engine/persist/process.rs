@@ -235,6 +235,7 @@ pub(crate) fn transition_ops(
             timestamp: old.timestamp,
             pending,
             slot: old.slot.clone(),
+            order: old.order.clone(),
         };
         if row.state == old.state && row.quiet_since == old.quiet_since && persisted.row_stored {
             ops.push(Collection::<ProcRow>::put_row_op(&row));

@@ -168,6 +168,31 @@ pub struct ProcRow {
     /// life, so a restart counts the key's slots from the rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<ConcurrencySlot>,
+    /// Its place in the queues of parked starts (the model's `priority:`
+    /// and `fairness_key:`, evaluated at the start); `None`: the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<QueueOrder>,
+}
+
+/// Where a parked start goes in its queue ([`ProcRow::order`]): its
+/// priority (1 to 5, higher first; 3 by default) and fairness key (the
+/// keys take turns inside a priority; empty: none).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QueueOrder {
+    /// 1 to 5.
+    pub priority: u8,
+    /// The fairness key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fairness: String,
+}
+
+impl Default for QueueOrder {
+    fn default() -> Self {
+        Self {
+            priority: 3,
+            fairness: String::new(),
+        }
+    }
 }
 
 /// A process's concurrency key and limit ([`ProcRow::slot`]).
@@ -217,6 +242,7 @@ impl ProcRow {
             nodes: Vec::new(),
             pending: Vec::new(),
             slot: None,
+            order: None,
         }
     }
 }
