@@ -6,7 +6,8 @@
 //!
 //! - the highest priority goes first;
 //! - inside one priority, the fairness keys take turns (round robin), and
-//!   one key's starts leave oldest first;
+//!   one key's starts leave oldest first (by admission time, then
+//!   arrival);
 //! - **aging**: a priority whose oldest start has waited while
 //!   [`AGING_STEP`] others left counts one priority higher, and so on (up
 //!   to the top); between priorities that count the same, the one whose
@@ -49,8 +50,10 @@ struct Place {
 struct Level {
     /// The fairness keys with starts queued, in the order they take turns.
     turns: VecDeque<String>,
-    /// Each fairness key's starts, oldest first (arrival, pid).
-    by_key: HashMap<String, BTreeSet<(u64, String)>>,
+    /// Each fairness key's starts, oldest first (admission time, arrival,
+    /// pid: a start queued again — a migration holds it back — keeps its
+    /// place among its key's).
+    by_key: HashMap<String, BTreeSet<(i64, u64, String)>>,
     /// All its starts by how long they wait (since, arrival, pid).
     oldest: BTreeSet<(u64, u64, String)>,
 }
@@ -86,7 +89,7 @@ impl FairQueue {
         if key_queue.is_empty() {
             l.turns.push_back(place.fairness.clone());
         }
-        key_queue.insert((place.seq, pid.to_owned()));
+        key_queue.insert((place.timestamp, place.seq, pid.to_owned()));
         l.oldest.insert((place.since, place.seq, pid.to_owned()));
         self.places.insert(pid.to_owned(), place);
     }
@@ -97,7 +100,7 @@ impl FairQueue {
         let l = &mut self.levels[place.level];
         l.oldest.remove(&(place.since, place.seq, pid.to_owned()));
         if let Some(q) = l.by_key.get_mut(&place.fairness) {
-            q.remove(&(place.seq, pid.to_owned()));
+            q.remove(&(place.timestamp, place.seq, pid.to_owned()));
             if q.is_empty() {
                 l.by_key.remove(&place.fairness);
                 l.turns.retain(|k| *k != place.fairness);
@@ -111,7 +114,7 @@ impl FairQueue {
         let level = self.next_level()?;
         let l = &self.levels[level];
         let key = l.turns.front()?;
-        l.by_key.get(key)?.first().map(|(_, pid)| pid.as_str())
+        l.by_key.get(key)?.first().map(|(_, _, pid)| pid.as_str())
     }
 
     /// Takes out the pid that leaves next, with its admission time.
@@ -119,7 +122,7 @@ impl FairQueue {
         let level = self.next_level()?;
         let l = &mut self.levels[level];
         let key = l.turns.pop_front()?;
-        let pid = l.by_key.get(&key)?.first()?.1.clone();
+        let pid = l.by_key.get(&key)?.first()?.2.clone();
         // Its key takes its next turn at the back (if it has more).
         l.turns.push_back(key);
         let timestamp = self.remove(&pid)?;
@@ -198,6 +201,19 @@ mod tests {
         q.push("c0", 11, &order(3, "tenant-c"));
         let out: Vec<String> = std::iter::from_fn(|| q.pop().map(|(_, p)| p)).collect();
         assert_eq!(out, ["a0", "b0", "c0", "a1", "a2"]);
+    }
+
+    #[test]
+    fn a_start_queued_again_keeps_its_place_by_admission_time() {
+        let mut q = FairQueue::default();
+        q.push("b", 1, &order(3, ""));
+        q.push("c", 2, &order(3, ""));
+        // Held back and queued again in another order (a migration).
+        q.remove("c");
+        q.remove("b");
+        q.push("c", 2, &order(3, ""));
+        q.push("b", 1, &order(3, ""));
+        assert_eq!(q.pop(), Some((1, "b".to_owned())));
     }
 
     #[test]

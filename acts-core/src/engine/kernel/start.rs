@@ -276,9 +276,7 @@ impl Kernel {
             model: model.row.id.clone(),
             message,
         };
-        let mut known = variants_to_vars(&declaration.vars);
-        known.extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let scope = ScriptScope::from_vars(known);
+        let scope = start_scope(model, vars);
         let key = substitute::text_strict(&self.scripts, &c.key, &scope).map_err(|e| {
             refuse(format!(
                 "its concurrency key `{}` cannot be evaluated for these start options: {e}; give the start options it reads",
@@ -338,9 +336,7 @@ impl Kernel {
             model: model.row.id.clone(),
             message,
         };
-        let mut known = variants_to_vars(&declaration.vars);
-        known.extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let scope = ScriptScope::from_vars(known);
+        let scope = start_scope(model, vars);
         let priority = match &declaration.priority {
             None => 3,
             Some(Value::String(text)) => {
@@ -384,6 +380,14 @@ impl Kernel {
             .get(pid)
             .await?)
     }
+}
+
+/// What a start's expressions (its concurrency key, priority, fairness
+/// key) see: the start options over the workflow's `vars`.
+fn start_scope(model: &DeployedModel, vars: &Vars) -> ScriptScope {
+    let mut known = variants_to_vars(&model.declaration().vars);
+    known.extend(vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+    ScriptScope::from_vars(known)
 }
 
 /// Checks an external process id.
