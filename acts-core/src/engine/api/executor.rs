@@ -245,8 +245,7 @@ impl Executor {
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))??;
         info.waiting_for = self
             .rt
-            .waiting_for(pid, info.state, info.concurrency_key.is_some())
-            .map(|w| w.as_str().to_owned());
+            .waiting_for(pid, info.state, info.concurrency_key.is_some());
         Ok(info)
     }
 

@@ -383,10 +383,7 @@ impl Executor {
             .filter(|r| self.may_see_row(r))
             .map(|r| {
                 let mut info = ProcInfo::from(r);
-                info.waiting_for = self
-                    .rt
-                    .waiting_for(&r.id, r.state, r.slot.is_some())
-                    .map(|w| w.as_str().to_owned());
+                info.waiting_for = self.rt.waiting_for(&r.id, r.state, r.slot.is_some());
                 info
             })
             .filter(|info| {

@@ -141,6 +141,13 @@ pub(super) fn let_in(s: &mut State, through: Vec<LetThrough>) {
     }
 }
 
+/// Frees what `pid` holds of its concurrency key (a slot, or a place in
+/// its queue) and makes the waiters that lets through startable.
+fn free_key_slot(s: &mut State, pid: &str) {
+    let through = s.slots.free(pid);
+    let_in(s, through);
+}
+
 /// Enters a load of queued in-flight `pid` into a free place: the load a
 /// caller waits for, when there is one (claimed now), else a new one.
 fn enter_queued_load(s: &mut State, pid: &str) -> LoadCell {
@@ -339,8 +346,7 @@ impl Cache {
         let mut s = self.state.lock();
         if s.parked_ids.remove(pid) {
             s.parked.remove(pid);
-            let through = s.slots.free(pid);
-            let_in(&mut s, through);
+            free_key_slot(&mut s, pid);
         }
     }
 
@@ -487,8 +493,7 @@ impl Cache {
     pub(crate) fn release(&self, pid: &str) {
         let mut s = self.state.lock();
         s.idle.forget(pid);
-        let through = s.slots.free(pid);
-        let_in(&mut s, through);
+        free_key_slot(&mut s, pid);
         match &mut s.counting {
             // The count decides whether it still counts.
             Some(ended) => {
@@ -505,8 +510,7 @@ impl Cache {
         if s.queued.remove(pid) {
             s.resume_queue.retain(|p| p != pid);
             s.waiting.remove(pid);
-            let through = s.slots.free(pid);
-            let_in(&mut s, through);
+            free_key_slot(&mut s, pid);
             true
         } else {
             false

@@ -69,24 +69,21 @@ impl Kernel {
     }
 
     /// What process `pid` in `state` (`keyed`: it has a concurrency key)
-    /// waits for while it is parked (`None` once it started): a slot of
+    /// waits for while it is parked, as `ProcInfo::waiting_for` says it
+    /// (`None` once it started): a slot of
     /// its key until it holds one (its key's queue, or — in an engine that
     /// has not read the parked rows yet — the check against its key), then
     /// a place under the cap.
-    pub(crate) fn waiting_for(
-        &self,
-        pid: &str,
-        state: TaskState,
-        keyed: bool,
-    ) -> Option<WaitingFor> {
+    pub(crate) fn waiting_for(&self, pid: &str, state: TaskState, keyed: bool) -> Option<String> {
         if state != TaskState::None {
             return None;
         }
-        Some(if keyed && !self.cache.holds_key_slot(pid) {
+        let what = if keyed && !self.cache.holds_key_slot(pid) {
             WaitingFor::Concurrency
         } else {
             WaitingFor::Admission
-        })
+        };
+        Some(what.as_str().to_owned())
     }
 
     /// Transitions committed since start.

@@ -182,9 +182,7 @@ impl Kernel {
                     debug!(pid = %pid, "parked: the resident set is full");
                 }
                 let mut info = ProcInfo::from(&row);
-                info.waiting_for = self
-                    .waiting_for(&pid, row.state, row.slot.is_some())
-                    .map(|w| w.as_str().to_owned());
+                info.waiting_for = self.waiting_for(&pid, row.state, row.slot.is_some());
                 Ok(info)
             }
         }
