@@ -10,8 +10,9 @@
 use std::time::Duration;
 
 use acts::{
-    DeliveryInfo, DeliveryQuery, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
-    ProcInfo, ProcessQuery, TaskInfo, TaskQuery, Vars,
+    BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, DeliveryInfo, DeliveryQuery,
+    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, ProcInfo, ProcessQuery, TaskInfo,
+    TaskQuery, Vars,
 };
 use async_trait::async_trait;
 
@@ -74,4 +75,24 @@ pub(crate) trait Acts: Sync {
     async fn redeliver(&self, channel: &str, msg: &str) -> Result<(), Failure>;
     /// Discards a dead letter.
     async fn discard(&self, channel: &str, msg: &str) -> Result<(), Failure>;
+    /// How many processes bulk job `r` would touch, and the first 20.
+    async fn bulk_preview(&self, r: &BulkRequest) -> Result<BulkPreview, Failure>;
+    /// Starts bulk job `r`.
+    async fn bulk_start(&self, r: BulkRequest) -> Result<BulkJob, Failure>;
+    /// Bulk job `id`.
+    async fn bulk_job(&self, id: &str) -> Result<BulkJob, Failure>;
+    /// One page of the bulk jobs, newest first.
+    async fn bulk_jobs(&self, cursor: Option<&str>) -> Result<Paged<BulkJob>, Failure>;
+    /// One page of what job `id` did to each process.
+    async fn bulk_items(
+        &self,
+        id: &str,
+        outcome: Option<BulkOutcome>,
+        cursor: Option<&str>,
+    ) -> Result<Paged<BulkItem>, Failure>;
+    /// Cancels bulk job `id`.
+    async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure>;
+    /// Works on bulk job `id` here if nobody does (a server works on its
+    /// jobs itself: nothing to do there).
+    async fn resume_bulk(&self, id: &str) -> Result<(), Failure>;
 }

@@ -1,6 +1,6 @@
 //! The commands that work on a store and through a server alike —
 //! `deploy`, `start`, `ps`, `tasks`, `deliveries`, `show`, `act`,
-//! `control`, `migrate`, `models`, `versions` — each written once against
+//! `control`, `migrate`, `models`, `versions` (and `bulk`, in `bulk.rs`) — each written once against
 //! [`Acts`] (the engine in this process, or `acts serve` over HTTP). The
 //! output is the same either way.
 
@@ -25,6 +25,7 @@ pub(crate) async fn call(
 ) -> Result<Result<u8, Failure>, Command> {
     Ok(match command {
         Command::Deploy { models } => deploy(acts, &models, strict).await,
+        Command::Bulk { command } => crate::bulk::bulk(acts, command).await,
         Command::Start {
             model_id,
             vars,

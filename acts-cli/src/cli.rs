@@ -234,6 +234,17 @@ pub enum Command {
         #[arg(long = "var", value_name = "KEY=JSON")]
         vars: Vec<String>,
     },
+    /// One operator action on every process a query matches, as a durable
+    /// job: `acts bulk retry --ecode timeout --started-after
+    /// 2026-12-04T00:00:00Z` retries each once (also across restarts), at
+    /// its own pace, with a progress bar; `--dry-run` counts and shows the
+    /// first 20; `status`, `ls`, `wait`, `report` and `cancel` follow a
+    /// job.
+    Bulk {
+        /// The action (or the job command).
+        #[command(subcommand)]
+        command: crate::cli_bulk::BulkCommand,
+    },
     /// Move the running processes of a model from one version to another:
     /// each in one atomic batch or not at all, nodes mapped by id (or by
     /// --map), the move recorded in its history. --dry-run reports what

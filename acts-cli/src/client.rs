@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use acts::{
-    DeliveryInfo, DeliveryQuery, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
-    ProcInfo, ProcessQuery, TaskInfo, TaskQuery, Vars,
+    BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, DeliveryInfo, DeliveryQuery,
+    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, ProcInfo, ProcessQuery, TaskInfo,
+    TaskQuery, Vars,
 };
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -338,6 +339,52 @@ impl Acts for Client {
 
     async fn discard(&self, channel: &str, msg: &str) -> Result<(), Failure> {
         Ok(self.delete(&["deliveries", channel, msg]).await?)
+    }
+
+    async fn bulk_preview(&self, r: &BulkRequest) -> Result<BulkPreview, Failure> {
+        Ok(self.post_query(&["bulk", "dry-run"], &[], r).await?)
+    }
+
+    async fn bulk_start(&self, r: BulkRequest) -> Result<BulkJob, Failure> {
+        Ok(self.post_query(&["bulk"], &[], &r).await?)
+    }
+
+    async fn bulk_job(&self, id: &str) -> Result<BulkJob, Failure> {
+        Ok(self.get(&["bulk", id], &[]).await?)
+    }
+
+    async fn bulk_jobs(&self, cursor: Option<&str>) -> Result<Paged<BulkJob>, Failure> {
+        let mut query = vec![("limit", "1000")];
+        if let Some(c) = cursor {
+            query.push(("cursor", c));
+        }
+        let page: Value = self.get(&["bulk"], &query).await?;
+        Ok(paged(&page, "jobs")?)
+    }
+
+    async fn bulk_items(
+        &self,
+        id: &str,
+        outcome: Option<BulkOutcome>,
+        cursor: Option<&str>,
+    ) -> Result<Paged<BulkItem>, Failure> {
+        let mut query = vec![("limit", "1000")];
+        if let Some(o) = outcome {
+            query.push(("outcome", o.as_str()));
+        }
+        if let Some(c) = cursor {
+            query.push(("cursor", c));
+        }
+        let page: Value = self.get(&["bulk", id, "items"], &query).await?;
+        Ok(paged(&page, "items")?)
+    }
+
+    async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure> {
+        Ok(self.post(&["bulk", id, "cancel"], String::new()).await?)
+    }
+
+    async fn resume_bulk(&self, _id: &str) -> Result<(), Failure> {
+        Ok(()) // the server works on its jobs
     }
 }
 

@@ -51,6 +51,7 @@ impl Failure {
         match e {
             EngineError::Action(_)
             | EngineError::ProcessNotFound(_)
+            | EngineError::BulkJobNotFound(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::ModelNotFound(_)
             | EngineError::Inputs { .. }

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use acts::{
-    Action, DeliveryInfo, DeliveryQuery, EngineError, Executor, MigrationPlan, MigrationReport,
-    ModelInfo, ModelVersionInfo, ProcInfo, ProcessQuery, TaskInfo, TaskQuery, Vars,
+    Action, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, DeliveryInfo, DeliveryQuery,
+    EngineError, Executor, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, ProcInfo,
+    ProcessQuery, TaskInfo, TaskQuery, Vars,
 };
 use async_trait::async_trait;
 
@@ -140,5 +141,48 @@ impl Acts for Local {
 
     async fn discard(&self, channel: &str, msg: &str) -> Result<(), Failure> {
         self.0.discard(channel, msg).await.map_err(Failure::action)
+    }
+
+    async fn bulk_preview(&self, r: &BulkRequest) -> Result<BulkPreview, Failure> {
+        self.0.bulk_preview(r).await.map_err(Failure::action)
+    }
+
+    async fn bulk_start(&self, r: BulkRequest) -> Result<BulkJob, Failure> {
+        self.0.bulk_start(r).await.map_err(Failure::action)
+    }
+
+    async fn bulk_job(&self, id: &str) -> Result<BulkJob, Failure> {
+        self.0.bulk_job(id).await.map_err(Failure::action)
+    }
+
+    async fn bulk_jobs(&self, cursor: Option<&str>) -> Result<Paged<BulkJob>, Failure> {
+        let page = self
+            .0
+            .bulk_jobs(None, cursor)
+            .await
+            .map_err(Failure::action)?;
+        Ok((page.items, page.next))
+    }
+
+    async fn bulk_items(
+        &self,
+        id: &str,
+        outcome: Option<BulkOutcome>,
+        cursor: Option<&str>,
+    ) -> Result<Paged<BulkItem>, Failure> {
+        let page = self
+            .0
+            .bulk_items(id, outcome, Some(acts::MAX_PAGE), cursor)
+            .await
+            .map_err(Failure::action)?;
+        Ok((page.items, page.next))
+    }
+
+    async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure> {
+        self.0.cancel_bulk(id).await.map_err(Failure::action)
+    }
+
+    async fn resume_bulk(&self, id: &str) -> Result<(), Failure> {
+        self.0.resume_bulk(id).await.map_err(Failure::action)
     }
 }

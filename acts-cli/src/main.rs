@@ -19,8 +19,10 @@
 
 mod answers;
 mod api;
+mod bulk;
 mod calls;
 mod cli;
+mod cli_bulk;
 mod client;
 mod cluster;
 mod commands;

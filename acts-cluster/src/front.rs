@@ -48,6 +48,9 @@ pub(crate) enum Route {
     /// A migration: every partition migrates its own processes; the
     /// reports are joined.
     Migrate,
+    /// A bulk job: one engine's, over its own processes; a cluster does
+    /// not run them yet (refused, never run on one partition only).
+    Bulk,
 }
 
 /// Routes `method path`.
@@ -84,6 +87,7 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
             Route::OneOf
         }
         ["channels", _] => Route::Every,
+        ["bulk", ..] => Route::Bulk,
         _ => Route::Any,
     }
 }
@@ -189,6 +193,11 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         Route::OneOf => crate::fanout::one_of(&node, call, false).await,
         Route::Every => crate::fanout::one_of(&node, call, true).await,
         Route::Migrate => crate::fanout::migrate(&node, call).await,
+        Route::Bulk => error(
+            StatusCode::NOT_IMPLEMENTED,
+            "not_supported",
+            "a cluster does not run bulk jobs yet (they run on one engine over its own store; docs/CLUSTER.md): act on the processes one by one through any node",
+        ),
     }
 }
 
@@ -258,6 +267,8 @@ mod tests {
         let p = Method::POST;
         let d = Method::DELETE;
         assert_eq!(classify(&p, "/api/v1/processes"), Route::Start);
+        assert_eq!(classify(&p, "/api/v1/bulk"), Route::Bulk);
+        assert_eq!(classify(&g, "/api/v1/bulk/b1/items"), Route::Bulk);
         assert_eq!(
             classify(&p, "/api/v1/processes/abc/tasks/t1/complete"),
             Route::Pid("abc".into())

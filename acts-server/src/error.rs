@@ -71,6 +71,7 @@ impl From<EngineError> for ApiError {
             EngineError::ModelNotFound(_)
             | EngineError::VersionNotFound { .. }
             | EngineError::ProcessNotFound(_)
+            | EngineError::BulkJobNotFound(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::DeliveryNotFound { .. }
             | EngineError::Removed(_) => (StatusCode::NOT_FOUND, "not_found"),

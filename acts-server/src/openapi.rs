@@ -50,6 +50,7 @@ Every failure is `{\"error\": {\"code\", \"message\"}}`. See docs/SERVER.md.",
         (name = "channels", description = "Durable channels: messages kept until acknowledged."),
         (name = "deliveries", description = "What durable channels owe: pending, acknowledged, dead letters."),
         (name = "triggers", description = "Triggers and hooks."),
+        (name = "bulk", description = "Bulk jobs: one operator action on every process a query matches."),
         (name = "service", description = "Health, readiness, metrics, who am I, this document."),
         (name = "dashboard", description = "The web dashboard."),
     )

@@ -4,7 +4,7 @@
 //!
 //! May use: the facade `acts`.
 
-use acts::{DeliveryInfo, Page, ProcInfo, TaskInfo};
+use acts::{BulkItem, BulkJob, DeliveryInfo, Page, ProcInfo, TaskInfo};
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -49,4 +49,12 @@ page_type!(
 page_type!(
     /// One page of deliveries.
     DeliveryPage, deliveries: DeliveryInfo
+);
+page_type!(
+    /// One page of bulk jobs (`total` is always `null`).
+    BulkJobPage, jobs: BulkJob
+);
+page_type!(
+    /// One page of a bulk job's report (`total` is always `null`).
+    BulkItemPage, items: BulkItem
 );

@@ -324,6 +324,20 @@ async fn every_operation_answers_its_example_as_the_document_says() {
         .await;
     c.ok("DELETE", "/api/v1/channels/{id}", &dk).await;
 
+    // A bulk job: previewed, started (it finds nothing to retry), read,
+    // listed, reported on, cancelled (it had ended: returned as it is).
+    let none = Known::default();
+    let preview = c.ok("POST", "/api/v1/bulk/dry-run", &none).await;
+    assert!(preview["count"].is_u64(), "{preview}");
+    let job = c.ok("POST", "/api/v1/bulk", &none).await;
+    let mut bk = Known::default();
+    bk.0.insert("id", job["id"].as_str().expect("a job id").into());
+    c.ok("GET", "/api/v1/bulk", &bk).await;
+    c.ok("GET", "/api/v1/bulk/{id}", &bk).await;
+    c.ok("GET", "/api/v1/bulk/{id}/items", &bk).await;
+    let cancelled = c.ok("POST", "/api/v1/bulk/{id}/cancel", &bk).await;
+    assert_eq!(cancelled["id"], job["id"], "{cancelled}");
+
     // The removals last.
     c.ok("DELETE", "/api/v1/processes/{pid}", &k).await;
     // Version 1 is not the latest, but stored processes run on it.

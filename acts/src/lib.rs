@@ -68,7 +68,8 @@ use std::sync::Arc;
 // here; `tests/public_api.rs` keeps the list in `public-api.txt`).
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
+    ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
+    Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
     EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, KeyUse, LeaseConfig,
     LeaseInfo, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
     PackageContext, PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo,

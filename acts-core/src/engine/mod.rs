@@ -53,7 +53,8 @@ pub(crate) mod types;
 
 pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{
-    ActPackage, Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
+    ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
+    Cache, Channel, ChannelOptions, DeliveryInfo, DeliveryQuery, DeliveryState, Engine,
     EngineBuilder, EngineError, EngineStats, Executor, KeyUse, MAX_PAGE, MigrationPlan,
     MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure, PackageInfo,
     Page, Principal, ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo,
@@ -68,6 +69,7 @@ pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use super::api::ProcHandle;
+    pub use super::persist::bulk_rows::{BulkItemRow, BulkJobRow};
     pub use super::persist::rows::{
         ChannelRow, ConcurrencySlot, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow,
         PROC_INDEX, PackageRow, ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE,

@@ -1,7 +1,7 @@
 //! The API's routes, one router per resource (each file's `router()`),
 //! merged by [`crate::router`]: the service itself (health, readiness,
 //! metrics, who am I), models, processes, tasks, the live message stream,
-//! durable channels, deliveries, triggers and hooks.
+//! durable channels, deliveries, triggers and hooks, bulk jobs.
 //!
 //! Handlers are thin: they take the [`crate::extract`] extractors and call
 //! the executor; nothing here parses a body or keeps state.
@@ -17,6 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
+pub(crate) mod bulk;
 pub(crate) mod channels;
 pub(crate) mod compat;
 pub(crate) mod deliveries;
@@ -40,4 +41,5 @@ pub(crate) fn all() -> OpenApiRouter<AppState> {
         .merge(channels::router())
         .merge(deliveries::router())
         .merge(triggers::router())
+        .merge(bulk::router())
 }

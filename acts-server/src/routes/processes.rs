@@ -109,6 +109,8 @@ struct ListProcesses {
     waiting_for: Option<WaitingFor>,
     /// Of this concurrency key.
     concurrency_key: Option<String>,
+    /// Ended with this error code.
+    ecode: Option<String>,
     /// `asc` (oldest first, the default) or `desc`.
     #[param(pattern = "^(asc|desc)$")]
     order: Option<String>,
@@ -163,6 +165,7 @@ async fn list_processes(
         v.started_before = q.started_before;
         v.waiting_for = q.waiting_for;
         v.concurrency_key = q.concurrency_key;
+        v.ecode = q.ecode;
         v.descending = descending;
         v.limit = q.limit;
         v.cursor = q.cursor;

@@ -687,10 +687,250 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The bulk jobs, newest first. */
+        get: operations["list_jobs"];
+        put?: never;
+        /**
+         * Starts a bulk job.
+         * @description Stored at once and worked on in the background at its pace
+         *     (`per_second`, default 1,000): each matching process once, even across
+         *     restarts. Follow it with `GET /api/v1/bulk/{id}`.
+         */
+        post: operations["start_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Previews a bulk job (a dry run).
+         * @description How many processes match now and the first 20; nothing is written.
+         */
+        post: operations["preview_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One bulk job and its progress. */
+        get: operations["get_job"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancels a bulk job.
+         * @description It stops after the processes it is acting on now; what it did stays
+         *     done. A job that had stopped is returned as it is.
+         */
+        post: operations["cancel_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk/{id}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a bulk job did to each process, in pid order. */
+        get: operations["job_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description What a bulk job does to each matching process.
+         * @enum {string}
+         */
+        BulkAction: "pause" | "resume" | "terminate" | "retry" | "rewind" | "migrate" | "remove";
+        /** @description What a job did to one process ([`Executor::bulk_items`]). */
+        BulkItem: {
+            /** @description The process. */
+            pid: string;
+            /** @description What happened. */
+            outcome: components["schemas"]["BulkOutcome"];
+            /** @description Why (a skip's or a failure's reason). */
+            reason?: string | null;
+            /**
+             * Format: int64
+             * @description When (ms).
+             */
+            at: number;
+        };
+        /** @description One page of a bulk job's report (`total` is always `null`). */
+        BulkItemPage: {
+            /** @description The items of this page. */
+            items: components["schemas"]["BulkItem"][];
+            /**
+             * @description The cursor of the next page (pass it as `cursor`); `null`
+             *     on the last.
+             */
+            next?: string | null;
+            /** @description Every match, when counted (`count=true`); else `null`. */
+            total?: number | null;
+        };
+        /** @description A bulk job and where it stands. */
+        BulkJob: {
+            /** @description The job's id. */
+            id: string;
+            /** @description What it does. */
+            request: components["schemas"]["BulkRequest"];
+            /** @description Where it stands. */
+            state: components["schemas"]["BulkState"];
+            /** @description Who asked for it. */
+            by?: string | null;
+            /**
+             * Format: int64
+             * @description When it was asked for (ms).
+             */
+            created_at: number;
+            /**
+             * Format: int64
+             * @description When it stopped (ms; absent while running).
+             */
+            finished_at?: number | null;
+            /**
+             * Format: u-int64
+             * @description How many processes matched when it began (absent until counted).
+             */
+            total?: number | null;
+            /**
+             * Format: u-int64
+             * @description Processes changed.
+             */
+            done: number;
+            /**
+             * Format: u-int64
+             * @description Processes that refused the action, or were gone; unchanged.
+             */
+            skipped: number;
+            /**
+             * Format: u-int64
+             * @description Processes the action could not be applied to; unchanged.
+             */
+            failed: number;
+            /**
+             * @description Whether an engine works on it now (a running job with none goes on
+             *     when the store is next served, e.g. by `acts serve`).
+             */
+            active: boolean;
+            /** @description Why it failed. */
+            error?: string | null;
+        };
+        /** @description One page of bulk jobs (`total` is always `null`). */
+        BulkJobPage: {
+            /** @description The items of this page. */
+            jobs: components["schemas"]["BulkJob"][];
+            /**
+             * @description The cursor of the next page (pass it as `cursor`); `null`
+             *     on the last.
+             */
+            next?: string | null;
+            /** @description Every match, when counted (`count=true`); else `null`. */
+            total?: number | null;
+        };
+        /**
+         * @description What a bulk job did to one process.
+         * @enum {string}
+         */
+        BulkOutcome: "done" | "skipped" | "failed";
+        /** @description What a job would touch ([`Executor::bulk_preview`]). */
+        BulkPreview: {
+            /** @description How many processes match now. */
+            count: number;
+            /** @description The first of them (at most 20), in the query's order. */
+            sample: components["schemas"]["ProcInfo"][];
+        };
+        /**
+         * @description A bulk job to run: an action, the processes it applies to, and the
+         *     action's options.
+         */
+        BulkRequest: {
+            /** @description What to do to each process. */
+            action: components["schemas"]["BulkAction"];
+            /**
+             * @description Which processes (its `limit` and `cursor` are ignored: every match
+             *     is handled).
+             */
+            where?: components["schemas"]["ProcessQuery"];
+            /** @description Why (`pause`, `terminate`; recorded in each process's history). */
+            reason?: string | null;
+            /** @description Process variables to set (`retry`, `rewind`, `migrate`). */
+            vars?: Record<string, unknown>;
+            /** @description The step to go back to (`rewind`). */
+            step?: string | null;
+            /**
+             * Format: u-int32
+             * @description The version to move to (`migrate`).
+             */
+            version?: number | null;
+            /** @description Old node id → new node id (`migrate`). */
+            map?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: u-int32
+             * @description The job's pace, processes per second (default
+             *     [`DEFAULT_BULK_RATE`], at most [`MAX_BULK_RATE`]).
+             */
+            per_second?: number | null;
+        };
+        /**
+         * @description Where a bulk job stands.
+         * @enum {string}
+         */
+        BulkState: "running" | "done" | "cancelled" | "failed";
         /**
          * @description The optional body of an operator control (none, or `{"reason": ...}`):
          *     why.
@@ -1124,6 +1364,12 @@ export interface components {
             /** @default null */
             var: components["schemas"]["VarFilter"] | null;
             /**
+             * @description Ended with this error code (its `ecode`; e.g. the processes to
+             *     retry after an outage).
+             * @default null
+             */
+            ecode: string | null;
+            /**
              * @description Of this concurrency key (the model's `concurrency:`, evaluated).
              * @default null
              */
@@ -1305,6 +1551,7 @@ export interface components {
              *       "concurrency_key": null,
              *       "cursor": null,
              *       "descending": false,
+             *       "ecode": null,
              *       "limit": null,
              *       "model": null,
              *       "revision": null,
@@ -2849,6 +3096,8 @@ export interface operations {
                 waiting_for?: components["schemas"]["WaitingFor"];
                 /** @description Of this concurrency key. */
                 concurrency_key?: string;
+                /** @description Ended with this error code. */
+                ecode?: string;
                 /** @description `asc` (oldest first, the default) or `desc`. */
                 order?: string;
                 /** @description At most this many (default 100; more than 1,000 is read as 1,000). */
@@ -6186,6 +6435,771 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProcInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_jobs: {
+        parameters: {
+            query?: {
+                /** @description At most this many (default 100; more than 1,000 is read as 1,000). */
+                limit?: number;
+                /** @description The cursor a previous page returned. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJobPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "retry",
+                 *       "vars": {
+                 *         "attempt": 2
+                 *       },
+                 *       "where": {
+                 *         "ecode": "timeout",
+                 *         "state": "error"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, running. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJob"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    preview_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "terminate",
+                 *       "reason": "recalled",
+                 *       "where": {
+                 *         "model": "orders",
+                 *         "state": "running"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description The count and a sample. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkPreview"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJob"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, stopped. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkJob"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    job_items: {
+        parameters: {
+            query?: {
+                /** @description Only this outcome: `done`, `skipped` or `failed`. */
+                outcome?: components["schemas"]["BulkOutcome"];
+                /** @description At most this many (default 100; more than 1,000 is read as 1,000). */
+                limit?: number;
+                /** @description The cursor a previous page returned. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkItemPage"];
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */

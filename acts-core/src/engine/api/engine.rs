@@ -205,6 +205,7 @@ impl EngineBuilder {
             engine.rt.probe_resume().await?;
             engine.rt.cache().begin_count();
             let rt = engine.rt.clone();
+            let jobs = engine.executor();
             engine.rt.spawn(async move {
                 let mut wait = std::time::Duration::from_millis(100);
                 while let Err(e) = rt.resume_all().await {
@@ -212,6 +213,15 @@ impl EngineBuilder {
                         return;
                     }
                     tracing::warn!(error = %e, "resuming stored processes failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_secs(30));
+                }
+                // Bulk jobs go on where they were.
+                while let Err(e) = jobs.resume_bulk_jobs().await {
+                    if rt.is_closed() {
+                        return;
+                    }
+                    tracing::warn!(error = %e, "resuming bulk jobs failed; retrying");
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(std::time::Duration::from_secs(30));
                 }

@@ -106,6 +106,9 @@ pub struct ProcessQuery {
     /// A condition on one indexed variable.
     #[serde(deserialize_with = "var_filter_object")]
     pub var: Option<VarFilter>,
+    /// Ended with this error code (its `ecode`; e.g. the processes to
+    /// retry after an outage).
+    pub ecode: Option<String>,
     /// Of this concurrency key (the model's `concurrency:`, evaluated).
     pub concurrency_key: Option<String>,
     /// Parked and waiting for this (`concurrency`: its key has no free
@@ -140,6 +143,12 @@ impl ProcessQuery {
     /// Only parked processes waiting for `what`.
     pub fn waiting_for(mut self, what: WaitingFor) -> Self {
         self.waiting_for = Some(what);
+        self
+    }
+
+    /// Only processes that ended with error code `ecode`.
+    pub fn ecode(mut self, ecode: &str) -> Self {
+        self.ecode = Some(ecode.to_owned());
         self
     }
 
@@ -332,6 +341,9 @@ impl Executor {
         if let Some(k) = &q.concurrency_key {
             query = query.filter(Filter::eq("slot.key", k.as_str()));
         }
+        if let Some(e) = &q.ecode {
+            query = query.filter(Filter::eq("err.ecode", e.as_str()));
+        }
         if let Some(b) = &q.started_by {
             query = query.filter(Filter::eq("started_by", b.as_str()));
         }
@@ -421,6 +433,7 @@ impl Executor {
         // matches.
         let rows_needed = q.revision.is_some()
             || q.concurrency_key.is_some()
+            || q.ecode.is_some()
             || q.waiting_for.is_some()
             || q.started_by.is_some()
             || q.started_after.is_some()

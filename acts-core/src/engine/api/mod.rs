@@ -11,6 +11,8 @@
 //! May use: `types`, `persist`, `kernel`, `services` (every room of the
 //! engine: it is the top).
 
+mod bulk;
+mod bulk_run;
 pub(crate) mod channel;
 mod engine;
 pub(crate) mod executor;
@@ -23,6 +25,7 @@ mod operate;
 pub use crate::engine::kernel::cache::ProcHandle;
 pub use crate::engine::kernel::cache::{Cache, KeyUse};
 pub use crate::engine::types::access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
+pub use crate::engine::types::bulk::{BulkOutcome, BulkState};
 pub use crate::engine::types::error::EngineError;
 pub use crate::engine::types::filter::ChannelOptions;
 pub use crate::engine::types::info::DeliveryState;
@@ -32,6 +35,9 @@ pub use crate::engine::types::info::{
 };
 pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailure};
 pub use crate::engine::types::page::Page;
+pub use bulk::{
+    BulkAction, BulkItem, BulkJob, BulkPreview, BulkRequest, DEFAULT_BULK_RATE, MAX_BULK_RATE,
+};
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use executor::Executor;

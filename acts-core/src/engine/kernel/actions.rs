@@ -2,6 +2,8 @@
 //! against the actor's rights and recorded in the task's history inside
 //! that transition.
 
+use acts_store::BatchOp;
+
 use crate::model::Vars;
 use crate::scheduler::{Action, ActionError, Process, Services};
 
@@ -19,12 +21,24 @@ impl Kernel {
         pid: &str,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
     ) -> Result<T, EngineError> {
+        self.on_process_with(pid, Vec::new(), f).await
+    }
+
+    /// [`on_process`](Self::on_process) with `extra` ops in the
+    /// transition's batch (written only if it commits: a bulk job's record
+    /// of what it did).
+    pub(crate) async fn on_process_with<T>(
+        &self,
+        pid: &str,
+        extra: Vec<BatchOp>,
+        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
+    ) -> Result<T, EngineError> {
         self.check_open()?;
         let handle = self
             .handle(pid)
             .await?
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-        self.transition(&handle, Vec::new(), f).await
+        self.transition(&handle, extra, f).await
     }
 
     /// Applies a client action to act `tid` of process `pid` for `actor`

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use acts_store::BatchOp;
+
 use crate::durable::{Collection, IndexValue};
 use crate::scheduler::TaskEvent;
 
@@ -35,12 +37,7 @@ impl Kernel {
         let from = self.model_version(&plan.model, plan.from).await?;
         // Pinned: the new version is not removed while processes move to it.
         let (to, _pin) = self.pinned_version(&plan.model, plan.to).await?;
-        if let Some((old, new)) = plan.map.iter().find(|(_, new)| to.tree.find(new).is_none()) {
-            return Err(EngineError::Query(format!(
-                "the map sends '{old}' to '{new}', which version {} of model '{}' does not have",
-                plan.to, plan.model
-            )));
-        }
+        check_map(plan, &to)?;
         self.check_vars_size("the migration's vars", &plan.vars)?;
         let procs = Collection::<ProcRow>::new(self.store.clone());
         let mut pids = Vec::new();
@@ -60,7 +57,7 @@ impl Kernel {
                 continue; // finished processes stay on their version
             }
             processes.push(
-                self.migrate_one(&row, &from, &to, plan, dry_run, by)
+                self.migrate_one(&row, &from, &to, plan, dry_run, by, Vec::new())
                     .await?,
             );
         }
@@ -80,6 +77,7 @@ impl Kernel {
         row: &ProcRow,
         plan: &MigrationPlan,
         dry_run: bool,
+        extra: Vec<BatchOp>,
     ) -> Result<ProcessMigration, EngineError> {
         let pid = row.id.as_str();
         let outcome = |outcome: &str, reason: Option<String>| ProcessMigration {
@@ -123,7 +121,8 @@ impl Kernel {
             for (k, v) in &plan.vars {
                 moved.start_vars.insert(k.clone(), v.clone());
             }
-            let ops = Collection::<ProcRow>::upsert_ops(Some(&stored), &moved);
+            let mut ops = Collection::<ProcRow>::upsert_ops(Some(&stored), &moved);
+            ops.extend(extra);
             self.write(Some((pid, born)), ops).await?;
             Ok(outcome("migrated", None))
         }
@@ -134,6 +133,48 @@ impl Kernel {
         result
     }
 
+    /// Migrates process `pid` to version `to` of its model, with `map`
+    /// and `vars` as a plan's (a bulk job's step): `extra` ops join its
+    /// batch. A process that ended, or runs `to` already, is refused
+    /// (outcome `unmigratable`).
+    pub(crate) async fn migrate_process(
+        &self,
+        pid: &str,
+        to: u32,
+        map: &std::collections::BTreeMap<String, String>,
+        vars: &crate::model::Vars,
+        by: Option<&str>,
+        extra: Vec<BatchOp>,
+    ) -> Result<ProcessMigration, EngineError> {
+        self.check_open()?;
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let row = procs
+            .get(pid)
+            .await?
+            .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
+        let refused = match row.state {
+            s if s.is_terminal() => Some("it has ended".to_owned()),
+            _ if row.rev == to => Some(format!("it runs version {to} already")),
+            _ => None,
+        };
+        if let Some(reason) = refused {
+            return Ok(unmigratable(pid, reason));
+        }
+        let plan = MigrationPlan {
+            model: row.mid.clone(),
+            from: row.rev,
+            to,
+            map: map.clone(),
+            vars: vars.clone(),
+        };
+        let from = self.model_version(&plan.model, plan.from).await?;
+        let (target, _pin) = self.pinned_version(&plan.model, to).await?;
+        check_map(&plan, &target)?;
+        self.migrate_one(&row, &from, &target, &plan, false, by, extra)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn migrate_one(
         &self,
         row: &ProcRow,
@@ -142,18 +183,12 @@ impl Kernel {
         plan: &MigrationPlan,
         dry_run: bool,
         by: Option<&str>,
+        extra: Vec<BatchOp>,
     ) -> Result<ProcessMigration, EngineError> {
         let pid = row.id.as_str();
-        let refuse = |reason: String| ProcessMigration {
-            pid: pid.to_owned(),
-            outcome: "unmigratable".into(),
-            reason: Some(reason),
-            moves: Vec::new(),
-            kept_as_history: Vec::new(),
-            reannounced: Vec::new(),
-        };
+        let refuse = |reason: String| unmigratable(pid, reason);
         if row.state == crate::scheduler::TaskState::None {
-            return self.migrate_parked(row, plan, dry_run).await;
+            return self.migrate_parked(row, plan, dry_run, extra).await;
         }
         let Some(handle) = self.handle(pid).await? else {
             return Ok(refuse("it was removed meanwhile".into()));
@@ -242,6 +277,7 @@ impl Kernel {
         let messages = m.process.take_messages();
         let mut ops = std::mem::take(&mut m.ops);
         ops.extend(self.hooks.delivery_ops(self, &messages, None).await?);
+        ops.extend(extra);
         self.write(Some((pid, handle.born)), ops).await?;
         // The instance in memory runs the old version: dropped, so the
         // next use loads the migrated rows.
@@ -251,5 +287,28 @@ impl Kernel {
         self.arm_timer(pid, m.process.next_timer());
         self.emitter.deliver(&messages);
         Ok(report)
+    }
+}
+
+/// The report of process `pid`, which a migration refused for `reason`.
+fn unmigratable(pid: &str, reason: String) -> ProcessMigration {
+    ProcessMigration {
+        pid: pid.to_owned(),
+        outcome: "unmigratable".into(),
+        reason: Some(reason),
+        moves: Vec::new(),
+        kept_as_history: Vec::new(),
+        reannounced: Vec::new(),
+    }
+}
+
+/// Fails unless every node `plan`'s map sends to is in version `to`.
+fn check_map(plan: &MigrationPlan, to: &DeployedModel) -> Result<(), EngineError> {
+    match plan.map.iter().find(|(_, new)| to.tree.find(new).is_none()) {
+        Some((old, new)) => Err(EngineError::Query(format!(
+            "the map sends '{old}' to '{new}', which version {} of model '{}' does not have",
+            plan.to, plan.model
+        ))),
+        None => Ok(()),
     }
 }

@@ -103,6 +103,14 @@ impl Kernel {
         self.timers.process_pids()
     }
 
+    /// Returns once the engine closes (long waits of background work
+    /// end with it).
+    pub(crate) async fn until_closed(&self) {
+        let mut closing = self.closing.subscribe();
+        // The sender lives as long as the kernel: no error can happen.
+        let _ = closing.wait_for(|c| *c).await;
+    }
+
     /// The reads of the queries and listings, on the engine's store.
     pub(crate) fn reads(&self) -> Reads<'_> {
         Reads::new(&self.store)

@@ -1,6 +1,8 @@
 //! Removing a process and every row of it, with no way for a write of an
 //! older instance to bring any back.
 
+use acts_store::BatchOp;
+
 use crate::scheduler::TaskState;
 
 use crate::engine::kernel::shared::Kernel;
@@ -12,6 +14,16 @@ impl Kernel {
     /// queued, and any written later, are skipped (never applied, so the
     /// rows cannot come back). Returns whether it existed.
     pub(crate) async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
+        self.remove_process_with(pid, Vec::new()).await
+    }
+
+    /// [`remove_process`](Self::remove_process) with `extra` ops in the
+    /// batch of the deletes (not written when the process did not exist).
+    pub(crate) async fn remove_process_with(
+        &self,
+        pid: &str,
+        extra: Vec<BatchOp>,
+    ) -> Result<bool, EngineError> {
         self.check_open()?;
         self.writer.mark_removed(pid);
         let mut released = false;
@@ -46,6 +58,7 @@ impl Kernel {
         // client about a process that no longer exists).
         let mut ops = persist::delete_ops(&stored);
         ops.extend(self.hooks.process_message_ops(self, pid).await?);
+        ops.extend(extra);
         self.write(None, ops).await?;
         if in_flight && !released && !queued {
             // Admitted and not resident (unloaded): its place is free.

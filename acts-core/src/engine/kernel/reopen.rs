@@ -11,6 +11,8 @@
 //! (a concurrent read; tried again a few times), and an instance loaded
 //! before a removal cannot write after it (the writer's removal epoch).
 
+use acts_store::BatchOp;
+
 use crate::engine::kernel::cache::Admission;
 use crate::engine::kernel::shared::{Kernel, Outcome};
 use crate::engine::types::error::EngineError;
@@ -29,6 +31,16 @@ impl Kernel {
         pid: &str,
         f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
     ) -> Result<T, EngineError> {
+        self.reopen_with(pid, Vec::new(), f).await
+    }
+
+    /// [`reopen`](Self::reopen) with `extra` ops in the change's batch.
+    pub(crate) async fn reopen_with<T>(
+        &self,
+        pid: &str,
+        extra: Vec<BatchOp>,
+        f: impl FnOnce(&mut Process, Services<'_>) -> Outcome<T>,
+    ) -> Result<T, EngineError> {
         self.check_open()?;
         let mut f = Some(f);
         for _ in 0..CLAIM_TRIES {
@@ -40,7 +52,7 @@ impl Kernel {
                 let f = f
                     .take()
                     .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
-                return self.on_process(pid, f).await;
+                return self.on_process_with(pid, extra, f).await;
             }
             // A fresh instance: nobody else holds its lane.
             let Ok(guard) = handle.lane.clone().try_lock_owned() else {
@@ -80,7 +92,7 @@ impl Kernel {
                         .take()
                         .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;
                     let out = self
-                        .transition_locked(&handle, guard, Vec::new(), None, f, |t, _| t)
+                        .transition_locked(&handle, guard, extra, None, f, |t, _| t)
                         .await;
                     if out.is_err() {
                         // Still finished in the store: out of memory and

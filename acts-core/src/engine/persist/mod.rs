@@ -4,6 +4,7 @@
 //! May use: `types`; of the crate, the scheduler, the model, the tree and
 //! `durable` (collections).
 
+pub(crate) mod bulk_rows;
 pub(crate) mod info;
 pub(crate) mod migrate;
 pub(crate) mod process;

@@ -110,6 +110,33 @@ impl<'s> Reads<'s> {
         }
     }
 
+    /// Row `id` of `R`.
+    pub(crate) async fn row<R: Row>(&self, id: &str) -> Result<Option<R>, CollectionError> {
+        Collection::<R>::new(self.store.clone()).get(id).await
+    }
+
+    /// The rows of `R` with `ids`, in order (`None`: not stored), in one
+    /// multi-read.
+    pub(crate) async fn rows<R: Row>(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<Option<R>>, CollectionError> {
+        let keys: Vec<Vec<u8>> = ids.iter().map(|id| Collection::<R>::row_key(id)).collect();
+        let stored = self
+            .store
+            .get_many(&keys)
+            .await
+            .map_err(CollectionError::from)?;
+        ids.iter()
+            .zip(stored)
+            .map(|(id, bytes)| {
+                bytes
+                    .map(|b| Collection::<R>::decode_row(id, &b))
+                    .transpose()
+            })
+            .collect()
+    }
+
     /// Every row matching `query`.
     pub(crate) async fn all<R: Row>(&self, query: &Query) -> Result<Vec<R>, CollectionError> {
         Collection::<R>::new(self.store.clone())

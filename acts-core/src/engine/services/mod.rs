@@ -11,6 +11,7 @@
 //!
 //! May use: `kernel`, `persist` and `types`.
 
+pub(crate) mod bulk_runs;
 pub(crate) mod delivery;
 pub(crate) mod lease;
 pub(crate) mod readiness;
@@ -77,6 +78,8 @@ pub(crate) struct Services {
     delivery_seq: AtomicU64,
     /// Stuck processes reported so far: pid → the quiet time reported.
     stuck_reported: parking_lot::Mutex<HashMap<String, i64>>,
+    /// The bulk jobs being worked on here.
+    bulk_runs: bulk_runs::BulkRuns,
     me: Weak<Services>,
 }
 
@@ -89,6 +92,7 @@ impl Services {
             last_sweep: AtomicI64::new(i64::MIN),
             delivery_seq: AtomicU64::new(0),
             stuck_reported: Default::default(),
+            bulk_runs: Default::default(),
             me: me.clone(),
         })
     }
@@ -112,6 +116,11 @@ impl Services {
     /// The sealed-data registry.
     pub(crate) fn sealed(&self) -> &SealedData {
         &self.sealed
+    }
+
+    /// The bulk jobs being worked on here.
+    pub(crate) fn bulk_runs(&self) -> &bulk_runs::BulkRuns {
+        &self.bulk_runs
     }
 }
 

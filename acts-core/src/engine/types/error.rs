@@ -46,6 +46,9 @@ pub enum EngineError {
     /// No process has that id.
     #[error("cannot find process '{0}'")]
     ProcessNotFound(String),
+    /// No bulk job has that id.
+    #[error("cannot find bulk job '{0}' (list the jobs with `acts bulk ls` or GET /api/v1/bulk)")]
+    BulkJobNotFound(String),
     /// No task of the process has that id.
     #[error("process '{pid}': cannot find task '{tid}'")]
     TaskNotFound {

@@ -7,6 +7,7 @@
 //! scheduler, the tree, packages and `durable`'s error types.
 
 pub(crate) mod access;
+pub(crate) mod bulk;
 pub(crate) mod error;
 pub(crate) mod filter;
 pub(crate) mod info;
