@@ -90,6 +90,8 @@ pub(crate) trait Acts: Sync {
         outcome: Option<BulkOutcome>,
         cursor: Option<&str>,
     ) -> Result<Paged<BulkItem>, Failure>;
+    /// Removes bulk job `id` and its report.
+    async fn remove_bulk(&self, id: &str) -> Result<(), Failure>;
     /// Cancels bulk job `id`.
     async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure>;
     /// Works on bulk job `id` here if nobody does (a server works on its

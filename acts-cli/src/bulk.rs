@@ -42,6 +42,11 @@ pub(crate) async fn bulk(acts: &impl Acts, command: BulkCommand) -> Result<u8, F
             acts.resume_bulk(&job).await?;
             return follow(acts, &job).await;
         }
+        BulkCommand::Rm { job } => {
+            acts.remove_bulk(&job).await?;
+            println!("removed: {job}");
+            return Ok(0);
+        }
         BulkCommand::Cancel { job } => {
             let job = acts.cancel_bulk(&job).await?;
             print_job(&job);

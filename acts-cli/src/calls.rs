@@ -56,6 +56,7 @@ pub(crate) async fn call(
             wheres,
             waiting_for,
             key,
+            ecode,
             count,
             json,
             ..
@@ -67,6 +68,7 @@ pub(crate) async fn call(
                     .map(crate::query::parse_waiting_for)
                     .transpose()?;
                 q.concurrency_key = key;
+                q.ecode = ecode;
                 ps(acts, q, count, json).await
             }
             .await

@@ -313,6 +313,9 @@ pub enum Command {
         /// `concurrency:`, as evaluated at their start).
         #[arg(long, value_name = "KEY")]
         key: Option<String>,
+        /// Only processes that ended with this error code.
+        #[arg(long, value_name = "CODE")]
+        ecode: Option<String>,
         /// Print how many processes match instead of listing them.
         #[arg(long)]
         count: bool,

@@ -48,6 +48,12 @@ pub enum BulkCommand {
         /// The job's id.
         job: String,
     },
+    /// Remove a job that ended, and its report (the processes keep what
+    /// it did).
+    Rm {
+        /// The job's id.
+        job: String,
+    },
     /// What a job did to each process, in pid order.
     Report {
         /// The job's id.

@@ -201,7 +201,7 @@ pub(crate) async fn run(
     match crate::calls::call(&c, command, strict).await {
         Ok(done) => done,
         Err(other) => Err(Failure::input(format!(
-            "`{}` works on a store, not through a server; with --server use deploy, start, ps, tasks, deliveries, show, act, control, migrate, models or versions (or stop the server to use the store)",
+            "`{}` works on a store, not through a server; with --server use deploy, start, ps, tasks, deliveries, show, act, control, migrate, bulk, models or versions (or stop the server to use the store)",
             name_of(&other)
         ))),
     }
@@ -377,6 +377,10 @@ impl Acts for Client {
         }
         let page: Value = self.get(&["bulk", id, "items"], &query).await?;
         Ok(paged(&page, "items")?)
+    }
+
+    async fn remove_bulk(&self, id: &str) -> Result<(), Failure> {
+        Ok(self.delete(&["bulk", id]).await?)
     }
 
     async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure> {

@@ -52,6 +52,7 @@ impl Failure {
             EngineError::Action(_)
             | EngineError::ProcessNotFound(_)
             | EngineError::BulkJobNotFound(_)
+            | EngineError::BulkJobRunning(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::ModelNotFound(_)
             | EngineError::Inputs { .. }

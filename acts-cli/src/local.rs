@@ -178,6 +178,10 @@ impl Acts for Local {
         Ok((page.items, page.next))
     }
 
+    async fn remove_bulk(&self, id: &str) -> Result<(), Failure> {
+        self.0.remove_bulk(id).await.map_err(Failure::action)
+    }
+
     async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, Failure> {
         self.0.cancel_bulk(id).await.map_err(Failure::action)
     }

@@ -9,25 +9,9 @@ mod support;
 
 use std::time::Duration;
 
+use acts_testkit::models::FLAKY_CHARGE as FLAKY;
 use assert_cmd::Command;
 use serde_json::Value;
-
-/// A charge that fails (ecode `declined`) until `fixed` is true; then a
-/// person confirms.
-const FLAKY: &str = r#"
-id: flaky
-ver: "1"
-steps:
-  - id: charge
-    if: typeof fixed === "undefined" || fixed !== true
-    uses: acts.core.action
-    params:
-      action: error
-      options: { ecode: declined, message: card declined }
-  - id: confirm
-    uses: acts.core.irq
-    params: { key: confirm }
-"#;
 
 /// `acts` on `target`: `--store URL` or `--server URL`.
 fn acts(target: &[&str]) -> Command {
@@ -148,6 +132,12 @@ fn retries_each_failed_process_once(target: &[&str]) {
     assert!(err.contains("done, skipped or failed"), "{err}");
     let jobs = json(&ok(target, &["bulk", "ls", "--json"]));
     assert_eq!(jobs.as_array().map(Vec::len), Some(1), "{jobs}");
+    // Removed with its report; the processes keep what it did.
+    ok(target, &["bulk", "rm", id]);
+    let err = bad(target, &["bulk", "report", id]);
+    assert!(err.contains("cannot find bulk job"), "{err}");
+    assert_eq!(count(target, &["--state", "running"]), 15);
+    assert_eq!(ok(target, &["bulk", "ls", "--json"]).trim(), "[]");
 }
 
 #[test]

@@ -17,24 +17,8 @@ use acts_core::engine::{
 };
 use acts_core::scheduler::TaskState;
 use acts_store::KvStore;
+use acts_testkit::models::FLAKY_CHARGE as FLAKY;
 use serde_json::json;
-
-/// Charging fails (ecode `declined`) until the process variable `fixed`
-/// is true; then a person confirms.
-const FLAKY: &str = r#"
-id: flaky
-ver: "1"
-steps:
-  - id: charge
-    if: typeof fixed === "undefined" || fixed !== true
-    uses: acts.core.action
-    params:
-      action: error
-      options: { ecode: declined, message: card declined }
-  - id: confirm
-    uses: acts.core.irq
-    params: { key: confirm }
-"#;
 
 /// Starts `n` processes (`p0`, `p1`, ...) with `start` vars and waits
 /// until each has ended or waits at its interrupt.
@@ -309,6 +293,29 @@ async fn a_cancelled_job_stops_and_keeps_what_it_did() {
     }
     // Cancelling a job that stopped returns it as it is.
     assert_eq!(exec.cancel_bulk(&job.id).await.unwrap(), job);
+    // Removed with its report; the processes keep what it did.
+    exec.remove_bulk(&job.id).await.unwrap();
+    assert!(matches!(
+        exec.bulk_items(&job.id, None, None, None).await,
+        Err(EngineError::BulkJobNotFound(_))
+    ));
+    let kv = engine.store();
+    let left = acts_core::durable::Collection::<acts_core::engine::testing::BulkItemRow>::new(kv)
+        .query_all(&acts_core::durable::Query::new())
+        .await
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    let mut retried_after = 0;
+    for pid in &failed {
+        retried_after += usize::from(attempts(&engine, pid).await == 2);
+    }
+    assert_eq!(retried_after, retried);
+    // A running job is not removed.
+    let running = exec.bulk_start(retry_failed().per_second(1)).await.unwrap();
+    let err = exec.remove_bulk(&running.id).await.unwrap_err();
+    assert!(matches!(err, EngineError::BulkJobRunning(_)), "{err}");
+    exec.cancel_bulk(&running.id).await.unwrap();
+    exec.remove_bulk(&running.id).await.unwrap();
     engine.close().await;
 }
 

@@ -17,6 +17,7 @@ use crate::error::ApiError;
 const INDEX: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
+const BULK_JS: &str = include_str!("../ui/bulk.js");
 
 /// The policy every dashboard response carries.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -63,7 +64,7 @@ async fn index() -> Response {
 /// The dashboard's script and style (no token needed).
 #[utoipa::path(
     get, path = "/ui/{file}", tag = "dashboard", security(()),
-    params(("file" = String, Path, description = "`app.js` or `app.css`.", example = "app.js")),
+    params(("file" = String, Path, description = "`app.js`, `bulk.js` or `app.css`.", example = "app.js")),
     responses(
         (status = 200, description = "The file.", content_type = "text/javascript", body = String),
         (status = 404, description = "No such file.", body = crate::error::ErrorBody)
@@ -72,6 +73,7 @@ async fn index() -> Response {
 async fn file(Path(file): Path<String>) -> Response {
     match file.as_str() {
         "app.js" => asset("text/javascript; charset=utf-8", APP_JS),
+        "bulk.js" => asset("text/javascript; charset=utf-8", BULK_JS),
         "app.css" => asset("text/css; charset=utf-8", APP_CSS),
         _ => ApiError::not_found(format!("no dashboard file '{file}'")).into_response(),
     }

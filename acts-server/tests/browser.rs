@@ -421,5 +421,30 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     b.wait_text("#waiting-for", "concurrency key one").await;
     let buttons = b.text("main").await;
     assert!(!buttons.contains("Terminate"), "{buttons}");
+
+    // A bulk job's progress, and cancelling it from its page: a slow job
+    // (one process a second) over 30 running processes.
+    for _ in 0..30 {
+        exec.start("approval", Default::default())
+            .await
+            .expect("a start");
+    }
+    let request = acts::BulkRequest::new(
+        acts::BulkAction::Pause,
+        acts::ProcessQuery::new().model("approval"),
+    )
+    .per_second(1);
+    let job = exec.bulk_start(request).await.expect("the job starts");
+    b.open(&format!("{site}/#/bulk")).await;
+    b.wait_text("main table", &job.id).await;
+    b.wait_text("main table", "pause").await;
+    b.click("a.bulk-link").await;
+    b.wait_text("#bulk-job-state", "running").await;
+    b.wait_text("#bulk-job", "/ 30").await;
+    b.click("#bulk-cancel").await;
+    b.wait_text("#bulk-job-state", "cancelled").await;
+    let cancelled = exec.bulk_job(&job.id).await.expect("the job");
+    assert_eq!(cancelled.state, acts::BulkState::Cancelled, "{cancelled:?}");
+    assert!(cancelled.done < 30, "{cancelled:?}");
     finish(&b, stop_tx, server).await;
 }

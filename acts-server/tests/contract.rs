@@ -337,6 +337,7 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     c.ok("GET", "/api/v1/bulk/{id}/items", &bk).await;
     let cancelled = c.ok("POST", "/api/v1/bulk/{id}/cancel", &bk).await;
     assert_eq!(cancelled["id"], job["id"], "{cancelled}");
+    c.ok("DELETE", "/api/v1/bulk/{id}", &bk).await;
 
     // The removals last.
     c.ok("DELETE", "/api/v1/processes/{pid}", &k).await;

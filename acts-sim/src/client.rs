@@ -50,7 +50,7 @@ fn first_act_roll(seed: u64, spec: &Spec, key: &str, occurrence: usize, salt: u6
 /// `occurrence`-th act with `key` (0 to 40 minutes; none before grammar
 /// 3).
 pub fn answer_delay(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> std::time::Duration {
-    if spec.grammar != crate::workflow::Grammar::V3 {
+    if !spec.grammar.v3() {
         return std::time::Duration::ZERO;
     }
     let mut rng = StdRng::seed_from_u64(mix(seed ^ 0x6465_6c61, key, occurrence));
@@ -68,7 +68,9 @@ pub fn pushes(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
 /// in ten). The pause's reason names the act, so a restarted run sees
 /// that it was done.
 pub fn pauses(seed: u64, spec: &Spec, key: &str, occurrence: usize) -> bool {
-    first_act_roll(seed, spec, key, occurrence, 0x0070_6175_7365, 0.1)
+    // Grammar 4's operator pauses (through a bulk job) more often.
+    let p = if spec.grammar.v4() { 0.3 } else { 0.1 };
+    first_act_roll(seed, spec, key, occurrence, 0x0070_6175_7365, p)
 }
 
 /// Whether the clock moves on by two hours while the process is paused

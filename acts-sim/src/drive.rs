@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use acts_core::engine::{EngineError, ProcInfo};
+use acts_core::engine::{BulkAction, EngineError, ProcInfo};
 use acts_core::model::Vars;
 use acts_core::scheduler::TaskState;
 use acts_core::time::Clock;
@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::client::{clock_moves_in_pause, retries};
 use crate::sim::{PID, Sim, Trace, settle, transient};
-use crate::turn::{Rounds, Step, act_once};
-use crate::workflow::{CHILD, Spec};
+use crate::turn::{Rounds, Step, act_once, bulk};
+use crate::workflow::Spec;
 
 /// Most rounds of the client in one run (a generated workflow ends well
 /// within it: `back` is used once per act).
@@ -68,7 +68,7 @@ pub async fn drive(
             resumed = engine.resume().await.is_ok();
         }
         if !deployed {
-            let child = !spec.uses_subflow() || exec.deploy_yaml(CHILD).await.is_ok();
+            let child = !spec.uses_subflow() || exec.deploy_yaml(spec.child_model()).await.is_ok();
             deployed = child && exec.deploy_yaml(&spec.model()).await.is_ok();
             if !deployed {
                 stuck(&mut idle_rounds, heal, "the deploy keeps failing")?;
@@ -113,7 +113,12 @@ pub async fn drive(
             trace.note("retry the process");
             let mut v = Vars::new();
             v.insert("retried".into(), json!(true));
-            match exec.retry_process(PID, None, v).await {
+            let retried = if spec.grammar.v4() {
+                bulk(sim, BulkAction::Retry, None, v).await
+            } else {
+                exec.retry_process(PID, None, v).await
+            };
+            match retried {
                 Ok(()) => {
                     trace.done("$", "retry");
                     idle_rounds = 0;
@@ -144,7 +149,12 @@ pub async fn drive(
                 settle(engine).await?;
             }
             trace.note("resume");
-            match exec.unpause_process(PID).await {
+            let resumed = if spec.grammar.v4() {
+                bulk(sim, BulkAction::Resume, None, Vars::new()).await
+            } else {
+                exec.unpause_process(PID).await
+            };
+            match resumed {
                 Ok(()) => {
                     trace.done("$", "resume");
                     acted_count += 1;

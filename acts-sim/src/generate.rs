@@ -31,7 +31,7 @@ fn step(rng: &mut StdRng, next_id: &mut usize, depth: usize, grammar: Grammar) -
     *next_id += 1;
     let id = format!("s{next_id}");
     let v2 = grammar.v2();
-    let v3 = grammar == Grammar::V3;
+    let v3 = grammar.v3();
     let roll = rng.random_range(0..100);
     match roll {
         0..15 => Step::Set {

@@ -62,9 +62,10 @@ struct Args {
     /// The workflow grammar: 1 (set, code, interrupts with timeouts and
     /// catches, parallel, branches, subflows), 2 (also sequences, while
     /// loops, a backward next; the client's and operator's other actions)
-    /// or 3 (also blocks, branches with needs; answers at random virtual
-    /// times).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+    /// 3 (also blocks, branches with needs; answers at random virtual
+    /// times) or 4 (also concurrency keys on the model and its subflow
+    /// children; the operator pauses and terminates through bulk jobs).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
     grammar: u8,
 }
 

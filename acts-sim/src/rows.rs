@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use acts_core::durable::{Collection, Query};
 use acts_core::engine::testing::{
-    DeliveryRow, MessageRow, NodeRow, ProcRow, TaskRow, VarsRow, WakeRow,
+    BulkItemRow, BulkJobRow, DeliveryRow, MessageRow, NodeRow, ProcRow, TaskRow, VarsRow, WakeRow,
 };
 use acts_store::KvStore;
 
@@ -26,6 +26,14 @@ pub async fn resume_time(store: &Arc<dyn KvStore>) -> Result<i64, String> {
     }
     for task in rows::<TaskRow>(store).await? {
         t = t.max(task.start_time).max(task.end_time);
+    }
+    // A bulk job stored after the clock moved (an operator's resume after
+    // hours of pause) goes on at that time, not before it.
+    for job in rows::<BulkJobRow>(store).await? {
+        t = t.max(job.created_at).max(job.finished_at);
+    }
+    for record in rows::<BulkItemRow>(store).await? {
+        t = t.max(record.at);
     }
     Ok(t)
 }
@@ -91,6 +99,22 @@ pub async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
             v.tid, v.pid
         ));
     }
+    // A bulk job's record belongs to a stored job.
+    let jobs: HashSet<String> = rows::<BulkJobRow>(store)
+        .await?
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    if let Some(r) = rows::<BulkItemRow>(store)
+        .await?
+        .into_iter()
+        .find(|r| !jobs.contains(&r.job))
+    {
+        return Err(format!(
+            "a record of bulk job '{}' (process '{}'), which is not stored",
+            r.job, r.pid
+        ));
+    }
     // A delivery owes a message that is stored.
     let messages: HashSet<String> = rows::<MessageRow>(store)
         .await?
@@ -110,8 +134,8 @@ pub async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
     }
 }
 
-/// Removes every process and the client's channel; then nothing of them
-/// may be left in the store.
+/// Removes every process, bulk job and the client's channel; then nothing
+/// of them may be left in the store.
 pub async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), String> {
     let sim = Sim::open(store.clone(), 1_000_000, &|| false).await?;
     let exec = sim.engine.executor();
@@ -122,6 +146,16 @@ pub async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), 
         retry(|| exec.remove_process(&p.pid))
             .await
             .map_err(|e| format!("removing {}: {e}", p.pid))?;
+    }
+    // The bulk jobs (grammar 4's operator), each with its records.
+    let jobs = retry(|| exec.bulk_jobs(Some(1000), None))
+        .await
+        .map_err(|e| format!("listing the bulk jobs: {e}"))?
+        .items;
+    for j in &jobs {
+        retry(|| exec.remove_bulk(&j.id))
+            .await
+            .map_err(|e| format!("removing bulk job {}: {e}", j.id))?;
     }
     retry(|| sim.engine.remove_channel("client"))
         .await
@@ -136,6 +170,8 @@ pub async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), 
         ("wake", rows::<WakeRow>(&store).await?.len()),
         ("delivery", rows::<DeliveryRow>(&store).await?.len()),
         ("message", rows::<MessageRow>(&store).await?.len()),
+        ("bulk job", rows::<BulkJobRow>(&store).await?.len()),
+        ("bulk record", rows::<BulkItemRow>(&store).await?.len()),
     ];
     match left.iter().find(|(_, n)| *n > 0) {
         Some((kind, n)) => Err(format!(

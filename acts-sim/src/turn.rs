@@ -4,7 +4,10 @@
 //! answer — each decided by the seed (see `client.rs`), each call that
 //! returned `Ok` noted in the trace's ledger.
 
-use acts_core::engine::{EngineError, MigrationPlan, ProcInfo, TaskInfo};
+use acts_core::engine::{
+    BulkAction, BulkOutcome, BulkRequest, EngineError, MAX_BULK_RATE, MigrationPlan, ProcInfo,
+    ProcessQuery, TaskInfo,
+};
 use acts_core::model::Vars;
 use acts_core::scheduler::{Action, TaskState};
 use acts_core::time::Clock;
@@ -13,7 +16,7 @@ use serde_json::json;
 use crate::client::{
     Answer, answer, answer_delay, cancels, migrates, pauses, pushes, rewinds, sets_vars, terminates,
 };
-use crate::sim::{PID, Sim, Trace, settle, transient};
+use crate::sim::{PID, Sim, Trace, retry, settle, transient};
 use crate::workflow::Spec;
 
 /// What the client remembers between rounds of one run.
@@ -114,7 +117,11 @@ pub(crate) async fn act_once(
         }
         if terminates(seed, spec, &key, occurrence) {
             trace.note(format!("{key}#{occurrence}: terminate"));
-            let res = exec.terminate_process(PID, "sim").await;
+            let res = if spec.grammar.v4() {
+                bulk(sim, BulkAction::Terminate, Some("sim"), Vars::new()).await
+            } else {
+                exec.terminate_process(PID, "sim").await
+            };
             if let Some(step) = outcome(res, trace, ("$", "terminate"))? {
                 return Ok(step);
             }
@@ -133,7 +140,11 @@ pub(crate) async fn act_once(
         }
         if pauses(seed, spec, &key, occurrence) && !paused_here {
             trace.note(format!("{key}#{occurrence}: pause"));
-            let res = exec.pause_process(PID, &reason).await;
+            let res = if spec.grammar.v4() {
+                bulk(sim, BulkAction::Pause, Some(&reason), Vars::new()).await
+            } else {
+                exec.pause_process(PID, &reason).await
+            };
             if let Some(step) = outcome(res, trace, ("$", "pause"))? {
                 return Ok(step);
             }
@@ -241,6 +252,56 @@ pub(crate) async fn act_once(
         };
     }
     Ok(Step::Waiting(left))
+}
+
+/// Grammar 4's operator: `action` (with `reason` and `vars`) through a bulk job over
+/// the processes of the model (the simulated one; subflow children are of
+/// another model), waited for. `Ok` when the job acted on the process; a
+/// refusal as the single control's (`Action`); a job a store fault left
+/// unfinished (it goes on in the background) is transient.
+pub(crate) async fn bulk(
+    sim: &Sim,
+    action: BulkAction,
+    reason: Option<&str>,
+    vars: Vars,
+) -> Result<(), EngineError> {
+    let exec = sim.engine.executor();
+    let mut request = BulkRequest::new(action, ProcessQuery::new().model("main"))
+        .vars(vars)
+        .per_second(MAX_BULK_RATE);
+    request.reason = reason.map(str::to_owned);
+    let job = exec.bulk_start(request).await?;
+    if let Err(e) = settle(&sim.engine).await {
+        return Err(EngineError::Query(format!(
+            "the bulk job did not settle: {e}"
+        )));
+    }
+    // Once the job is stored, what it did is read back whatever the store
+    // does meanwhile (a read that fails must not hide a pause it made).
+    let job = retry(|| exec.bulk_job(&job.id)).await?;
+    if !job.state.is_final() {
+        return Err(EngineError::Busy {
+            pid: PID.into(),
+            cap: 0,
+            waited: std::time::Duration::ZERO,
+        });
+    }
+    let items = retry(|| exec.bulk_items(&job.id, None, None, None))
+        .await?
+        .items;
+    match items.iter().find(|i| i.pid == PID) {
+        Some(i) if i.outcome == BulkOutcome::Done => Ok(()),
+        Some(i) => Err(EngineError::Action(
+            acts_core::scheduler::ActionError::Denied {
+                principal: "bulk".into(),
+                reason: i.reason.clone().unwrap_or_default(),
+            },
+        )),
+        None => Err(EngineError::Query(format!(
+            "the bulk job {} did not reach the process: {job:?}",
+            job.id
+        ))),
+    }
 }
 
 /// Deploys the next version of the model and moves the process onto it;

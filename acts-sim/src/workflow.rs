@@ -7,6 +7,21 @@ use serde_json::{Value, json};
 /// The child model a subflow step starts: doubles `n`.
 pub const CHILD: &str = r#"{"id": "child", "ver": "1", "steps": [{"id": "c1", "uses": "acts.transform.code", "params": "return { doubled: n * 2 }"}], "exposes": [{"name": "doubled"}]}"#;
 
+/// Grammar 4's child: [`CHILD`] with one concurrency key for every child,
+/// limit 1 (children that run at once wait for it in turn).
+pub const KEYED_CHILD: &str = r#"{"id": "child", "ver": "1", "concurrency": {"key": "children", "limit": 1}, "steps": [{"id": "c1", "uses": "acts.transform.code", "params": "return { doubled: n * 2 }"}], "exposes": [{"name": "doubled"}]}"#;
+
+impl Spec {
+    /// The child model its subflows start.
+    pub fn child_model(&self) -> &'static str {
+        if self.grammar.v4() {
+            KEYED_CHILD
+        } else {
+            CHILD
+        }
+    }
+}
+
 /// What a timeout does to the step that waited too long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnTimeout {
@@ -147,6 +162,11 @@ pub enum Grammar {
     /// random virtual times (the clock moves up to 40 minutes before an
     /// answer).
     V3,
+    /// V3 plus concurrency keys (the model's own, and one the subflow
+    /// children share with limit 1: children that run at once queue for
+    /// it) and a bulk client (the operator pauses and terminates through
+    /// bulk jobs over the model's processes, waited for).
+    V4,
 }
 
 impl Grammar {
@@ -156,15 +176,17 @@ impl Grammar {
             Grammar::V1 => 1,
             Grammar::V2 => 2,
             Grammar::V3 => 3,
+            Grammar::V4 => 4,
         }
     }
 
-    /// The grammar numbered `n` (1 to 3).
+    /// The grammar numbered `n` (1 to 4).
     pub fn from_number(n: u8) -> Option<Self> {
         match n {
             1 => Some(Grammar::V1),
             2 => Some(Grammar::V2),
             3 => Some(Grammar::V3),
+            4 => Some(Grammar::V4),
             _ => None,
         }
     }
@@ -172,6 +194,16 @@ impl Grammar {
     /// Whether it has everything grammar 2 has (2 and later).
     pub fn v2(self) -> bool {
         self != Grammar::V1
+    }
+
+    /// Whether it has everything grammar 3 has (3 and later).
+    pub fn v3(self) -> bool {
+        matches!(self, Grammar::V3 | Grammar::V4)
+    }
+
+    /// Whether it has concurrency keys and the bulk client (4).
+    pub fn v4(self) -> bool {
+        self == Grammar::V4
     }
 }
 
@@ -199,13 +231,19 @@ impl Spec {
                 v
             })
             .collect();
-        json!({
+        let mut model = json!({
             "id": "main",
             "ver": ver,
             "vars": [{"name": "n", "value": self.n}],
             "steps": steps,
-        })
-        .to_string()
+        });
+        if self.grammar.v4() {
+            // Its own key (one process: always free, but its slot is
+            // counted, held and freed through every crash).
+            model["concurrency"] = json!({ "key": "main-${{ n }}", "limit": 1 });
+            model["priority"] = json!(4);
+        }
+        model.to_string()
     }
 
     /// Whether a subflow step is in it (then [`CHILD`] is deployed too).

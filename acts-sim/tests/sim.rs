@@ -147,3 +147,20 @@ fn a_hundred_seeds_of_grammar_three() {
         " --grammar 3",
     );
 }
+
+/// Grammar 4: concurrency keys on the model and its subflow children
+/// (limit 1: children that run at once wait for each other), and the
+/// operator's pauses and terminations through bulk jobs — cut at random
+/// batches too, so a bulk job is interrupted and resumed by the next
+/// engine (each process at most once).
+#[test]
+fn a_hundred_seeds_of_grammar_four() {
+    check_all(
+        0..100,
+        Plan {
+            grammar: acts_sim::Grammar::V4,
+            ..Plan::default()
+        },
+        " --grammar 4",
+    );
+}

@@ -15,6 +15,24 @@ steps:
     params: { key: approve }
 "#;
 
+/// A charge that fails (ecode `declined`) until the process variable
+/// `fixed` is true, then a person confirms (key `confirm`; id `flaky`):
+/// the processes a bulk retry with `fixed: true` sets going again.
+pub const FLAKY_CHARGE: &str = r#"
+id: flaky
+ver: "1"
+steps:
+  - id: charge
+    if: typeof fixed === "undefined" || fixed !== true
+    uses: acts.core.action
+    params:
+      action: error
+      options: { ecode: declined, message: card declined }
+  - id: confirm
+    uses: acts.core.irq
+    params: { key: confirm }
+"#;
+
 /// The three-step model of the end-to-end scenarios and the bursts
 /// (`set`, `code`, `set`; id `three`): outputs `a: 10, b: 20, c: 30`.
 pub const THREE_STEPS: &str = r#"

@@ -1,6 +1,6 @@
 //! Bulk jobs (operator): one action on every process a query matches —
 //! preview it (a dry run), start it as a durable job, follow its progress,
-//! read what it did to each process, cancel it.
+//! read what it did to each process, cancel it, remove it.
 
 use acts::{BulkJob, BulkOutcome, BulkPreview, BulkRequest};
 use axum::Json;
@@ -20,7 +20,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_jobs, start_job))
         .routes(routes!(preview_job))
-        .routes(routes!(get_job))
+        .routes(routes!(get_job, remove_job))
         .routes(routes!(cancel_job))
         .routes(routes!(job_items))
 }
@@ -105,6 +105,19 @@ async fn list_jobs(
 )]
 async fn get_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<Json<BulkJob>> {
     Ok(Json(x.bulk_job(&id).await?))
+}
+
+/// Removes a bulk job and its report.
+///
+/// The processes keep what it did; `409` while it runs (cancel it first).
+#[utoipa::path(
+    delete, path = "/api/v1/bulk/{id}", tag = "bulk",
+    params(("id" = String, Path, description = "The job's id.")),
+    responses((status = 204, description = "Removed."), Errors)
+)]
+async fn remove_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    x.remove_bulk(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Cancels a bulk job.

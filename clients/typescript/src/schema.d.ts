@@ -741,7 +741,11 @@ export interface paths {
         get: operations["get_job"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Removes a bulk job and its report.
+         * @description The processes keep what it did; `409` while it runs (cancel it first).
+         */
+        delete: operations["remove_job"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2055,7 +2059,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description `app.js` or `app.css`.
+                 * @description `app.js`, `bulk.js` or `app.css`.
                  * @example app.js
                  */
                 file: string;
@@ -6950,6 +6954,126 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["BulkJob"];
                 };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
             400: {

@@ -22,7 +22,9 @@ use crate::model::Vars;
 
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, ProcessQuery, decode_cursor, encode_cursor};
-use crate::engine::persist::bulk_rows::{BulkCounts, BulkItemRow, BulkJobRow, bulk_job_ops};
+use crate::engine::persist::bulk_rows::{
+    BulkCounts, BulkItemRow, BulkJobRow, bulk_item_delete_ops, bulk_job_delete_ops, bulk_job_ops,
+};
 use crate::engine::types::bulk::{BulkOutcome, BulkState};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
@@ -429,6 +431,35 @@ impl Executor {
         Err(EngineError::Query(format!(
             "bulk job '{id}' kept being taken up while it was cancelled; cancel it again"
         )))
+    }
+
+    /// Removes bulk job `id` and its report (operator); refused while it
+    /// runs (cancel it first). The processes keep what it did.
+    pub async fn remove_bulk(&self, id: &str) -> Result<(), EngineError> {
+        self.need_operator("removing a bulk job")?;
+        let Some(_claim) = self.services.bulk_runs().claim(id) else {
+            return Err(EngineError::BulkJobRunning(id.to_owned()));
+        };
+        let row = self.bulk_row(id).await?;
+        if !row.state.is_final() {
+            return Err(EngineError::BulkJobRunning(id.to_owned()));
+        }
+        // The records a page at a time (a removal cut short leaves the job,
+        // and removing it again goes on), then the job.
+        let query = Query::new().filter(Filter::eq("job", id)).limit(MAX_PAGE);
+        loop {
+            let page = self
+                .rt
+                .reads()
+                .page::<BulkItemRow>(None, false, &query)
+                .await?;
+            let ops: Vec<_> = page.rows.iter().flat_map(bulk_item_delete_ops).collect();
+            self.rt.write(None, ops).await?;
+            if page.next.is_none() {
+                break;
+            }
+        }
+        self.rt.write(None, bulk_job_delete_ops(&row)).await
     }
 
     /// Works on running bulk job `id` in this engine if nobody does

@@ -27,6 +27,8 @@ use crate::engine::types::error::EngineError;
 const PAGE: usize = 100;
 /// Processes of a page acted on at once (their batches share commits).
 const PARALLEL: usize = 8;
+/// The longest wait before a job interrupted by a store fault tries again.
+const RETRY_AT_MOST: Duration = Duration::from_millis(250);
 /// How long one process may keep the job waiting for an admission place
 /// or a concurrency slot before it is recorded as failed.
 const PATIENCE: Duration = Duration::from_secs(600);
@@ -34,7 +36,8 @@ const PATIENCE: Duration = Duration::from_secs(600);
 impl Executor {
     /// Works on job `id` until it ends or the engine closes.
     pub(super) async fn run_bulk(self, id: String, claim: BulkClaim) {
-        let mut wait = Duration::from_millis(100);
+        let mut wait = Duration::from_millis(50);
+        let mut faults = 0u64;
         loop {
             match self.work_bulk(&id, &claim).await {
                 Ok(()) => return,
@@ -44,12 +47,18 @@ impl Executor {
                     {
                         return;
                     }
-                    warn!(job = %id, error = %e, "bulk job interrupted; going on where it was");
+                    // Said once per outage (and then every hundredth try).
+                    if faults.is_multiple_of(100) {
+                        warn!(job = %id, error = %e, "bulk job interrupted; going on where it was");
+                    }
+                    faults += 1;
+                    // A short wait: a retry is a read or two, and the job
+                    // goes on as soon as the store answers again.
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = self.rt.until_closed() => return,
                     }
-                    wait = (wait * 2).min(Duration::from_secs(30));
+                    wait = (wait * 2).min(RETRY_AT_MOST);
                 }
             }
         }

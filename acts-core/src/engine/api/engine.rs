@@ -207,23 +207,9 @@ impl EngineBuilder {
             let rt = engine.rt.clone();
             let jobs = engine.executor();
             engine.rt.spawn(async move {
-                let mut wait = std::time::Duration::from_millis(100);
-                while let Err(e) = rt.resume_all().await {
-                    if rt.is_closed() {
-                        return;
-                    }
-                    tracing::warn!(error = %e, "resuming stored processes failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(std::time::Duration::from_secs(30));
-                }
-                // Bulk jobs go on where they were.
-                while let Err(e) = jobs.resume_bulk_jobs().await {
-                    if rt.is_closed() {
-                        return;
-                    }
-                    tracing::warn!(error = %e, "resuming bulk jobs failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(std::time::Duration::from_secs(30));
+                // Then the bulk jobs go on where they were.
+                if until_done(&rt, "resuming stored processes", || rt.resume_all()).await {
+                    until_done(&rt, "resuming bulk jobs", || jobs.resume_bulk_jobs()).await;
                 }
             });
         } else {
@@ -235,6 +221,24 @@ impl EngineBuilder {
         engine.rt.arm_housekeeping();
         Ok(engine)
     }
+}
+
+/// Runs `f` until it succeeds (a store that fails is tried again, the
+/// waits growing to 30 s); `false` when the engine closed first.
+async fn until_done<Fut>(rt: &Kernel, what: &str, mut f: impl FnMut() -> Fut) -> bool
+where
+    Fut: std::future::Future<Output = Result<(), EngineError>>,
+{
+    let mut wait = std::time::Duration::from_millis(100);
+    while let Err(e) = f().await {
+        if rt.is_closed() {
+            return false;
+        }
+        tracing::warn!(error = %e, "{what} failed; retrying");
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(std::time::Duration::from_secs(30));
+    }
+    true
 }
 
 /// What an engine has done since it started and holds now
@@ -462,9 +466,11 @@ impl Engine {
     /// the background unless turned off.
     ///
     /// It counts the in-flight processes afresh: call it on an engine built
-    /// with `resume_on_start(false)` before that engine takes work.
+    /// with `resume_on_start(false)` before that engine takes work. The
+    /// running bulk jobs go on too (in the background).
     pub async fn resume(&self) -> Result<(), EngineError> {
-        self.rt.resume_all().await
+        self.rt.resume_all().await?;
+        self.executor().resume_bulk_jobs().await
     }
 
     /// Starts parked processes into free slots, oldest first (reads the

@@ -110,3 +110,13 @@ pub fn bulk_item_ops(row: &BulkItemRow) -> Vec<BatchOp> {
 pub fn bulk_job_ops(old: Option<&BulkJobRow>, row: &BulkJobRow) -> Vec<BatchOp> {
     Collection::<BulkJobRow>::upsert_ops(old, row)
 }
+
+/// The ops that delete record `row`.
+pub fn bulk_item_delete_ops(row: &BulkItemRow) -> Vec<BatchOp> {
+    Collection::<BulkItemRow>::delete_ops(row)
+}
+
+/// The ops that delete job `row` (its records are deleted apart).
+pub fn bulk_job_delete_ops(row: &BulkJobRow) -> Vec<BatchOp> {
+    Collection::<BulkJobRow>::delete_ops(row)
+}

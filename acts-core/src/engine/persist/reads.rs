@@ -182,22 +182,8 @@ impl<'s> Reads<'s> {
         &self,
         ids: &[&str],
     ) -> Result<Vec<Option<Message>>, CollectionError> {
-        let keys: Vec<Vec<u8>> = ids
-            .iter()
-            .map(|id| Collection::<MessageRow>::row_key(id))
-            .collect();
-        let stored = self
-            .store
-            .get_many(&keys)
-            .await
-            .map_err(CollectionError::from)?;
-        ids.iter()
-            .zip(stored)
-            .map(|(id, bytes)| {
-                bytes
-                    .map(|b| Collection::<MessageRow>::decode_row(id, &b).map(|r| r.message))
-                    .transpose()
-            })
-            .collect()
+        let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+        let rows = self.rows::<MessageRow>(&ids).await?;
+        Ok(rows.into_iter().map(|r| r.map(|r| r.message)).collect())
     }
 }

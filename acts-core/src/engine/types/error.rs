@@ -49,6 +49,11 @@ pub enum EngineError {
     /// No bulk job has that id.
     #[error("cannot find bulk job '{0}' (list the jobs with `acts bulk ls` or GET /api/v1/bulk)")]
     BulkJobNotFound(String),
+    /// A bulk job cannot be removed while it runs.
+    #[error(
+        "bulk job '{0}' is running: cancel it first (acts bulk cancel, POST /api/v1/bulk/{0}/cancel)"
+    )]
+    BulkJobRunning(String),
     /// No task of the process has that id.
     #[error("process '{pid}': cannot find task '{tid}'")]
     TaskNotFound {

@@ -27,7 +27,11 @@
 //! `waiting_million` (1,000,000 one-interrupt processes with default
 //! settings: `announced` interrupts, `rss_kib_waiting`,
 //! `resident_waiting`, then 1,000 completions spread over them; not in
-//! `all`, run it alone). `peak_rss_kib` is the process's peak; run
+//! `all`, run it alone), `bulk_retry` / `bulk_retry_fast` (100,000 failed
+//! processes retried by one bulk job at its default pace / at 100,000 a
+//! second, with interrupt round trips made meanwhile: `secs` is the job's
+//! time, p50/p99 the round trips', `irq_p99_before_us` theirs before the
+//! job; not in `all`). `peak_rss_kib` is the process's peak; run
 //! one scenario per process to read it. `commits` counts the store commits
 //! of the timed part (each one fsync on a store that syncs every commit);
 //! `commits_per_op` divides them by `n`. On a store that counts its
@@ -41,6 +45,7 @@
 //! each scenario; `support.rs` what they share (opening an engine on a
 //! fresh store, starting and answering waiting processes, memory readings).
 
+mod bulk;
 mod scenarios;
 mod support;
 

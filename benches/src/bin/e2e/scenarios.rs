@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::support::*;
 
-const ONE_IRQ: &str = r#"
+pub(crate) const ONE_IRQ: &str = r#"
 id: one_irq
 ver: "1"
 steps:
@@ -64,7 +64,13 @@ pub(crate) const SCENARIOS: [&str; 10] = [
 
 /// Scenarios `all` leaves out (minutes and gigabytes at their default
 /// size): run each alone.
-pub(crate) const HEAVY: [&str; 3] = ["restart", "waiting_million", "idle"];
+pub(crate) const HEAVY: [&str; 5] = [
+    "restart",
+    "waiting_million",
+    "idle",
+    "bulk_retry",
+    "bulk_retry_fast",
+];
 
 pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<Outcome, String> {
     let ns = format!("_e2e_{name}_{}", std::process::id());
@@ -400,6 +406,9 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             o.extra.insert("rss_kib_waiting".into(), json!(rss_waiting));
             o.extra.insert("resident_waiting".into(), json!(resident));
             Ok(o)
+        }
+        "bulk_retry" | "bulk_retry_fast" => {
+            super::bulk::bulk_retry(url, &ns, n, name == "bulk_retry_fast").await
         }
         other => Err(format!(
             "unknown scenario '{other}' (one of: {}, {}, all)",

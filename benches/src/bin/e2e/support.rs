@@ -209,10 +209,26 @@ pub(crate) async fn start_waiting(
             }
         });
     }
+    let started = start_many(&exec, id, n).await?;
+    // Announcements of what was admitted arrive as their transitions end.
+    let settle = Instant::now();
+    while !e.is_idle() && settle.elapsed() < Duration::from_secs(120) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (announced, sample) = seen.lock().clone();
+    Ok(Waiting {
+        started,
+        announced,
+        sample,
+    })
+}
+
+/// Starts `n` processes of model `id`, at most 256 at a time; how many
+/// started.
+pub(crate) async fn start_many(exec: &acts::Executor, id: &str, n: usize) -> Result<usize, String> {
     let mut started = 0;
-    let mut i = 0;
-    while i < n {
-        let chunk = (n - i).min(256);
+    while started < n {
+        let chunk = (n - started).min(256);
         let mut handles = Vec::with_capacity(chunk);
         for _ in 0..chunk {
             let exec = exec.clone();
@@ -227,19 +243,8 @@ pub(crate) async fn start_waiting(
                 .map_err(|e| e.to_string())?;
             started += 1;
         }
-        i += chunk;
     }
-    // Announcements of what was admitted arrive as their transitions end.
-    let settle = Instant::now();
-    while !e.is_idle() && settle.elapsed() < Duration::from_secs(120) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let (announced, sample) = seen.lock().clone();
-    Ok(Waiting {
-        started,
-        announced,
-        sample,
-    })
+    Ok(started)
 }
 
 /// Completes up to `k` of the sampled interrupts, spread over them;
