@@ -16,7 +16,6 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use acts_testkit::models::FLAKY_CHARGE;
 
-use super::scenarios::ONE_IRQ;
 use super::support::*;
 
 pub(crate) async fn bulk_retry(

@@ -11,15 +11,6 @@ use serde_json::{Value, json};
 
 use super::support::*;
 
-pub(crate) const ONE_IRQ: &str = r#"
-id: one_irq
-ver: "1"
-steps:
-  - id: ask
-    uses: acts.core.irq
-    params: { key: ask }
-"#;
-
 /// One interrupt with a timeout rule an hour later: a process that waits
 /// for a client and a timer.
 const IRQ_WITH_TIMER: &str = r#"

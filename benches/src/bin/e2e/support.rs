@@ -9,6 +9,16 @@ use acts_testkit::CountingStore;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+/// One interrupt (id `one_irq`): the round trips' model.
+pub(crate) const ONE_IRQ: &str = r#"
+id: one_irq
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask }
+"#;
+
 /// What one run of a scenario measured.
 pub(crate) struct Outcome {
     pub(crate) n: usize,
