@@ -1,6 +1,7 @@
 //! Helpers shared by the server's integration tests.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod api;
 pub mod contract;
 
 use std::time::Duration;
