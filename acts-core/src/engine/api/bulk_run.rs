@@ -25,8 +25,9 @@ use crate::engine::types::error::EngineError;
 
 /// Processes per page of the job's walk (and per checkpoint of its row).
 const PAGE: usize = 100;
-/// Processes of a page acted on at once (their batches share commits).
-const PARALLEL: usize = 8;
+/// Processes of a page acted on at once at the most (their batches share
+/// group commits).
+const PARALLEL: usize = 32;
 /// The longest wait before a job interrupted by a store fault tries again.
 const RETRY_AT_MOST: Duration = Duration::from_millis(250);
 /// How long one process may keep the job waiting for an admission place
@@ -332,35 +333,53 @@ impl Executor {
     }
 }
 
-/// A job's pace: one process every `1 / per_second`, catching up at most
-/// a second's worth after a slow stretch (never a burst past that).
+/// A job's pace: a token bucket filled at `per_second`, holding a tick's
+/// worth (10 ms, or one process's time when that is longer). A tick's
+/// processes start together, so their batches share a group commit (one
+/// fsync for the tick, not one per process), and the bucket never holds
+/// more than a tick's worth: no burst after a slow stretch.
 struct Pace {
-    every: Duration,
-    next: Instant,
+    per_second: f64,
+    tick: Duration,
+    cap: f64,
+    tokens: f64,
+    last: Instant,
 }
+
+/// The shortest time between a job's batches of starts.
+const TICK: Duration = Duration::from_millis(10);
 
 impl Pace {
     fn new(per_second: u32) -> Self {
+        let per_second = f64::from(per_second.max(1));
+        let tick = TICK.max(Duration::from_secs_f64(1.0 / per_second));
+        let cap = (per_second * tick.as_secs_f64()).max(1.0);
         Self {
-            every: Duration::from_secs(1) / per_second.max(1),
-            next: Instant::now(),
+            per_second,
+            tick,
+            cap,
+            tokens: cap,
+            last: Instant::now(),
         }
     }
 
     /// Waits for the next process's turn; `false`: told to stop or the
     /// engine closed meanwhile.
     async fn wait(&mut self, exec: &Executor, claim: &BulkClaim) -> bool {
-        let now = Instant::now();
-        if self.next > now {
+        loop {
+            let now = Instant::now();
+            let earned = now.duration_since(self.last).as_secs_f64() * self.per_second;
+            self.tokens = (self.tokens + earned).min(self.cap);
+            self.last = now;
+            if self.tokens >= 1.0 {
+                self.tokens -= 1.0;
+                return true;
+            }
             tokio::select! {
-                _ = tokio::time::sleep_until(self.next) => {}
+                _ = tokio::time::sleep(self.tick) => {}
                 _ = claim.until_stopped() => return false,
                 _ = exec.rt.until_closed() => return false,
             }
-        } else if now - self.next > Duration::from_secs(1) {
-            self.next = now;
         }
-        self.next += self.every;
-        true
     }
 }
