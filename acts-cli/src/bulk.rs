@@ -108,6 +108,7 @@ fn request(action: BulkAction, run: &BulkRun) -> Result<BulkRequest, Failure> {
         )));
     }
     let mut r = BulkRequest::new(action, query).vars(parse_vars(&run.vars)?);
+    r.all = run.all;
     r.reason = run.reason.clone();
     r.step = run.step.clone();
     r.version = run.to_version;

@@ -239,11 +239,18 @@ async fn pause_resume_terminate_and_remove_by_query() {
 async fn a_request_is_checked_before_anything_is_stored() {
     let engine = engine(store().await).await;
     let exec = engine.executor();
+    let every = ProcessQuery::new;
     let bad = [
-        BulkRequest::new(BulkAction::Rewind, ProcessQuery::new()),
-        BulkRequest::new(BulkAction::Migrate, ProcessQuery::new()),
-        BulkRequest::new(BulkAction::Remove, ProcessQuery::new()).reason("why"),
-        BulkRequest::new(BulkAction::Pause, ProcessQuery::new()).per_second(0),
+        // No filter and no `all`: never every process by default.
+        BulkRequest::new(BulkAction::Remove, every()),
+        BulkRequest::new(BulkAction::Rewind, every()).every_process(),
+        BulkRequest::new(BulkAction::Migrate, every()).every_process(),
+        BulkRequest::new(BulkAction::Remove, every())
+            .every_process()
+            .reason("why"),
+        BulkRequest::new(BulkAction::Pause, every())
+            .every_process()
+            .per_second(0),
         BulkRequest::new(
             BulkAction::Pause,
             ProcessQuery::new().var_eq("customer", json!("c1")),
@@ -253,6 +260,14 @@ async fn a_request_is_checked_before_anything_is_stored() {
         let err = exec.bulk_start(request.clone()).await.unwrap_err();
         assert!(matches!(err, EngineError::Query(_)), "{request:?}: {err}");
     }
+    let err = exec
+        .bulk_preview(&BulkRequest::new(BulkAction::Remove, every()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("`all: true`"), "{err}");
+    // With `all`, every process (here: none).
+    let all = BulkRequest::new(BulkAction::Remove, every()).every_process();
+    assert_eq!(exec.bulk_preview(&all).await.unwrap().count, 0);
     // Operators only.
     let user = exec.as_principal(Principal::new("ada", ["user"]));
     let err = user.bulk_start(retry_failed()).await.unwrap_err();

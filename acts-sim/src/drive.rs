@@ -66,6 +66,13 @@ pub async fn drive(
         }
         if !resumed {
             resumed = engine.resume().await.is_ok();
+            // Grammar 4's keyed retries wait for the holders' count (a
+            // bulk job would wait for it in the background, past the
+            // settle guard): nothing is done before the resume succeeds.
+            if !resumed && spec.grammar.v4() {
+                stuck(&mut idle_rounds, heal, "the resume keeps failing")?;
+                continue;
+            }
         }
         if !deployed {
             let child = !spec.uses_subflow() || exec.deploy_yaml(spec.child_model()).await.is_ok();

@@ -929,6 +929,11 @@ export interface components {
              *     [`DEFAULT_BULK_RATE`], at most [`MAX_BULK_RATE`]).
              */
             per_second?: number | null;
+            /**
+             * @description Whether a query with no filter (every process) is meant: a job
+             *     over every process is refused without it.
+             */
+            all?: boolean;
         };
         /**
          * @description Where a bulk job stands.

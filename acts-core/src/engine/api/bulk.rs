@@ -108,6 +108,10 @@ pub struct BulkRequest {
     /// [`DEFAULT_BULK_RATE`], at most [`MAX_BULK_RATE`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_second: Option<u32>,
+    /// Whether a query with no filter (every process) is meant: a job
+    /// over every process is refused without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all: bool,
 }
 
 impl BulkRequest {
@@ -122,7 +126,15 @@ impl BulkRequest {
             version: None,
             map: BTreeMap::new(),
             per_second: None,
+            all: false,
         }
+    }
+
+    /// Over every process when the query has no filter (see
+    /// [`all`](Self::all)).
+    pub fn every_process(mut self) -> Self {
+        self.all = true;
+        self
     }
 
     /// With `reason` (pause, terminate).
@@ -164,6 +176,17 @@ impl BulkRequest {
     fn check(&self) -> Result<(), EngineError> {
         let bad = |m: String| Err(EngineError::Query(m));
         let action = self.action.as_str();
+        let unfiltered = ProcessQuery {
+            limit: None,
+            cursor: None,
+            descending: false,
+            ..self.query.clone()
+        } == ProcessQuery::default();
+        if unfiltered && !self.all {
+            return bad(format!(
+                "a bulk {action} with no filter acts on every process: give a filter in `where` (model, state, ecode, ...) or `all: true`"
+            ));
+        }
         let rate = self.rate();
         if rate == 0 || rate > MAX_BULK_RATE {
             return bad(format!(

@@ -28,6 +28,9 @@ const PAGE: usize = 100;
 /// Processes of a page acted on at once at the most (their batches share
 /// group commits).
 const PARALLEL: usize = 32;
+/// How many times one process is tried again at once after a store fault
+/// before its page waits and goes on later.
+const QUICK_TRIES: usize = 16;
 /// The longest wait before a job interrupted by a store fault tries again.
 const RETRY_AT_MOST: Duration = Duration::from_millis(250);
 /// How long one process may keep the job waiting for an admission place
@@ -219,6 +222,7 @@ impl Executor {
         };
         let began = Instant::now();
         let mut wait = Duration::from_millis(50);
+        let mut quick = 0;
         let (outcome, reason) = loop {
             let extra = bulk_item_ops(&record(BulkOutcome::Done, None));
             match self.apply_bulk(job, request, pid, extra).await {
@@ -234,6 +238,28 @@ impl Executor {
                         _ = self.rt.until_closed() => return Err(EngineError::Closed),
                     }
                     wait = (wait * 2).min(Duration::from_secs(2));
+                }
+                // A store fault: tried again at once a few times (a store
+                // that fails now and then must not hold the whole page
+                // back) — but only once the process's record says the
+                // failed batch was not applied after all.
+                Err(e @ (EngineError::Store(_) | EngineError::Commit { .. }))
+                    if quick < QUICK_TRIES =>
+                {
+                    let mut unapplied = false;
+                    while quick < QUICK_TRIES && !unapplied {
+                        quick += 1;
+                        tokio::task::yield_now().await;
+                        let id = bulk_item_id(&job.id, pid);
+                        match self.rt.reads().row::<BulkItemRow>(&id).await {
+                            Ok(Some(r)) => return Ok(r.outcome),
+                            Ok(None) => unapplied = true,
+                            Err(_) => {}
+                        }
+                    }
+                    if !unapplied {
+                        return Err(e);
+                    }
                 }
                 Err(
                     e @ (EngineError::Store(_)

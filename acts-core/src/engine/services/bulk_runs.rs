@@ -132,7 +132,8 @@ mod tests {
         assert!(claim.stopped());
         claim.until_stopped().await;
         drop(claim);
-        // The holder let go: the receiver sees its sender gone.
+        // The receiver sees the stop, then the holder gone.
+        assert!(ended.changed().await.is_ok());
         assert!(ended.changed().await.is_err());
         assert!(!runs.is_held("j"));
         assert_eq!(runs.counts("j"), None);
