@@ -23,7 +23,7 @@ cargo test --workspace --doc
 engine_suites() {
   cargo test -p acts-core --test cache_seed --test engine --test engine_features \
     --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
-    --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test bulk_jobs
+    --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test gates --test bulk_jobs
 }
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"

@@ -52,11 +52,18 @@ impl Metrics {
         let holders: usize = keys.iter().map(|k| k.holders).sum();
         let waiting: usize = keys.iter().map(|k| k.waiting).sum();
         let longest = keys.iter().map(|k| k.waiting).max().unwrap_or(0);
+        // Steps' and acts' keys (`concurrency:` and `rate:` on a node).
+        let gates = engine.gate_keys();
+        let gate_holders: usize = gates.iter().map(|k| k.holders).sum();
+        let gate_waiting: usize = gates.iter().map(|k| k.waiting).sum();
         metrics::with_local_recorder(&*self.recorder, || {
             metrics::gauge!("acts_concurrency_keys").set(keys.len() as f64);
             metrics::gauge!("acts_concurrency_holders").set(holders as f64);
             metrics::gauge!("acts_concurrency_waiting").set(waiting as f64);
             metrics::gauge!("acts_concurrency_longest_queue").set(longest as f64);
+            metrics::gauge!("acts_gate_keys").set(gates.len() as f64);
+            metrics::gauge!("acts_gate_holders").set(gate_holders as f64);
+            metrics::gauge!("acts_gate_waiting").set(gate_waiting as f64);
             metrics::gauge!("acts_processes_admitted").set(st.admitted as f64);
             metrics::gauge!("acts_processes_resident").set(st.resident as f64);
             metrics::gauge!("acts_processes_parked").set(st.parked as f64);

@@ -36,6 +36,7 @@ pub mod check;
 pub mod client;
 pub mod drive;
 pub mod generate;
+pub mod grammar;
 pub mod rows;
 pub mod sim;
 mod turn;

@@ -63,9 +63,10 @@ struct Args {
     /// catches, parallel, branches, subflows), 2 (also sequences, while
     /// loops, a backward next; the client's and operator's other actions)
     /// 3 (also blocks, branches with needs; answers at random virtual
-    /// times) or 4 (also concurrency keys on the model and its subflow
-    /// children; the operator pauses and terminates through bulk jobs).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=4))]
+    /// times), 4 (also concurrency keys on the model and its subflow
+    /// children; the operator pauses and terminates through bulk jobs) or
+    /// 5 (4's workflows with keys and rates on their steps and acts).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
     grammar: u8,
 }
 

@@ -4,6 +4,9 @@
 
 use serde_json::{Value, json};
 
+pub use crate::grammar::Grammar;
+use crate::grammar::gate_steps;
+
 /// The child model a subflow step starts: doubles `n`.
 pub const CHILD: &str = r#"{"id": "child", "ver": "1", "steps": [{"id": "c1", "uses": "acts.transform.code", "params": "return { doubled: n * 2 }"}], "exposes": [{"name": "doubled"}]}"#;
 
@@ -146,67 +149,6 @@ pub struct Spec {
     pub grammar: Grammar,
 }
 
-/// The grammars a seed can be drawn with. A grammar never changes once
-/// released (a seed that found a bug must keep drawing the same workflow):
-/// new step kinds come as a new grammar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Grammar {
-    /// Set, code, interrupts (timeouts, catches), parallel, branches,
-    /// subflows.
-    #[default]
-    V1,
-    /// V1 plus sequences, `while` loops and a backward `next`.
-    V2,
-    /// V2 plus blocks of interrupts (`acts.core.block`, in sequence or
-    /// parallel mode) and branches with `needs`; its client answers at
-    /// random virtual times (the clock moves up to 40 minutes before an
-    /// answer).
-    V3,
-    /// V3 plus concurrency keys (the model's own, and one the subflow
-    /// children share with limit 1: children that run at once queue for
-    /// it) and a bulk client (the operator pauses and terminates through
-    /// bulk jobs over the model's processes, waited for).
-    V4,
-}
-
-impl Grammar {
-    /// Its number on the command line.
-    pub fn number(self) -> u8 {
-        match self {
-            Grammar::V1 => 1,
-            Grammar::V2 => 2,
-            Grammar::V3 => 3,
-            Grammar::V4 => 4,
-        }
-    }
-
-    /// The grammar numbered `n` (1 to 4).
-    pub fn from_number(n: u8) -> Option<Self> {
-        match n {
-            1 => Some(Grammar::V1),
-            2 => Some(Grammar::V2),
-            3 => Some(Grammar::V3),
-            4 => Some(Grammar::V4),
-            _ => None,
-        }
-    }
-
-    /// Whether it has everything grammar 2 has (2 and later).
-    pub fn v2(self) -> bool {
-        self != Grammar::V1
-    }
-
-    /// Whether it has everything grammar 3 has (3 and later).
-    pub fn v3(self) -> bool {
-        matches!(self, Grammar::V3 | Grammar::V4)
-    }
-
-    /// Whether it has concurrency keys and the bulk client (4).
-    pub fn v4(self) -> bool {
-        self == Grammar::V4
-    }
-}
-
 impl Spec {
     /// The model, as JSON text (what `deploy_yaml` reads).
     pub fn model(&self) -> String {
@@ -242,6 +184,9 @@ impl Spec {
             // counted, held and freed through every crash).
             model["concurrency"] = json!({ "key": "main-${{ n }}", "limit": 1 });
             model["priority"] = json!(4);
+        }
+        if self.grammar.v5() {
+            gate_steps(&mut model["steps"]);
         }
         model.to_string()
     }

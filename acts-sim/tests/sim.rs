@@ -179,3 +179,20 @@ fn the_grammar_four_seeds_that_found_bugs() {
         " --grammar 4",
     );
 }
+
+/// Grammar 5: grammar 4's workflows with keys and rates on their steps
+/// and acts — a parallel's acts queue for their key in turn, interrupts
+/// of parallel branches for theirs, code steps for tokens — through the
+/// same cuts, outages and reopens (a crash never lets a key past its
+/// limit, never loses a waiter).
+#[test]
+fn a_hundred_seeds_of_grammar_five() {
+    check_all(
+        0..100,
+        Plan {
+            grammar: acts_sim::Grammar::V5,
+            ..Plan::default()
+        },
+        " --grammar 5",
+    );
+}

@@ -55,11 +55,11 @@ pub use api::find::{encode_cursor, hex_bytes};
 pub use api::{
     ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
     Cache, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery, DeliveryState,
-    Engine, EngineBuilder, EngineError, EngineStats, Executor, KeyUse, MAX_BULK_RATE, MAX_PAGE,
-    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure,
-    PackageInfo, Page, Principal, ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN,
-    ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
-    WaitingFor,
+    Engine, EngineBuilder, EngineError, EngineStats, Executor, GateKeyUse, KeyUse, MAX_BULK_RATE,
+    MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, Page, Principal, ProcInfo, ProcessMigration, ProcessQuery,
+    ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS,
+    VarFilter, WaitingFor,
 };
 pub use kernel::{EngineConfig, PidFilter, SpanExport};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};

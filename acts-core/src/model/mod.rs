@@ -11,6 +11,7 @@
 //! May use: nothing else of the crate.
 
 mod error;
+mod gates;
 mod limits;
 mod lint;
 mod nodes;
@@ -24,6 +25,7 @@ mod variant;
 mod workflow;
 
 pub use error::{ModelError, NodeKind, NodeRef};
+pub use gates::{MAX_RATE_BURST, MAX_RATE_PER_SECOND, gate_problem, has_node_gates};
 pub use limits::ModelLimits;
 pub use lint::lint;
 pub use nodes::{Act, Branch, Step, Trigger};
@@ -36,7 +38,7 @@ pub use validate::{
     MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, PackageLookup, has_expression, validate,
 };
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
-pub use workflow::{Concurrency, LoadedWorkflow, Workflow};
+pub use workflow::{Concurrency, LoadedWorkflow, Rate, Workflow};
 
 /// A JSON object: variables, options, outputs.
 pub type Vars = serde_json::Map<String, serde_json::Value>;

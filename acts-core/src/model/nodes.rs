@@ -60,6 +60,14 @@ pub struct Step {
     /// Output filter of this scope.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exposes: Vec<Variant>,
+    /// At most `limit` tasks of this node's key running at once, across
+    /// processes; a task past the limit waits (state `pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<super::Concurrency>,
+    /// A token bucket per key: a task past the budget waits (state
+    /// `pending`) until a token comes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<super::Rate>,
 }
 
 impl Step {
@@ -252,6 +260,14 @@ pub struct Act {
     /// Output filter.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub exposes: Vec<Variant>,
+    /// At most `limit` tasks of this node's key running at once, across
+    /// processes; a task past the limit waits (state `pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<super::Concurrency>,
+    /// A token bucket per key: a task past the budget waits (state
+    /// `pending`) until a token comes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<super::Rate>,
 }
 
 impl Act {

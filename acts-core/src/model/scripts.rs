@@ -52,6 +52,12 @@ fn step(out: &mut Vec<ScriptSite>, s: &Step) {
     };
     plain(out, &node, "if", s.r#if.as_deref());
     plain(out, &node, "while", s.r#while.as_deref());
+    if let Some(c) = &s.concurrency {
+        embedded(out, &node, "concurrency", &Value::String(c.key.clone()));
+    }
+    if let Some(r) = &s.rate {
+        embedded(out, &node, "rate", &Value::String(r.key.clone()));
+    }
     variants(out, &node, "vars", &s.vars);
     variants(out, &node, "exposes", &s.exposes);
     if s.uses.as_deref() == Some("acts.transform.code") {

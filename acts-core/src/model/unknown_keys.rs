@@ -43,8 +43,10 @@ enum Kind {
     Step,
     Branch,
     Trigger,
-    /// A workflow's `concurrency:`.
+    /// A workflow's or step's `concurrency:`.
     Concurrency,
+    /// A step's `rate:`.
+    Rate,
     /// Free-form data (params, options, vars, ...): not checked.
     Free,
 }
@@ -57,6 +59,7 @@ impl Kind {
             Kind::Branch => "branch",
             Kind::Trigger => "trigger",
             Kind::Concurrency => "concurrency",
+            Kind::Rate => "rate",
             Kind::Free => "value",
         }
     }
@@ -100,6 +103,8 @@ impl Kind {
                 ("options", Free),
                 ("metadata", Free),
                 ("exposes", Free),
+                ("concurrency", Concurrency),
+                ("rate", Rate),
             ],
             Branch => &[
                 ("id", Free),
@@ -126,6 +131,7 @@ impl Kind {
                 ("metadata", Free),
             ],
             Concurrency => &[("key", Free), ("limit", Free)],
+            Rate => &[("key", Free), ("per_second", Free), ("burst", Free)],
             Free => &[],
         }
     }

@@ -347,6 +347,11 @@ impl Validator<'_> {
             };
             self.claim_id(NodeKind::Step, &step.id)?;
             let at = Some(("id", step.id.as_str(), 0));
+            if let Some(problem) =
+                super::gate_problem(step.concurrency.as_ref(), step.rate.as_ref())
+            {
+                return Err(self.err(Some(node), at, problem));
+            }
             if let Some(next) = &step.next {
                 if step.r#while.is_some() {
                     return Err(self.err(
@@ -501,6 +506,10 @@ impl Validator<'_> {
                     act.id.clone()
                 },
             };
+            if let Some(problem) = super::gate_problem(act.concurrency.as_ref(), act.rate.as_ref())
+            {
+                return Err(self.err(Some(act_node), Some(("uses", uses, 0)), problem));
+            }
             let params = act.params.as_value();
             self.uses(&act_node, &act.uses, &params)?;
             self.act_lists(&act_node, &act.uses, &params)?;

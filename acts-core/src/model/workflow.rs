@@ -87,6 +87,24 @@ fn one() -> u32 {
     1
 }
 
+/// A step's or act's `rate:` (`rate: { key: payments, per_second: 50,
+/// burst: 10 }`): a token bucket per evaluated key, shared by every act of
+/// the key across processes; an act past the budget waits (state
+/// `pending`) until a token comes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    /// The key: text with `${{ expression }}` parts, evaluated when the
+    /// act is about to run.
+    pub key: String,
+    /// Tokens added per second (above 0; fractions allowed: 0.5 is one
+    /// every two seconds).
+    pub per_second: f64,
+    /// Most tokens the bucket holds (how many acts may run at once after a
+    /// quiet spell; 1 and up, default 1).
+    #[serde(default = "one")]
+    pub burst: u32,
+}
+
 /// A model loaded from text, with the positions of its nodes when the text
 /// was YAML (for error messages).
 #[derive(Debug, Clone, Default)]

@@ -121,6 +121,9 @@ wire_enum! {
         /// quiet — in flight with nothing to wait for — for longer than
         /// its threshold; `inputs.quiet_since` says since when.
         Stuck => "stuck",
+        /// A step or act waiting at its gate (`concurrency:`, `rate:`):
+        /// it runs (and is announced again) when its key lets it through.
+        Pending => "pending",
     }
 }
 

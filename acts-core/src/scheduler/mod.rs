@@ -36,8 +36,9 @@ pub mod trace;
 
 pub use message::{Message, MessageInterest, MessageState, MessageType};
 pub use process::{
-    ACTION_NAMES, Action, ActionError, Audience, MAX_AUDIENCE, MAX_REASON_BYTES, ModelCatalog,
-    Pause, Process, Request, RunLimits, Services, UnknownAction, addressees,
+    ACTION_NAMES, Action, ActionError, Audience, GateUse, MAX_AUDIENCE, MAX_REASON_BYTES,
+    ModelCatalog, Pause, Process, RateGate, Request, RunLimits, Services, TaskGate, UnknownAction,
+    addressees,
 };
 pub use scope::Scope;
 pub use state::TaskState;

@@ -102,6 +102,11 @@ impl Sign {
     /// The act waits for work outside the process (an application package,
     /// a subflow child): the engine answers it with an action.
     pub const EXTERNAL: u32 = 0x100;
+    /// The task waits at its gate (`concurrency:`, `rate:`) in state
+    /// `pending`: the engine lets it through.
+    pub const GATED: u32 = 0x200;
+    /// The task's gate opened: it runs without asking again.
+    pub const GATE_OPEN: u32 = 0x400;
 
     /// Whether `bit` is set.
     pub fn has(self, bit: u32) -> bool {

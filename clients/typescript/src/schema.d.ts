@@ -1113,7 +1113,7 @@ export interface components {
          * @description The state a message reports: every waiting state is `created`.
          * @enum {string}
          */
-        MessageState: "created" | "completed" | "submitted" | "backed" | "cancelled" | "error" | "aborted" | "skipped" | "removed" | "stuck";
+        MessageState: "created" | "completed" | "submitted" | "backed" | "cancelled" | "error" | "aborted" | "skipped" | "removed" | "stuck" | "pending";
         /**
          * @description What kind of node a message (or a task) is about.
          * @enum {string}

@@ -194,6 +194,9 @@ impl EngineBuilder {
         On::new(&engine.rt, &engine.services)
             .load_channels()
             .await?;
+        // Before any process runs: the slots and queues of steps' and
+        // acts' concurrency keys, from the processes in flight.
+        engine.rt.count_gates().await?;
         if self.resume {
             // Ready at once: a bounded read proves the store answers (a
             // down store fails the start, never looks like "nothing to
@@ -434,6 +437,12 @@ impl Engine {
             .read_lease()
             .await?
             .map(Into::into))
+    }
+
+    /// The concurrency and rate keys of steps and acts in use: how many
+    /// tasks of each hold a slot and how many wait.
+    pub fn gate_keys(&self) -> Vec<crate::engine::api::GateKeyUse> {
+        self.rt.gate_keys()
     }
 
     /// The resident set.

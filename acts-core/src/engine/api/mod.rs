@@ -21,6 +21,7 @@ mod find_deliveries;
 mod find_tasks;
 mod operate;
 
+pub use crate::engine::kernel::act_gates::GateKeyUse;
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
 pub use crate::engine::kernel::cache::{Cache, KeyUse};

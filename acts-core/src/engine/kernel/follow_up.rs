@@ -199,7 +199,9 @@ impl Kernel {
         for r in requests {
             match r {
                 // Its child's row is noted above.
-                Request::StartSubflow { .. } => {}
+                // Its child's row is noted above; a gate was asked in
+                // the transition.
+                Request::StartSubflow { .. } | Request::Gate { .. } => {}
                 Request::RunPackage {
                     tid,
                     uses,

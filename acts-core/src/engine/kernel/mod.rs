@@ -7,6 +7,7 @@
 //! [`ServiceHooks`](hooks::ServiceHooks) the builder passes in (never the
 //! services' code or the api's).
 
+pub(crate) mod act_gates;
 pub(crate) mod actions;
 pub(crate) mod cache;
 pub(crate) mod catalog;
@@ -14,6 +15,7 @@ pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod fair_queue;
 pub(crate) mod follow_up;
+pub(crate) mod gating;
 pub(crate) mod handle;
 pub(crate) mod hooks;
 pub(crate) mod instances;

@@ -54,6 +54,15 @@ impl Kernel {
         }
         validate(workflow, source, &self.packages)?;
         self.check_scripts(workflow, source)?;
+        if self.config.key_home.is_some() && crate::model::has_node_gates(workflow) {
+            return Err(crate::model::ModelError::Invalid {
+                model: workflow.id.clone(),
+                node: None,
+                location: None,
+                message: crate::engine::kernel::act_gates::NOT_ON_A_CLUSTER.into(),
+            }
+            .into());
+        }
         let mut tree = ModelTree::build(workflow)?;
         let _changes = self.models.changes.lock().await;
         let models = Collection::<ModelRow>::new(self.store.clone());

@@ -129,8 +129,13 @@ impl Kernel {
 
     /// When the earliest timer of process `pid` is due (a step timeout).
     pub(crate) fn next_timer_of(&self, pid: &str) -> Option<i64> {
-        self.timers
-            .next_due_matching(|k| matches!(k, TimerKey::Process(p) if p == pid))
+        // A task of it waiting for a token waits for the gate timer.
+        let gated = self.gates.lock().has(pid);
+        self.timers.next_due_matching(|k| match k {
+            TimerKey::Process(p) => p == pid,
+            TimerKey::Gates => gated,
+            _ => false,
+        })
     }
 
     /// A fired timer was handled (the timer service counts what is in

@@ -80,6 +80,9 @@ pub(crate) struct Kernel {
     pub(in crate::engine::kernel) stalled: StalledSet,
     /// The deployed models and the versions processes run on.
     pub(in crate::engine::kernel) models: crate::engine::kernel::catalog::Catalog,
+    /// The slots and buckets of steps' and acts' gates (`gating.rs`).
+    pub(in crate::engine::kernel) gates:
+        parking_lot::Mutex<crate::engine::kernel::act_gates::ActGates>,
     /// Every process instance built (tracked with feature `testing`).
     pub(in crate::engine::kernel) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
@@ -114,7 +117,7 @@ impl Kernel {
             scripts,
             packages,
             app_packages,
-            clock,
+            clock: clock.clone(),
             timers: EngineTimers::new(timers),
             emitter: Arc::new(Emitter::default()),
             config: config.clone(),
@@ -123,6 +126,9 @@ impl Kernel {
             work: Work::default(),
             stalled: StalledSet::default(),
             models: Default::default(),
+            gates: parking_lot::Mutex::new(crate::engine::kernel::act_gates::ActGates::new(
+                clock.now_millis(),
+            )),
             closed: AtomicBool::new(false),
             closing: tokio::sync::watch::Sender::new(false),
             me: me.clone(),
@@ -345,6 +351,9 @@ impl Kernel {
         let mut spans = process.take_spans(traced);
         let mut requests = Vec::new();
         let mut children = Vec::new();
+        // Gated tasks this transition asked for first (forgotten if it
+        // does not commit: a reload asks again).
+        let mut asked = Vec::new();
         // Subflow children are part of the transition: their rows go in
         // its batch; a child that cannot start fails its act right away.
         loop {
@@ -390,6 +399,23 @@ impl Kernel {
                         }
                     },
                     Request::RunPackage { .. } => requests.push(r),
+                    Request::Gate { tid, .. } if self.config.key_home.is_some() => {
+                        let refusal = crate::engine::kernel::act_gates::NOT_ON_A_CLUSTER;
+                        if process.refuse_gate(tid, refusal, svc) {
+                            messages.extend(process.take_messages());
+                            spans.extend(process.take_spans(traced));
+                        }
+                    }
+                    Request::Gate { tid, gate } => {
+                        let (open, new) = self.ask_gate(&pid, tid, gate);
+                        if new {
+                            asked.push(tid.clone());
+                        }
+                        if open && process.open_gate(tid, svc) {
+                            messages.extend(process.take_messages());
+                            spans.extend(process.take_spans(traced));
+                        }
+                    }
                 }
             }
         }
@@ -451,11 +477,13 @@ impl Kernel {
             }
             warn!(pid = %pid, error = %e, "transition not committed; process discarded");
             drop(guard);
+            self.release_gates(&pid, &asked);
             self.refill();
             return Err(e);
         }
         // Durable: now the world may hear of it.
         handle.commits.fetch_add(1, Ordering::AcqRel);
+        let gates_ended = self.gates_ended(process, terminal);
         self.work.committed();
         self.emitter.deliver(&messages);
         if let Some(export) = &self.config.spans {
@@ -478,6 +506,7 @@ impl Kernel {
             self.cache.note_idle(&pid, !wake.resume);
         }
         drop(guard);
+        self.release_gates(&pid, &gates_ended);
         self.unload_over_limit();
         self.after_commit(&pid, requests, children, terminal, returned);
         if continues && let Some(rt) = self.this() {
@@ -502,6 +531,7 @@ impl Kernel {
             }
             TimerKey::Schedules => self.hooks.fire_schedules(self).await,
             TimerKey::Housekeeping => self.hooks.housekeeping(self, false).await,
+            TimerKey::Gates => self.on_gate_timer(),
         }
     }
 

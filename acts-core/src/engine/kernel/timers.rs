@@ -19,6 +19,8 @@ pub(crate) enum TimerKey {
     Schedules,
     /// Dropping expired sealed-data entries and sweeping settled processes.
     Housekeeping,
+    /// The next token a task waiting at its gate (`rate:`) gets.
+    Gates,
 }
 
 /// The engine's timers (see the module docs).
@@ -30,6 +32,8 @@ pub(crate) struct EngineTimers {
     /// timer a transition set meanwhile (the row it read may be older).
     touched: Mutex<Option<HashSet<String>>>,
     housekeeping: Mutex<Option<TimerId>>,
+    /// The armed gate timer and when it is due.
+    gates: Mutex<Option<(TimerId, i64)>>,
 }
 
 impl EngineTimers {
@@ -39,6 +43,7 @@ impl EngineTimers {
             per_process: Mutex::default(),
             touched: Mutex::default(),
             housekeeping: Mutex::default(),
+            gates: Mutex::default(),
         }
     }
 
@@ -96,6 +101,24 @@ impl EngineTimers {
             self.service.cancel(id);
         }
         *slot = Some(self.service.schedule(due, TimerKey::Housekeeping));
+    }
+
+    /// Arms the gate timer at `due`, unless it is armed for then or
+    /// earlier (an earlier timer arms the next one when it fires).
+    pub(crate) fn arm_gates(&self, due: i64) {
+        let mut slot = self.gates.lock();
+        if slot.is_some_and(|(_, d)| d <= due) {
+            return;
+        }
+        if let Some((id, _)) = slot.take() {
+            self.service.cancel(id);
+        }
+        *slot = Some((self.service.schedule(due, TimerKey::Gates), due));
+    }
+
+    /// The gate timer fired: it is armed no more.
+    pub(crate) fn gate_timer_fired(&self) {
+        *self.gates.lock() = None;
     }
 
     /// Arms a timer for `key` at `due`.

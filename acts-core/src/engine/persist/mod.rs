@@ -10,6 +10,7 @@ pub(crate) mod migrate;
 pub(crate) mod process;
 pub(crate) mod reads;
 pub(crate) mod rows;
+pub(crate) mod slot_rows;
 pub(crate) mod var_index;
 
 pub(crate) use process::*;

@@ -202,7 +202,9 @@ pub(crate) fn transition_ops(
         }
         persisted.nodes_seen = nodes;
     }
+    let gates = p.gates();
     let changed = pending != old.pending
+        || gates != old.gates
         || state != old.state
         || end_time != old.end_time
         || start_time != old.start_time
@@ -236,8 +238,13 @@ pub(crate) fn transition_ops(
             pending,
             slot: old.slot.clone(),
             order: old.order.clone(),
+            gates,
         };
-        if row.state == old.state && row.quiet_since == old.quiet_since && persisted.row_stored {
+        if row.state == old.state
+            && row.quiet_since == old.quiet_since
+            && row.gates.is_empty() == old.gates.is_empty()
+            && persisted.row_stored
+        {
             ops.push(Collection::<ProcRow>::put_row_op(&row));
         } else {
             // A row not in the store yet has no index entries to replace.

@@ -28,6 +28,8 @@ use crate::model::Vars;
 use crate::scheduler::{TaskError, TaskState};
 use crate::tree::NodeData;
 
+pub use super::slot_rows::{ConcurrencySlot, QueueOrder};
+
 /// A deployed model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRow {
@@ -172,36 +174,11 @@ pub struct ProcRow {
     /// and `fairness_key:`, evaluated at the start); `None`: the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<QueueOrder>,
-}
-
-/// Where a parked start goes in its queue ([`ProcRow::order`]): its
-/// priority (1 to 5, higher first; 3 by default) and fairness key (the
-/// keys take turns inside a priority; empty: none).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct QueueOrder {
-    /// 1 to 5.
-    pub priority: u8,
-    /// The fairness key.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub fairness: String,
-}
-
-impl Default for QueueOrder {
-    fn default() -> Self {
-        Self {
-            priority: 3,
-            fairness: String::new(),
-        }
-    }
-}
-
-/// A process's concurrency key and limit ([`ProcRow::slot`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ConcurrencySlot {
-    /// The evaluated key.
-    pub key: String,
-    /// How many processes of the key may be in flight at once.
-    pub limit: u32,
+    /// Its steps and acts that wait at their gates (`concurrency:`,
+    /// `rate:`) or passed them and have not ended: what a restart counts
+    /// their keys' slots and queues from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<crate::scheduler::GateUse>,
 }
 
 impl ProcRow {
@@ -218,6 +195,16 @@ impl ProcRow {
 }
 
 impl ProcRow {
+    /// The `gated` index's value: present while it is in flight with
+    /// gated tasks (see [`ProcRow::gates`]).
+    fn gated_index(&self) -> IndexValue {
+        if self.gates.is_empty() || self.state == TaskState::None || self.state.is_terminal() {
+            IndexValue::Absent
+        } else {
+            IndexValue::Str("1".into())
+        }
+    }
+
     /// The row of process `id` of version `rev` of model `mid` before it
     /// starts (state `none`: parked, or about to start), admitted at
     /// `timestamp` with start options `start_vars`.
@@ -243,6 +230,7 @@ impl ProcRow {
             pending: Vec::new(),
             slot: None,
             order: None,
+            gates: Vec::new(),
         }
     }
 }
@@ -255,6 +243,8 @@ impl_row!(ProcRow, "procs", version = 1, |r| r.id.clone(), {
     // row written before `slot` existed has an entry, so the generation
     // below did not change.
     "slot" => r.slot_index(),
+    // Sparse, as `slot`: the in-flight processes with gated tasks.
+    "gated" => r.gated_index(),
     // Listings of one state or one model, in admission order; they also
     // answer `state == s` and `mid == m` (no entries of their own).
     "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.timestamp, 0),

@@ -66,6 +66,7 @@ impl Process {
         let waits = self.tasks.open().any(|(_, t)| {
             t.state == TaskState::Interrupt
                 || (t.state == TaskState::Running && t.sign.has(Sign::EXTERNAL))
+                || (t.state == TaskState::Pending && t.sign.has(Sign::GATED))
         });
         !waits && self.next_timer().is_none()
     }

@@ -172,6 +172,9 @@ impl Process {
     /// Whether a pending branch may run now; an `else` branch whose sibling
     /// did not skip is skipped here instead.
     pub(super) fn resume_if_ready(&mut self, c: TaskIx, siblings: &[TaskIx]) -> bool {
+        if self.waits_at_gate(c) {
+            return false; // the engine opens its gate
+        }
         let content = self.content(c);
         let Some(NodeContent::Branch(b)) = content.as_deref() else {
             return true;

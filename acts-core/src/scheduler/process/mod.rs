@@ -16,12 +16,14 @@ mod audience;
 mod control;
 mod failure;
 mod flow;
+mod gate;
 mod outputs;
 use outputs::OUTPUTS_KEY;
 pub(crate) use outputs::PARAMS_KEY;
 mod packages;
 mod resume;
 mod retry;
+mod sealing;
 mod spans;
 mod step_views;
 mod timeouts;
@@ -31,6 +33,7 @@ mod undo;
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
 pub use audience::{Audience, MAX_AUDIENCE, addressees};
 pub use control::{MAX_REASON_BYTES, Pause};
+pub use gate::{GateUse, RateGate, TaskGate};
 pub use resume::Request;
 
 use crate::model::{Variant, Vars};
@@ -130,6 +133,9 @@ pub struct Process {
     restored_jobs: Option<Vec<Job>>,
     /// Set when a job failed on the per-node run limit.
     limit_hit: bool,
+    /// Whether any task waited at a gate (see `gate.rs`): only then are
+    /// the tasks looked through for [`gates`](Self::gates).
+    has_gates: bool,
 }
 
 impl Process {
@@ -151,6 +157,7 @@ impl Process {
             limits: RunLimits::default(),
             restored_jobs: None,
             limit_hit: false,
+            has_gates: false,
         };
         let root_node = p.tree.root();
         // The root id is reserved; a fresh table cannot hold it yet.
@@ -287,6 +294,10 @@ impl Process {
             }
         }
         if self.state_of(t) == TaskState::Ready {
+            if self.wait_at_gate(t, svc)? {
+                // Pending until the engine opens its gate.
+                return Ok(());
+            }
             self.tasks.set_state(t, TaskState::Running);
             self.run_kind(t, svc)?;
             // Running is silent; an interrupt tells clients. A terminal state
@@ -397,71 +408,6 @@ impl Process {
             inputs.extend(options);
         }
         self.tasks.set_data(t, &inputs);
-        Ok(())
-    }
-
-    /// Seals the registered sealed-data targets into task `t` (see
-    /// [`super::seal`]).
-    fn seal(&mut self, t: TaskIx, svc: Services<'_>) -> Result<(), TaskError> {
-        use super::seal::{OnMissing, SEALED, SealPolicy, scope_key};
-        let Some(seals) = svc.seals else {
-            return Ok(());
-        };
-        let mut sealed = self
-            .tasks
-            .get(t)
-            .and_then(|x| x.data.get(SEALED))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let before = sealed.len();
-        for target in seals.targets() {
-            if sealed.contains_key(&target.name) {
-                continue; // the task keeps what it sealed
-            }
-            if target.policy == SealPolicy::PerProc
-                && self.tasks.ancestors(t).into_iter().any(|a| {
-                    self.tasks
-                        .get(a)
-                        .and_then(|x| x.data.get(SEALED))
-                        .and_then(|s| s.get(&target.name))
-                        .is_some()
-                })
-            {
-                continue; // inherited from the lineage
-            }
-            let missing = |message: String| -> Result<(), TaskError> {
-                match target.on_missing {
-                    OnMissing::Skip => Ok(()),
-                    OnMissing::Error => Err(TaskError::new("", message)),
-                }
-            };
-            let scope = match scope_key(&target, |v| self.tasks.find(t, v).cloned()) {
-                Ok(s) => s,
-                Err(vars) => {
-                    missing(format!(
-                        "sealed data '{}' missing required params: [{}]",
-                        target.name,
-                        vars.join(", ")
-                    ))?;
-                    continue;
-                }
-            };
-            match seals.read(&target.name, &scope) {
-                Some(data) => {
-                    sealed.insert(target.name.clone(), Value::Object(data));
-                }
-                None => missing(format!(
-                    "sealed data '{}' has no data for scope '{scope}'",
-                    target.name
-                ))?,
-            }
-        }
-        if sealed.len() != before {
-            let mut v = Vars::new();
-            v.insert(SEALED.into(), Value::Object(sealed));
-            self.tasks.set_data(t, &v);
-        }
         Ok(())
     }
 

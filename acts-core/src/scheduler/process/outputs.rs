@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::model::{Variant, Vars, whole_expression};
-use crate::scheduler::{Message, Sign, TaskError, TaskIx, TaskState};
+use crate::scheduler::{Message, MessageState, Sign, TaskError, TaskIx, TaskState};
 use crate::script::substitute;
 use crate::tree::NodeContent;
 
@@ -123,13 +123,21 @@ impl Process {
             return;
         };
         let state = task.state;
+        // A task waiting at its gate is announced as `pending` (an act
+        // otherwise says nothing before it runs).
+        let gated = state == TaskState::Pending && task.sign.has(Sign::GATED);
+        let message_state = if gated {
+            MessageState::Pending
+        } else {
+            state.into()
+        };
         let visible =
             state.is_terminal() || matches!(state, TaskState::Ready | TaskState::Interrupt);
-        if task.sign.has(Sign::NO_EMIT) || !visible {
+        if !gated && (task.sign.has(Sign::NO_EMIT) || !visible) {
             return;
         }
         let kind = self.tree.node(task.node).map(|n| n.content.kind().into());
-        if kind.is_some_and(|k| !svc.interest.wants(k, state.into())) {
+        if kind.is_some_and(|k| !svc.interest.wants(k, message_state)) {
             // Nobody listens: no message. Exposes with expressions are
             // still evaluated as the task ends and kept, as building its
             // message would have done (later readers see those values).
@@ -193,6 +201,10 @@ impl Process {
         if let Some(e) = &task.err {
             inputs.extend(e.to_vars());
         }
+        if gated && let Some(gate) = task.data.get(super::gate::GATE_KEY) {
+            // What it waits for: its evaluated keys.
+            inputs.insert("gate".into(), gate.clone());
+        }
         let (start_time, end_time) = (
             (task.start_time > 0).then_some(task.start_time),
             (task.end_time > 0).then_some(task.end_time),
@@ -207,7 +219,7 @@ impl Process {
             err,
             time,
             r#type: node.content.kind().into(),
-            state: state.into(),
+            state: message_state,
             pid: self.pid.clone(),
             tid: task.id.clone(),
             nid: node.id.clone(),

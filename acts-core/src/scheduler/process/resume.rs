@@ -30,6 +30,15 @@ pub enum Request {
         /// The act's inputs (its data when it started).
         inputs: Vars,
     },
+    /// Let act or step task `tid` through its gate (`concurrency:`,
+    /// `rate:`) when its key has a slot and its bucket a token: the engine
+    /// answers with [`Process::open_gate`]. The task waits, `pending`.
+    Gate {
+        /// The task.
+        tid: String,
+        /// Its evaluated gate.
+        gate: super::TaskGate,
+    },
     /// Start model `to` as a child process of act task `tid`
     /// (`acts.core.subflow`); the child's end completes the act.
     StartSubflow {
@@ -146,7 +155,9 @@ impl Process {
             limits: super::RunLimits::default(),
             restored_jobs: None,
             limit_hit: false,
+            has_gates: false,
         };
+        p.find_gates();
         if p.root.is_none() {
             // A row written before its root task (not something this engine
             // writes, but a store may hold one): start from the root.
@@ -174,6 +185,11 @@ impl Process {
             match task.state {
                 TaskState::None | TaskState::Ready if restored.is_none() => {
                     jobs.push(Job::Exec(ix));
+                }
+                TaskState::Pending if self.waits_at_gate(ix) => {
+                    // Asked again: the engine knows it from the count (a
+                    // repeated ask changes nothing) or lets it through.
+                    requests.extend(self.gate_request(ix));
                 }
                 TaskState::Running => {
                     let children = self.tasks.children(ix);

@@ -1,0 +1,504 @@
+//! [`ActGates`]: the slots of the steps' and acts' concurrency keys and
+//! the token buckets of their rate keys, across processes.
+//!
+//! A gated task ([`TaskGate`]) passes two stages: its concurrency key's
+//! slot (if it has one: oldest waiter first, each against its own limit),
+//! then its rate key's token (if it has one: oldest first; a bucket of
+//! `burst` tokens refilled at `per_second`). Then it is *open*: it runs,
+//! holding its slot until it ends. Everything here is memory: the open and
+//! waiting tasks are in the process rows (`ProcRow::gates`), which a start
+//! reads back ([`restore`](ActGates::restore)) before anything runs.
+//!
+//! A bucket is never restored: a new one holds what it would hold had it
+//! been emptied when the engine started (a restart never hands out a
+//! fresh burst on top of the one spent just before it).
+//!
+//! Pure bookkeeping (no I/O, no clock): the kernel keeps it under a mutex
+//! and opens the tasks it lets through.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::scheduler::{GateUse, TaskGate};
+
+/// Why a cluster refuses a step's or act's gate: its partitions count
+/// their own processes, so a key's limit or rate would hold per partition.
+pub(crate) const NOT_ON_A_CLUSTER: &str = "`concurrency:` and `rate:` on steps and acts are not supported on a cluster yet (each partition would count only its own processes, letting a key past its limit); keep them to single-server engines, or use the workflow's `concurrency:`, which holds across the cluster";
+
+/// A gated task: `(pid, tid)`.
+pub(crate) type GateId = (String, String);
+
+/// Where a task is at its gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Waits for a slot of its key.
+    Slot,
+    /// Waits for a token (holding its slot, if it has a key).
+    Token,
+    /// Let through: it runs (holding its slot, if it has a key).
+    Open,
+}
+
+#[derive(Debug)]
+struct Entry {
+    gate: TaskGate,
+    stage: Stage,
+}
+
+/// Waiters in order: when they began to wait, then pid, then creation
+/// order in the process (and tid).
+type Queue = BTreeSet<(i64, String, u32, String)>;
+
+/// Where task `id` with `gate` goes in a queue.
+fn place(id: &GateId, gate: &TaskGate) -> (i64, String, u32, String) {
+    (gate.since, id.0.clone(), gate.seq, id.1.clone())
+}
+
+#[derive(Debug, Default)]
+struct SlotGroup {
+    holders: usize,
+    waiting: Queue,
+}
+
+#[derive(Debug)]
+struct Bucket {
+    tokens: f64,
+    /// When `tokens` was last brought up to date (ms).
+    at: i64,
+    per_second: f64,
+    burst: u32,
+    waiting: Queue,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: i64) {
+        if now > self.at {
+            let added = (now - self.at) as f64 * self.per_second / 1000.0;
+            self.tokens = (self.tokens + added).min(f64::from(self.burst));
+            self.at = now;
+        }
+    }
+
+    /// When the next token is there (ms).
+    fn next_token_at(&self) -> i64 {
+        let missing = (1.0 - self.tokens).max(0.0);
+        self.at + (missing * 1000.0 / self.per_second).ceil() as i64
+    }
+}
+
+/// A key's figures ([`ActGates::keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateKeyUse {
+    /// `concurrency` or `rate`.
+    pub kind: &'static str,
+    /// The key.
+    pub key: String,
+    /// Tasks holding a slot (always 0 for a rate key).
+    pub holders: usize,
+    /// Tasks waiting.
+    pub waiting: usize,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(crate) struct ActGates {
+    entries: HashMap<GateId, Entry>,
+    by_pid: HashMap<String, BTreeSet<String>>,
+    slots: HashMap<String, SlotGroup>,
+    buckets: HashMap<String, Bucket>,
+    /// When the engine started (ms): a new bucket fills from then.
+    started: i64,
+}
+
+impl ActGates {
+    /// An empty table for an engine started at `started` (ms).
+    pub(crate) fn new(started: i64) -> Self {
+        Self {
+            entries: HashMap::new(),
+            by_pid: HashMap::new(),
+            slots: HashMap::new(),
+            buckets: HashMap::new(),
+            started,
+        }
+    }
+
+    /// Task `tid` of `pid` asks to pass `gate` at `now`: `true` when it
+    /// may run now (it holds its slot and spent a token), else it waits in
+    /// order. Asking again (a restored process) changes nothing.
+    pub(crate) fn ask(&mut self, pid: &str, tid: &str, gate: &TaskGate, now: i64) -> bool {
+        let id = (pid.to_owned(), tid.to_owned());
+        if let Some(e) = self.entries.get(&id) {
+            return e.stage == Stage::Open;
+        }
+        self.entries.insert(
+            id.clone(),
+            Entry {
+                gate: gate.clone(),
+                stage: Stage::Slot,
+            },
+        );
+        self.by_pid
+            .entry(pid.to_owned())
+            .or_default()
+            .insert(tid.to_owned());
+        self.enter(&id, now);
+        self.stage(&id) == Some(Stage::Open)
+    }
+
+    /// Whether task `tid` of `pid` is here.
+    pub(crate) fn knows(&self, pid: &str, tid: &str) -> bool {
+        self.by_pid.get(pid).is_some_and(|t| t.contains(tid))
+    }
+
+    /// Whether `pid` has tasks here.
+    pub(crate) fn has(&self, pid: &str) -> bool {
+        self.by_pid.contains_key(pid)
+    }
+
+    /// The tasks of `pid` here.
+    pub(crate) fn tids_of(&self, pid: &str) -> Vec<String> {
+        self.by_pid
+            .get(pid)
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Task `tid` of `pid` ended (or will never run: it went, its process
+    /// went): its slot or its place is free. Returns the tasks that may
+    /// run now.
+    pub(crate) fn ended(&mut self, pid: &str, tid: &str, now: i64) -> Vec<GateId> {
+        let id = (pid.to_owned(), tid.to_owned());
+        let Some(entry) = self.entries.remove(&id) else {
+            return Vec::new();
+        };
+        if let Some(tids) = self.by_pid.get_mut(pid) {
+            tids.remove(tid);
+            if tids.is_empty() {
+                self.by_pid.remove(pid);
+            }
+        }
+        let place = place(&id, &entry.gate);
+        if let (Some(r), Stage::Token) = (&entry.gate.rate, entry.stage)
+            && let Some(b) = self.buckets.get_mut(&r.key)
+        {
+            b.waiting.remove(&place);
+        }
+        let mut opened = Vec::new();
+        if let Some(key) = &entry.gate.key
+            && let Some(group) = self.slots.get_mut(key)
+        {
+            if entry.stage == Stage::Slot {
+                group.waiting.remove(&place);
+            } else {
+                group.holders = group.holders.saturating_sub(1);
+                opened = self.let_through(key, now);
+            }
+            if self
+                .slots
+                .get(key)
+                .is_some_and(|g| g.holders == 0 && g.waiting.is_empty())
+            {
+                self.slots.remove(key);
+            }
+        }
+        opened
+    }
+
+    /// Every task of `pid` ended (its process ended or went).
+    pub(crate) fn ended_all(&mut self, pid: &str, now: i64) -> Vec<GateId> {
+        let mut opened = Vec::new();
+        for tid in self.tids_of(pid) {
+            opened.extend(self.ended(pid, &tid, now));
+        }
+        opened.retain(|(p, _)| p != pid);
+        opened
+    }
+
+    /// The tasks whose token came by `now`.
+    pub(crate) fn refill(&mut self, now: i64) -> Vec<GateId> {
+        let mut opened = Vec::new();
+        for bucket in self.buckets.values_mut() {
+            bucket.refill(now);
+            while bucket.tokens >= 1.0
+                && let Some(first) = bucket.waiting.pop_first()
+            {
+                bucket.tokens -= 1.0;
+                opened.push((first.1, first.3));
+            }
+        }
+        for id in &opened {
+            if let Some(e) = self.entries.get_mut(id) {
+                e.stage = Stage::Open;
+            }
+        }
+        opened
+    }
+
+    /// When the next waiting task's token comes (`None`: nobody waits
+    /// for one).
+    pub(crate) fn next_token_at(&self) -> Option<i64> {
+        self.buckets
+            .values()
+            .filter(|b| !b.waiting.is_empty())
+            .map(Bucket::next_token_at)
+            .min()
+    }
+
+    /// The gated tasks found in the stored processes at a start (`(pid,
+    /// use)`), before anything runs: the open ones hold their slots, the
+    /// others wait in order. Returns the tasks that may run now.
+    pub(crate) fn restore(&mut self, found: Vec<(String, GateUse)>, now: i64) -> Vec<GateId> {
+        let (open, waiting): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, u)| u.open);
+        for (pid, u) in open {
+            let id = (pid.clone(), u.tid.clone());
+            if self.entries.contains_key(&id) {
+                continue;
+            }
+            if let Some(key) = &u.gate.key {
+                self.slots.entry(key.clone()).or_default().holders += 1;
+            }
+            self.by_pid.entry(pid).or_default().insert(u.tid);
+            self.entries.insert(
+                id,
+                Entry {
+                    gate: u.gate,
+                    stage: Stage::Open,
+                },
+            );
+        }
+        let mut opened = Vec::new();
+        for (pid, u) in waiting {
+            if self.ask(&pid, &u.tid, &u.gate, now) {
+                opened.push((pid, u.tid));
+            }
+        }
+        opened
+    }
+
+    /// Every key in use, by kind and key.
+    pub(crate) fn keys(&self) -> Vec<GateKeyUse> {
+        let mut out: Vec<GateKeyUse> = self
+            .slots
+            .iter()
+            .map(|(key, g)| GateKeyUse {
+                kind: "concurrency",
+                key: key.clone(),
+                holders: g.holders,
+                waiting: g.waiting.len(),
+            })
+            .chain(self.buckets.iter().map(|(key, b)| GateKeyUse {
+                kind: "rate",
+                key: key.clone(),
+                holders: 0,
+                waiting: b.waiting.len(),
+            }))
+            .collect();
+        out.sort_by(|a, b| (a.kind, &a.key).cmp(&(b.kind, &b.key)));
+        out
+    }
+
+    fn stage(&self, id: &GateId) -> Option<Stage> {
+        self.entries.get(id).map(|e| e.stage)
+    }
+
+    /// Moves a new entry as far as it can go.
+    fn enter(&mut self, id: &GateId, now: i64) {
+        let Some(entry) = self.entries.get(id) else {
+            return;
+        };
+        let gate = entry.gate.clone();
+        if let Some(key) = &gate.key {
+            let group = self.slots.entry(key.clone()).or_default();
+            if !group.waiting.is_empty() || group.holders >= gate.limit as usize {
+                group.waiting.insert(place(id, &gate));
+                return;
+            }
+            group.holders += 1;
+        }
+        self.take_token(id, &gate, now);
+    }
+
+    /// Holding its slot (or needing none): a token, or a place in the
+    /// bucket's queue.
+    fn take_token(&mut self, id: &GateId, gate: &TaskGate, now: i64) {
+        let stage = match &gate.rate {
+            None => Stage::Open,
+            Some(r) => {
+                let started = self.started;
+                let bucket = self.buckets.entry(r.key.clone()).or_insert_with(|| Bucket {
+                    tokens: 0.0,
+                    at: started,
+                    per_second: r.per_second,
+                    burst: r.burst,
+                    waiting: Queue::new(),
+                });
+                // The latest model's figures count.
+                bucket.per_second = r.per_second;
+                bucket.burst = r.burst;
+                bucket.refill(now);
+                if bucket.waiting.is_empty() && bucket.tokens >= 1.0 {
+                    bucket.tokens -= 1.0;
+                    Stage::Open
+                } else {
+                    bucket.waiting.insert(place(id, gate));
+                    Stage::Token
+                }
+            }
+        };
+        if let Some(e) = self.entries.get_mut(id) {
+            e.stage = stage;
+        }
+    }
+
+    /// Lets the oldest waiters of `key` take the slots it has free (each
+    /// against its own limit; a waiter never passes an older one).
+    fn let_through(&mut self, key: &str, now: i64) -> Vec<GateId> {
+        let mut opened = Vec::new();
+        while let Some(group) = self.slots.get_mut(key) {
+            let Some(first) = group.waiting.first().cloned() else {
+                break;
+            };
+            let id = (first.1.clone(), first.3.clone());
+            let Some(entry) = self.entries.get(&id) else {
+                group.waiting.remove(&first);
+                continue;
+            };
+            if group.holders >= entry.gate.limit as usize {
+                break;
+            }
+            group.waiting.remove(&first);
+            group.holders += 1;
+            let gate = entry.gate.clone();
+            self.take_token(&id, &gate, now);
+            if self.stage(&id) == Some(Stage::Open) {
+                opened.push(id);
+            }
+        }
+        opened
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::RateGate;
+
+    fn keyed(key: &str, limit: u32, since: i64) -> TaskGate {
+        TaskGate {
+            key: Some(key.into()),
+            limit,
+            rate: None,
+            since,
+            seq: 0,
+        }
+    }
+
+    fn rated(per_second: f64, burst: u32, since: i64) -> TaskGate {
+        TaskGate {
+            key: None,
+            limit: 0,
+            rate: Some(RateGate {
+                key: "r".into(),
+                per_second,
+                burst,
+            }),
+            since,
+            seq: 0,
+        }
+    }
+
+    fn id(pid: &str, tid: &str) -> GateId {
+        (pid.into(), tid.into())
+    }
+
+    #[test]
+    fn a_full_key_lets_the_oldest_waiter_through_when_a_task_ends() {
+        let mut g = ActGates::new(0);
+        assert!(g.ask("p1", "a", &keyed("k", 1, 1), 1));
+        assert!(!g.ask("p3", "a", &keyed("k", 1, 3), 3));
+        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), 3));
+        // Another key is independent; asking again changes nothing.
+        assert!(g.ask("p4", "a", &keyed("other", 1, 4), 4));
+        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), 5));
+        assert_eq!(g.ended("p1", "a", 6), vec![id("p2", "a")]);
+        assert!(
+            g.ask("p2", "a", &keyed("k", 1, 2), 6),
+            "open once let through"
+        );
+        // A waiter that goes frees nothing; the holder's end lets none
+        // through when nobody waits.
+        assert!(g.ended("p3", "a", 7).is_empty());
+        assert!(g.ended("p2", "a", 8).is_empty());
+        assert!(g.keys().iter().all(|k| k.key != "k"));
+        assert!(!g.has("p2"));
+    }
+
+    #[test]
+    fn each_waiter_counts_against_its_own_limit_in_order() {
+        let mut g = ActGates::new(0);
+        assert!(g.ask("a", "t", &keyed("k", 2, 1), 1));
+        assert!(g.ask("b", "t", &keyed("k", 2, 2), 2));
+        assert!(!g.ask("w", "t", &keyed("k", 2, 3), 3));
+        // A later ask with a higher limit still waits behind `w`.
+        assert!(!g.ask("late", "t", &keyed("k", 5, 4), 4));
+        assert_eq!(g.ended("a", "t", 5), vec![id("w", "t"), id("late", "t")]);
+    }
+
+    #[test]
+    fn a_bucket_starts_empty_at_the_start_and_refills_at_its_rate() {
+        // Started at 1,000 ms; 2 a second, bursts of 3.
+        let mut g = ActGates::new(1_000);
+        assert!(
+            !g.ask("p", "1", &rated(2.0, 3, 1_000), 1_000),
+            "no burst at a start"
+        );
+        assert_eq!(g.next_token_at(), Some(1_500));
+        assert!(g.refill(1_499).is_empty());
+        assert_eq!(g.refill(1_500), vec![id("p", "1")]);
+        assert_eq!(g.next_token_at(), None);
+        // After a quiet spell the bucket holds `burst` tokens, no more.
+        for t in ["2", "3", "4"] {
+            assert!(g.ask("p", t, &rated(2.0, 3, 10_000), 10_000));
+        }
+        assert!(!g.ask("p", "5", &rated(2.0, 3, 10_000), 10_000));
+        assert!(!g.ask("q", "1", &rated(2.0, 3, 10_001), 10_001));
+        assert_eq!(g.next_token_at(), Some(10_500));
+        assert_eq!(g.refill(11_000), vec![id("p", "5"), id("q", "1")]);
+    }
+
+    #[test]
+    fn a_slot_is_held_while_its_task_waits_for_a_token() {
+        let mut g = ActGates::new(0);
+        let both = |since| TaskGate {
+            rate: rated(1.0, 1, since).rate,
+            ..keyed("k", 1, since)
+        };
+        assert!(
+            !g.ask("a", "t", &both(0), 0),
+            "holds the slot, waits for a token"
+        );
+        assert!(!g.ask("b", "t", &both(1), 1), "waits for the slot");
+        assert_eq!(g.refill(1_000), vec![id("a", "t")]);
+        assert!(g.refill(5_000).is_empty(), "b still waits for the slot");
+        // a ends: b takes the slot and the token the bucket holds.
+        assert_eq!(g.ended("a", "t", 5_000), vec![id("b", "t")]);
+    }
+
+    #[test]
+    fn a_restore_counts_open_tasks_before_it_lets_waiters_through() {
+        let mut g = ActGates::new(0);
+        let found = |tid: &str, since, open| GateUse {
+            tid: tid.into(),
+            gate: keyed("k", 1, since),
+            open,
+        };
+        let opened = g.restore(
+            vec![
+                ("w".into(), found("t", 1, false)),
+                ("h".into(), found("t", 0, true)),
+            ],
+            5,
+        );
+        assert!(opened.is_empty(), "the open task keeps the only slot");
+        assert_eq!(g.ended_all("h", 6), vec![id("w", "t")]);
+    }
+}

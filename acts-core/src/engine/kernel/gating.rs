@@ -1,0 +1,198 @@
+//! The kernel's side of gates (a step's or act's `concurrency:` and
+//! `rate:`, see `act_gates.rs` and the scheduler's `gate.rs`): asking
+//! inside a transition, releasing what a committed transition ended,
+//! opening the tasks let through (each in a transition of its own
+//! process), the rate timer, and the count of gated tasks at a start.
+
+use std::time::Duration;
+
+use tracing::{debug, warn};
+
+use crate::durable::Collection;
+use crate::scheduler::{Process, TaskGate};
+
+use crate::engine::kernel::act_gates::{GateId, GateKeyUse};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::rows::ProcRow;
+use crate::engine::types::error::EngineError;
+
+impl Kernel {
+    /// Task `tid` of `pid` asks to pass `gate` (inside a transition of
+    /// `pid`, before its commit): `(open now, asked first now)`.
+    pub(crate) fn ask_gate(&self, pid: &str, tid: &str, gate: &TaskGate) -> (bool, bool) {
+        let now = self.now();
+        let (open, new) = {
+            let mut gates = self.gates.lock();
+            let new = !gates.knows(pid, tid);
+            (gates.ask(pid, tid, gate, now), new)
+        };
+        if !open {
+            debug!(pid = %pid, tid = %tid, "waits at its gate");
+            self.arm_gate_timer();
+        }
+        (open, new)
+    }
+
+    /// The gated tasks of `process` that ended with the transition just
+    /// committed (all of them when the process ended).
+    pub(crate) fn gates_ended(&self, process: &Process, terminal: bool) -> Vec<String> {
+        let gates = self.gates.lock();
+        if !gates.has(&process.pid) {
+            return Vec::new();
+        }
+        gates
+            .tids_of(&process.pid)
+            .into_iter()
+            .filter(|tid| {
+                terminal
+                    || process
+                        .tasks
+                        .find_id(tid)
+                        .and_then(|t| process.tasks.get(t))
+                        .is_none_or(|t| t.state.is_terminal())
+            })
+            .collect()
+    }
+
+    /// Frees the slots and places of tasks `tids` of `pid` and opens the
+    /// tasks that lets through.
+    pub(crate) fn release_gates(&self, pid: &str, tids: &[String]) {
+        if tids.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let opened: Vec<GateId> = {
+            let mut gates = self.gates.lock();
+            tids.iter()
+                .flat_map(|tid| gates.ended(pid, tid, now))
+                .collect()
+        };
+        self.open_gates(opened);
+    }
+
+    /// Process `pid` went (removed): every gate of it is free.
+    pub(crate) fn release_all_gates(&self, pid: &str) {
+        let now = self.now();
+        let opened = self.gates.lock().ended_all(pid, now);
+        self.open_gates(opened);
+    }
+
+    /// The gate timer fired: the tasks whose token came run.
+    pub(crate) fn on_gate_timer(&self) {
+        self.timers.gate_timer_fired();
+        let opened = self.gates.lock().refill(self.now());
+        self.open_gates(opened);
+        self.arm_gate_timer();
+    }
+
+    /// Arms the gate timer for the next token a task waits for.
+    fn arm_gate_timer(&self) {
+        if self.is_closed() {
+            return;
+        }
+        let next = self.gates.lock().next_token_at();
+        if let Some(due) = next {
+            self.timers.arm_gates(due);
+        }
+    }
+
+    /// Opens each task let through, in a transition of its process.
+    fn open_gates(&self, opened: Vec<GateId>) {
+        let Some(rt) = self.this() else {
+            return;
+        };
+        for (pid, tid) in opened {
+            let rt = rt.clone();
+            self.spawn(async move { rt.open_gate(pid, tid).await });
+        }
+    }
+
+    /// Lets task `tid` of `pid` through its gate. A store fault is tried
+    /// again (its slot stays taken meanwhile) until it holds or the engine
+    /// closes; a task or process that went frees its slot.
+    async fn open_gate(&self, pid: String, tid: String) {
+        let mut wait = Duration::from_millis(50);
+        loop {
+            let handle = match self.handle(&pid).await {
+                Ok(Some(h)) => h,
+                Ok(None) => {
+                    // The process went: whatever it held is free.
+                    self.release_all_gates(&pid);
+                    return;
+                }
+                Err(e) => {
+                    if self.retry_gate_later(&pid, &tid, &e, &mut wait).await {
+                        continue;
+                    }
+                    return;
+                }
+            };
+            let svc_tid = tid.clone();
+            let opened = self
+                .transition(&handle, Vec::new(), move |p, svc| {
+                    Ok(p.open_gate(&svc_tid, svc))
+                })
+                .await;
+            match opened {
+                // A task that no longer waits was released by the
+                // transition that ended it (or is released by this one).
+                Ok(_) => return,
+                Err(EngineError::ProcessNotFound(_)) | Err(EngineError::Removed(_)) => {
+                    self.release_all_gates(&pid);
+                    return;
+                }
+                Err(e) => {
+                    if !self.retry_gate_later(&pid, &tid, &e, &mut wait).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits before another try of an open that failed on `e`; `false`
+    /// when the engine closed (a restart opens it from the rows).
+    async fn retry_gate_later(
+        &self,
+        pid: &str,
+        tid: &str,
+        e: &EngineError,
+        wait: &mut Duration,
+    ) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        warn!(pid = %pid, tid = %tid, error = %e, "cannot open a gate yet; trying again");
+        tokio::time::sleep(*wait).await;
+        *wait = (*wait * 2).min(Duration::from_secs(5));
+        !self.is_closed()
+    }
+
+    /// At a start, before any process runs: the gated tasks of the
+    /// processes in flight (the sparse `gated` index) hold their slots or
+    /// wait again, in order; the ones with room run.
+    pub(crate) async fn count_gates(&self) -> Result<(), EngineError> {
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let mut pids = Vec::new();
+        procs
+            .index_str_entries("gated", |entries| {
+                pids.extend(entries.iter().map(|(_, pid)| pid.clone()));
+            })
+            .await?;
+        let mut found = Vec::new();
+        for pid in pids {
+            if let Some(row) = procs.get(&pid).await? {
+                found.extend(row.gates.into_iter().map(|u| (pid.clone(), u)));
+            }
+        }
+        let opened = self.gates.lock().restore(found, self.now());
+        self.open_gates(opened);
+        self.arm_gate_timer();
+        Ok(())
+    }
+
+    /// Every concurrency and rate key of steps and acts in use.
+    pub(crate) fn gate_keys(&self) -> Vec<GateKeyUse> {
+        self.gates.lock().keys()
+    }
+}

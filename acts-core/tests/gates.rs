@@ -1,0 +1,398 @@
+//! Gates on steps and acts: `concurrency: { key, limit }` lets at most
+//! `limit` tasks of one key run at once across processes, `rate: { key,
+//! per_second, burst }` a token bucket per key; a task past either waits
+//! in state `pending` (announced as such) until it is let through — in
+//! order, however the holder ends, across restarts and crashes, without a
+//! fresh burst after a restart. Runs on every backend (`scripts/test.sh`'s
+//! engine suites).
+
+mod common;
+use common::*;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use acts_core::engine::{ChannelOptions, Engine, EngineError, Executor};
+use acts_core::scheduler::{Message, TaskState};
+use acts_core::time::ManualClock;
+use acts_store::KvStore;
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// One desk approves one request at a time, whichever process asks.
+const DESK: &str = r#"
+id: desk
+ver: "1"
+steps:
+  - id: prepare
+    uses: acts.transform.code
+    params: "return { prepared: true }"
+  - id: approve
+    uses: acts.core.irq
+    concurrency:
+      key: desk-${{ desk }}
+      limit: 1
+    params: { key: approve }
+  - id: after
+    uses: acts.transform.code
+    params: "return { done: true }"
+"#;
+
+/// Two calls a second to a provider, bursts of two.
+const PACED: &str = r#"
+id: paced
+ver: "1"
+steps:
+  - id: call
+    uses: acts.core.irq
+    rate: { key: provider, per_second: 2, burst: 2 }
+    params: { key: call }
+"#;
+
+async fn engine(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
+    let engine = Engine::builder()
+        .store(kv)
+        .clock(Arc::new(clock.clone()))
+        .start()
+        .await
+        .expect("engine starts");
+    let exec = engine.executor();
+    exec.deploy_yaml(DESK).await.expect("deploys");
+    exec.deploy_yaml(PACED).await.expect("deploys");
+    engine
+}
+
+async fn start(exec: &Executor, model: &str, v: serde_json::Value) -> String {
+    exec.start(model, vars(v)).await.expect("starts").pid
+}
+
+/// The state of task `nid` of `pid` (its last one).
+async fn task_state(exec: &Executor, pid: &str, nid: &str) -> Option<TaskState> {
+    let tasks = exec.tasks(pid).await.expect("tasks");
+    tasks.iter().rev().find(|t| t.nid == nid).map(|t| t.state)
+}
+
+async fn asks(rx: &mut UnboundedReceiver<Message>, pid: &str) -> String {
+    recv_where(rx, |m| irq_created(m) && m.pid == pid).await.tid
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    let a_irq = asks(&mut rx, &a).await;
+    clock.advance(Duration::from_millis(1));
+    let b = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    // Announced as pending, with the key it waits for.
+    let pending = recv_where(&mut rx, |m| m.pid == b && m.state == "pending").await;
+    assert_eq!(
+        (pending.r#type.as_str(), pending.nid.as_str()),
+        ("step", "approve")
+    );
+    assert_eq!(pending.inputs["gate"]["key"], "desk-d1");
+    clock.advance(Duration::from_millis(1));
+    let c = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    clock.advance(Duration::from_millis(1));
+    let d = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    // Another desk is not held up.
+    let other = start(&exec, "desk", json!({ "desk": "d2" })).await;
+    let other_irq = asks(&mut rx, &other).await;
+    settle(&engine).await;
+    for p in [&b, &c, &d] {
+        assert_eq!(
+            task_state(&exec, p, "approve").await,
+            Some(TaskState::Pending),
+            "{p}"
+        );
+        assert_eq!(exec.process(p).await.unwrap().state, TaskState::Running);
+    }
+    let d1 = engine
+        .gate_keys()
+        .into_iter()
+        .find(|k| k.key == "desk-d1")
+        .expect("in use");
+    assert_eq!((d1.kind, d1.holders, d1.waiting), ("concurrency", 1, 3));
+
+    // The holder completes: the oldest waiter runs, the others still wait.
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    let b_irq = asks(&mut rx, &b).await;
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &c, "approve").await,
+        Some(TaskState::Pending)
+    );
+    // A waiter whose process is terminated leaves the queue; an error
+    // ends the holder: the next one runs.
+    exec.terminate_process(&c, "not needed").await.unwrap();
+    exec.error(&b, &b_irq, "nope", "refused").await.unwrap();
+    asks(&mut rx, &d).await;
+    // Removal of the holder frees the slot too.
+    let e = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &e, "approve").await,
+        Some(TaskState::Pending)
+    );
+    exec.remove_process(&d).await.unwrap();
+    let e_irq = asks(&mut rx, &e).await;
+    exec.complete(&e, &e_irq, Default::default()).await.unwrap();
+    exec.complete(&other, &other_irq, Default::default())
+        .await
+        .unwrap();
+    let end = recv_where(&mut rx, ends(&e)).await;
+    assert_eq!(end.state, "completed");
+    settle(&engine).await;
+    assert!(
+        engine.gate_keys().iter().all(|k| k.key != "desk-d1"),
+        "nothing held"
+    );
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_acts_of_one_process_share_a_key_with_everyone_else() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: fanout
+ver: "1"
+steps:
+  - id: each
+    uses: acts.core.parallel
+    params:
+      in: [a, b, c]
+      acts:
+        - uses: acts.core.irq
+          concurrency: { key: printer, limit: 2 }
+          params: { key: print }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = start(&exec, "fanout", json!({})).await;
+    let first = asks(&mut rx, &p).await;
+    asks(&mut rx, &p).await;
+    settle(&engine).await;
+    let states: Vec<TaskState> = exec
+        .tasks(&p)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.uses.as_deref() == Some("acts.core.irq"))
+        .map(|t| t.state)
+        .collect();
+    let count = |s| states.iter().filter(|x| **x == s).count();
+    assert_eq!(
+        (count(TaskState::Interrupt), count(TaskState::Pending)),
+        (2, 1)
+    );
+    exec.complete(&p, &first, Default::default()).await.unwrap();
+    let third = asks(&mut rx, &p).await;
+    assert_ne!(third, first);
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_that_does_not_evaluate_fails_its_task_and_a_bad_gate_is_refused_at_deploy() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    // `desk` is not given: the key has no value.
+    let p = start(&exec, "desk", json!({})).await;
+    let end = recv_where(&mut rx, ends(&p)).await;
+    assert_eq!(end.state, "error");
+    let message = end.inputs["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("concurrency key"), "{message}");
+    let refused = exec
+        .deploy_yaml(
+            "id: bad\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.irq\n    rate: { key: k, per_second: 0 }\n",
+        )
+        .await;
+    let Err(EngineError::Model(e)) = refused else {
+        panic!("refused: {refused:?}");
+    };
+    assert!(e.to_string().contains("per_second"), "{e}");
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_lets_tasks_through_at_its_pace_and_a_restart_gives_no_fresh_burst() {
+    let clock = ManualClock::new(1_000_000);
+    let kv = store().await;
+    let first = engine(kv.clone(), &clock).await;
+    let exec = first.executor();
+    let mut pids = Vec::new();
+    for _ in 0..6 {
+        pids.push(start(&exec, "paced", json!({})).await);
+    }
+    settle(&first).await;
+    let open = |exec: Executor, pids: Vec<String>| async move {
+        let mut n = 0;
+        for p in &pids {
+            if !waiting(&exec, p).await.is_empty() {
+                n += 1;
+            }
+        }
+        n
+    };
+    // The bucket starts empty at the engine's start: nothing runs yet.
+    assert_eq!(open(exec.clone(), pids.clone()).await, 0);
+    clock.advance(Duration::from_millis(499));
+    settle(&first).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 0);
+    clock.advance(Duration::from_millis(1));
+    settle(&first).await;
+    assert_eq!(
+        open(exec.clone(), pids.clone()).await,
+        1,
+        "one token at 500 ms"
+    );
+    clock.advance(Duration::from_millis(500));
+    settle(&first).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 2);
+    first.close().await;
+
+    // A restart long after: the bucket is empty again (no burst of two).
+    clock.advance(Duration::from_secs(60));
+    let second = engine(kv, &clock).await;
+    let exec = second.executor();
+    settle(&second).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 2);
+    clock.advance(Duration::from_millis(500));
+    settle(&second).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 3);
+    // Then bursts of at most two, two a second.
+    clock.advance(Duration::from_secs(10));
+    settle(&second).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 5);
+    clock.advance(Duration::from_millis(500));
+    settle(&second).await;
+    assert_eq!(open(exec.clone(), pids.clone()).await, 6);
+    second.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holders_and_waiters_are_counted_again_after_a_restart() {
+    let clock = ManualClock::new(1_000_000);
+    let kv = store().await;
+    let first = engine(kv.clone(), &clock).await;
+    let exec = first.executor();
+    let mut rx = first.channel(ChannelOptions::default()).subscribe();
+    let a = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    let a_irq = asks(&mut rx, &a).await;
+    clock.advance(Duration::from_millis(1));
+    let b = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    clock.advance(Duration::from_millis(1));
+    let c = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    settle(&first).await;
+    first.close().await;
+
+    let second = engine(kv, &clock).await;
+    let exec = second.executor();
+    let mut rx = second.channel(ChannelOptions::default()).subscribe();
+    clock.advance(Duration::from_millis(1));
+    let d = start(&exec, "desk", json!({ "desk": "d1" })).await;
+    settle(&second).await;
+    for p in [&b, &c, &d] {
+        assert_eq!(
+            task_state(&exec, p, "approve").await,
+            Some(TaskState::Pending),
+            "{p}"
+        );
+    }
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    let b_irq = asks(&mut rx, &b).await;
+    settle(&second).await;
+    assert_eq!(
+        task_state(&exec, &c, "approve").await,
+        Some(TaskState::Pending)
+    );
+    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    let c_irq = asks(&mut rx, &c).await;
+    exec.complete(&c, &c_irq, Default::default()).await.unwrap();
+    asks(&mut rx, &d).await;
+    second.close().await;
+}
+
+/// The engine on a recovered crash store, driven to the end by a
+/// deterministic client: starts a, b and c (one desk) when the store does
+/// not hold them and answers whichever asks. At every step the store
+/// never shows two of their `approve` tasks open at once.
+async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize)> {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(kv, &clock).await;
+    let exec = engine.executor();
+    for _ in 0..50 {
+        for pid in ["a", "b", "c"] {
+            if matches!(
+                exec.process(pid).await,
+                Err(EngineError::ProcessNotFound(_))
+            ) {
+                let started = exec
+                    .start("desk", vars(json!({ "desk": "d1", "pid": pid })))
+                    .await;
+                assert!(started.is_ok(), "{pid}: {started:?}");
+                clock.advance(Duration::from_millis(1));
+            }
+        }
+        settle(&engine).await;
+        let mut asking = Vec::new();
+        let mut ended = Vec::new();
+        for pid in ["a", "b", "c"] {
+            let p = exec.process(pid).await.expect("the process");
+            if p.state == TaskState::Completed {
+                let approved = exec
+                    .tasks(pid)
+                    .await
+                    .expect("tasks")
+                    .iter()
+                    .filter(|t| t.nid == "approve" && t.state == TaskState::Completed)
+                    .count();
+                ended.push((pid.to_owned(), p.state, approved));
+            }
+            for tid in waiting(&exec, pid).await {
+                asking.push((pid, tid));
+            }
+        }
+        assert!(asking.len() <= 1, "over the limit: {asking:?}");
+        if ended.len() == 3 {
+            engine.close().await;
+            return ended;
+        }
+        for (pid, tid) in asking {
+            exec.complete(pid, &tid, Default::default())
+                .await
+                .expect("answered");
+        }
+        settle(&engine).await;
+    }
+    panic!("the three processes did not complete");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_at_any_point_of_a_handover_neither_over_admits_nor_loses_a_task() {
+    let recorded = Arc::new(acts_testkit::CrashStore::new());
+    let done = drive_to_the_end(recorded.clone()).await;
+    let expected: Vec<(String, TaskState, usize)> = ["a", "b", "c"]
+        .iter()
+        .map(|p| (p.to_string(), TaskState::Completed, 1))
+        .collect();
+    assert_eq!(done, expected);
+    let batches = recorded.committed().await;
+    assert!(batches > 6, "{batches} batches recorded");
+    for k in 0..=batches {
+        let cut = Arc::new(recorded.recover_prefix(k).await);
+        let done = drive_to_the_end(cut).await;
+        assert_eq!(done, expected, "crash after batch {k} of {batches}");
+    }
+}
