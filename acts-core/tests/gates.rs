@@ -282,6 +282,63 @@ async fn a_rate_lets_tasks_through_at_its_pace_and_a_restart_gives_no_fresh_burs
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_with_both_holds_its_slot_while_it_waits_for_a_token() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: both
+ver: "1"
+steps:
+  - id: call
+    uses: acts.core.irq
+    concurrency: { key: line }
+    rate: { key: line-pace, per_second: 1 }
+    params: { key: call }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let a = start(&exec, "both", json!({})).await;
+    clock.advance(Duration::from_millis(1));
+    let b = start(&exec, "both", json!({})).await;
+    settle(&engine).await;
+    let line = |kind: &str| {
+        let keys = engine.gate_keys();
+        let k = keys.iter().find(|k| k.kind == kind).expect("in use");
+        (k.holders, k.waiting)
+    };
+    // a holds the slot and waits for the first token, b for the slot.
+    assert_eq!((line("concurrency"), line("rate")), ((1, 1), (0, 1)));
+    clock.advance(Duration::from_millis(1_000));
+    let a_irq = asks(&mut rx, &a).await;
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &b, "call").await,
+        Some(TaskState::Pending)
+    );
+    // a ends: b takes the slot and waits for the next token (its timer is
+    // armed then), which comes a second after a's.
+    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &b, "call").await,
+        Some(TaskState::Pending)
+    );
+    clock.advance(Duration::from_millis(999));
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &b, "call").await,
+        Some(TaskState::Pending)
+    );
+    clock.advance(Duration::from_millis(1));
+    asks(&mut rx, &b).await;
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holders_and_waiters_are_counted_again_after_a_restart() {
     let clock = ManualClock::new(1_000_000);
     let kv = store().await;

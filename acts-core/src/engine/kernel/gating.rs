@@ -68,6 +68,8 @@ impl Kernel {
                 .collect()
         };
         self.open_gates(opened);
+        // A waiter that took the freed slot may wait for a token now.
+        self.arm_gate_timer();
     }
 
     /// Process `pid` went (removed): every gate of it is free.
@@ -75,6 +77,7 @@ impl Kernel {
         let now = self.now();
         let opened = self.gates.lock().ended_all(pid, now);
         self.open_gates(opened);
+        self.arm_gate_timer();
     }
 
     /// The gate timer fired: the tasks whose token came run.
