@@ -199,6 +199,64 @@ steps:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_under_a_holder_of_its_key_runs_on_the_holders_slot() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    // The catch asks again under the step that holds `desk` (limit 1): it
+    // would wait for its own ancestor forever.
+    exec.deploy_yaml(
+        r#"
+id: again
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    concurrency: { key: desk }
+    params: { key: ask }
+    catches:
+      - id: ask_again
+        if: $ecode() == 'E1'
+        uses: acts.core.irq
+        concurrency: { key: desk }
+        params: { key: ask_again }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let p = start(&exec, "again", json!({})).await;
+    let other = start(&exec, "again", json!({})).await;
+    let first = recv_where(&mut rx, |m| {
+        irq_created(m) && m.key.as_deref() == Some("ask")
+    })
+    .await;
+    assert_eq!(first.pid, p, "the other waits for the desk");
+    exec.error(&p, &first.tid, "E1", "try again").await.unwrap();
+    settle(&engine).await;
+    for t in exec.tasks(&p).await.unwrap() {
+        eprintln!(
+            "DBG {} {} {:?} parent={:?} data={:?}",
+            t.tid, t.nid, t.state, t.parent, t.data
+        );
+    }
+    let again = recv_where(&mut rx, |m| irq_created(m) && m.pid == p).await;
+    assert_eq!(again.key.as_deref(), Some("ask_again"));
+    settle(&engine).await;
+    assert_eq!(
+        task_state(&exec, &other, "ask").await,
+        Some(TaskState::Pending)
+    );
+    exec.complete(&p, &again.tid, Default::default())
+        .await
+        .unwrap();
+    // The holder's end lets the other through.
+    let next = recv_where(&mut rx, |m| irq_created(m) && m.pid == other).await;
+    assert_eq!(next.key.as_deref(), Some("ask"));
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_that_does_not_evaluate_fails_its_task_and_a_bad_gate_is_refused_at_deploy() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine(store().await, &clock).await;

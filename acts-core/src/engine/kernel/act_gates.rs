@@ -247,7 +247,10 @@ impl ActGates {
     /// use)`), before anything runs: the open ones hold their slots, the
     /// others wait in order. Returns the tasks that may run now.
     pub(crate) fn restore(&mut self, found: Vec<(String, GateUse)>, now: i64) -> Vec<GateId> {
-        let (open, waiting): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, u)| u.open);
+        let (open, mut waiting): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, u)| u.open);
+        // The waiters take free slots in their queue's order (the rows
+        // come in any order).
+        waiting.sort_by_cached_key(|(pid, u)| place(&(pid.clone(), u.tid.clone()), &u.gate));
         for (pid, u) in open {
             let id = (pid.clone(), u.tid.clone());
             if self.entries.contains_key(&id) {
@@ -493,12 +496,25 @@ mod tests {
         };
         let opened = g.restore(
             vec![
+                ("w2".into(), found("t", 2, false)),
                 ("w".into(), found("t", 1, false)),
                 ("h".into(), found("t", 0, true)),
             ],
             5,
         );
         assert!(opened.is_empty(), "the open task keeps the only slot");
-        assert_eq!(g.ended_all("h", 6), vec![id("w", "t")]);
+        assert_eq!(g.ended_all("h", 6), vec![id("w", "t")], "the oldest first");
+        assert_eq!(g.ended_all("w", 7), vec![id("w2", "t")]);
+        // With the slot free, the oldest waiter found takes it, whatever
+        // order the rows came in.
+        let mut g = ActGates::new(0);
+        let opened = g.restore(
+            vec![
+                ("late".into(), found("t", 9, false)),
+                ("early".into(), found("t", 3, false)),
+            ],
+            10,
+        );
+        assert_eq!(opened, vec![id("early", "t")]);
     }
 }

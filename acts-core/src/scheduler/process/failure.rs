@@ -51,7 +51,9 @@ impl Process {
         let Some(task) = self.tasks.get(step) else {
             return false;
         };
-        if task.sign.0 != 0 {
+        // A step in any special role (a catch, a timeout, handling an
+        // error already, ...) does not catch; its gate is no role.
+        if task.sign.0 & !(Sign::GATED | Sign::GATE_OPEN) != 0 {
             return false;
         }
         let first_catch = self

@@ -117,8 +117,13 @@ impl Process {
             }
             Ok(key)
         };
+        // Re-entrant: under a task of this process that holds the key's
+        // slot (a catch of a keyed step, an act of a keyed step's block),
+        // a task runs on that slot — it would wait for its own ancestor.
         let key = match &concurrency {
-            Some(c) => Some(evaluate("concurrency", &c.key)?),
+            Some(c) => {
+                Some(evaluate("concurrency", &c.key)?).filter(|k| !self.ancestor_holds(t, k))
+            }
             None => None,
         };
         let rate = match &rate {
@@ -129,9 +134,15 @@ impl Process {
             }),
             None => None,
         };
+        if key.is_none() && rate.is_none() {
+            return Ok(false);
+        }
         let gate = TaskGate {
+            limit: key
+                .as_ref()
+                .and(concurrency.as_ref())
+                .map_or(0, |c| c.limit),
             key,
-            limit: concurrency.map_or(0, |c| c.limit),
             rate,
             since: self.tasks.now(),
             seq: t.index() as u32,
@@ -140,6 +151,10 @@ impl Process {
         self.tasks.put(t, GATE_KEY, &value);
         self.tasks.set_state(t, TaskState::Pending);
         self.tasks.sign(t, Sign::GATED);
+        // Announced as pending, so its end is announced too — whether or
+        // not it ran (an act is otherwise silent until it runs, and when
+        // its gate opens relative to a sibling's end is a matter of timing).
+        self.tasks.unsign(t, Sign::NO_EMIT);
         self.has_gates = true;
         self.emit(t, svc);
         let tid = self.tasks.get(t).map(|x| x.id.clone()).unwrap_or_default();
@@ -182,6 +197,21 @@ impl Process {
         self.fail(t, TaskError::new("", message), svc);
         self.run(svc);
         true
+    }
+
+    /// Whether an ancestor of task `t` passed its gate holding a slot of
+    /// concurrency key `key`.
+    fn ancestor_holds(&self, t: TaskIx, key: &str) -> bool {
+        self.tasks.ancestors(t).into_iter().any(|a| {
+            self.tasks.get(a).is_some_and(|x| {
+                x.sign.has(Sign::GATE_OPEN)
+                    && x.data
+                        .get(GATE_KEY)
+                        .and_then(|g| g.get("key"))
+                        .and_then(Value::as_str)
+                        == Some(key)
+            })
+        })
     }
 
     /// Whether task `t` waits at its gate.
