@@ -420,20 +420,7 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_at_any_point_of_a_handover_neither_over_admits_nor_loses_a_start() {
-    let recorded = Arc::new(acts_testkit::CrashStore::new());
-    let done = drive_to_the_end(recorded.clone()).await;
-    let expected: Vec<(String, TaskState, usize)> = ["a", "b", "c"]
-        .iter()
-        .map(|p| (p.to_string(), TaskState::Completed, 1))
-        .collect();
-    assert_eq!(done, expected);
-    let batches = recorded.committed().await;
-    assert!(batches > 6, "{batches} batches recorded");
-    for k in 0..=batches {
-        let cut = Arc::new(recorded.recover_prefix(k).await);
-        let done = drive_to_the_end(cut).await;
-        assert_eq!(done, expected, "crash after batch {k} of {batches}");
-    }
+    after_every_crash_cut(drive_to_the_end).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -172,3 +172,28 @@ pub async fn waiting(exec: &acts_core::engine::Executor, pid: &str) -> Vec<Strin
         .map(|t| t.tid)
         .collect()
 }
+
+/// Runs `drive` on a crash-recording store, then again on the store as a
+/// crash after each of its committed batches left it: every run must end
+/// with processes a, b and c completed, each with one answered act
+/// (`drive` returns `(pid, state, answered)` per process).
+pub async fn after_every_crash_cut<F, Fut>(drive: F)
+where
+    F: Fn(Arc<dyn KvStore>) -> Fut,
+    Fut: std::future::Future<Output = Vec<(String, acts_core::scheduler::TaskState, usize)>>,
+{
+    let recorded = Arc::new(acts_testkit::CrashStore::new());
+    let done = drive(recorded.clone()).await;
+    let expected: Vec<(String, acts_core::scheduler::TaskState, usize)> = ["a", "b", "c"]
+        .iter()
+        .map(|p| (p.to_string(), acts_core::scheduler::TaskState::Completed, 1))
+        .collect();
+    assert_eq!(done, expected);
+    let batches = recorded.committed().await;
+    assert!(batches > 6, "{batches} batches recorded");
+    for k in 0..=batches {
+        let cut = Arc::new(recorded.recover_prefix(k).await);
+        let done = drive(cut).await;
+        assert_eq!(done, expected, "crash after batch {k} of {batches}");
+    }
+}
