@@ -257,6 +257,50 @@ steps:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_higher_priority_process_takes_a_freed_slot_first() {
+    let clock = ManualClock::new(1_000_000);
+    let engine = engine(store().await, &clock).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(
+        r#"
+id: tiered_desk
+ver: "1"
+priority: ${{ tier }}
+steps:
+  - id: approve
+    uses: acts.core.irq
+    concurrency: { key: desk }
+    params: { key: approve }
+"#,
+    )
+    .await
+    .unwrap();
+    let mut rx = engine.channel(ChannelOptions::default()).subscribe();
+    let holder = start(&exec, "tiered_desk", json!({ "tier": 3 })).await;
+    let holder_irq = asks(&mut rx, &holder).await;
+    clock.advance(Duration::from_millis(1));
+    let low = start(&exec, "tiered_desk", json!({ "tier": 1 })).await;
+    clock.advance(Duration::from_millis(1));
+    let high = start(&exec, "tiered_desk", json!({ "tier": 5 })).await;
+    settle(&engine).await;
+    exec.complete(&holder, &holder_irq, Default::default())
+        .await
+        .unwrap();
+    // The later but higher-priority waiter goes first.
+    let next = recv_where(&mut rx, irq_created).await;
+    assert_eq!(next.pid, high);
+    assert_eq!(
+        task_state(&exec, &low, "approve").await,
+        Some(TaskState::Pending)
+    );
+    exec.complete(&high, &next.tid, Default::default())
+        .await
+        .unwrap();
+    asks(&mut rx, &low).await;
+    engine.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_that_does_not_evaluate_fails_its_task_and_a_bad_gate_is_refused_at_deploy() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine(store().await, &clock).await;

@@ -18,6 +18,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::engine::kernel::fair_queue::FairQueue;
+use crate::engine::kernel::token_bucket::Bucket;
+use crate::engine::persist::rows::QueueOrder;
 use crate::scheduler::{GateUse, TaskGate};
 
 /// Why a cluster refuses a step's or act's gate: its partitions count
@@ -38,17 +41,30 @@ enum Stage {
     Open,
 }
 
+/// A task here: its gate, its stage, its process's queue order.
 #[derive(Debug)]
 struct Entry {
     gate: TaskGate,
     stage: Stage,
+    order: QueueOrder,
 }
 
-/// Waiters in order: when they began to wait, then pid, then creation
-/// order in the process (and tid).
-type Queue = BTreeSet<(i64, String, u32, String)>;
+/// Waiters in the order they leave: their processes' priorities first,
+/// fairness keys in turn, then when they began to wait (and arrival:
+/// one transition asks in creation order, a start in queue order).
+type Queue = FairQueue;
 
-/// Where task `id` with `gate` goes in a queue.
+/// A task's name in a queue, and the task a name in a queue names.
+fn queued(id: &GateId) -> String {
+    format!("{}\u{0}{}", id.0, id.1)
+}
+fn unqueued(name: &str) -> Option<GateId> {
+    let (pid, tid) = name.split_once('\u{0}')?;
+    Some((pid.to_owned(), tid.to_owned()))
+}
+
+/// The order found waiters are queued again in at a start: when they
+/// began to wait, then pid, then creation order in the process.
 fn place(id: &GateId, gate: &TaskGate) -> (i64, String, u32, String) {
     (gate.since, id.0.clone(), gate.seq, id.1.clone())
 }
@@ -57,32 +73,6 @@ fn place(id: &GateId, gate: &TaskGate) -> (i64, String, u32, String) {
 struct SlotGroup {
     holders: usize,
     waiting: Queue,
-}
-
-#[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    /// When `tokens` was last brought up to date (ms).
-    at: i64,
-    per_second: f64,
-    burst: u32,
-    waiting: Queue,
-}
-
-impl Bucket {
-    fn refill(&mut self, now: i64) {
-        if now > self.at {
-            let added = (now - self.at) as f64 * self.per_second / 1000.0;
-            self.tokens = (self.tokens + added).min(f64::from(self.burst));
-            self.at = now;
-        }
-    }
-
-    /// When the next token is there (ms).
-    fn next_token_at(&self) -> i64 {
-        let missing = (1.0 - self.tokens).max(0.0);
-        self.at + (missing * 1000.0 / self.per_second).ceil() as i64
-    }
 }
 
 /// A key's figures ([`ActGates::keys`]).
@@ -124,7 +114,14 @@ impl ActGates {
     /// Task `tid` of `pid` asks to pass `gate` at `now`: `true` when it
     /// may run now (it holds its slot and spent a token), else it waits in
     /// order. Asking again (a restored process) changes nothing.
-    pub(crate) fn ask(&mut self, pid: &str, tid: &str, gate: &TaskGate, now: i64) -> bool {
+    pub(crate) fn ask(
+        &mut self,
+        pid: &str,
+        tid: &str,
+        gate: &TaskGate,
+        order: &QueueOrder,
+        now: i64,
+    ) -> bool {
         let id = (pid.to_owned(), tid.to_owned());
         if let Some(e) = self.entries.get(&id) {
             return e.stage == Stage::Open;
@@ -134,6 +131,7 @@ impl ActGates {
             Entry {
                 gate: gate.clone(),
                 stage: Stage::Slot,
+                order: order.clone(),
             },
         );
         self.by_pid
@@ -176,18 +174,18 @@ impl ActGates {
                 self.by_pid.remove(pid);
             }
         }
-        let place = place(&id, &entry.gate);
+        let name = queued(&id);
         if let (Some(r), Stage::Token) = (&entry.gate.rate, entry.stage)
             && let Some(b) = self.buckets.get_mut(&r.key)
         {
-            b.waiting.remove(&place);
+            b.waiting.remove(&name);
         }
         let mut opened = Vec::new();
         if let Some(key) = &entry.gate.key
             && let Some(group) = self.slots.get_mut(key)
         {
             if entry.stage == Stage::Slot {
-                group.waiting.remove(&place);
+                group.waiting.remove(&name);
             } else {
                 group.holders = group.holders.saturating_sub(1);
                 opened = self.let_through(key, now);
@@ -218,11 +216,10 @@ impl ActGates {
         let mut opened = Vec::new();
         for bucket in self.buckets.values_mut() {
             bucket.refill(now);
-            while bucket.tokens >= 1.0
-                && let Some(first) = bucket.waiting.pop_first()
-            {
-                bucket.tokens -= 1.0;
-                opened.push((first.1, first.3));
+            while !bucket.waiting.is_empty() && bucket.take() {
+                if let Some((_, name)) = bucket.waiting.pop() {
+                    opened.extend(unqueued(&name));
+                }
             }
         }
         for id in &opened {
@@ -246,12 +243,15 @@ impl ActGates {
     /// The gated tasks found in the stored processes at a start (`(pid,
     /// use)`), before anything runs: the open ones hold their slots, the
     /// others wait in order. Returns the tasks that may run now.
-    pub(crate) fn restore(&mut self, found: Vec<(String, GateUse)>, now: i64) -> Vec<GateId> {
-        let (open, mut waiting): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, u)| u.open);
-        // The waiters take free slots in their queue's order (the rows
-        // come in any order).
-        waiting.sort_by_cached_key(|(pid, u)| place(&(pid.clone(), u.tid.clone()), &u.gate));
-        for (pid, u) in open {
+    pub(crate) fn restore(
+        &mut self,
+        found: Vec<(String, GateUse, QueueOrder)>,
+        now: i64,
+    ) -> Vec<GateId> {
+        let (open, mut waiting): (Vec<_>, Vec<_>) = found.into_iter().partition(|(_, u, _)| u.open);
+        // The waiters queue again in their order (the rows come in any).
+        waiting.sort_by_cached_key(|(pid, u, _)| place(&(pid.clone(), u.tid.clone()), &u.gate));
+        for (pid, u, order) in open {
             let id = (pid.clone(), u.tid.clone());
             if self.entries.contains_key(&id) {
                 continue;
@@ -265,12 +265,13 @@ impl ActGates {
                 Entry {
                     gate: u.gate,
                     stage: Stage::Open,
+                    order,
                 },
             );
         }
         let mut opened = Vec::new();
-        for (pid, u) in waiting {
-            if self.ask(&pid, &u.tid, &u.gate, now) {
+        for (pid, u, order) in waiting {
+            if self.ask(&pid, &u.tid, &u.gate, &order, now) {
                 opened.push((pid, u.tid));
             }
         }
@@ -308,41 +309,36 @@ impl ActGates {
         let Some(entry) = self.entries.get(id) else {
             return;
         };
-        let gate = entry.gate.clone();
+        let (gate, order) = (entry.gate.clone(), entry.order.clone());
         if let Some(key) = &gate.key {
             let group = self.slots.entry(key.clone()).or_default();
             if !group.waiting.is_empty() || group.holders >= gate.limit as usize {
-                group.waiting.insert(place(id, &gate));
+                group.waiting.push(&queued(id), gate.since, &order);
                 return;
             }
             group.holders += 1;
         }
-        self.take_token(id, &gate, now);
+        self.take_token(id, &gate, &order, now);
     }
 
     /// Holding its slot (or needing none): a token, or a place in the
     /// bucket's queue.
-    fn take_token(&mut self, id: &GateId, gate: &TaskGate, now: i64) {
+    fn take_token(&mut self, id: &GateId, gate: &TaskGate, order: &QueueOrder, now: i64) {
         let stage = match &gate.rate {
             None => Stage::Open,
             Some(r) => {
                 let started = self.started;
-                let bucket = self.buckets.entry(r.key.clone()).or_insert_with(|| Bucket {
-                    tokens: 0.0,
-                    at: started,
-                    per_second: r.per_second,
-                    burst: r.burst,
-                    waiting: Queue::new(),
-                });
+                let bucket = self
+                    .buckets
+                    .entry(r.key.clone())
+                    .or_insert_with(|| Bucket::empty_at(started, r.per_second, r.burst));
                 // The latest model's figures count.
-                bucket.per_second = r.per_second;
-                bucket.burst = r.burst;
+                bucket.set_rate(r.per_second, r.burst);
                 bucket.refill(now);
-                if bucket.waiting.is_empty() && bucket.tokens >= 1.0 {
-                    bucket.tokens -= 1.0;
+                if bucket.waiting.is_empty() && bucket.take() {
                     Stage::Open
                 } else {
-                    bucket.waiting.insert(place(id, gate));
+                    bucket.waiting.push(&queued(id), gate.since, order);
                     Stage::Token
                 }
             }
@@ -357,21 +353,25 @@ impl ActGates {
     fn let_through(&mut self, key: &str, now: i64) -> Vec<GateId> {
         let mut opened = Vec::new();
         while let Some(group) = self.slots.get_mut(key) {
-            let Some(first) = group.waiting.first().cloned() else {
+            let Some(name) = group.waiting.peek().map(str::to_owned) else {
                 break;
             };
-            let id = (first.1.clone(), first.3.clone());
-            let Some(entry) = self.entries.get(&id) else {
-                group.waiting.remove(&first);
+            let Some((id, entry)) = unqueued(&name).and_then(|id| {
+                let entry = self.entries.get(&id)?;
+                Some((id, entry))
+            }) else {
+                group.waiting.remove(&name);
                 continue;
             };
             if group.holders >= entry.gate.limit as usize {
                 break;
             }
-            group.waiting.remove(&first);
+            // Popped (not removed): its fairness key takes its next turn
+            // at the back, and the queue counts it for aging.
+            group.waiting.pop();
             group.holders += 1;
-            let gate = entry.gate.clone();
-            self.take_token(&id, &gate, now);
+            let (gate, order) = (entry.gate.clone(), entry.order.clone());
+            self.take_token(&id, &gate, &order, now);
             if self.stage(&id) == Some(Stage::Open) {
                 opened.push(id);
             }
@@ -416,15 +416,15 @@ mod tests {
     #[test]
     fn a_full_key_lets_the_oldest_waiter_through_when_a_task_ends() {
         let mut g = ActGates::new(0);
-        assert!(g.ask("p1", "a", &keyed("k", 1, 1), 1));
-        assert!(!g.ask("p3", "a", &keyed("k", 1, 3), 3));
-        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), 3));
+        assert!(g.ask("p1", "a", &keyed("k", 1, 1), &QueueOrder::default(), 1));
+        assert!(!g.ask("p3", "a", &keyed("k", 1, 3), &QueueOrder::default(), 3));
+        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), &QueueOrder::default(), 3));
         // Another key is independent; asking again changes nothing.
-        assert!(g.ask("p4", "a", &keyed("other", 1, 4), 4));
-        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), 5));
+        assert!(g.ask("p4", "a", &keyed("other", 1, 4), &QueueOrder::default(), 4));
+        assert!(!g.ask("p2", "a", &keyed("k", 1, 2), &QueueOrder::default(), 5));
         assert_eq!(g.ended("p1", "a", 6), vec![id("p2", "a")]);
         assert!(
-            g.ask("p2", "a", &keyed("k", 1, 2), 6),
+            g.ask("p2", "a", &keyed("k", 1, 2), &QueueOrder::default(), 6),
             "open once let through"
         );
         // A waiter that goes frees nothing; the holder's end lets none
@@ -436,13 +436,40 @@ mod tests {
     }
 
     #[test]
+    fn a_higher_priority_process_goes_first_and_tenants_take_turns() {
+        let mut g = ActGates::new(0);
+        let order = |priority, fairness: &str| QueueOrder {
+            priority,
+            fairness: fairness.into(),
+        };
+        assert!(g.ask("h", "t", &keyed("k", 1, 0), &QueueOrder::default(), 0));
+        for (pid, o) in [
+            ("low", order(1, "")),
+            ("a1", order(3, "a")),
+            ("a2", order(3, "a")),
+            ("b1", order(3, "b")),
+            ("vip", order(5, "")),
+        ] {
+            assert!(!g.ask(pid, "t", &keyed("k", 1, 1), &o, 1));
+        }
+        let mut out = Vec::new();
+        let mut holder = "h".to_owned();
+        for _ in 0..5 {
+            let next = g.ended(&holder, "t", 2);
+            holder = next[0].0.clone();
+            out.push(holder.clone());
+        }
+        assert_eq!(out, ["vip", "a1", "b1", "a2", "low"]);
+    }
+
+    #[test]
     fn each_waiter_counts_against_its_own_limit_in_order() {
         let mut g = ActGates::new(0);
-        assert!(g.ask("a", "t", &keyed("k", 2, 1), 1));
-        assert!(g.ask("b", "t", &keyed("k", 2, 2), 2));
-        assert!(!g.ask("w", "t", &keyed("k", 2, 3), 3));
+        assert!(g.ask("a", "t", &keyed("k", 2, 1), &QueueOrder::default(), 1));
+        assert!(g.ask("b", "t", &keyed("k", 2, 2), &QueueOrder::default(), 2));
+        assert!(!g.ask("w", "t", &keyed("k", 2, 3), &QueueOrder::default(), 3));
         // A later ask with a higher limit still waits behind `w`.
-        assert!(!g.ask("late", "t", &keyed("k", 5, 4), 4));
+        assert!(!g.ask("late", "t", &keyed("k", 5, 4), &QueueOrder::default(), 4));
         assert_eq!(g.ended("a", "t", 5), vec![id("w", "t"), id("late", "t")]);
     }
 
@@ -451,7 +478,13 @@ mod tests {
         // Started at 1,000 ms; 2 a second, bursts of 3.
         let mut g = ActGates::new(1_000);
         assert!(
-            !g.ask("p", "1", &rated(2.0, 3, 1_000), 1_000),
+            !g.ask(
+                "p",
+                "1",
+                &rated(2.0, 3, 1_000),
+                &QueueOrder::default(),
+                1_000
+            ),
             "no burst at a start"
         );
         assert_eq!(g.next_token_at(), Some(1_500));
@@ -460,10 +493,28 @@ mod tests {
         assert_eq!(g.next_token_at(), None);
         // After a quiet spell the bucket holds `burst` tokens, no more.
         for t in ["2", "3", "4"] {
-            assert!(g.ask("p", t, &rated(2.0, 3, 10_000), 10_000));
+            assert!(g.ask(
+                "p",
+                t,
+                &rated(2.0, 3, 10_000),
+                &QueueOrder::default(),
+                10_000
+            ));
         }
-        assert!(!g.ask("p", "5", &rated(2.0, 3, 10_000), 10_000));
-        assert!(!g.ask("q", "1", &rated(2.0, 3, 10_001), 10_001));
+        assert!(!g.ask(
+            "p",
+            "5",
+            &rated(2.0, 3, 10_000),
+            &QueueOrder::default(),
+            10_000
+        ));
+        assert!(!g.ask(
+            "q",
+            "1",
+            &rated(2.0, 3, 10_001),
+            &QueueOrder::default(),
+            10_001
+        ));
         assert_eq!(g.next_token_at(), Some(10_500));
         assert_eq!(g.refill(11_000), vec![id("p", "5"), id("q", "1")]);
     }
@@ -476,10 +527,13 @@ mod tests {
             ..keyed("k", 1, since)
         };
         assert!(
-            !g.ask("a", "t", &both(0), 0),
+            !g.ask("a", "t", &both(0), &QueueOrder::default(), 0),
             "holds the slot, waits for a token"
         );
-        assert!(!g.ask("b", "t", &both(1), 1), "waits for the slot");
+        assert!(
+            !g.ask("b", "t", &both(1), &QueueOrder::default(), 1),
+            "waits for the slot"
+        );
         assert_eq!(g.refill(1_000), vec![id("a", "t")]);
         assert!(g.refill(5_000).is_empty(), "b still waits for the slot");
         // a ends: b takes the slot and the token the bucket holds.
@@ -496,9 +550,9 @@ mod tests {
         };
         let opened = g.restore(
             vec![
-                ("w2".into(), found("t", 2, false)),
-                ("w".into(), found("t", 1, false)),
-                ("h".into(), found("t", 0, true)),
+                ("w2".into(), found("t", 2, false), QueueOrder::default()),
+                ("w".into(), found("t", 1, false), QueueOrder::default()),
+                ("h".into(), found("t", 0, true), QueueOrder::default()),
             ],
             5,
         );
@@ -510,8 +564,8 @@ mod tests {
         let mut g = ActGates::new(0);
         let opened = g.restore(
             vec![
-                ("late".into(), found("t", 9, false)),
-                ("early".into(), found("t", 3, false)),
+                ("late".into(), found("t", 9, false), QueueOrder::default()),
+                ("early".into(), found("t", 3, false), QueueOrder::default()),
             ],
             10,
         );

@@ -13,18 +13,26 @@ use crate::scheduler::{Process, TaskGate};
 
 use crate::engine::kernel::act_gates::{GateId, GateKeyUse};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::ProcRow;
+use crate::engine::persist::rows::{ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 
 impl Kernel {
     /// Task `tid` of `pid` asks to pass `gate` (inside a transition of
-    /// `pid`, before its commit): `(open now, asked first now)`.
-    pub(crate) fn ask_gate(&self, pid: &str, tid: &str, gate: &TaskGate) -> (bool, bool) {
+    /// `pid`, before its commit), queued by its process's `order` (its
+    /// priority and fairness key): `(open now, asked first now)`.
+    pub(crate) fn ask_gate(
+        &self,
+        pid: &str,
+        tid: &str,
+        gate: &TaskGate,
+        order: Option<&QueueOrder>,
+    ) -> (bool, bool) {
         let now = self.now();
+        let order = order.cloned().unwrap_or_default();
         let (open, new) = {
             let mut gates = self.gates.lock();
             let new = !gates.knows(pid, tid);
-            (gates.ask(pid, tid, gate, now), new)
+            (gates.ask(pid, tid, gate, &order, now), new)
         };
         if !open {
             debug!(pid = %pid, tid = %tid, "waits at its gate");
@@ -36,6 +44,10 @@ impl Kernel {
     /// The gated tasks of `process` that ended with the transition just
     /// committed (all of them when the process ended).
     pub(crate) fn gates_ended(&self, process: &Process, terminal: bool) -> Vec<String> {
+        if !process.has_gates() {
+            // Nothing of it is counted: no lock on the commit path.
+            return Vec::new();
+        }
         let gates = self.gates.lock();
         if !gates.has(&process.pid) {
             return Vec::new();
@@ -185,7 +197,12 @@ impl Kernel {
         let mut found = Vec::new();
         for pid in pids {
             if let Some(row) = procs.get(&pid).await? {
-                found.extend(row.gates.into_iter().map(|u| (pid.clone(), u)));
+                let order = row.order.unwrap_or_default();
+                found.extend(
+                    row.gates
+                        .into_iter()
+                        .map(|u| (pid.clone(), u, order.clone())),
+                );
             }
         }
         let opened = self.gates.lock().restore(found, self.now());

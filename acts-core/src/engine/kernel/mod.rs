@@ -31,6 +31,7 @@ pub(crate) mod shared;
 pub(crate) mod stalled;
 pub(crate) mod start;
 pub(crate) mod timers;
+pub(crate) mod token_bucket;
 pub(crate) mod versions;
 pub(crate) mod work;
 

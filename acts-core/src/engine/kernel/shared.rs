@@ -407,7 +407,8 @@ impl Kernel {
                         }
                     }
                     Request::Gate { tid, gate } => {
-                        let (open, new) = self.ask_gate(&pid, tid, gate);
+                        let order = slot.persisted.row.order.as_ref();
+                        let (open, new) = self.ask_gate(&pid, tid, gate, order);
                         if new {
                             asked.push(tid.clone());
                         }

@@ -221,6 +221,12 @@ impl Process {
             .is_some_and(|x| x.state == TaskState::Pending && x.sign.has(Sign::GATED))
     }
 
+    /// Whether any of its tasks waited at a gate since it was built or
+    /// restored (else it has nothing the engine counts: no lookup needed).
+    pub fn has_gates(&self) -> bool {
+        self.has_gates
+    }
+
     /// The gated tasks that have not ended, in creation order: what the
     /// engine counts a key's slots and queues by.
     pub fn gates(&self) -> Vec<GateUse> {
@@ -240,7 +246,7 @@ impl Process {
                 })
             })
             .collect();
-        out.sort_by(|a, b| a.tid.cmp(&b.tid));
+        out.sort_by_key(|u| u.gate.seq);
         out
     }
 
