@@ -222,6 +222,11 @@ impl ActGates {
                 }
             }
         }
+        // A full bucket nobody waits for is what a new one would be (it
+        // fills from the engine's start): dropped, so keys used once do
+        // not pile up.
+        self.buckets
+            .retain(|_, b| !b.waiting.is_empty() || !b.is_full());
         for id in &opened {
             if let Some(e) = self.entries.get_mut(id) {
                 e.stage = Stage::Open;
@@ -517,6 +522,19 @@ mod tests {
         ));
         assert_eq!(g.next_token_at(), Some(10_500));
         assert_eq!(g.refill(11_000), vec![id("p", "5"), id("q", "1")]);
+        // Nobody waits: once full again the bucket is dropped, and one made
+        // anew holds the same (full) budget.
+        assert!(g.refill(20_000).is_empty());
+        assert!(g.keys().is_empty(), "{:?}", g.keys());
+        for t in ["6", "7"] {
+            assert!(g.ask(
+                "p",
+                t,
+                &rated(2.0, 3, 20_000),
+                &QueueOrder::default(),
+                20_000
+            ));
+        }
     }
 
     #[test]

@@ -51,6 +51,11 @@ impl Bucket {
         }
     }
 
+    /// Whether it holds `burst` tokens (as of its last refill).
+    pub(crate) fn is_full(&self) -> bool {
+        self.tokens >= f64::from(self.burst)
+    }
+
     /// When the next token is there (ms).
     pub(crate) fn next_token_at(&self) -> i64 {
         let missing = (1.0 - self.tokens).max(0.0);
