@@ -25,6 +25,9 @@ engine_suites() {
     --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
     --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test gates --test bulk_jobs
 }
+echo "== the gate suite again with its keys kept at their homes (a cluster's protocol, through a courier)"
+ACTS_TEST_GATE_HOMES=1 cargo test -p acts-core --test gates
+ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo test -p acts-core --test gates
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
   ACTS_TEST_STORE=$backend engine_suites
@@ -55,7 +58,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 pg_url=$(scripts/postgres.sh start "$pg_dir")
 ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
 echo "== the cluster's ownership tests with the nodes on PostgreSQL"
-ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order
+ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order --test step_gates
 scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
 cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings --test cluster_keys

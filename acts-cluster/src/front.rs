@@ -106,6 +106,7 @@ impl ClusterNode {
             .route("/metrics", get(metrics))
             .route("/api/v1/cluster/status", get(crate::status::status))
             .route("/api/v1/cluster/sync", post(crate::status::sync))
+            .route("/api/v1/cluster/gates", post(crate::gates::serve))
             .fallback(dispatch)
             .with_state(self.clone())
             .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES));

@@ -19,6 +19,11 @@
 //!   stream of every partition (`stream.rs`); `/api/v1/cluster/status`
 //!   (`status.rs`); metrics (`metrics.rs`). What the front and these
 //!   spokes share about a call is in `call.rs`: no spoke imports the front.
+//! - The gates of steps and acts across partitions (`gates.rs`): each key
+//!   kept by the partition it hashes to, asked through the courier every
+//!   partition's engine gets (`node.rs`), node to node over
+//!   `POST /api/v1/cluster/gates` proven with the cluster's node secret.
+//! - [`ClusterConfig`] (`config.rs`): how a node joins, and its checks.
 //!
 //! May depend on: the facade `acts` (engines, the store family),
 //! `acts-server` (each partition's API), `acts-store` (the store
@@ -29,10 +34,12 @@
 
 mod call;
 mod catalog;
+mod config;
 mod error;
 mod fanout;
 mod forward;
 mod front;
+mod gates;
 mod meta;
 mod metrics;
 mod node;
@@ -40,9 +47,10 @@ pub mod placement;
 mod status;
 mod stream;
 
+pub use config::{ClusterConfig, MAX_PARTITIONS};
 pub use error::ClusterError;
 pub use meta::{CatalogOp, ClusterInfo, HeldPartition, Member};
-pub use node::{ClusterConfig, ClusterNode, MAX_PARTITIONS};
+pub use node::ClusterNode;
 pub use status::{ClusterStatus, NodeStatus, PartitionStatus};
 
 /// Serves `node`'s API on `listener` until `shutdown` resolves, then

@@ -20,6 +20,7 @@ const CLUSTER_KEY: &[u8] = b"cluster";
 const MEMBER_PREFIX: &[u8] = b"member/";
 const CATALOG_SEQ_KEY: &[u8] = b"catalog-seq";
 const CATALOG_PREFIX: &[u8] = b"catalog/";
+const SECRET_KEY: &[u8] = b"node-secret";
 
 /// What a cluster is, fixed when its first node starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +165,26 @@ impl Meta {
             });
         }
         Ok(info)
+    }
+
+    /// The secret the nodes prove their calls to each other with (the
+    /// gates' calls between partitions): drawn by the first node that
+    /// asks, read by the rest. Whoever can read the store has it — and
+    /// everything else of the cluster anyway.
+    pub(crate) async fn node_secret(&self) -> Result<String, ClusterError> {
+        let drawn = format!("{}{}", acts::long_id(), acts::long_id());
+        self.store
+            .batch_if(
+                vec![Condition::absent(SECRET_KEY)],
+                vec![BatchOp::put(SECRET_KEY, encode(&drawn))],
+            )
+            .await?;
+        let stored = self
+            .store
+            .get(SECRET_KEY)
+            .await?
+            .ok_or_else(|| ClusterError::Corrupt("the node secret vanished".into()))?;
+        decode("the node secret", &stored)
     }
 
     /// Writes `member`'s heartbeat.

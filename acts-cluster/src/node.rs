@@ -3,11 +3,11 @@
 //! [`tick`](ClusterNode::tick) that keeps both in step with the cluster.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use acts::{Clock, Engine, EngineConfig, EngineError, LeaseConfig, PidFilter, StoreFamily};
+use acts::{Engine, EngineError, LeaseConfig, PidFilter, StoreFamily};
 use acts_server::ServerOptions;
 use axum::Router;
 use parking_lot::{Mutex, RwLock};
@@ -15,106 +15,10 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use crate::catalog;
+use crate::config::ClusterConfig;
 use crate::error::ClusterError;
 use crate::meta::{ClusterInfo, HeldPartition, Member, Meta};
 use crate::placement::{key_partition, owner_of, partition_of};
-
-/// Most partitions a cluster may have.
-pub const MAX_PARTITIONS: u32 = 4096;
-
-/// How one node joins a cluster.
-#[derive(Clone)]
-pub struct ClusterConfig {
-    /// This node's id (letters, digits, `-`, `_`, `.`; at most 64).
-    pub node: String,
-    /// Where this node's API is reached by the other nodes
-    /// (`http://HOST:PORT`).
-    pub advertise: String,
-    /// How many partitions the cluster has (fixed when it is created;
-    /// a node started with another count is refused).
-    pub partitions: u32,
-    /// How long a partition's lease and a node's heartbeat last unless
-    /// renewed: how long a dead node's partitions wait before they move.
-    /// Renewed every third of it.
-    pub lease_ttl: Duration,
-    /// The settings of each partition's engine (the lease, the schedules
-    /// and the pid filter are set per partition).
-    pub engine: EngineConfig,
-    /// The clock leases and heartbeats are measured on.
-    pub clock: Arc<dyn Clock>,
-    /// Run the tick and the lease renewals in the background (default).
-    /// Off, nothing happens unless [`ClusterNode::tick`] is called (the
-    /// deterministic tests drive it with a manual clock).
-    pub background: bool,
-    /// The application packages every partition's engine registers (e.g.
-    /// `acts.core.http`; default none).
-    pub packages: Vec<Arc<dyn acts::ActPackage>>,
-}
-
-impl std::fmt::Debug for ClusterConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClusterConfig")
-            .field("node", &self.node)
-            .field("advertise", &self.advertise)
-            .field("partitions", &self.partitions)
-            .field("lease_ttl", &self.lease_ttl)
-            .field("background", &self.background)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClusterConfig {
-    /// Node `node`, reached at `advertise`, in a cluster of `partitions`
-    /// partitions; a 5 s TTL, default engine settings, the system clock,
-    /// background ticks.
-    pub fn new(node: &str, advertise: &str, partitions: u32) -> Self {
-        Self {
-            node: node.to_owned(),
-            advertise: advertise.to_owned(),
-            partitions,
-            lease_ttl: Duration::from_secs(5),
-            engine: EngineConfig::default(),
-            clock: Arc::new(acts::SystemClock),
-            background: true,
-            packages: Vec::new(),
-        }
-    }
-
-    fn check(&self) -> Result<(), ClusterError> {
-        let ok_id = !self.node.is_empty()
-            && self.node.len() <= 64
-            && self
-                .node
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-        if !ok_id {
-            return Err(ClusterError::Config(format!(
-                "node id '{}' must be 1 to 64 letters, digits, '-', '_' or '.'",
-                self.node
-            )));
-        }
-        if self.partitions == 0 || self.partitions > MAX_PARTITIONS {
-            return Err(ClusterError::Config(format!(
-                "--partitions {} is out of range (1 to {MAX_PARTITIONS})",
-                self.partitions
-            )));
-        }
-        if self.lease_ttl < Duration::from_millis(300) || self.lease_ttl > Duration::from_secs(3600)
-        {
-            return Err(ClusterError::Config(format!(
-                "a lease TTL of {:?} is out of range (300 ms to 1 h)",
-                self.lease_ttl
-            )));
-        }
-        if !(self.advertise.starts_with("http://") || self.advertise.starts_with("https://")) {
-            return Err(ClusterError::Config(format!(
-                "the advertised address '{}' must be a URL (http://HOST:PORT)",
-                self.advertise
-            )));
-        }
-        Ok(())
-    }
-}
 
 /// A partition this node holds.
 #[derive(Clone)]
@@ -166,6 +70,9 @@ pub(crate) struct Inner {
     /// awaits: its order on the catalog partition is the catalog's).
     pub(crate) catalog_changes: tokio::sync::Mutex<()>,
     pub(crate) http: reqwest::Client,
+    /// What the nodes prove their gate calls to each other with
+    /// (`gates.rs`).
+    pub(crate) node_secret: String,
     closed: AtomicBool,
     ticker: Mutex<Option<JoinHandle<()>>>,
     /// Counts the partitions taken (numbers each [`Held::holding`]).
@@ -208,6 +115,7 @@ impl ClusterNode {
                 remaining_ms: other.until - now,
             });
         }
+        let node_secret = meta.node_secret().await?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(30))
@@ -227,6 +135,7 @@ impl ClusterNode {
                 tick_lock: tokio::sync::Mutex::new(()),
                 catalog_changes: tokio::sync::Mutex::new(()),
                 http,
+                node_secret,
                 closed: AtomicBool::new(false),
                 ticker: Mutex::new(None),
                 takings: std::sync::atomic::AtomicU64::new(0),
@@ -421,6 +330,9 @@ impl ClusterNode {
         engine_config.key_home = Some(PidFilter::new(move |key| {
             key_partition(key, partitions) == p
         }));
+        // A step's or act's key is kept by the partition it hashes to;
+        // the others ask it (`gates.rs`).
+        engine_config.gate_courier = Some(courier(&self.inner));
         let started = config
             .packages
             .iter()
@@ -597,4 +509,43 @@ impl ClusterNode {
 /// The lease TTL in ms.
 pub(crate) fn ttl_ms(config: &ClusterConfig) -> i64 {
     i64::try_from(config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The courier of the engines of `node`'s partitions.
+fn courier(node: &Arc<Inner>) -> acts::GateCourier {
+    acts::GateCourier::new(Arc::new(Route {
+        node: Arc::downgrade(node),
+    }))
+}
+
+struct Route {
+    node: Weak<Inner>,
+}
+
+impl acts::GateRoute for Route {
+    fn to_key_home(&self, key: &str, call: serde_json::Value) -> acts::GateReply {
+        let node = self.node.clone();
+        let key = key.to_owned();
+        Box::pin(async move {
+            let node = alive(&node)?;
+            let p = key_partition(&key, node.partitions());
+            node.gate_call(p, call).await
+        })
+    }
+
+    fn to_process(&self, pid: &str, call: serde_json::Value) -> acts::GateReply {
+        let node = self.node.clone();
+        let pid = pid.to_owned();
+        Box::pin(async move {
+            let node = alive(&node)?;
+            let p = partition_of(&pid, node.partitions());
+            node.gate_call(p, call).await
+        })
+    }
+}
+
+fn alive(node: &Weak<Inner>) -> Result<ClusterNode, String> {
+    node.upgrade()
+        .map(|inner| ClusterNode { inner })
+        .ok_or_else(|| "the node has left the cluster".to_owned())
 }

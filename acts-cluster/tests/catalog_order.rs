@@ -92,30 +92,3 @@ async fn racing_deploys_through_two_nodes_number_versions_alike_on_every_partiti
         );
     }
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_with_keys_on_its_steps_is_refused_with_the_reason() {
-    let family = family("gates").await;
-    let clock = ManualClock::new(1_700_000_000_000);
-    let n1 = node(&family, &clock, "n1").await.expect("n1 joins");
-    tick_all(&[&n1]).await;
-    // Each partition would count only its own processes: refused, never
-    // a limit that silently holds per partition.
-    let gated = "id: gated\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.irq\n    params: { key: call }\n    rate: { key: provider, per_second: 5 }\n";
-    let resp = reqwest::Client::new()
-        .post(format!("{}/api/v1/models", n1.url))
-        .header("content-type", "application/yaml")
-        .body(gated)
-        .send()
-        .await
-        .expect("deploy answers");
-    let status = resp.status().as_u16();
-    let body = resp.text().await.unwrap_or_default();
-    assert_eq!(status, 400, "{body}");
-    assert!(body.contains("not supported on a cluster"), "{body}");
-    let engine = n1.node.engine(0).expect("partition 0 is held");
-    assert!(
-        engine.executor().model("gated").await.is_err(),
-        "not deployed"
-    );
-}

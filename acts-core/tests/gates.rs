@@ -9,10 +9,12 @@
 mod common;
 use common::*;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use acts_core::engine::{ChannelOptions, Engine, EngineError, Executor};
+use acts_core::engine::{
+    ChannelOptions, Engine, EngineConfig, EngineError, Executor, GateCourier, GateReply, GateRoute,
+};
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;
 use acts_store::KvStore;
@@ -49,13 +51,51 @@ steps:
     params: { key: call }
 "#;
 
+/// With `ACTS_TEST_GATE_HOMES=1` (`scripts/test.sh` runs the suite both
+/// ways) the engine keeps its keys as a cluster's partitions do: every
+/// gate asked of its key's home through a courier — here the engine
+/// itself — with the protocol's every call and seat row on the way.
+fn at_homes() -> bool {
+    std::env::var("ACTS_TEST_GATE_HOMES").is_ok_and(|v| v == "1")
+}
+
+struct ToItself(Arc<OnceLock<Engine>>);
+
+impl ToItself {
+    fn call(&self, call: serde_json::Value) -> GateReply {
+        let engine = self.0.get().cloned();
+        Box::pin(async move {
+            match engine {
+                Some(e) => e.gate_call(call).await.map_err(|e| e.to_string()),
+                None => Err("the engine is starting".to_owned()),
+            }
+        })
+    }
+}
+
+impl GateRoute for ToItself {
+    fn to_key_home(&self, _key: &str, call: serde_json::Value) -> GateReply {
+        self.call(call)
+    }
+    fn to_process(&self, _pid: &str, call: serde_json::Value) -> GateReply {
+        self.call(call)
+    }
+}
+
 async fn engine(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
+    let itself = Arc::new(OnceLock::new());
+    let mut config = EngineConfig::default();
+    if at_homes() {
+        config.gate_courier = Some(GateCourier::new(Arc::new(ToItself(itself.clone()))));
+    }
     let engine = Engine::builder()
         .store(kv)
         .clock(Arc::new(clock.clone()))
+        .config(config)
         .start()
         .await
         .expect("engine starts");
+    let _ = itself.set(engine.clone());
     let exec = engine.executor();
     exec.deploy_yaml(DESK).await.expect("deploys");
     exec.deploy_yaml(PACED).await.expect("deploys");

@@ -61,7 +61,7 @@ pub use api::{
     ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS,
     VarFilter, WaitingFor,
 };
-pub use kernel::{EngineConfig, PidFilter, SpanExport};
+pub use kernel::{EngineConfig, GateCourier, GateReply, GateRoute, PidFilter, SpanExport};
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
 
 /// Test hooks (feature `testing`): the row types, so tests can read and

@@ -36,7 +36,7 @@ pub mod trace;
 
 pub use message::{Message, MessageInterest, MessageState, MessageType};
 pub use process::{
-    ACTION_NAMES, Action, ActionError, Audience, GateUse, MAX_AUDIENCE, MAX_REASON_BYTES,
+    ACTION_NAMES, Action, ActionError, Audience, GatePass, GateUse, MAX_AUDIENCE, MAX_REASON_BYTES,
     ModelCatalog, Pause, Process, RateGate, Request, RunLimits, Services, TaskGate, UnknownAction,
     addressees,
 };

@@ -445,6 +445,18 @@ impl Engine {
         self.rt.gate_keys()
     }
 
+    /// Answers a call of the gate protocol another engine of this store
+    /// sent through its [`GateCourier`](crate::engine::GateCourier) (a
+    /// cluster's nodes carry them between partitions; see
+    /// [`EngineConfig::gate_courier`](crate::engine::EngineConfig)).
+    pub async fn gate_call(
+        &self,
+        call: serde_json::Value,
+    ) -> Result<serde_json::Value, EngineError> {
+        self.rt.check_open()?;
+        self.rt.gate_call(call).await
+    }
+
     /// The resident set.
     pub fn cache(&self) -> &Cache {
         self.rt.cache()

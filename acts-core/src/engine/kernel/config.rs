@@ -84,6 +84,12 @@ pub struct EngineConfig {
     /// so two partitions never admit processes of one key each; a start
     /// (or a subflow child) whose key is kept elsewhere is refused.
     pub key_home: Option<PidFilter>,
+    /// How the gates of steps and acts (`concurrency:` and `rate:`) hold
+    /// across the engines of one store (`None`, the default: this engine
+    /// keeps every key). A cluster gives each partition's engine one:
+    /// each key's slots and bucket are kept by its home engine, asked
+    /// through the courier (see [`GateCourier`]).
+    pub gate_courier: Option<super::gate_courier::GateCourier>,
     /// Where the spans of ended tasks go (see
     /// [`trace`](crate::scheduler::trace)); `None` (the default): no
     /// span is built.
@@ -169,6 +175,7 @@ impl Default for EngineConfig {
             run_schedules: true,
             pid_filter: None,
             key_home: None,
+            gate_courier: None,
             spans: None,
         }
     }

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use tracing::{debug, warn};
 
-use crate::durable::Collection;
 use crate::scheduler::{Process, TaskGate};
 
 use crate::engine::kernel::act_gates::{GateId, GateKeyUse};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{ProcRow, QueueOrder};
+use crate::engine::persist::rows::QueueOrder;
 use crate::engine::types::error::EngineError;
 
 impl Kernel {
@@ -48,6 +47,9 @@ impl Kernel {
             // Nothing of it is counted: no lock on the commit path.
             return Vec::new();
         }
+        if self.gates_remote() {
+            return self.remote_gates_ended(process, terminal);
+        }
         let gates = self.gates.lock();
         if !gates.has(&process.pid) {
             return Vec::new();
@@ -72,6 +74,9 @@ impl Kernel {
         if tids.is_empty() {
             return;
         }
+        if self.gates_remote() {
+            return self.remote_release(pid, Some(tids));
+        }
         let now = self.now();
         let opened: Vec<GateId> = {
             let mut gates = self.gates.lock();
@@ -86,6 +91,9 @@ impl Kernel {
 
     /// Process `pid` went (removed): every gate of it is free.
     pub(crate) fn release_all_gates(&self, pid: &str) {
+        if self.gates_remote() {
+            return self.remote_release(pid, None);
+        }
         let now = self.now();
         let opened = self.gates.lock().ended_all(pid, now);
         self.open_gates(opened);
@@ -95,13 +103,19 @@ impl Kernel {
     /// The gate timer fired: the tasks whose token came run.
     pub(crate) fn on_gate_timer(&self) {
         self.timers.gate_timer_fired();
+        if self.gates_remote() {
+            if let Some(rt) = self.this() {
+                self.spawn(async move { rt.seats_refill().await });
+            }
+            return;
+        }
         let opened = self.gates.lock().refill(self.now());
         self.open_gates(opened);
         self.arm_gate_timer();
     }
 
     /// Arms the gate timer for the next token a task waits for.
-    fn arm_gate_timer(&self) {
+    pub(crate) fn arm_gate_timer(&self) {
         if self.is_closed() {
             return;
         }
@@ -125,7 +139,7 @@ impl Kernel {
     /// Lets task `tid` of `pid` through its gate. A store fault is tried
     /// again (its slot stays taken meanwhile) until it holds or the engine
     /// closes; a task or process that went frees its slot.
-    async fn open_gate(&self, pid: String, tid: String) {
+    pub(crate) async fn open_gate(&self, pid: String, tid: String) {
         let mut wait = Duration::from_millis(50);
         loop {
             let handle = match self.handle(&pid).await {
@@ -187,23 +201,12 @@ impl Kernel {
     /// processes in flight (the sparse `gated` index) hold their slots or
     /// wait again, in order; the ones with room run.
     pub(crate) async fn count_gates(&self) -> Result<(), EngineError> {
-        let procs = Collection::<ProcRow>::new(self.store.clone());
-        let mut pids = Vec::new();
-        procs
-            .index_str_entries("gated", |entries| {
-                pids.extend(entries.iter().map(|(_, pid)| pid.clone()));
-            })
-            .await?;
-        let mut found = Vec::new();
-        for pid in pids {
-            if let Some(row) = procs.get(&pid).await? {
-                let order = row.order.unwrap_or_default();
-                found.extend(
-                    row.gates
-                        .into_iter()
-                        .map(|u| (pid.clone(), u, order.clone())),
-                );
-            }
+        let found = self.gated_rows().await?;
+        if self.gates_remote() {
+            // This engine's tasks ask their homes again; the places this
+            // engine keeps as a home are read back.
+            self.remote_restore(found);
+            return self.seats_restore().await;
         }
         let opened = self.gates.lock().restore(found, self.now());
         self.open_gates(opened);

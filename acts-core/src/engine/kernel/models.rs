@@ -54,7 +54,10 @@ impl Kernel {
         }
         validate(workflow, source, &self.packages)?;
         self.check_scripts(workflow, source)?;
-        if self.config.key_home.is_some() && crate::model::has_node_gates(workflow) {
+        if self.config.key_home.is_some()
+            && self.config.gate_courier.is_none()
+            && crate::model::has_node_gates(workflow)
+        {
             return Err(crate::model::ModelError::Invalid {
                 model: workflow.id.clone(),
                 node: None,

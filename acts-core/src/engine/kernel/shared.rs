@@ -83,6 +83,8 @@ pub(crate) struct Kernel {
     /// The slots and buckets of steps' and acts' gates (`gating.rs`).
     pub(in crate::engine::kernel) gates:
         parking_lot::Mutex<crate::engine::kernel::act_gates::ActGates>,
+    /// The gates kept by their keys' homes (`remote_gates.rs`).
+    pub(in crate::engine::kernel) remote: crate::engine::kernel::gate_courier::RemoteGates,
     /// Every process instance built (tracked with feature `testing`).
     pub(in crate::engine::kernel) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
@@ -129,6 +131,7 @@ impl Kernel {
             gates: parking_lot::Mutex::new(crate::engine::kernel::act_gates::ActGates::new(
                 clock.now_millis(),
             )),
+            remote: Default::default(),
             closed: AtomicBool::new(false),
             closing: tokio::sync::watch::Sender::new(false),
             me: me.clone(),
@@ -354,6 +357,7 @@ impl Kernel {
         // Gated tasks this transition asked for first (forgotten if it
         // does not commit: a reload asks again).
         let mut asked = Vec::new();
+        let mut remote_asks = Vec::new();
         // Subflow children are part of the transition: their rows go in
         // its batch; a child that cannot start fails its act right away.
         loop {
@@ -399,6 +403,9 @@ impl Kernel {
                         }
                     },
                     Request::RunPackage { .. } => requests.push(r),
+                    Request::Gate { tid, gate } if self.gates_remote() => {
+                        remote_asks.push((tid.clone(), gate.clone()));
+                    }
                     Request::Gate { tid, .. } if self.config.key_home.is_some() => {
                         let refusal = crate::engine::kernel::act_gates::NOT_ON_A_CLUSTER;
                         if process.refuse_gate(tid, refusal, svc) {
@@ -506,8 +513,12 @@ impl Kernel {
             // child) may be unloaded when memory is over its limit.
             self.cache.note_idle(&pid, !wake.resume);
         }
+        let order = (!remote_asks.is_empty())
+            .then(|| slot.persisted.row.order.clone())
+            .flatten();
         drop(guard);
         self.release_gates(&pid, &gates_ended);
+        self.ask_homes(&pid, remote_asks, order.as_ref());
         self.unload_over_limit();
         self.after_commit(&pid, requests, children, terminal, returned);
         if continues && let Some(rt) = self.this() {

@@ -33,3 +33,31 @@ pub struct ConcurrencySlot {
     /// How many processes of the key may be in flight at once.
     pub limit: u32,
 }
+
+/// A place a key's home engine keeps for a task of another engine's
+/// process (`gate_courier.rs`): a slot held or a place in a queue. Read
+/// back at a start, so a home that moves hands its slots and queues over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateSeatRow {
+    /// `PID/PART`.
+    pub id: String,
+    /// The process.
+    pub pid: String,
+    /// Its task's part (`TID#N`).
+    pub part: String,
+    /// The part's gate.
+    pub gate: crate::scheduler::TaskGate,
+    /// The process's queue order.
+    pub order: QueueOrder,
+    /// Whether the place is granted (a slot held).
+    pub open: bool,
+}
+
+impl GateSeatRow {
+    /// The id of the seat of `part` of `pid`.
+    pub fn id_of(pid: &str, part: &str) -> String {
+        format!("{pid}/{part}")
+    }
+}
+
+crate::durable::impl_row!(GateSeatRow, "gate_seats", version = 1, |r| r.id.clone(), {});

@@ -51,6 +51,18 @@ pub struct RateGate {
     pub burst: u32,
 }
 
+/// What a task is when part of its gate is granted
+/// ([`Process::gate_granted`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum GatePass {
+    /// It still waits: for the next part of `TaskGate` (its rate token).
+    Waits(TaskGate),
+    /// It runs (let through now, or before).
+    Runs,
+    /// It ended or went: its place is free.
+    Gone,
+}
+
 /// A gated task that has not ended ([`Process::gates`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateUse {
@@ -182,6 +194,35 @@ impl Process {
         self.queue.push_back(Job::Exec(t));
         self.run(svc);
         true
+    }
+
+    /// Part `part` of task `tid`'s gate has its place at its key's home
+    /// (a cluster's engines, see the engine's `gate_courier.rs`): the task
+    /// runs when it was the last part; what the task is now.
+    pub fn gate_granted(&mut self, tid: &str, part: usize, svc: Services<'_>) -> GatePass {
+        let Some(t) = self.tasks.find_id(tid) else {
+            return GatePass::Gone;
+        };
+        if self.waits_at_gate(t) {
+            let gate = self
+                .tasks
+                .get(t)
+                .and_then(|x| x.data.get(GATE_KEY))
+                .and_then(|g| serde_json::from_value::<TaskGate>(g.clone()).ok());
+            let Some(gate) = gate else {
+                return GatePass::Gone;
+            };
+            let parts = usize::from(gate.key.is_some()) + usize::from(gate.rate.is_some());
+            if part + 1 < parts {
+                return GatePass::Waits(gate);
+            }
+            self.open_gate(tid, svc);
+            return GatePass::Runs;
+        }
+        match self.tasks.get(t) {
+            Some(x) if x.sign.has(Sign::GATE_OPEN) && !x.state.is_terminal() => GatePass::Runs,
+            _ => GatePass::Gone,
+        }
     }
 
     /// Fails task `tid`, which waits at its gate, with `message` (the

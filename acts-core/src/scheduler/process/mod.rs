@@ -33,7 +33,7 @@ mod undo;
 pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
 pub use audience::{Audience, MAX_AUDIENCE, addressees};
 pub use control::{MAX_REASON_BYTES, Pause};
-pub use gate::{GateUse, RateGate, TaskGate};
+pub use gate::{GatePass, GateUse, RateGate, TaskGate};
 pub use resume::Request;
 
 use crate::model::{Variant, Vars};
