@@ -304,9 +304,10 @@ pub enum Command {
         /// JSON, else text); repeatable on one variable; needs --model.
         #[arg(long = "where", value_name = "CONDITION")]
         wheres: Vec<String>,
-        /// Only parked processes waiting for this: `concurrency` (a free
-        /// slot of their concurrency key) or `admission` (a place under the
-        /// engine's cap).
+        /// Only processes waiting for this: `concurrency` (parked, for a
+        /// free slot of their concurrency key), `admission` (parked, for a
+        /// place under the engine's cap) or `gate` (running, a task waiting
+        /// at a step's or act's concurrency or rate key).
         #[arg(long, value_name = "WHAT")]
         waiting_for: Option<String>,
         /// Only processes of this concurrency key (the model's

@@ -126,7 +126,8 @@ pub struct ProcessFilter {
     /// Of this concurrency key.
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
-    /// Parked and waiting for this: concurrency or admission.
+    /// Waiting for this: concurrency or admission (parked), or gate (a
+    /// task at a step's or act's key or rate).
     #[arg(long, value_name = "WHAT")]
     pub waiting_for: Option<String>,
     /// Started by this principal.

@@ -204,6 +204,9 @@ pub(crate) fn print_process(info: &ProcInfo, tasks: &[TaskInfo]) {
     match info.waiting_for.as_deref() {
         Some("concurrency") => println!("waiting for: a free slot of its concurrency key"),
         Some("admission") => println!("waiting for: a place under the engine's admission cap"),
+        Some("gate") => println!(
+            "waiting for: a task's gate (a step's or act's concurrency or rate key; `acts tasks` shows it pending)"
+        ),
         Some(other) => println!("waiting for: {other}"),
         None => {}
     }

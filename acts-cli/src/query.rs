@@ -38,8 +38,9 @@ pub(crate) fn parse_waiting_for(what: &str) -> Result<acts::WaitingFor, Failure>
     match what {
         "concurrency" => Ok(acts::WaitingFor::Concurrency),
         "admission" => Ok(acts::WaitingFor::Admission),
+        "gate" => Ok(acts::WaitingFor::Gate),
         other => Err(Failure::input(format!(
-            "--waiting-for '{other}': give concurrency (a free slot of the concurrency key) or admission (a place under the engine's cap)"
+            "--waiting-for '{other}': give concurrency (a free slot of the concurrency key), admission (a place under the engine's cap) or gate (a task at a step's or act's key or rate)"
         ))),
     }
 }

@@ -91,3 +91,43 @@ fn a_start_past_its_key_waits_is_listed_and_starts_when_its_holder_ends() {
     assert_eq!(last["pid"], p2, "{last}");
     assert_eq!(last["state"], "completed", "{last}");
 }
+
+/// One desk for every process: a step key with limit 1.
+const DESK: &str = r#"
+id: desk
+ver: "1"
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+    concurrency: { key: the-desk, limit: 1 }
+"#;
+
+#[test]
+fn a_process_whose_task_waits_at_a_step_key_is_listed_and_says_so() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let model = dir.path().join("desk.yml");
+    std::fs::write(&model, DESK).expect("the model file");
+    let store = format!("redb:{}", dir.path().join("acts.db").display());
+    ok(&store, &["deploy", model.to_str().expect("a UTF-8 path")]);
+    let first = ok(&store, &["start", "desk"]);
+    let second = ok(&store, &["start", "desk"]);
+    let (p1, _) = first.trim().split_once(' ').expect("pid and state");
+    let (p2, s2) = second.trim().split_once(' ').expect("pid and state");
+    // It runs; its task waits for the desk.
+    assert_eq!(s2, "running");
+    let listed: Value =
+        serde_json::from_str(&ok(&store, &["ps", "--waiting-for", "gate", "--json"]))
+            .expect("JSON");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["pid"], p2);
+    assert_eq!(listed[0]["waiting_for"], "gate");
+    let shown = ok(&store, &["show", p2]);
+    assert!(shown.contains("waiting for: a task's gate"), "{shown}");
+    let shown = ok(&store, &["show", p1]);
+    assert!(!shown.contains("waiting for"), "{shown}");
+    let err = bad(&store, &["ps", "--waiting-for", "gates"]);
+    assert!(err.contains("gate (a task at"), "{err}");
+    let err = bad(&store, &["ps", "--state", "none", "--waiting-for", "gate"]);
+    assert!(err.contains("has no task at a gate"), "{err}");
+}

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use acts_core::engine::{
     ChannelOptions, Engine, EngineConfig, EngineError, Executor, GateCourier, GateReply, GateRoute,
+    ProcessQuery, WaitingFor,
 };
 use acts_core::scheduler::{Message, TaskState};
 use acts_core::time::ManualClock;
@@ -147,8 +148,19 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
             Some(TaskState::Pending),
             "{p}"
         );
-        assert_eq!(exec.process(p).await.unwrap().state, TaskState::Running);
+        let info = exec.process(p).await.unwrap();
+        assert_eq!(info.state, TaskState::Running);
+        assert_eq!(info.waiting_for.as_deref(), Some("gate"), "{p}");
     }
+    // Listed as waiting at a gate, the running holders not.
+    let q = ProcessQuery::default().waiting_for(WaitingFor::Gate);
+    let listed = exec.find_processes(&q).await.unwrap();
+    let mut waiting: Vec<&str> = listed.items.iter().map(|p| p.pid.as_str()).collect();
+    waiting.sort();
+    let mut want = vec![b.as_str(), c.as_str(), d.as_str()];
+    want.sort();
+    assert_eq!(waiting, want);
+    assert_eq!(exec.process(&a).await.unwrap().waiting_for, None);
     let d1 = engine
         .gate_keys()
         .into_iter()

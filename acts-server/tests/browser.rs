@@ -421,6 +421,22 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     b.wait_text("#waiting-for", "concurrency key one").await;
     let buttons = b.text("main").await;
     assert!(!buttons.contains("Terminate"), "{buttons}");
+    // A process whose task waits at a step's key says so too.
+    let desk = "id: desk\nver: '1'\nsteps:\n  - id: approve\n    uses: acts.core.irq\n    params: { key: approve }\n    concurrency: { key: the-desk }\n";
+    exec.deploy_yaml(desk).await.expect("the desk deploys");
+    exec.start("desk", Default::default())
+        .await
+        .expect("the first runs");
+    let gated = exec
+        .start("desk", Default::default())
+        .await
+        .expect("the second runs");
+    b.open(&format!("{site}/#/process/{}", gated.pid)).await;
+    b.wait_text(
+        "#waiting-for",
+        "at a step's or act's concurrency or rate key",
+    )
+    .await;
 
     // A bulk job's progress, and cancelling it from its page: a slow job
     // (one process a second) over 30 running processes.

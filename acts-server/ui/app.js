@@ -220,7 +220,7 @@ async function processesPage() {
     body.replaceChildren(...r.processes.map((p) => h('tr', {},
       h('td', { class: 'mono' }, h('a', { href: '#/process/' + encodeURIComponent(p.pid), class: 'process-link' }, p.pid)),
       h('td', {}, p.model_id),
-      h('td', {}, stateBadge(p.state), p.waiting_for ? h('span', { class: 'muted' }, ' waits for ' + (p.waiting_for === 'concurrency' ? 'its key' : 'a place')) : null),
+      h('td', {}, stateBadge(p.state), p.waiting_for ? h('span', { class: 'muted' }, ' waits for ' + ({ concurrency: 'its key', gate: 'a task\'s gate' }[p.waiting_for] || 'a place')) : null),
       h('td', { class: 'opt' }, when(p.start_time)),
       h('td', { class: 'opt' }, when(p.end_time)),
       h('td', { class: 'opt' }, p.started_by || ''))));
@@ -257,6 +257,9 @@ function waitingFor(p) {
   }
   if (p.waiting_for === 'admission') {
     return h('p', { id: 'waiting-for' }, "Waiting for a place under the engine's admission cap: it starts when a process ends.");
+  }
+  if (p.waiting_for === 'gate') {
+    return h('p', { id: 'waiting-for' }, "A task waits (pending) at a step's or act's concurrency or rate key: it runs when a slot of the key frees or a token comes.");
   }
   return null;
 }

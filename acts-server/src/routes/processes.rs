@@ -103,8 +103,10 @@ struct ListProcesses {
     started_after: Option<i64>,
     /// Started before (ms).
     started_before: Option<i64>,
-    /// Parked and waiting for this: `concurrency` (a free slot of its
-    /// concurrency key) or `admission` (a place under the engine's cap).
+    /// Waiting for this: `concurrency` (parked, for a free slot of its
+    /// concurrency key), `admission` (parked, for a place under the
+    /// engine's cap) or `gate` (running, a task at a step's or act's
+    /// concurrency or rate key).
     #[param(value_type = Option<WaitingFor>)]
     waiting_for: Option<WaitingFor>,
     /// Of this concurrency key.

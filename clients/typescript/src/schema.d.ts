@@ -1695,7 +1695,7 @@ export interface components {
          *     [`ProcInfo::waiting_for`]).
          * @enum {string}
          */
-        WaitingFor: "concurrency" | "admission";
+        WaitingFor: "concurrency" | "admission" | "gate";
         /**
          * @description Who the caller is.
          * @example {
@@ -3099,8 +3099,10 @@ export interface operations {
                 /** @description Started before (ms). */
                 started_before?: number;
                 /**
-                 * @description Parked and waiting for this: `concurrency` (a free slot of its
-                 *     concurrency key) or `admission` (a place under the engine's cap).
+                 * @description Waiting for this: `concurrency` (parked, for a free slot of its
+                 *     concurrency key), `admission` (parked, for a place under the
+                 *     engine's cap) or `gate` (running, a task at a step's or act's
+                 *     concurrency or rate key).
                  */
                 waiting_for?: components["schemas"]["WaitingFor"];
                 /** @description Of this concurrency key. */

@@ -238,14 +238,18 @@ impl Executor {
 
     /// A process, with its outputs.
     pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
-        let mut info = self
+        let info = self
             .rt
-            .with_process(pid, |p| self.check_see(p).map(|()| ProcInfo::of(p)))
+            .with_process(pid, |p| {
+                let gated = p.gates().iter().any(|g| !g.open);
+                self.check_see(p).map(|()| (ProcInfo::of(p), gated))
+            })
             .await?
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))??;
-        info.waiting_for = self
-            .rt
-            .waiting_for(pid, info.state, info.concurrency_key.is_some());
+        let (mut info, gated) = info;
+        info.waiting_for =
+            self.rt
+                .waiting_for(pid, info.state, info.concurrency_key.is_some(), gated);
         Ok(info)
     }
 

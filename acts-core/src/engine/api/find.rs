@@ -111,8 +111,9 @@ pub struct ProcessQuery {
     pub ecode: Option<String>,
     /// Of this concurrency key (the model's `concurrency:`, evaluated).
     pub concurrency_key: Option<String>,
-    /// Parked and waiting for this (`concurrency`: its key has no free
-    /// slot; `admission`: the engine is at its cap); implies state `none`.
+    /// Waiting for this: parked (`concurrency`: its key has no free slot;
+    /// `admission`: the engine is at its cap; both imply state `none`), or
+    /// running with a task at a step's or act's key or rate (`gate`).
     pub waiting_for: Option<WaitingFor>,
     /// Walk the index backwards (newest, or largest value, first).
     pub descending: bool,
@@ -326,6 +327,12 @@ impl Executor {
         }
         // Waiting for anything: parked.
         let state = match (q.state, q.waiting_for) {
+            (Some(TaskState::None), Some(WaitingFor::Gate)) => {
+                return Err(bad(
+                    "a parked process has no task at a gate; `waiting_for: gate` lists running processes".to_owned(),
+                ));
+            }
+            (s, Some(WaitingFor::Gate)) => s,
             (Some(s), Some(_)) if s != TaskState::None => {
                 return Err(bad(format!(
                     "a process in state '{}' waits for nothing; `waiting_for` lists parked processes (state none)",
@@ -376,6 +383,8 @@ impl Executor {
             // or the model (only the entries of that state or model are
             // read), else the admission-order index.
             None => match (&state, &q.model) {
+                // Only the processes with gated tasks (a sparse index).
+                _ if q.waiting_for == Some(WaitingFor::Gate) => Some(Walk::ProcsGated),
                 (Some(st), _) => Some(Walk::ProcsInState(*st)),
                 (None, Some(m)) => Some(Walk::ProcsOfModel(m)),
                 (None, None) => {
@@ -395,7 +404,8 @@ impl Executor {
             .filter(|r| self.may_see_row(r))
             .map(|r| {
                 let mut info = ProcInfo::from(r);
-                info.waiting_for = self.rt.waiting_for(&r.id, r.state, r.slot.is_some());
+                let gated = r.gates.iter().any(|g| !g.open);
+                info.waiting_for = self.rt.waiting_for(&r.id, r.state, r.slot.is_some(), gated);
                 info
             })
             .filter(|info| {

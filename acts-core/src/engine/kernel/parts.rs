@@ -68,15 +68,21 @@ impl Kernel {
         &self.instances
     }
 
-    /// What process `pid` in `state` (`keyed`: it has a concurrency key)
-    /// waits for while it is parked, as `ProcInfo::waiting_for` says it
-    /// (`None` once it started): a slot of
-    /// its key until it holds one (its key's queue, or — in an engine that
-    /// has not read the parked rows yet — the check against its key), then
-    /// a place under the cap.
-    pub(crate) fn waiting_for(&self, pid: &str, state: TaskState, keyed: bool) -> Option<String> {
+    /// What process `pid` in `state` (`keyed`: it has a concurrency key;
+    /// `gated`: a task of it waits at a gate) waits for, as
+    /// `ProcInfo::waiting_for` says it: while it is parked a slot of its
+    /// key until it holds one (its key's queue, or — in an engine that has
+    /// not read the parked rows yet — the check against its key), then a
+    /// place under the cap; once it started, its gated task's gate.
+    pub(crate) fn waiting_for(
+        &self,
+        pid: &str,
+        state: TaskState,
+        keyed: bool,
+        gated: bool,
+    ) -> Option<String> {
         if state != TaskState::None {
-            return None;
+            return (gated && !state.is_terminal()).then(|| WaitingFor::Gate.as_str().to_owned());
         }
         let what = if keyed && !self.cache.holds_key_slot(pid) {
             WaitingFor::Concurrency

@@ -182,7 +182,7 @@ impl Kernel {
                     debug!(pid = %pid, "parked: the resident set is full");
                 }
                 let mut info = ProcInfo::from(&row);
-                info.waiting_for = self.waiting_for(&pid, row.state, row.slot.is_some());
+                info.waiting_for = self.waiting_for(&pid, row.state, row.slot.is_some(), false);
                 Ok(info)
             }
         }

@@ -25,6 +25,8 @@ pub(crate) enum Walk<'a> {
     ProcsOfModel(&'a str),
     /// Every process, in admission order.
     Procs,
+    /// The processes with gated tasks (the sparse `gated` index), by pid.
+    ProcsGated,
     /// The entries of a model's variable index in a range of values.
     ProcVar(ScanRange),
     /// The deliveries of a state, oldest first.
@@ -44,6 +46,7 @@ impl Walk<'_> {
             }
             Walk::ProcsOfModel(m) => Collection::<ProcRow>::pair_range("model_time", m, None),
             Walk::Procs => Collection::<ProcRow>::index_range("timestamp"),
+            Walk::ProcsGated => Collection::<ProcRow>::index_range("gated"),
             Walk::ProcVar(range) => range.clone(),
             Walk::DeliveriesInState(s) => {
                 Collection::<DeliveryRow>::pair_range("state_time", s.as_str(), None)

@@ -69,14 +69,18 @@ pub enum WaitingFor {
     Concurrency,
     /// A place under the engine's admission cap.
     Admission,
+    /// Nothing of its own: it runs, but one of its tasks waits (`pending`)
+    /// at a step's or act's concurrency or rate key.
+    Gate,
 }
 
 impl WaitingFor {
-    /// Its name (`concurrency`, `admission`).
+    /// Its name (`concurrency`, `admission`, `gate`).
     pub fn as_str(self) -> &'static str {
         match self {
             WaitingFor::Concurrency => "concurrency",
             WaitingFor::Admission => "admission",
+            WaitingFor::Gate => "gate",
         }
     }
 }
