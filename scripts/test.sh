@@ -58,7 +58,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 pg_url=$(scripts/postgres.sh start "$pg_dir")
 ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
 echo "== the cluster's ownership tests with the nodes on PostgreSQL"
-ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order --test step_gates
+ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order --test step_gates --test bulk_jobs
 scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
 cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings --test cluster_keys

@@ -53,6 +53,7 @@ impl Failure {
             | EngineError::ProcessNotFound(_)
             | EngineError::BulkJobNotFound(_)
             | EngineError::BulkJobRunning(_)
+            | EngineError::BulkJobExists(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::ModelNotFound(_)
             | EngineError::Inputs { .. }

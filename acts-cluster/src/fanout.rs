@@ -260,7 +260,7 @@ fn with_cursor(call: &Call, in_body: bool, cursor: Option<&str>) -> Call {
 /// Asks every partition (concurrently) for its answer to its call; the
 /// first failure answers for all (a listing that
 /// silently left a partition out would be wrong).
-async fn ask_all(
+pub(crate) async fn ask_all(
     node: &ClusterNode,
     calls: Vec<(u32, Call)>,
 ) -> Result<Vec<(u32, Value)>, Box<Response>> {

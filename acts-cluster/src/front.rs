@@ -48,8 +48,7 @@ pub(crate) enum Route {
     /// A migration: every partition migrates its own processes; the
     /// reports are joined.
     Migrate,
-    /// A bulk job: one engine's, over its own processes; a cluster does
-    /// not run them yet (refused, never run on one partition only).
+    /// A bulk job: a part on every partition, under one id (`bulk.rs`).
     Bulk,
 }
 
@@ -194,11 +193,7 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         Route::OneOf => crate::fanout::one_of(&node, call, false).await,
         Route::Every => crate::fanout::one_of(&node, call, true).await,
         Route::Migrate => crate::fanout::migrate(&node, call).await,
-        Route::Bulk => error(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_supported",
-            "a cluster does not run bulk jobs yet (they run on one engine over its own store; docs/CLUSTER.md): act on the processes one by one through any node",
-        ),
+        Route::Bulk => crate::bulk::route(&node, call).await,
     }
 }
 

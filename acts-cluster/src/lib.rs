@@ -23,6 +23,8 @@
 //!   kept by the partition it hashes to, asked through the courier every
 //!   partition's engine gets (`node.rs`), node to node over
 //!   `POST /api/v1/cluster/gates` proven with the cluster's node secret.
+//! - Bulk jobs (`bulk.rs`): a part on every partition under one id, their
+//!   progress summed.
 //! - [`ClusterConfig`] (`config.rs`): how a node joins, and its checks.
 //!
 //! May depend on: the facade `acts` (engines, the store family),
@@ -32,6 +34,7 @@
 //! Start reading at [`ClusterNode::join`] and [`ClusterNode::tick`];
 //! `docs/CLUSTER.md` is the user's guide and the design.
 
+mod bulk;
 mod call;
 mod catalog;
 mod config;

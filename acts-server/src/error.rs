@@ -78,9 +78,9 @@ impl From<EngineError> for ApiError {
             EngineError::Duplicated(_) => (StatusCode::CONFLICT, "duplicated"),
             EngineError::VersionInUse { .. } => (StatusCode::CONFLICT, "version_in_use"),
             // Its key's slots are taken: try again when one frees.
-            EngineError::KeyBusy { .. } | EngineError::BulkJobRunning(_) => {
-                (StatusCode::CONFLICT, "conflict")
-            }
+            EngineError::KeyBusy { .. }
+            | EngineError::BulkJobRunning(_)
+            | EngineError::BulkJobExists(_) => (StatusCode::CONFLICT, "conflict"),
             EngineError::Denied { .. } | EngineError::Action(ActionError::Denied { .. }) => {
                 (StatusCode::FORBIDDEN, "forbidden")
             }

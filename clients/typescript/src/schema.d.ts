@@ -901,6 +901,14 @@ export interface components {
          *     action's options.
          */
         BulkRequest: {
+            /**
+             * @description The job's id (letters, digits, `-`, `_`; at most 64; default: one
+             *     is drawn). A start naming the id of a job that exists starts
+             *     nothing: it returns that job when the request is the same (a
+             *     retried start) and fails with `409` otherwise. A cluster gives
+             *     every partition's part of a job the same id.
+             */
+            id?: string | null;
             /** @description What to do to each process. */
             action: components["schemas"]["BulkAction"];
             /**

@@ -82,6 +82,13 @@ impl BulkAction {
 #[non_exhaustive]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BulkRequest {
+    /// The job's id (letters, digits, `-`, `_`; at most 64; default: one
+    /// is drawn). A start naming the id of a job that exists starts
+    /// nothing: it returns that job when the request is the same (a
+    /// retried start) and fails with `409` otherwise. A cluster gives
+    /// every partition's part of a job the same id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// What to do to each process.
     pub action: BulkAction,
     /// Which processes (its `limit` and `cursor` are ignored: every match
@@ -118,6 +125,7 @@ impl BulkRequest {
     /// A job doing `action` to the processes `query` matches.
     pub fn new(action: BulkAction, query: ProcessQuery) -> Self {
         Self {
+            id: None,
             action,
             query,
             reason: None,
@@ -185,6 +193,17 @@ impl BulkRequest {
         if unfiltered && !self.all {
             return bad(format!(
                 "a bulk {action} with no filter acts on every process: give a filter in `where` (model, state, ecode, ...) or `all: true`"
+            ));
+        }
+        if let Some(id) = &self.id
+            && (id.is_empty()
+                || id.len() > 64
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)))
+        {
+            return bad(format!(
+                "the job id '{id}' must be 1 to 64 letters, digits, '-' or '_'"
             ));
         }
         let rate = self.rate();
@@ -336,8 +355,22 @@ impl Executor {
             .check_vars_size("the bulk job's vars", &request.vars)?;
         // A query that cannot be answered fails now, not in the job.
         self.find_processes(&request.page_query(1, None)).await?;
+        if let Some(id) = &request.id {
+            match self.bulk_row(id).await {
+                // Started before: the same request is the same job.
+                Ok(row) if row.request == serde_json::to_value(&request).unwrap_or_default() => {
+                    return self.bulk_view(row);
+                }
+                Ok(_) => return Err(EngineError::BulkJobExists(id.clone())),
+                Err(EngineError::BulkJobNotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let row = BulkJobRow {
-            id: format!("bulk-{}", crate::tree::short_id()),
+            id: request
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("bulk-{}", crate::tree::short_id())),
             request: serde_json::to_value(&request)
                 .map_err(|e| EngineError::Query(format!("the request does not encode: {e}")))?,
             by: self.by().map(str::to_owned),

@@ -54,6 +54,11 @@ pub enum EngineError {
         "bulk job '{0}' is running: cancel it first (acts bulk cancel, POST /api/v1/bulk/{0}/cancel)"
     )]
     BulkJobRunning(String),
+    /// A bulk job start named the id of a job with another request.
+    #[error(
+        "bulk job '{0}' exists with another request: give another id (the same request returns that job)"
+    )]
+    BulkJobExists(String),
     /// No task of the process has that id.
     #[error("process '{pid}': cannot find task '{tid}'")]
     TaskNotFound {
