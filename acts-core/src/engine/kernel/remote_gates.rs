@@ -132,23 +132,11 @@ impl Kernel {
             return Err(EngineError::Corrupt(format!("'{part}' names no gate part")));
         };
         let tid = tid.to_owned();
-        let pass = match self.handle(&pid).await? {
-            None => GatePass::Gone,
-            Some(handle) => {
-                let of = tid.clone();
-                let granted = self
-                    .transition(&handle, Vec::new(), move |p, svc| {
-                        Ok(p.gate_granted(&of, n, svc))
-                    })
-                    .await;
-                match granted {
-                    Ok(pass) => pass,
-                    Err(EngineError::ProcessNotFound(_) | EngineError::Removed(_)) => {
-                        GatePass::Gone
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        // Read first: a holder asked again changes nothing.
+        let seen = self.with_process(&pid, |p| p.gate_pass(&tid, n)).await?;
+        let pass = match seen.unwrap_or(GatePass::Gone) {
+            GatePass::Opens => self.open_granted(&pid, &tid, n).await?,
+            other => other,
         };
         let task = match pass {
             GatePass::Waits(gate) => {
@@ -163,10 +151,33 @@ impl Kernel {
                 self.spawn_pass(pid, tid, gate, order, n + 1);
                 "waits"
             }
-            GatePass::Runs => "runs",
+            GatePass::Opens | GatePass::Runs => "runs",
             GatePass::Gone => "gone",
         };
         Ok(json!({ "task": task }))
+    }
+
+    /// Opens task `tid` of `pid`, whose last part was granted: what it is
+    /// then.
+    async fn open_granted(&self, pid: &str, tid: &str, n: usize) -> Result<GatePass, EngineError> {
+        let Some(handle) = self.handle(pid).await? else {
+            return Ok(GatePass::Gone);
+        };
+        let of = tid.to_owned();
+        let opened = self
+            .transition(&handle, Vec::new(), move |p, svc| {
+                Ok(if p.open_gate(&of, svc) {
+                    GatePass::Runs
+                } else {
+                    p.gate_pass(&of, n)
+                })
+            })
+            .await;
+        match opened {
+            Ok(pass) => Ok(pass),
+            Err(EngineError::ProcessNotFound(_) | EngineError::Removed(_)) => Ok(GatePass::Gone),
+            Err(e) => Err(e),
+        }
     }
 
     /// The gated tasks of `process` that ended with the transition just

@@ -57,7 +57,9 @@ pub struct RateGate {
 pub enum GatePass {
     /// It still waits: for the next part of `TaskGate` (its rate token).
     Waits(TaskGate),
-    /// It runs (let through now, or before).
+    /// It waits for nothing more: its gate opens ([`Process::open_gate`]).
+    Opens,
+    /// It runs (let through before).
     Runs,
     /// It ended or went: its place is free.
     Gone,
@@ -196,10 +198,10 @@ impl Process {
         true
     }
 
-    /// Part `part` of task `tid`'s gate has its place at its key's home
-    /// (a cluster's engines, see the engine's `gate_courier.rs`): the task
-    /// runs when it was the last part; what the task is now.
-    pub fn gate_granted(&mut self, tid: &str, part: usize, svc: Services<'_>) -> GatePass {
+    /// What task `tid` is when part `part` of its gate has its place at
+    /// its key's home (a cluster's engines, see the engine's
+    /// `gate_courier.rs`); nothing changes.
+    pub fn gate_pass(&self, tid: &str, part: usize) -> GatePass {
         let Some(t) = self.tasks.find_id(tid) else {
             return GatePass::Gone;
         };
@@ -216,8 +218,7 @@ impl Process {
             if part + 1 < parts {
                 return GatePass::Waits(gate);
             }
-            self.open_gate(tid, svc);
-            return GatePass::Runs;
+            return GatePass::Opens;
         }
         match self.tasks.get(t) {
             Some(x) if x.sign.has(Sign::GATE_OPEN) && !x.state.is_terminal() => GatePass::Runs,
