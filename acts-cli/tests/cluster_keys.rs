@@ -12,6 +12,7 @@
 
 mod support;
 
+use acts_testkit::models::ONE_DESK as DESK;
 use acts_testkit::redis_cluster::RedisCluster;
 use serde_json::{Value, json};
 use support::nodes::{NodeProc, api, deploy, process, settled};
@@ -145,18 +146,6 @@ async fn a_key_with_limit_one_never_runs_twice_at_once_across_nodes() {
     let keys: Vec<&Value> = processes.iter().map(|p| &p["concurrency_key"]).collect();
     assert!(keys.iter().all(|k| *k == "the-one"), "{keys:?}");
 }
-
-/// One desk: a step key with limit 1, whichever partition a process
-/// lives in (the key is kept by the partition it hashes to).
-const DESK: &str = r#"
-id: desk
-ver: "1"
-steps:
-  - id: approve
-    uses: acts.core.irq
-    params: { key: approve }
-    concurrency: { key: the-desk, limit: 1 }
-"#;
 
 /// The same with a step's key: 200 processes on every partition, started
 /// through both nodes at once; never two of their interrupts open at once

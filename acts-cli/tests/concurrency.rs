@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use acts_testkit::models::ONE_PER_CUSTOMER;
+use acts_testkit::models::{ONE_DESK as DESK, ONE_PER_CUSTOMER};
 use assert_cmd::Command;
 use serde_json::Value;
 
@@ -91,17 +91,6 @@ fn a_start_past_its_key_waits_is_listed_and_starts_when_its_holder_ends() {
     assert_eq!(last["pid"], p2, "{last}");
     assert_eq!(last["state"], "completed", "{last}");
 }
-
-/// One desk for every process: a step key with limit 1.
-const DESK: &str = r#"
-id: desk
-ver: "1"
-steps:
-  - id: approve
-    uses: acts.core.irq
-    params: { key: approve }
-    concurrency: { key: the-desk, limit: 1 }
-"#;
 
 #[test]
 fn a_process_whose_task_waits_at_a_step_key_is_listed_and_says_so() {

@@ -22,6 +22,31 @@ pub(crate) const FORWARDED: &str = "x-acts-forwarded";
 /// and calls that name no process).
 pub(crate) const PARTITION: &str = "x-acts-partition";
 
+/// The partition a call another node pinned names ([`PARTITION`]):
+/// `None` without the header, `Some(Err(answer))` when it names no
+/// partition of a cluster of `partitions`.
+pub(crate) fn pinned_partition(
+    headers: &HeaderMap,
+    partitions: u32,
+) -> Option<Result<u32, Response>> {
+    let value = headers.get(PARTITION)?;
+    let p = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|p| *p < partitions);
+    Some(p.ok_or_else(|| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!(
+                "{PARTITION} must name a partition of this cluster (0 to {})",
+                partitions - 1
+            ),
+        )
+    }))
+}
+
 /// An error answer in the API's shape.
 pub(crate) fn error(
     status: StatusCode,

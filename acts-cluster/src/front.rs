@@ -11,7 +11,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use crate::call::{Call, PARTITION, error};
+use crate::call::{Call, error, pinned_partition};
 use crate::node::ClusterNode;
 use crate::placement::{key_partition, pid_in};
 
@@ -152,21 +152,10 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
     let route = classify(&call.method, call.uri.path());
     // A call another node sent for one partition runs there (a header
     // naming no partition of this cluster is refused at once).
-    if let Some(pinned) = call.headers.get(PARTITION) {
-        let Some(p) = pinned
-            .to_str()
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|p| *p < node.partitions())
-        else {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                format!(
-                    "{PARTITION} must name a partition of this cluster (0 to {})",
-                    node.partitions() - 1
-                ),
-            );
+    if let Some(pinned) = pinned_partition(&call.headers, node.partitions()) {
+        let p = match pinned {
+            Ok(p) => p,
+            Err(refused) => return refused,
         };
         if route == Route::Stream {
             return crate::stream::local(&node, p, &call).await;

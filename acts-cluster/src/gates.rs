@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use crate::call::{PARTITION, Target, error};
+use crate::call::{PARTITION, Target, error, pinned_partition};
 use crate::node::ClusterNode;
 
 /// Proves a gate call comes from a node of the cluster.
@@ -71,18 +71,16 @@ pub(crate) async fn serve(State(node): State<ClusterNode>, req: Request) -> Resp
             "gate calls come from the cluster's nodes only",
         );
     }
-    let Some(p) = parts
-        .headers
-        .get(PARTITION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|p| *p < node.partitions())
-    else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            format!("{PARTITION} must name a partition of this cluster"),
-        );
+    let p = match pinned_partition(&parts.headers, node.partitions()) {
+        Some(Ok(p)) => p,
+        Some(Err(refused)) => return refused,
+        None => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!("a gate call names its partition ({PARTITION})"),
+            );
+        }
     };
     let body: Bytes = match axum::body::to_bytes(body, MAX_GATE_CALL).await {
         Ok(b) => b,

@@ -7,17 +7,9 @@ mod support;
 use std::time::Duration;
 
 use acts::ManualClock;
+use acts_testkit::models::ASKING as ASK;
 use serde_json::{Value, json};
 use support::*;
-
-const ASK: &str = r#"
-id: asking
-ver: "1"
-steps:
-  - id: ask
-    uses: acts.core.irq
-    params: { key: ask }
-"#;
 
 const PROCESSES: usize = 24;
 

@@ -11,6 +11,7 @@
 
 mod support;
 
+use acts_testkit::models::ASKING as ASK;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,15 +20,6 @@ use acts::{EngineError, ManualClock, TaskState};
 use acts_cluster::{ClusterConfig, ClusterError, ClusterNode};
 use serde_json::{Value, json};
 use support::*;
-
-const ASK: &str = r#"
-id: asking
-ver: "1"
-steps:
-  - id: ask
-    uses: acts.core.irq
-    params: { key: ask }
-"#;
 
 const PARENT: &str = r#"
 id: parent

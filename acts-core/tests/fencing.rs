@@ -8,6 +8,7 @@
 
 mod common;
 
+use acts_testkit::models::ASKING as ASK;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,15 +20,6 @@ use acts_store::KvStore;
 use acts_testkit::{GateKind, GatedStore};
 use common::{irq_created, recv_where, store, vars, waiting};
 use serde_json::json;
-
-const ASK: &str = r#"
-id: asking
-ver: "1"
-steps:
-  - id: ask
-    uses: acts.core.irq
-    params: { key: ask }
-"#;
 
 const TTL: Duration = Duration::from_secs(5);
 

@@ -12,17 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 use acts_core::engine::{ChannelOptions, Engine, EngineConfig, GateCourier, GateReply, GateRoute};
 use acts_core::time::ManualClock;
+use acts_testkit::models::ONE_DESK as DESK;
 use serde_json::{Value, json};
-
-const DESK: &str = r#"
-id: desk
-ver: "1"
-steps:
-  - id: approve
-    uses: acts.core.irq
-    concurrency: { key: the-desk, limit: 1 }
-    params: { key: approve }
-"#;
 
 /// Carries every call to the engine itself, but loses the first `end`;
 /// counts the `gone` answers the home hears.

@@ -15,6 +15,30 @@ steps:
     params: { key: approve }
 "#;
 
+/// One desk for every process (id `desk`): its step `approve` has a
+/// step key (`the-desk`, limit 1) and waits for an answer (key
+/// `approve`), so one task of all the processes waits for an answer at a
+/// time and the others wait at the gate.
+pub const ONE_DESK: &str = r#"
+id: desk
+ver: "1"
+steps:
+  - id: approve
+    uses: acts.core.irq
+    params: { key: approve }
+    concurrency: { key: the-desk, limit: 1 }
+"#;
+
+/// Each process waits for an answer (key `ask`; id `asking`).
+pub const ASKING: &str = r#"
+id: asking
+ver: "1"
+steps:
+  - id: ask
+    uses: acts.core.irq
+    params: { key: ask }
+"#;
+
 /// A charge that fails (ecode `declined`) until the process variable
 /// `fixed` is true, then a person confirms (key `confirm`; id `flaky`):
 /// the processes a bulk retry with `fixed: true` sets going again.

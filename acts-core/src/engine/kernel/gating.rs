@@ -54,18 +54,7 @@ impl Kernel {
         if !gates.has(&process.pid) {
             return Vec::new();
         }
-        gates
-            .tids_of(&process.pid)
-            .into_iter()
-            .filter(|tid| {
-                terminal
-                    || process
-                        .tasks
-                        .find_id(tid)
-                        .and_then(|t| process.tasks.get(t))
-                        .is_none_or(|t| t.state.is_terminal())
-            })
-            .collect()
+        ended_of(process, terminal, gates.tids_of(&process.pid))
     }
 
     /// Frees the slots and places of tasks `tids` of `pid` and opens the
@@ -218,4 +207,23 @@ impl Kernel {
     pub(crate) fn gate_keys(&self) -> Vec<GateKeyUse> {
         self.gates.lock().keys()
     }
+}
+
+/// Of tasks `tids` of `process`, the ones that ended (all of them when
+/// the process ended: `terminal`).
+pub(crate) fn ended_of(
+    process: &Process,
+    terminal: bool,
+    tids: impl IntoIterator<Item = String>,
+) -> Vec<String> {
+    tids.into_iter()
+        .filter(|tid| {
+            terminal
+                || process
+                    .tasks
+                    .find_id(tid)
+                    .and_then(|t| process.tasks.get(t))
+                    .is_none_or(|t| t.state.is_terminal())
+        })
+        .collect()
 }

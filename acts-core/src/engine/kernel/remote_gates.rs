@@ -23,6 +23,7 @@ use crate::scheduler::{GatePass, Process, TaskGate};
 
 use crate::engine::kernel::act_gates::GateId;
 use crate::engine::kernel::gate_courier::{GateCall, gate_parts, part_of};
+use crate::engine::kernel::gating::ended_of;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::rows::{ProcRow, QueueOrder};
 use crate::engine::persist::slot_rows::GateSeatRow;
@@ -187,17 +188,7 @@ impl Kernel {
         let Some(mine) = asked.get(&process.pid) else {
             return Vec::new();
         };
-        mine.keys()
-            .filter(|tid| {
-                terminal
-                    || process
-                        .tasks
-                        .find_id(tid)
-                        .and_then(|t| process.tasks.get(t))
-                        .is_none_or(|t| t.state.is_terminal())
-            })
-            .cloned()
-            .collect()
+        ended_of(process, terminal, mine.keys().cloned())
     }
 
     /// Tasks `tids` of `pid` ended (`None`: every one, the process went):
@@ -309,14 +300,7 @@ impl Kernel {
             self.gates.lock().ended(&pid, &part, now);
             return Ok(json!({ "open": true }));
         }
-        let row = GateSeatRow {
-            id: GateSeatRow::id_of(&pid, &part),
-            pid: pid.clone(),
-            part: part.clone(),
-            gate,
-            order,
-            open,
-        };
+        let row = GateSeatRow::new(&pid, &part, gate, order, open);
         let put = vec![Collection::<GateSeatRow>::put_row_op(&row)];
         if let Err(e) = self.write(None, put).await {
             let opened = self.gates.lock().ended(&pid, &part, now);
@@ -352,14 +336,7 @@ impl Kernel {
             let Some((gate, order, _)) = self.gates.lock().gate_of(&pid, &part) else {
                 continue;
             };
-            let row = GateSeatRow {
-                id: GateSeatRow::id_of(&pid, &part),
-                pid: pid.clone(),
-                part: part.clone(),
-                gate,
-                order,
-                open: true,
-            };
+            let row = GateSeatRow::new(&pid, &part, gate, order, true);
             let mut wait = Duration::from_millis(50);
             loop {
                 let put = vec![Collection::<GateSeatRow>::put_row_op(&row)];

@@ -54,6 +54,24 @@ pub struct GateSeatRow {
 }
 
 impl GateSeatRow {
+    /// The seat of `part` of `pid`.
+    pub fn new(
+        pid: &str,
+        part: &str,
+        gate: crate::scheduler::TaskGate,
+        order: QueueOrder,
+        open: bool,
+    ) -> Self {
+        Self {
+            id: Self::id_of(pid, part),
+            pid: pid.to_owned(),
+            part: part.to_owned(),
+            gate,
+            order,
+            open,
+        }
+    }
+
     /// The id of the seat of `part` of `pid`.
     pub fn id_of(pid: &str, part: &str) -> String {
         format!("{pid}/{part}")
