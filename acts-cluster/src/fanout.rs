@@ -13,6 +13,7 @@ use tokio::task::JoinSet;
 use tracing::warn;
 
 use crate::call::{Answer, Call, FORWARDED, Target, error};
+use crate::merge::{Run, merge};
 use crate::meta::CatalogOp;
 use crate::node::ClusterNode;
 
@@ -287,9 +288,12 @@ pub(crate) async fn ask_all(
     Ok(out)
 }
 
-/// A listing with a cursor, over every partition: each partition's page
-/// (up to the call's limit each), in partition order, with the summed
-/// total and one cursor that holds every partition's own.
+/// A listing with a cursor, over every partition, with the summed total
+/// and one cursor that holds every partition's own. Processes and
+/// deliveries come in one order with the call's exact limit (each
+/// partition's page merged by its items' own cursors, `merge.rs`); other
+/// listings (tasks, a bulk job's report) are each partition's page (up to
+/// the limit each) in partition order.
 pub(crate) async fn paged(
     node: &ClusterNode,
     call: Call,
@@ -309,6 +313,14 @@ pub(crate) async fn paged(
             }
         },
     };
+    let ordered = matches!(items, "processes" | "deliveries");
+    let mut call = call;
+    if ordered {
+        call.headers.insert(
+            acts_server::ITEM_CURSORS,
+            axum::http::HeaderValue::from_static("1"),
+        );
+    }
     let calls: Vec<(u32, Call)> = (0..node.partitions())
         .filter_map(|p| match cursors.get(&p) {
             Some(None) => None,
@@ -320,19 +332,58 @@ pub(crate) async fn paged(
         Ok(a) => a,
         Err(r) => return *r,
     };
-    let mut merged = Vec::new();
-    let mut total: Option<u64> = Some(0);
+    let total = answers.iter().try_fold(0u64, |t, (_, v)| {
+        v.get("total").and_then(Value::as_u64).map(|n| t + n)
+    });
     let mut next = cursors.clone();
-    for (p, v) in answers {
-        if let Some(list) = v.get(items).and_then(Value::as_array) {
-            merged.extend(list.iter().cloned());
+    let runs: Option<Vec<Run>> = answers
+        .iter()
+        .map(|(p, v)| {
+            let list = v
+                .get(items)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let own: Vec<String> = v
+                .get("cursors")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (ordered && own.len() == list.len()).then(|| Run {
+                partition: *p,
+                items: list,
+                cursors: own,
+                next: v.get("next").and_then(Value::as_str).map(str::to_owned),
+            })
+        })
+        .collect();
+    let merged = match runs {
+        Some(runs) => {
+            let (limit, descending) = listing_order(&call, cursor_in_body);
+            let m = merge(runs, limit, descending);
+            for (p, at) in m.after {
+                if let Some(at) = at {
+                    next.insert(p, at);
+                }
+            }
+            m.items
         }
-        total = match (total, v.get("total").and_then(Value::as_u64)) {
-            (Some(t), Some(n)) => Some(t + n),
-            _ => None,
-        };
-        next.insert(p, v.get("next").and_then(Value::as_str).map(str::to_owned));
-    }
+        // Each partition's page after the other's.
+        None => {
+            let mut all = Vec::new();
+            for (p, v) in &answers {
+                if let Some(list) = v.get(items).and_then(Value::as_array) {
+                    all.extend(list.iter().cloned());
+                }
+                next.insert(*p, v.get("next").and_then(Value::as_str).map(str::to_owned));
+            }
+            all
+        }
+    };
     let more = (0..node.partitions()).any(|p| !matches!(next.get(&p), Some(None)));
     let mut out = Map::new();
     out.insert(items.into(), Value::Array(merged));
@@ -346,6 +397,31 @@ pub(crate) async fn paged(
     );
     out.insert("total".into(), total.map_or(Value::Null, |t| json!(t)));
     axum::Json(Value::Object(out)).into_response()
+}
+
+/// A listing call's limit (default 100, at most 1,000, as the engine
+/// takes it) and whether it walks backwards.
+fn listing_order(call: &Call, in_body: bool) -> (usize, bool) {
+    let (limit, descending) = if in_body {
+        let v: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
+        (
+            v.get("limit").and_then(Value::as_u64),
+            v.get("descending") == Some(&Value::Bool(true)),
+        )
+    } else {
+        let query = call.uri.query().unwrap_or("");
+        let param = |name: &str| {
+            query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+        };
+        (
+            param("limit").and_then(|v| v.parse().ok()),
+            param("order") == Some("desc"),
+        )
+    };
+    let limit = limit.map_or(100, |l| usize::try_from(l).unwrap_or(acts::MAX_PAGE));
+    (limit.clamp(1, acts::MAX_PAGE), descending)
 }
 
 /// A call about something one partition has (a delivery to acknowledge,

@@ -105,10 +105,12 @@ impl ClusterNode {
             req = req.header(PARTITION, p.to_string());
         }
         // (the caller's W3C trace context too: a process started through
-        // another node continues the caller's trace)
+        // another node continues the caller's trace; and a merged
+        // listing's ask for its items' cursors)
         let trace = [
             header::HeaderName::from_static("traceparent"),
             header::HeaderName::from_static("tracestate"),
+            header::HeaderName::from_static(acts_server::ITEM_CURSORS),
         ];
         for name in [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]
             .into_iter()

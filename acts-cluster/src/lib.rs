@@ -15,7 +15,8 @@
 //!   it goes): the HTTP API of `acts serve`, accepted by any node and
 //!   routed to the owner of the partition it concerns (`forward.rs`: run
 //!   here or forwarded once, tried again while a partition moves);
-//!   listings merged over every partition (`fanout.rs`); the live message
+//!   listings merged over every partition (`fanout.rs`; one order with
+//!   an exact limit: `merge.rs`); the live message
 //!   stream of every partition (`stream.rs`); `/api/v1/cluster/status`
 //!   (`status.rs`); metrics (`metrics.rs`). What the front and these
 //!   spokes share about a call is in `call.rs`: no spoke imports the front.
@@ -43,6 +44,7 @@ mod fanout;
 mod forward;
 mod front;
 mod gates;
+mod merge;
 mod meta;
 mod metrics;
 mod node;

@@ -49,6 +49,7 @@ pub use grpc::{ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, serve_grp
 pub use guard::Guard;
 pub use listener::StallListener;
 pub use openapi::{OPENAPI_PATH, document as openapi_document, openapi_json_text};
+pub use reply::ITEM_CURSORS;
 pub use stream::{STREAM_QUEUE, StreamLimits};
 pub use telemetry::{OTEL_TARGET, OtlpConfig, OtlpProtocol, Telemetry, TelemetryError};
 

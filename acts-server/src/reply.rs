@@ -9,6 +9,17 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+/// The header a cluster node sets on a listing it merges (any value):
+/// the page then carries each item's own cursor (`cursors`), which order
+/// as the items do, so the node can merge its partitions' pages into one
+/// order with an exact limit.
+pub const ITEM_CURSORS: &str = "x-acts-item-cursors";
+
+/// Whether a listing's caller asked for each item's cursor.
+pub(crate) fn wants_item_cursors(headers: &axum::http::HeaderMap) -> bool {
+    headers.contains_key(ITEM_CURSORS)
+}
+
 /// Declares a page type: its items under `$field`, the next cursor and
 /// the total.
 macro_rules! page_type {
@@ -23,6 +34,10 @@ macro_rules! page_type {
             next: Option<String>,
             /// Every match, when counted (`count=true`); else `null`.
             total: Option<usize>,
+            /// Each item's own cursor, when a cluster node asked for them
+            /// ([`ITEM_CURSORS`]); absent otherwise.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            cursors: Vec<String>,
         }
 
         impl $name {
@@ -32,6 +47,7 @@ macro_rules! page_type {
                     $field: page.items,
                     next: page.next,
                     total,
+                    cursors: page.cursors,
                 })
             }
         }

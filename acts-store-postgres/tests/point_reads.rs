@@ -9,8 +9,12 @@ use acts_testkit::postgres_server::PostgresServer;
 #[test]
 fn reads_asked_together_share_statements_and_each_gets_its_value() {
     let server = PostgresServer::shared_or_start().unwrap_or_else(|e| panic!("{e}"));
-    // One thread: every get is queued before the reader runs, so how the
-    // reads are grouped does not depend on timing.
+    // One thread. How the reads are grouped still depends on when the
+    // reader task gets to run (the runtime's cooperative budget makes the
+    // asking task yield every so often, and the server's answers come when
+    // they come: 8 to 10 statements were seen), so the check is what
+    // sharing must give whatever the grouping: far fewer statements than
+    // reads (one a read would be 1,000).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -38,7 +42,7 @@ fn reads_asked_together_share_statements_and_each_gets_its_value() {
         }
         let statements = store.point_read_statements() - before;
         assert!(
-            (1..10).contains(&statements),
+            (1..=100).contains(&statements),
             "1,000 reads asked together took {statements} statements"
         );
         store

@@ -395,6 +395,7 @@ impl<T: Row> Collection<T> {
         let limit = query.limit.unwrap_or(usize::MAX);
         let mut range = range.with_reverse(descending);
         let mut rows = Vec::new();
+        let mut keys = Vec::new();
         let mut last_key: Option<Vec<u8>> = None;
         if let Some(after) = &query.after {
             if descending {
@@ -443,16 +444,22 @@ impl<T: Row> Collection<T> {
                 let data = Self::decode_value(id, &bytes)?;
                 if filter.matches(&data) {
                     rows.push(Self::from_value(id, data)?);
+                    keys.push(key.clone());
                     if rows.len() >= limit {
                         return Ok(Page {
                             rows,
                             next: Some(key.clone()),
+                            keys,
                         });
                     }
                 }
             }
             if exhausted {
-                return Ok(Page { rows, next: None });
+                return Ok(Page {
+                    rows,
+                    next: None,
+                    keys,
+                });
             }
             if let Some(k) = &last_key {
                 if descending {

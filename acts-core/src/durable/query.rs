@@ -166,4 +166,7 @@ pub struct Page<T> {
     pub rows: Vec<T>,
     /// Where the next page starts; `None` when there is no more.
     pub next: Option<Vec<u8>>,
+    /// The key each row was found at (its index entry, or the row), in
+    /// order: where a page ending with that row would go on.
+    pub keys: Vec<Vec<u8>>,
 }

@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult, Errors};
 use crate::extract::{Body, CountParam, Exec, Params, Path};
-use crate::reply::DeliveryPage;
+use crate::reply::{DeliveryPage, wants_item_cursors};
 use crate::state::AppState;
 
 pub(crate) fn router() -> OpenApiRouter<AppState> {
@@ -101,8 +101,10 @@ async fn deliveries(
 async fn query_deliveries(
     Exec(x, _): Exec,
     Params(o): Params<CountParam>,
-    Body(query): Body<DeliveryQuery>,
+    headers: axum::http::HeaderMap,
+    Body(mut query): Body<DeliveryQuery>,
 ) -> ApiResult<impl IntoResponse> {
+    query.item_cursors = wants_item_cursors(&headers);
     let page = x.find_deliveries(&query).await?;
     let total = o.total(|| x.count_deliveries_matching(&query)).await?;
     Ok(DeliveryPage::reply(page, total))

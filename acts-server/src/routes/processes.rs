@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult, Errors};
 use crate::extract::{Body, CountParam, Exec, OptionalBody, Params, Path};
-use crate::reply::ProcessPage;
+use crate::reply::{ProcessPage, wants_item_cursors};
 use crate::state::AppState;
 use crate::telemetry::CallerTrace;
 
@@ -82,8 +82,10 @@ async fn start_process(
 async fn query_processes(
     Exec(x, _): Exec,
     Params(o): Params<CountParam>,
-    Body(query): Body<ProcessQuery>,
+    headers: axum::http::HeaderMap,
+    Body(mut query): Body<ProcessQuery>,
 ) -> ApiResult<impl IntoResponse> {
+    query.item_cursors = wants_item_cursors(&headers);
     let page = x.find_processes(&query).await?;
     let total = o.total(|| x.count_matching(&query)).await?;
     Ok(ProcessPage::reply(page, total))
@@ -131,6 +133,7 @@ struct ListProcesses {
 async fn list_processes(
     Exec(x, _): Exec,
     Params(q): Params<ListProcesses>,
+    headers: axum::http::HeaderMap,
 ) -> ApiResult<impl IntoResponse> {
     let state = q
         .state
@@ -171,6 +174,7 @@ async fn list_processes(
         v.descending = descending;
         v.limit = q.limit;
         v.cursor = q.cursor;
+        v.item_cursors = wants_item_cursors(&headers);
         v
     };
     let page = x.find_processes(&query).await?;

@@ -823,6 +823,11 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
         };
         /** @description A bulk job and where it stands. */
         BulkJob: {
@@ -883,6 +888,11 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
         };
         /**
          * @description What a bulk job did to one process.
@@ -999,6 +1009,11 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
         };
         /** @description What deliveries to find (every field optional). */
         DeliveryQuery: {
@@ -1345,6 +1360,11 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
         };
         /** @description What processes to find (every field optional; see the module docs). */
         ProcessQuery: {
@@ -1558,6 +1578,11 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
         };
         /** @description What tasks to find (every field optional; see the module docs). */
         TaskQuery: {

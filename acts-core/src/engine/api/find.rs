@@ -121,6 +121,10 @@ pub struct ProcessQuery {
     pub limit: Option<usize>,
     /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
+    /// Each item's own cursor too ([`Page::cursors`](crate::engine::Page::cursors);
+    /// asked by a cluster node, not part of the query's JSON).
+    #[serde(skip)]
+    pub item_cursors: bool,
 }
 
 impl ProcessQuery {
@@ -398,25 +402,28 @@ impl Executor {
             .reads()
             .page::<ProcRow>(walk, q.descending, &query)
             .await?;
-        let processes = page
+        let (processes, keys): (Vec<ProcInfo>, Vec<String>) = page
             .rows
             .iter()
-            .filter(|r| self.may_see_row(r))
-            .map(|r| {
+            .zip(&page.keys)
+            .filter(|(r, _)| self.may_see_row(r))
+            .map(|(r, key)| {
                 let mut info = ProcInfo::from(r);
                 let gated = r.gates.iter().any(|g| !g.open);
                 info.waiting_for = self.rt.waiting_for(&r.id, r.state, r.slot.is_some(), gated);
-                info
+                (info, encode_cursor(key))
             })
-            .filter(|info| {
+            .filter(|(info, _)| {
                 q.waiting_for
                     .is_none_or(|w| info.waiting_for.as_deref() == Some(w.as_str()))
             })
-            .collect();
-        Ok(Page::new(
-            processes,
-            page.next.as_deref().map(encode_cursor),
-        ))
+            .unzip();
+        let out = Page::new(processes, page.next.as_deref().map(encode_cursor));
+        Ok(if q.item_cursors {
+            out.with_cursors(keys)
+        } else {
+            out
+        })
     }
 
     /// Fails unless model `mid` declares `name` in its `index:` (from the

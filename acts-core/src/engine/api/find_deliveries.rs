@@ -42,6 +42,10 @@ pub struct DeliveryQuery {
     pub limit: Option<usize>,
     /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
+    /// Each item's own cursor too ([`Page::cursors`](crate::engine::Page::cursors);
+    /// asked by a cluster node, not part of the query's JSON).
+    #[serde(skip)]
+    pub item_cursors: bool,
 }
 
 impl DeliveryQuery {
@@ -115,10 +119,12 @@ impl Executor {
                 d.message = m;
             }
         }
-        Ok(Page::new(
-            deliveries,
-            page.next.as_deref().map(encode_cursor),
-        ))
+        let out = Page::new(deliveries, page.next.as_deref().map(encode_cursor));
+        Ok(if q.item_cursors {
+            out.with_cursors(page.keys.iter().map(|k| encode_cursor(k)).collect())
+        } else {
+            out
+        })
     }
 
     /// How many deliveries match `q` (operators and admins; its cursor and
