@@ -10,9 +10,10 @@ use tracing::{debug, warn};
 
 use crate::scheduler::{Process, TaskGate};
 
+use crate::durable::Collection;
 use crate::engine::kernel::act_gates::{GateId, GateKeyUse};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::QueueOrder;
+use crate::engine::persist::rows::{ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 
 impl Kernel {
@@ -201,6 +202,33 @@ impl Kernel {
         self.open_gates(opened);
         self.arm_gate_timer();
         Ok(())
+    }
+
+    /// The gated tasks of the stored processes (the sparse `gated` index).
+    async fn gated_rows(
+        &self,
+    ) -> Result<Vec<(String, crate::scheduler::GateUse, QueueOrder)>, EngineError> {
+        let mut pids = Vec::new();
+        Collection::<ProcRow>::new(self.store.clone())
+            .index_str_entries("gated", |entries| {
+                pids.extend(entries.iter().map(|(_, pid)| pid.clone()));
+            })
+            .await?;
+        let mut found = Vec::new();
+        // One multi-read per thousand processes.
+        for chunk in pids.chunks(1000) {
+            let rows = self.reads().rows::<ProcRow>(chunk).await?;
+            for (pid, row) in chunk.iter().zip(rows) {
+                let Some(row) = row else { continue };
+                let order = row.order.unwrap_or_default();
+                found.extend(
+                    row.gates
+                        .into_iter()
+                        .map(|u| (pid.clone(), u, order.clone())),
+                );
+            }
+        }
+        Ok(found)
     }
 
     /// Every concurrency and rate key of steps and acts in use.

@@ -25,7 +25,7 @@ use crate::engine::kernel::act_gates::GateId;
 use crate::engine::kernel::gate_courier::{GateCall, gate_parts, part_of};
 use crate::engine::kernel::gating::ended_of;
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{ProcRow, QueueOrder};
+use crate::engine::persist::rows::QueueOrder;
 use crate::engine::persist::slot_rows::GateSeatRow;
 use crate::engine::types::error::EngineError;
 
@@ -427,31 +427,6 @@ impl Kernel {
             tokio::spawn(ask_holders(Arc::downgrade(&rt)));
         }
         Ok(())
-    }
-
-    /// The gated tasks of the stored processes (the sparse `gated` index).
-    pub(crate) async fn gated_rows(
-        &self,
-    ) -> Result<Vec<(String, crate::scheduler::GateUse, QueueOrder)>, EngineError> {
-        let procs = Collection::<ProcRow>::new(self.store.clone());
-        let mut pids = Vec::new();
-        procs
-            .index_str_entries("gated", |entries| {
-                pids.extend(entries.iter().map(|(_, pid)| pid.clone()));
-            })
-            .await?;
-        let mut found = Vec::new();
-        for pid in pids {
-            if let Some(row) = procs.get(&pid).await? {
-                let order = row.order.unwrap_or_default();
-                found.extend(
-                    row.gates
-                        .into_iter()
-                        .map(|u| (pid.clone(), u, order.clone())),
-                );
-            }
-        }
-        Ok(found)
     }
 }
 
