@@ -402,7 +402,7 @@ impl Executor {
             .reads()
             .page::<ProcRow>(walk, q.descending, &query)
             .await?;
-        let (processes, keys): (Vec<ProcInfo>, Vec<String>) = page
+        let (processes, keys): (Vec<ProcInfo>, Vec<&Vec<u8>>) = page
             .rows
             .iter()
             .zip(&page.keys)
@@ -411,7 +411,7 @@ impl Executor {
                 let mut info = ProcInfo::from(r);
                 let gated = r.gates.iter().any(|g| !g.open);
                 info.waiting_for = self.rt.waiting_for(&r.id, r.state, r.slot.is_some(), gated);
-                (info, encode_cursor(key))
+                (info, key)
             })
             .filter(|(info, _)| {
                 q.waiting_for
@@ -419,8 +419,9 @@ impl Executor {
             })
             .unzip();
         let out = Page::new(processes, page.next.as_deref().map(encode_cursor));
+        // (encoded only when asked: every listing walks this)
         Ok(if q.item_cursors {
-            out.with_cursors(keys)
+            out.with_cursors(keys.into_iter().map(|k| encode_cursor(k)).collect())
         } else {
             out
         })
