@@ -189,6 +189,22 @@ impl ClusterNode {
             .map(|h| h.engine.clone())
     }
 
+    /// The node this node routes a call about partition `p` to now:
+    /// itself while it holds `p`, else the owner the members' heartbeats
+    /// named at its last tick (`None`: no live owner it knows of).
+    pub fn owner(&self, p: u32) -> Option<String> {
+        let state = self.inner.state.read();
+        if state.held.contains_key(&p) {
+            return Some(self.inner.config.node.clone());
+        }
+        state
+            .owners
+            .get(p as usize)
+            .cloned()
+            .flatten()
+            .map(|o| o.node)
+    }
+
     /// Which holding of partition `p` this node has now (`None`: it does
     /// not hold it).
     pub(crate) fn holding(&self, p: u32) -> Option<u64> {

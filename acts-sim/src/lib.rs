@@ -34,6 +34,7 @@
 
 pub mod check;
 pub mod client;
+pub mod cluster;
 pub mod drive;
 pub mod generate;
 pub mod grammar;

@@ -6,6 +6,7 @@
 //! cargo run --release -p acts-sim -- --seeds 0..50 --redb --rocksdb
 //! cargo run --release -p acts-sim -- --seeds 0..100000 --jobs 2
 //! cargo run --release -p acts-sim -- --seed 4711 --trace   # replay one
+//! cargo run --release -p acts-sim -- --cluster 3 --seeds 0..1000
 //! ```
 
 use std::fmt::Write as _;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use acts_sim::cluster::{ClusterPlan, Plant, run_cluster_seed, shrink_cluster};
 use acts_sim::{Grammar, Plan, generate_with, run_seed, shrink};
 use clap::Parser;
 
@@ -68,6 +70,19 @@ struct Args {
     /// 5 (4's workflows with keys and rates on their steps and acts).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=5))]
     grammar: u8,
+    /// Simulate a cluster of this many nodes instead (and a spare that
+    /// joins and leaves): each seed runs twice, with the store's replica
+    /// waited for (nothing acknowledged may be lost) and without (what a
+    /// failover loses is reported).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(2..=8))]
+    cluster: Option<u8>,
+    /// Seeded events of a cluster run before every fault heals.
+    #[arg(long, default_value_t = 150, requires = "cluster")]
+    events: usize,
+    /// Plant a fault the cluster checks must find: `fence` (the store
+    /// ignores the epoch a batch is conditioned on).
+    #[arg(long, value_parser = ["fence"], requires = "cluster")]
+    plant: Option<String>,
 }
 
 /// `START..END` with START < END.
@@ -125,19 +140,34 @@ fn main() -> ExitCode {
         },
     };
     let trace = args.trace || args.seed.is_some();
+    let cluster = args.cluster.map(|n| ClusterPlan {
+        nodes: usize::from(n),
+        events: args.events,
+        plant: if args.plant.is_some() {
+            Plant::NoFence
+        } else {
+            Plant::None
+        },
+        ..ClusterPlan::default()
+    });
+    let check = |seed: u64| match cluster {
+        Some(c) => check_cluster_seed(seed, c, trace),
+        None => check_one(seed, plan, trace),
+    };
     let started = Instant::now();
     let (mut passed, mut failed, mut runs) = (0u64, Vec::new(), 0usize);
+    let mut lost = Lost::default();
     let next = AtomicU64::new(seeds.start);
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<Checked>();
     std::thread::scope(|scope| {
         for _ in 0..args.jobs {
             let tx = tx.clone();
-            let (next, stop, end) = (&next, &stop, seeds.end);
+            let (next, stop, end, check) = (&next, &stop, seeds.end, &check);
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end || tx.send(check_one(seed, plan, trace)).is_err() {
+                    if seed >= end || tx.send(check(seed)).is_err() {
                         break;
                     }
                 }
@@ -154,6 +184,7 @@ fn main() -> ExitCode {
                     started.elapsed().as_secs_f64()
                 );
             }
+            lost.add(&checked.lost);
             match checked.runs {
                 Some(n) => {
                     passed += 1;
@@ -176,6 +207,14 @@ fn main() -> ExitCode {
         failed.len(),
         started.elapsed().as_secs_f64()
     );
+    if cluster.is_some() {
+        println!(
+            "acts-sim: without wait_replicas, {} store failovers dropped {} unreplicated batches: \
+             {} of {} acknowledged calls lost, {} processes ended otherwise, in {} seeds \
+             (the window WAIT closes; with it, none may be lost)",
+            lost.failovers, lost.dropped, lost.lost, lost.acked, lost.diverged, lost.seeds
+        );
+    }
     if failed.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -192,6 +231,102 @@ struct Checked {
     seed: u64,
     runs: Option<usize>,
     output: String,
+    /// A cluster seed's run without `wait_replicas`: what its failovers
+    /// lost.
+    lost: Lost,
+}
+
+/// What the failovers of cluster runs without `wait_replicas` lost.
+#[derive(Debug, Default, Clone)]
+struct Lost {
+    seeds: u64,
+    failovers: usize,
+    dropped: usize,
+    acked: usize,
+    lost: usize,
+    diverged: usize,
+}
+
+impl Lost {
+    fn add(&mut self, other: &Lost) {
+        self.seeds += other.seeds;
+        self.failovers += other.failovers;
+        self.dropped += other.dropped;
+        self.acked += other.acked;
+        self.lost += other.lost;
+        self.diverged += other.diverged;
+    }
+}
+
+/// Checks cluster seed `seed` with the replica waited for, then without;
+/// a failure is shrunk to the shortest prefix of its events that still
+/// fails and reported with its replay command.
+fn check_cluster_seed(seed: u64, plan: ClusterPlan, trace: bool) -> Checked {
+    let mut out = String::new();
+    let mut lost = Lost::default();
+    for wait_replicas in [true, false] {
+        let plan = ClusterPlan {
+            wait_replicas,
+            ..plan
+        };
+        match run_cluster_seed(seed, plan) {
+            Ok(r) => {
+                if trace {
+                    let _ = writeln!(
+                        out,
+                        "seed {seed}: ok ({}): {r:?}",
+                        if wait_replicas {
+                            "wait_replicas"
+                        } else {
+                            "async replicas"
+                        }
+                    );
+                }
+                if !wait_replicas {
+                    lost.add(&Lost {
+                        seeds: 1,
+                        failovers: r.failovers,
+                        dropped: r.dropped,
+                        acked: r.acked,
+                        lost: r.lost,
+                        diverged: r.diverged,
+                    });
+                }
+            }
+            Err(f) => {
+                let _ = writeln!(out, "seed {seed}: FAILED in run '{}': {}", f.run, f.what);
+                let (events, sf) = shrink_cluster(seed, plan, 40);
+                let _ = writeln!(
+                    out,
+                    "seed {seed}: shrunk to {events} events; fails in '{}': {}",
+                    sf.run, sf.what
+                );
+                for line in &sf.trace.lines {
+                    let _ = writeln!(out, "    {line}");
+                }
+                let mut flags = format!(" --cluster {} --events {events}", plan.nodes);
+                if plan.plant != Plant::None {
+                    flags.push_str(" --plant fence");
+                }
+                let _ = writeln!(
+                    out,
+                    "replay: cargo run --release -p acts-sim -- --seed {seed}{flags}"
+                );
+                return Checked {
+                    seed,
+                    runs: None,
+                    output: out,
+                    lost,
+                };
+            }
+        }
+    }
+    Checked {
+        seed,
+        runs: Some(2),
+        output: out,
+        lost,
+    }
 }
 
 /// The flags that replay `plan` (beyond `--seed`).
@@ -241,6 +376,7 @@ fn check_one(seed: u64, plan: Plan, trace: bool) -> Checked {
                 seed,
                 runs: Some(report.runs),
                 output: out,
+                lost: Lost::default(),
             }
         }
         Err(f) => {
@@ -267,6 +403,7 @@ fn check_one(seed: u64, plan: Plan, trace: bool) -> Checked {
                 seed,
                 runs: None,
                 output: out,
+                lost: Lost::default(),
             }
         }
     }

@@ -20,9 +20,13 @@ pub struct StoreFamily {
     backend: Backend,
 }
 
+/// What makes the members of a [`StoreFamily::custom`] family.
+type MemberMaker = Arc<dyn Fn(&str) -> Arc<dyn KvStore> + Send + Sync>;
+
 #[derive(Clone)]
 enum Backend {
     Memory(Arc<Mutex<HashMap<String, Arc<MemoryStore>>>>),
+    Custom(MemberMaker),
     #[cfg(feature = "redis")]
     Redis(acts_store_redis::RedisStore),
     #[cfg(feature = "postgres")]
@@ -47,6 +51,20 @@ impl StoreFamily {
         }
     }
 
+    /// A family whose members `maker` makes, given each member's
+    /// namespace (`NAME:SUFFIX`): stores that are not a backend of their
+    /// own — a simulator's shared store as one node sees it (cut off,
+    /// paused), say. Every call of `member` calls `maker`.
+    pub fn custom(
+        name: &str,
+        maker: impl Fn(&str) -> Arc<dyn KvStore> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            backend: Backend::Custom(Arc::new(maker)),
+        }
+    }
+
     /// The family's name (the URL's namespace): every member's namespace
     /// starts with it.
     pub fn name(&self) -> &str {
@@ -58,6 +76,7 @@ impl StoreFamily {
     pub fn persistence(&self) -> acts_store::Persistence {
         match &self.backend {
             Backend::Memory(_) => MemoryStore::new().persistence(),
+            Backend::Custom(maker) => maker(&format!("{}:meta", self.name)).persistence(),
             #[cfg(feature = "redis")]
             Backend::Redis(base) => base.persistence(),
             #[cfg(feature = "postgres")]
@@ -70,7 +89,7 @@ impl StoreFamily {
     /// it ([`KvStore::io`]: Redis).
     pub fn io(&self) -> Option<acts_store::StoreIo> {
         match &self.backend {
-            Backend::Memory(_) => None,
+            Backend::Memory(_) | Backend::Custom(_) => None,
             #[cfg(feature = "redis")]
             Backend::Redis(base) => base.io(),
             #[cfg(feature = "postgres")]
@@ -92,6 +111,7 @@ impl StoreFamily {
                     .clone();
                 Ok(store)
             }
+            Backend::Custom(maker) => Ok(maker(&namespace)),
             #[cfg(feature = "redis")]
             Backend::Redis(base) => Ok(Arc::new(base.with_namespace(&namespace)?)),
             #[cfg(feature = "postgres")]

@@ -71,6 +71,13 @@ fn lease_key() -> Vec<u8> {
     KeyBuilder::new().str("fence").str("lease").finish()
 }
 
+/// The epoch number of a stored fence: `N:TOKEN` (or a bare `N`, as
+/// stores written before the token kept it).
+fn epoch_number(stored: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(stored).ok()?;
+    text.split_once(':').map_or(text, |(n, _)| n).parse().ok()
+}
+
 fn corrupt(what: &str) -> EngineError {
     EngineError::Corrupt(format!(
         "the store's {what} is unreadable; repair it (or delete it if no node owns the store)"
@@ -124,9 +131,7 @@ impl On<'_> {
         }
         let stored = self.store().get(&epoch_key()).await?;
         let epoch = match &stored {
-            Some(b) => String::from_utf8_lossy(b)
-                .parse::<u64>()
-                .map_err(|_| corrupt("epoch"))?,
+            Some(b) => epoch_number(b).ok_or_else(|| corrupt("epoch"))?,
             None => 0,
         };
         let next = epoch + 1;
@@ -134,8 +139,14 @@ impl On<'_> {
             Some(b) => Condition::equals(epoch_key(), b),
             None => Condition::absent(epoch_key()),
         };
+        // The fence is the epoch and a token drawn now: should a store
+        // forget this raise (a failover losing the last unreplicated
+        // writes) and another node raise the same number, the two fences
+        // still differ, so this node's writes can never land under the
+        // other's (found by the cluster simulation, `acts-sim --cluster`).
+        let fence = format!("{next}:{}", crate::tree::long_id());
         let ops = vec![
-            BatchOp::put(epoch_key(), next.to_string()),
+            BatchOp::put(epoch_key(), fence.clone()),
             BatchOp::put(lease_key(), self.lease_bytes(config, next, now)),
         ];
         if !self.store().batch_if(vec![condition], ops).await? {
@@ -150,7 +161,7 @@ impl On<'_> {
             });
         }
         self.writer()
-            .set_fence(Some(Condition::equals(epoch_key(), next.to_string())));
+            .set_fence(Some(Condition::equals(epoch_key(), fence)));
         *self.services.lease.lock() = Some(HeldLease {
             config: config.clone(),
             epoch: next,
@@ -241,5 +252,19 @@ impl On<'_> {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::epoch_number;
+
+    #[test]
+    fn a_fence_reads_as_its_epoch_with_or_without_its_token() {
+        assert_eq!(epoch_number(b"7:Ab3dE6gHxx"), Some(7));
+        assert_eq!(epoch_number(b"12"), Some(12));
+        assert_eq!(epoch_number(b"x:1"), None);
+        assert_eq!(epoch_number(b""), None);
+        assert_eq!(epoch_number(&[0xff, b'1']), None);
     }
 }
