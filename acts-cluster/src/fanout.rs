@@ -289,10 +289,10 @@ pub(crate) async fn ask_all(
 }
 
 /// A listing with a cursor, over every partition, with the summed total
-/// and one cursor that holds every partition's own. Processes and
-/// deliveries come in one order with the call's exact limit (each
-/// partition's page merged by its items' own cursors, `merge.rs`); other
-/// listings (tasks, a bulk job's report) are each partition's page (up to
+/// and one cursor that holds every partition's own. Processes,
+/// deliveries and tasks come in one order with the call's exact limit
+/// (each partition's page merged by its items' own cursors, `merge.rs`);
+/// other listings (a bulk job's report) are each partition's page (up to
 /// the limit each) in partition order.
 pub(crate) async fn paged(
     node: &ClusterNode,
@@ -313,7 +313,7 @@ pub(crate) async fn paged(
             }
         },
     };
-    let ordered = matches!(items, "processes" | "deliveries");
+    let ordered = matches!(items, "processes" | "deliveries" | "tasks");
     let mut call = call;
     if ordered {
         call.headers.insert(
@@ -406,7 +406,10 @@ fn listing_order(call: &Call, in_body: bool) -> (usize, bool) {
         let v: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
         (
             v.get("limit").and_then(Value::as_u64),
-            v.get("descending") == Some(&Value::Bool(true)),
+            // (a task query's order is its process query's)
+            v.get("descending")
+                .or_else(|| v.get("process").and_then(|p| p.get("descending")))
+                == Some(&Value::Bool(true)),
         )
     } else {
         let query = call.uri.query().unwrap_or("");

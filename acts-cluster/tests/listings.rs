@@ -1,7 +1,8 @@
 //! Listings over a cluster come in one order with an exact limit: each
 //! partition's page is merged by its items' own cursors, so paging
 //! through processes spread very unevenly over the partitions gives every
-//! process once, in the order they were started, `limit` at a time.
+//! process once, in the order they were started, `limit` at a time — and
+//! every task once, in its process's order.
 
 mod support;
 
@@ -17,6 +18,15 @@ type Listing = dyn Fn(Option<&str>) -> (reqwest::Method, String, Option<Value>);
 
 /// Every page of `listing` (`limit` 7): each page's pids.
 async fn pages(listing: &Listing) -> Vec<Vec<String>> {
+    pages_of(listing, "processes", |p| {
+        p["pid"].as_str().expect("pid").to_owned()
+    })
+    .await
+}
+
+/// Every page of `listing`: each page's items under `field`, as `id`
+/// names them.
+async fn pages_of(listing: &Listing, field: &str, id: fn(&Value) -> String) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..100 {
@@ -26,11 +36,11 @@ async fn pages(listing: &Listing) -> Vec<Vec<String>> {
             page.get("cursors").is_none(),
             "the item cursors stay inside: {page}"
         );
-        let pids: Vec<String> = page["processes"]
+        let pids: Vec<String> = page[field]
             .as_array()
-            .expect("processes")
+            .expect(field)
             .iter()
-            .map(|p| p["pid"].as_str().expect("pid").to_owned())
+            .map(id)
             .collect();
         out.push(pids);
         match page["next"].as_str() {
@@ -113,4 +123,43 @@ async fn a_listing_pages_in_one_order_across_uneven_partitions() {
         }
     };
     check(&pages(&query).await, &started);
+
+    // Tasks too: in their processes' order, each process's in its own
+    // (three each: the workflow, its step, the interrupt), pages ending
+    // inside a process.
+    let tasks = |descending: bool| {
+        let url = n2.url.clone();
+        move |cursor: Option<&str>| {
+            let mut body =
+                json!({"process": {"model": "asking", "descending": descending}, "limit": 7});
+            if let Some(c) = cursor {
+                body["cursor"] = json!(c);
+            }
+            (
+                reqwest::Method::POST,
+                format!("{url}/api/v1/tasks/query"),
+                Some(body),
+            )
+        }
+    };
+    let task_id = |t: &Value| {
+        format!(
+            "{}/{}",
+            t["pid"].as_str().expect("pid"),
+            t["kind"].as_str().expect("kind")
+        )
+    };
+    let of = |pids: &[String]| -> Vec<String> {
+        pids.iter()
+            .flat_map(|p| ["workflow", "step", "act"].map(|k| format!("{p}/{k}")))
+            .collect()
+    };
+    check(
+        &pages_of(&tasks(false), "tasks", task_id).await,
+        &of(&started),
+    );
+    check(
+        &pages_of(&tasks(true), "tasks", task_id).await,
+        &of(&newest_first),
+    );
 }

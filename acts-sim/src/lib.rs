@@ -23,9 +23,15 @@
 //! A failing seed is shrunk to a smaller workflow that still fails
 //! ([`shrink`]) and reported with the command that replays it.
 //!
+//! With `--cluster N` ([`cluster`]), it runs N real cluster nodes on a
+//! simulated shared store with a replica, through freezes, cuts, crashes,
+//! skewed clocks, joins, leaves and store failovers.
+//!
 //! May depend on: `acts-core` (with its `testing` rows and hooks), the
 //! store contract, the redb, RocksDB and PostgreSQL backends,
-//! `acts-testkit` (crash, failing and slow stores, a private PostgreSQL).
+//! `acts-testkit` (crash, failing and slow stores, a private PostgreSQL),
+//! and for [`cluster`] only: `acts-cluster`, the facade `acts` and
+//! `acts-server` (what a node is built of).
 //! Start reading at [`run_seed`]; `docs/TESTING.md` says how to run it.
 //! One run's engine, trace and fault riding are in `sim.rs`; driving a
 //! process to its end in `drive.rs`, one client turn in `turn.rs`, the

@@ -67,8 +67,10 @@ async fn inbox(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
 async fn query_tasks(
     Exec(x, _): Exec,
     Params(o): Params<CountParam>,
-    Body(query): Body<TaskQuery>,
+    headers: axum::http::HeaderMap,
+    Body(mut query): Body<TaskQuery>,
 ) -> ApiResult<impl IntoResponse> {
+    query.item_cursors = crate::reply::wants_item_cursors(&headers);
     let page = x.find_tasks(&query).await?;
     let total = o.total(|| x.count_tasks(&query)).await?;
     Ok(TaskPage::reply(page, total))

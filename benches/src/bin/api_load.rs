@@ -7,6 +7,7 @@
 //! cargo run --release -p acts-benches --bin api_load -- --store memory: --clients 16 --trips 2000
 //! cargo run --release -p acts-benches --bin api_load -- --store 'redb:/tmp/api.db' --clients 16 --trips 500
 //! cargo run --release -p acts-benches --bin api_load -- --store memory: --clients 16 --trips 2000 --token
+//! cargo run --release -p acts-benches --bin api_load -- --store redis+cluster://127.0.0.1:7000/b1 --cluster-partitions 16
 //! ```
 //!
 //! A round trip is three API actions: start a one-interrupt process
@@ -48,6 +49,13 @@ struct Args {
     /// authenticated and every call checked.
     #[arg(long)]
     token: bool,
+    /// Serve a one-node cluster of this many partitions on the store
+    /// family `--store` names (`redis://HOST:PORT/NAME`,
+    /// `redis+cluster://…/NAME`; a fresh NAME each run) instead of one
+    /// engine: the same round trips through a cluster node's API (no
+    /// library run).
+    #[arg(long)]
+    cluster_partitions: Option<u32>,
 }
 
 /// One keep-alive HTTP/1.1 connection.
@@ -250,7 +258,71 @@ async fn open(url: &str) -> Result<Engine, String> {
     Ok(engine)
 }
 
+/// The round trips through a one-node cluster's API (`--cluster-partitions`).
+async fn run_cluster(args: Args, partitions: u32) -> Result<Value, String> {
+    let family = acts::open_store_family(&args.store)
+        .await
+        .map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| e.to_string())?
+        .to_string();
+    let config = acts_cluster::ClusterConfig::new("n1", &format!("http://{addr}"), partitions);
+    let node = acts_cluster::ClusterNode::join(config, family, acts_server::Auth::none())
+        .await
+        .map_err(|e| e.to_string())?;
+    if node.held().len() != partitions as usize {
+        return Err(format!(
+            "the node holds {} of {partitions} partitions: use a fresh cluster name",
+            node.held().len()
+        ));
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(acts_cluster::serve(node, listener, async move {
+        let _ = stopped.await;
+    }));
+    let deployed = reqwest::Client::new()
+        .post(format!("http://{addr}/api/v1/models"))
+        .header("content-type", "application/yaml")
+        .body(ONE_IRQ)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !deployed.status().is_success() {
+        return Err(format!("the deploy answered {}", deployed.status()));
+    }
+    let trips = args.trips;
+    let (api_ops, api_all, api_med) = {
+        let addr = addr.clone();
+        measure(args.clients, move || {
+            http_client(addr.clone(), trips, false)
+        })
+        .await?
+    };
+    let _ = stop.send(());
+    server
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(json!({
+        "store": args.store,
+        "cluster_partitions": partitions,
+        "clients": args.clients,
+        "round_trips": args.clients * args.trips,
+        "api_actions_per_sec": api_ops.round(),
+        "api_p50_us": percentile(&api_all, 0.5),
+        "api_p99_us": percentile(&api_all, 0.99),
+        "api_median_us": {"start": api_med[0], "read": api_med[1], "complete": api_med[2]},
+    }))
+}
+
 async fn run(args: Args) -> Result<Value, String> {
+    if let Some(partitions) = args.cluster_partitions {
+        return run_cluster(args, partitions).await;
+    }
     // Through the library.
     let engine = open(&args.store).await?;
     let trips = args.trips;

@@ -53,6 +53,13 @@ pub struct TaskQuery {
     pub limit: Option<usize>,
     /// Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
     pub cursor: Option<String>,
+    /// Each task's own cursor too ([`Page::cursors`](crate::engine::Page::cursors);
+    /// asked by a cluster node, not part of the query's JSON): its
+    /// process's own cursor, its place among the process's tasks, then
+    /// the cursor a page ending with it returns — so tasks of different
+    /// processes order by their processes, as the page does.
+    #[serde(skip)]
+    pub item_cursors: bool,
 }
 
 /// A process query as a JSON object only (a derived struct would also
@@ -126,6 +133,9 @@ impl TaskQuery {
     }
 }
 
+/// The place after every task of a process, in an item cursor.
+const LAST_POS: u64 = 9_999_999_999;
+
 /// Where a task page ended: the process cursor before the process it
 /// ended in, and the last task returned of it.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -143,7 +153,17 @@ impl TaskCursor {
         encode_cursor(&serde_json::to_vec(self).unwrap_or_default())
     }
 
+    /// The cursor of task number `pos` of the process whose own cursor is
+    /// `own`, when the page walked at `self` ends with it (see
+    /// [`TaskQuery::item_cursors`]): `OWN.POS.CURSOR` — `.` sorts before
+    /// every hex digit, so the process's part orders as its key does.
+    fn item(&self, own: &str, pos: u64) -> String {
+        format!("{own}.{pos:010}.{}", self.encode())
+    }
+
     fn decode(c: &str) -> Result<Self, EngineError> {
+        // An item's cursor ends with the page cursor it stands for.
+        let c = c.rsplit('.').next().unwrap_or(c);
         // A process cursor (≤ 4,096 characters) inside JSON, as hex.
         hex_bytes(c, 8192 + 64)
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
@@ -164,15 +184,18 @@ impl Executor {
             None => TaskCursor::default(),
         };
         let mut tasks = Vec::new();
+        let mut own_cursors = Vec::new();
         for _ in 0..MAX_PROCESSES_PER_PAGE {
             // One process per step: its cursor is exact, whatever changes
             // between pages.
             let pq = ProcessQuery {
                 limit: Some(1),
                 cursor: at.p.clone(),
+                item_cursors: q.item_cursors,
                 ..q.process.clone()
             };
             let page = self.find_processes(&pq).await?;
+            let own = page.cursors.first().cloned().unwrap_or_default();
             if let Some(p) = page.items.first() {
                 let found = self
                     .rt
@@ -187,33 +210,41 @@ impl Executor {
                             at.t.as_ref()
                                 .and_then(|tid| all.iter().position(|(_, id)| id == tid))
                                 .map_or(0, |i| i + 1);
-                        all[from..]
-                            .iter()
-                            .filter(|(ix, _)| {
+                        all.iter()
+                            .enumerate()
+                            .skip(from)
+                            .filter(|(_, (ix, _))| {
                                 !q.answerable
                                     || self
                                         .principal
                                         .as_ref()
                                         .is_none_or(|who| who.may_answer(proc_, *ix))
                             })
-                            .filter_map(|(ix, _)| TaskInfo::of(proc_, *ix))
-                            .filter(|t| q.matches(t))
+                            .filter_map(|(pos, (ix, _))| Some((pos, TaskInfo::of(proc_, *ix)?)))
+                            .filter(|(_, t)| q.matches(t))
                             .collect::<Vec<_>>()
                     })
                     .await?
                     .unwrap_or_default();
                 let n = found.len();
-                for (i, t) in found.into_iter().enumerate() {
-                    let tid = t.tid.clone();
+                for (i, (pos, t)) in found.into_iter().enumerate() {
+                    let here = TaskCursor {
+                        p: at.p.clone(),
+                        t: Some(t.tid.clone()),
+                    };
+                    if q.item_cursors {
+                        own_cursors.push(here.item(&own, pos as u64));
+                    }
                     tasks.push(t);
                     if tasks.len() == limit && i + 1 < n {
                         // More in this process: the next page goes on
                         // after the last one returned.
-                        let next = TaskCursor {
-                            p: at.p.clone(),
-                            t: Some(tid),
+                        let next = if q.item_cursors {
+                            here.item(&own, pos as u64)
+                        } else {
+                            here.encode()
                         };
-                        return Ok(Page::new(tasks, Some(next.encode())));
+                        return Ok(Page::new(tasks, Some(next)).with_cursors(own_cursors));
                     }
                 }
             }
@@ -224,7 +255,7 @@ impl Executor {
                         t: None,
                     }
                 }
-                None => return Ok(Page::new(tasks, None)),
+                None => return Ok(Page::new(tasks, None).with_cursors(own_cursors)),
             }
             if tasks.len() == limit {
                 break;
@@ -232,7 +263,13 @@ impl Executor {
         }
         // The page is full, or the processes to examine ran out: go on
         // with the next process.
-        Ok(Page::new(tasks, Some(at.encode())))
+        // (with item cursors, in their order too: after every task of
+        // the last process examined)
+        let next = match (&at.p, q.item_cursors) {
+            (Some(p), true) => at.item(p, LAST_POS),
+            _ => at.encode(),
+        };
+        Ok(Page::new(tasks, Some(next)).with_cursors(own_cursors))
     }
 
     /// How many tasks match `q` that this executor may see (every page
