@@ -61,15 +61,19 @@ pub fn run_seed(seed: u64, plan: Plan) -> Result<Report, Failure> {
 /// Checks `spec` with the client of `seed` under `plan` on a
 /// single-threaded runtime.
 pub fn run_spec(seed: u64, spec: &Spec, plan: Plan) -> Result<Report, Failure> {
-    let rt = tokio::runtime::Builder::new_current_thread()
+    runtime()?.block_on(check(seed, spec, plan))
+}
+
+/// The single-threaded runtime one seed runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure {
             run: "setup".into(),
             what: format!("cannot build the runtime: {e}"),
             trace: sim::Trace::default(),
-        })?;
-    rt.block_on(check(seed, spec, plan))
+        })
 }
 
 /// The smallest workflow reachable from `spec` by removing steps that

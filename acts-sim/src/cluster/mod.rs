@@ -115,15 +115,7 @@ async fn deploy(node: &ClusterNode, model: &str) -> Result<(), String> {
 
 /// Checks cluster seed `seed` under `plan` on a single-threaded runtime.
 pub fn run_cluster_seed(seed: u64, plan: ClusterPlan) -> Result<ClusterReport, Failure> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure {
-            run: "setup".into(),
-            what: format!("cannot build the runtime: {e}"),
-            trace: crate::sim::Trace::default(),
-        })?;
-    rt.block_on(check_cluster(seed, plan))
+    crate::runtime()?.block_on(check_cluster(seed, plan))
 }
 
 fn run_name(plan: &ClusterPlan) -> String {

@@ -258,6 +258,28 @@ async fn open(url: &str) -> Result<Engine, String> {
     Ok(engine)
 }
 
+/// The round trips of `args` through the API served at `addr`, then the
+/// server stopped.
+async fn measure_api(
+    addr: &str,
+    args: &Args,
+    token: bool,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+) -> Result<(f64, Vec<u64>, [u64; 3]), String> {
+    let (addr, trips) = (addr.to_owned(), args.trips);
+    let measured = measure(args.clients, move || {
+        http_client(addr.clone(), trips, token)
+    })
+    .await?;
+    let _ = stop.send(());
+    server
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(measured)
+}
+
 /// The round trips through a one-node cluster's API (`--cluster-partitions`).
 async fn run_cluster(args: Args, partitions: u32) -> Result<Value, String> {
     let family = acts::open_store_family(&args.store)
@@ -294,19 +316,7 @@ async fn run_cluster(args: Args, partitions: u32) -> Result<Value, String> {
     if !deployed.status().is_success() {
         return Err(format!("the deploy answered {}", deployed.status()));
     }
-    let trips = args.trips;
-    let (api_ops, api_all, api_med) = {
-        let addr = addr.clone();
-        measure(args.clients, move || {
-            http_client(addr.clone(), trips, false)
-        })
-        .await?
-    };
-    let _ = stop.send(());
-    server
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let (api_ops, api_all, api_med) = measure_api(&addr, &args, false, stop, server).await?;
     Ok(json!({
         "store": args.store,
         "cluster_partitions": partitions,
@@ -358,19 +368,7 @@ async fn run(args: Args) -> Result<Value, String> {
             let _ = stopped.await;
         },
     ));
-    let (api_ops, api_all, api_med) = {
-        let addr = addr.clone();
-        let token = args.token;
-        measure(args.clients, move || {
-            http_client(addr.clone(), trips, token)
-        })
-        .await?
-    };
-    let _ = stop.send(());
-    server
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let (api_ops, api_all, api_med) = measure_api(&addr, &args, args.token, stop, server).await?;
     Ok(json!({
         "store": args.store,
         "clients": args.clients,
