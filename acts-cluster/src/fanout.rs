@@ -68,6 +68,9 @@ pub(crate) async fn catalog_change(node: &ClusterNode, call: Call) -> Response {
     if let Err(e) = node.sync_catalog().await {
         warn!(error = %e, "applying the catalog here failed; the next tick tries again");
     }
+    if let Err(e) = node.inner.meta.compact().await {
+        warn!(error = %e, "compacting the catalog failed; the next change tries again");
+    }
     announce(node, &call).await;
     answer.into_response()
 }

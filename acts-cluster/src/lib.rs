@@ -10,7 +10,8 @@
 //! - [`ClusterNode`] (`node.rs`): membership (heartbeats in the cluster's
 //!   metadata namespace), taking and handing over partitions (one leased
 //!   engine each, resumed as after a restart), the model catalog every
-//!   partition follows (`catalog.rs`, `meta.rs`).
+//!   partition follows (`catalog.rs`, `meta.rs`; compacted into a
+//!   snapshot every 64 changes: `compact.rs`).
 //! - [`ClusterNode::router`] (`front.rs`: what a call is about and where
 //!   it goes): the HTTP API of `acts serve`, accepted by any node and
 //!   routed to the owner of the partition it concerns (`forward.rs`: run
@@ -38,6 +39,7 @@
 mod bulk;
 mod call;
 mod catalog;
+mod compact;
 mod config;
 mod error;
 mod fanout;

@@ -105,7 +105,7 @@ impl Meta {
     }
 }
 
-fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ClusterError> {
+pub(crate) fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ClusterError> {
     if bytes.len() > MAX_RECORD_BYTES {
         return Err(ClusterError::Corrupt(format!(
             "{what} is {} bytes, more than any record the cluster writes",
@@ -116,7 +116,7 @@ fn decode<T: DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ClusterErr
         .map_err(|e| ClusterError::Corrupt(format!("{what} is unreadable: {e}")))
 }
 
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     // Plain data types of this file: serializing them cannot fail.
     serde_json::to_vec(value).unwrap_or_default()
 }
@@ -125,13 +125,26 @@ fn member_key(node: &str) -> Vec<u8> {
     [MEMBER_PREFIX, node.as_bytes()].concat()
 }
 
-fn catalog_key(seq: u64) -> Vec<u8> {
+pub(crate) fn catalog_key(seq: u64) -> Vec<u8> {
     [CATALOG_PREFIX, format!("{seq:020}").as_bytes()].concat()
+}
+
+/// The number of the catalog change kept under `key`.
+pub(crate) fn catalog_seq_of(key: &[u8]) -> Option<u64> {
+    std::str::from_utf8(key.strip_prefix(CATALOG_PREFIX)?)
+        .ok()?
+        .parse()
+        .ok()
 }
 
 impl Meta {
     pub(crate) fn new(store: Arc<dyn KvStore>) -> Self {
         Self { store }
+    }
+
+    /// The metadata namespace's store (`compact.rs`).
+    pub(crate) fn store(&self) -> &Arc<dyn KvStore> {
+        &self.store
     }
 
     /// Creates the cluster with `partitions` if it does not exist, and

@@ -379,7 +379,8 @@ impl ClusterNode {
         // it is closed here (handing its lease over), never left running.
         let catalog = async {
             let seq = self.inner.meta.catalog_seq().await?;
-            let changes = self.inner.meta.catalog_range(0, seq).await?;
+            // (the compacted catalog: its snapshot and what came after)
+            let changes = self.inner.meta.changes_since(0, seq).await?.changes;
             catalog::catch_up(&engine.executor(), p, &changes)
                 .await
                 .map_err(|source| ClusterError::Engine {
@@ -439,11 +440,24 @@ impl ClusterNode {
         let Some(oldest) = behind.iter().map(|(_, h)| h.synced).min() else {
             return Ok(());
         };
-        let changes = self.inner.meta.catalog_range(oldest, seq).await?;
+        let since = self.inner.meta.changes_since(oldest, seq).await?;
         for (p, held) in behind {
             let exec = held.engine.executor();
             let mut done = held.synced;
-            for (s, op) in changes.iter().filter(|(s, _)| *s > held.synced) {
+            if since.whole {
+                // Behind the snapshot: caught up as a takeover is.
+                match catalog::catch_up(&exec, p, &since.changes).await {
+                    Ok(()) => done = seq,
+                    Err(source) => {
+                        warn!(partition = p, error = %source, "applying the catalog failed; trying again")
+                    }
+                }
+            }
+            for (s, op) in since
+                .changes
+                .iter()
+                .filter(|(s, _)| !since.whole && *s > held.synced)
+            {
                 if let Err(source) = catalog::apply(&exec, p, op).await {
                     warn!(partition = p, error = %source, "applying the catalog failed; trying again");
                     break;
