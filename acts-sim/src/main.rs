@@ -274,13 +274,22 @@ fn check_cluster_seed(seed: u64, plan: ClusterPlan, trace: bool) -> Checked {
                 if trace {
                     let _ = writeln!(
                         out,
-                        "seed {seed}: ok ({}): {r:?}",
+                        "seed {seed}: ok ({}): {} calls acknowledged, {} lost, {} processes ended \
+                         otherwise, {} failovers dropping {} batches",
                         if wait_replicas {
                             "wait_replicas"
                         } else {
                             "async replicas"
-                        }
+                        },
+                        r.acked,
+                        r.lost,
+                        r.diverged,
+                        r.failovers,
+                        r.dropped
                     );
+                    for line in &r.trace {
+                        let _ = writeln!(out, "    {line}");
+                    }
                 }
                 if !wait_replicas {
                     lost.add(&Lost {

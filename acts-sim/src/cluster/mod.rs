@@ -88,6 +88,8 @@ pub struct ClusterReport {
     pub failovers: usize,
     /// Unreplicated batches the failovers dropped.
     pub dropped: usize,
+    /// What the clients, the nodes and the faults did, in order.
+    pub trace: Vec<String>,
 }
 
 /// Deploys `model` through `node`'s API (the catalog's own path).
@@ -162,6 +164,7 @@ async fn check_cluster(seed: u64, plan: ClusterPlan) -> Result<ClusterReport, Fa
         failovers: world.failovers,
         dropped: world.dropped,
         acked: world.acks.values().map(Vec::len).sum(),
+        trace: world.trace.lines.clone(),
         ..ClusterReport::default()
     };
     let ended = ends(&mut world, &expected, finished, &mut report).await;
