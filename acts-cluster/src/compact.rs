@@ -1,8 +1,8 @@
 //! The catalog, compacted: what a partition that knows nothing must apply
 //! is, per model, its changes from its last removal on (a removal resets
 //! its versions; every deploy after it numbers one, so all are kept) — the
-//! rest is superseded. Every [`COMPACT_EVERY`] changes the node that made
-//! a change writes a **snapshot** (`catalog-snapshot`: up to which change
+//! rest is superseded. At every [`COMPACT_EVERY`]th change the node that
+//! made it writes a **snapshot** (`catalog-snapshot`: up to which change
 //! it speaks, and the numbers of the changes still needed) and deletes the
 //! superseded ones, in one batch conditioned on the snapshot it read (two
 //! compacting nodes never both win). A partition taken over reads the
@@ -77,14 +77,17 @@ impl Meta {
         }
     }
 
-    /// The snapshot's changes and every change after it, up to `upto`.
-    async fn compacted(&self, upto: u64) -> Result<(u64, Vec<(u64, CatalogOp)>), ClusterError> {
-        let (_, snap) = self.snapshot().await?;
-        let keys: Vec<Vec<u8>> = snap.keep.iter().map(|s| catalog_key(*s)).collect();
+    /// `snap`'s changes and every change after it, up to `upto`.
+    async fn compacted(
+        &self,
+        snap: &Snapshot,
+        upto: u64,
+    ) -> Result<Vec<(u64, CatalogOp)>, ClusterError> {
         let mut out = Vec::new();
-        for chunk in snap.keep.chunks(512).zip(keys.chunks(512)) {
-            let values = self.store().get_many(chunk.1).await?;
-            for (seq, value) in chunk.0.iter().zip(values) {
+        for seqs in snap.keep.chunks(512) {
+            let keys: Vec<Vec<u8>> = seqs.iter().map(|s| catalog_key(*s)).collect();
+            let values = self.store().get_many(&keys).await?;
+            for (seq, value) in seqs.iter().zip(values) {
                 let Some(value) = value else {
                     return Err(ClusterError::Corrupt(format!(
                         "catalog change {seq}, which the snapshot keeps, is missing"
@@ -94,7 +97,7 @@ impl Meta {
             }
         }
         out.extend(self.catalog_range(snap.upto, upto).await?);
-        Ok((snap.upto, out))
+        Ok(out)
     }
 
     /// What a partition that applied every change up to `after` must
@@ -116,7 +119,7 @@ impl Meta {
                         whole: false,
                     })
             } else {
-                self.compacted(upto).await.map(|(_, changes)| Changes {
+                self.compacted(&snap, upto).await.map(|changes| Changes {
                     changes,
                     whole: true,
                 })
@@ -146,7 +149,7 @@ impl Meta {
         if seq < snap.upto.saturating_add(COMPACT_EVERY) {
             return Ok(false);
         }
-        let (_, all) = self.compacted(seq).await?;
+        let all = self.compacted(&snap, seq).await?;
         let keep = needed(&all);
         let kept: BTreeSet<u64> = keep.iter().copied().collect();
         let stale = self

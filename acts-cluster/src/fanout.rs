@@ -55,21 +55,27 @@ pub(crate) async fn catalog_change(node: &ClusterNode, call: Call) -> Response {
         Ok(None) => return answer.into_response(),
         Err(e) => return *e,
     };
-    if let Err(e) = node.inner.meta.append(&op).await {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            format!(
-                "the change was made on partition {p} but not recorded for the others ({e}); \
+    let seq = match node.inner.meta.append(&op).await {
+        Ok(seq) => seq,
+        Err(e) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                format!(
+                    "the change was made on partition {p} but not recorded for the others ({e}); \
                  make it again"
-            ),
-        );
-    }
+                ),
+            );
+        }
+    };
     if let Err(e) = node.sync_catalog().await {
         warn!(error = %e, "applying the catalog here failed; the next tick tries again");
     }
-    if let Err(e) = node.inner.meta.compact().await {
-        warn!(error = %e, "compacting the catalog failed; the next change tries again");
+    // (changes are made one at a time: each multiple is reached once)
+    if seq.is_multiple_of(crate::compact::COMPACT_EVERY)
+        && let Err(e) = node.inner.meta.compact().await
+    {
+        warn!(error = %e, "compacting the catalog failed; the next snapshot's change tries again");
     }
     announce(node, &call).await;
     answer.into_response()

@@ -452,17 +452,14 @@ impl ClusterNode {
                         warn!(partition = p, error = %source, "applying the catalog failed; trying again")
                     }
                 }
-            }
-            for (s, op) in since
-                .changes
-                .iter()
-                .filter(|(s, _)| !since.whole && *s > held.synced)
-            {
-                if let Err(source) = catalog::apply(&exec, p, op).await {
-                    warn!(partition = p, error = %source, "applying the catalog failed; trying again");
-                    break;
+            } else {
+                for (s, op) in since.changes.iter().filter(|(s, _)| *s > held.synced) {
+                    if let Err(source) = catalog::apply(&exec, p, op).await {
+                        warn!(partition = p, error = %source, "applying the catalog failed; trying again");
+                        break;
+                    }
+                    done = *s;
                 }
-                done = *s;
             }
             if let Some(h) = self.inner.state.write().held.get_mut(&p) {
                 h.synced = h.synced.max(done);

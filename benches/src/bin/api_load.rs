@@ -258,6 +258,15 @@ async fn open(url: &str) -> Result<Engine, String> {
     Ok(engine)
 }
 
+/// A listener on a free loopback port, and its address.
+async fn loopback_listener() -> Result<(tokio::net::TcpListener, String), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    Ok((listener, addr.to_string()))
+}
+
 /// The round trips of `args` through the API served at `addr`, then the
 /// server stopped.
 async fn measure_api(
@@ -285,13 +294,7 @@ async fn run_cluster(args: Args, partitions: u32) -> Result<Value, String> {
     let family = acts::open_store_family(&args.store)
         .await
         .map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| e.to_string())?
-        .to_string();
+    let (listener, addr) = loopback_listener().await?;
     let config = acts_cluster::ClusterConfig::new("n1", &format!("http://{addr}"), partitions);
     let node = acts_cluster::ClusterNode::join(config, family, acts_server::Auth::none())
         .await
@@ -344,13 +347,7 @@ async fn run(args: Args) -> Result<Value, String> {
     drop(engine);
     // Through the API, on a fresh store.
     let engine = open(&args.store).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| e.to_string())?
-        .to_string();
+    let (listener, addr) = loopback_listener().await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(acts_server::serve(
         engine,
