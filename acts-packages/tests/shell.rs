@@ -1,8 +1,9 @@
 //! `acts.app.shell` through the engine: off by default, outputs as text and
 //! JSON, a scrubbed environment, a script that sleeps forever killed at its
 //! timeout with nothing of it left running, an output flood cut at the cap,
-//! a non-zero exit failing the act, the allow/deny policy, and a running
-//! script that holds no worker.
+//! a non-zero exit failing the act, the allow/deny policy, a running
+//! script that holds no worker, and a running script killed with what it
+//! started when its act or its process is aborted.
 
 mod support;
 use support::*;
@@ -174,6 +175,71 @@ async fn a_script_that_sleeps_forever_is_killed_at_its_timeout_with_nothing_left
     for name in ["shell", "bg"] {
         gone(&read_pid(pids.path(), name)).await;
     }
+    engine.close().await;
+}
+
+/// Waits (a hang guard) until the script of process `pid` wrote the ids
+/// of its shell and of its background job into `dir`; both ids.
+async fn started(dir: &Path, pid: &str) -> [String; 2] {
+    let bg = dir.join(format!("{pid}.bg"));
+    let waited = tokio::time::timeout(HANG, async {
+        while !std::fs::read_to_string(&bg).is_ok_and(|t| t.ends_with('\n')) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the script of {pid} never started");
+    [
+        read_pid(dir, &format!("{pid}.shell")),
+        read_pid(dir, &format!("{pid}.bg")),
+    ]
+}
+
+#[tokio::test]
+async fn a_running_script_is_killed_when_its_act_or_its_process_is_aborted() {
+    let pids = tempfile::tempdir().expect("tempdir");
+    let config = enabled(ShellConfig {
+        env: vec![format!("PIDS={}", pids.path().display())],
+        ..Default::default()
+    });
+    let engine = engine(&config, None).await;
+    let exec = engine.executor();
+    let script =
+        "echo $$ > \"$PIDS/$ACTS_PID.shell\"\nsleep 1000 &\necho $! > \"$PIDS/$ACTS_PID.bg\"\nwait";
+    let info = exec
+        .deploy_yaml(&script_model("held", "sh", "text", script))
+        .await
+        .expect("deploy");
+    let mut rx = engine.channel(acts::ChannelOptions::default()).subscribe();
+
+    // the process aborted: its script and what it started are killed
+    let p = exec.start(&info.id, Vars::new()).await.expect("start");
+    let ids = started(pids.path(), &p.pid).await;
+    exec.abort_process(&p.pid).await.expect("aborted");
+    for id in &ids {
+        gone(id).await;
+    }
+    let ended = wait_end(&engine, &mut rx, &p.pid).await;
+    assert_eq!(ended.state, TaskState::Aborted, "{ended:?}");
+
+    // the act aborted: the same
+    let p = exec.start(&info.id, Vars::new()).await.expect("start");
+    let ids = started(pids.path(), &p.pid).await;
+    let act = exec
+        .tasks(&p.pid)
+        .await
+        .expect("tasks")
+        .into_iter()
+        .find(|t| t.kind == acts::MessageType::Act && t.uses.as_deref() == Some("acts.app.shell"))
+        .expect("the shell act");
+    assert_eq!(act.state, TaskState::Running, "{act:?}");
+    exec.abort(&p.pid, &act.tid, Vars::new())
+        .await
+        .expect("the act aborted");
+    for id in &ids {
+        gone(id).await;
+    }
+    wait_end(&engine, &mut rx, &p.pid).await;
     engine.close().await;
 }
 

@@ -66,7 +66,10 @@ impl Kernel {
             Ok(())
         })
         .await
-        .map_err(denial)
+        .map_err(denial)?;
+        // The act no longer waits: a package still running for it stops.
+        self.package_runs.cancel(pid, tid);
+        Ok(())
     }
 }
 

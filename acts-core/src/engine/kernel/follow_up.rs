@@ -225,6 +225,10 @@ impl Kernel {
                 }
             });
         }
+        if terminal {
+            // nothing of an ended process runs on
+            rt.package_runs.cancel_process(pid);
+        }
         if refill {
             rt.refill();
         }
@@ -255,6 +259,7 @@ impl Kernel {
             inputs,
         };
         let mut closing = self.closing.subscribe();
+        let mut guard = self.package_runs.start(&pid, &tid);
         let run = package
             .run(ctx)
             .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses));
@@ -263,7 +268,14 @@ impl Kernel {
             // The engine closes: the run is dropped (the act stays running
             // in the store, and a restart runs it again, as after a crash).
             _ = closing.wait_for(|c| *c) => return,
+            // The act ended otherwise (answered, skipped, aborted; its
+            // process ended): the run is dropped, which stops it.
+            () = guard.cancelled() => {
+                tracing::info!(pid = %pid, tid = %tid, uses = %uses, "package run given up: its act ended");
+                return;
+            }
         };
+        drop(guard);
         let (action, options) = match result {
             Ok(vars) => (Action::Complete, vars),
             Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),

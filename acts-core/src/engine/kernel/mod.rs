@@ -24,6 +24,7 @@ pub(crate) mod key_slots;
 pub(crate) mod loading;
 pub(crate) mod migrate;
 pub(crate) mod models;
+pub(crate) mod package_runs;
 pub(crate) mod parts;
 pub(crate) mod refill;
 pub(crate) mod remote_gates;

@@ -91,6 +91,8 @@ pub(crate) struct Kernel {
     /// Set once at close: application packages still running give up (a
     /// restart runs them again, as after a crash).
     pub(in crate::engine::kernel) closing: tokio::sync::watch::Sender<bool>,
+    /// The application packages running now (given up when their act ends).
+    pub(in crate::engine::kernel) package_runs: crate::engine::kernel::package_runs::PackageRuns,
     me: Weak<Kernel>,
 }
 
@@ -134,6 +136,7 @@ impl Kernel {
             remote: Default::default(),
             closed: AtomicBool::new(false),
             closing: tokio::sync::watch::Sender::new(false),
+            package_runs: Default::default(),
             me: me.clone(),
         })
     }

@@ -1,0 +1,139 @@
+//! The application packages running now: each run is given up when its
+//! act ends some other way first — a client answered, skipped or aborted
+//! the act, or its process ended (aborted, timed out) — so nothing keeps
+//! working for an act that no longer waits for it. Giving up drops the
+//! run, which stops what it started (the shell package kills the script's
+//! process group when its run is dropped).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::oneshot;
+
+/// The cancel switches of one process's running acts: by act, the run's
+/// number and its switch.
+type Switches = HashMap<String, (u64, oneshot::Sender<()>)>;
+
+/// The running packages' cancel switches, by process and act.
+#[derive(Default)]
+pub(crate) struct PackageRuns {
+    runs: parking_lot::Mutex<HashMap<String, Switches>>,
+    next: AtomicU64,
+}
+
+/// One run's place in [`PackageRuns`]: `cancelled` resolves when the run
+/// is to be given up; dropped, the place is freed.
+pub(crate) struct RunGuard<'a> {
+    runs: &'a PackageRuns,
+    pid: String,
+    tid: String,
+    id: u64,
+    cancelled: oneshot::Receiver<()>,
+}
+
+impl PackageRuns {
+    /// Notes the run of act `tid` of process `pid`.
+    pub(crate) fn start(&self, pid: &str, tid: &str) -> RunGuard<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.runs
+            .lock()
+            .entry(pid.to_owned())
+            .or_default()
+            .insert(tid.to_owned(), (id, tx));
+        RunGuard {
+            runs: self,
+            pid: pid.to_owned(),
+            tid: tid.to_owned(),
+            id,
+            cancelled: rx,
+        }
+    }
+
+    /// Gives up the run of act `tid` of process `pid`, if one runs.
+    pub(crate) fn cancel(&self, pid: &str, tid: &str) {
+        let mut runs = self.runs.lock();
+        let Some(acts) = runs.get_mut(pid) else {
+            return;
+        };
+        if let Some((_, tx)) = acts.remove(tid) {
+            let _ = tx.send(());
+        }
+        if acts.is_empty() {
+            runs.remove(pid);
+        }
+    }
+
+    /// Gives up every run of process `pid`.
+    pub(crate) fn cancel_process(&self, pid: &str) {
+        let acts = self.runs.lock().remove(pid);
+        for (_, (_, tx)) in acts.into_iter().flatten() {
+            let _ = tx.send(());
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.runs.lock().values().map(HashMap::len).sum()
+    }
+}
+
+impl RunGuard<'_> {
+    /// Resolves when the run is to be given up (never, while it is not).
+    pub(crate) async fn cancelled(&mut self) {
+        if (&mut self.cancelled).await.is_err() {
+            // replaced by a later run of the same act: only that one is
+            // given up
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        let mut runs = self.runs.runs.lock();
+        if let Some(acts) = runs.get_mut(&self.pid) {
+            if acts.get(&self.tid).is_some_and(|(id, _)| *id == self.id) {
+                acts.remove(&self.tid);
+            }
+            if acts.is_empty() {
+                runs.remove(&self.pid);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_is_given_up_by_its_act_or_its_process_and_freed_when_done() {
+        let runs = PackageRuns::default();
+        let mut a = runs.start("p1", "t1");
+        let mut b = runs.start("p1", "t2");
+        let mut c = runs.start("p2", "t1");
+        runs.cancel("p1", "t1");
+        a.cancelled().await;
+        runs.cancel_process("p1");
+        b.cancelled().await;
+        // p2's run goes on
+        let still = tokio::time::timeout(std::time::Duration::from_millis(1), c.cancelled()).await;
+        assert!(still.is_err(), "another process's run is not given up");
+        drop((a, b));
+        assert_eq!(runs.len(), 1);
+        drop(c);
+        assert_eq!(runs.len(), 0, "a finished run frees its place");
+        // a later run of the same act replaces the earlier one's switch
+        let first = runs.start("p3", "t1");
+        let mut second = runs.start("p3", "t1");
+        drop(first);
+        assert_eq!(
+            runs.len(),
+            1,
+            "the earlier run's end leaves the later one's"
+        );
+        runs.cancel("p3", "t1");
+        second.cancelled().await;
+    }
+}
