@@ -61,7 +61,7 @@ echo "== the cluster's ownership tests with the nodes on PostgreSQL"
 ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order --test step_gates --test bulk_jobs
 scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
-cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings --test cluster_keys
+cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings --test cluster_keys --test cluster_grpc
 echo "== acts test examples/ docs/MODEL.md"
 cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md --config docs/examples.config.yaml
 echo "== the OpenAPI document: valid OpenAPI 3.1, and acts serve fuzzed from it (schemathesis)"

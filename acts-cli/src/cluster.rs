@@ -7,7 +7,7 @@ use std::time::Duration;
 use acts_cluster::{ClusterConfig, ClusterError, ClusterNode, ClusterStatus};
 
 use crate::failure::Failure;
-use crate::serve::{access_note, listen_with_options};
+use crate::serve::{Listen, access_note, grpc_then_http, listen_with_grpc};
 
 /// What `acts serve --cluster` was given.
 pub(crate) struct Join<'a> {
@@ -22,10 +22,10 @@ pub(crate) struct Join<'a> {
 /// cleanly (every partition handed over at once).
 pub(crate) async fn serve(
     join: Join<'_>,
-    listen: Option<&str>,
+    at: Listen<'_>,
     config: &crate::config::ConfigFile,
 ) -> Result<u8, Failure> {
-    let (options, listener, bound) = listen_with_options(listen, config).await?;
+    let (options, listener, bound, grpc) = listen_with_grpc(at, config).await?;
     // before anything says it listens: a stop sent then must stop it cleanly
     let signal = acts_server::shutdown_signal();
     let advertise = match join.advertise {
@@ -73,9 +73,18 @@ pub(crate) async fn serve(
     if let Some(note) = crate::serve::persistence_note(&persistence) {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
-    acts_cluster::serve(node, listener, signal)
-        .await
-        .map_err(|e| Failure::run(format!("the server failed: {e}")))?;
+    let access = access_note(options.auth());
+    let (stopping, http_stop) = grpc_then_http(signal, grpc, |listener, at, stop| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "acts serve: the gRPC protocol of acts-server 0.25 on {at}, routed over the cluster \
+             (acts-channel: ActsChannel::connect(\"http://{at}\")); {access}"
+        );
+        let served = acts_cluster::serve_grpc(node.clone(), listener, stop);
+        tokio::spawn(async move { served.await.map_err(|e| e.to_string()) })
+    });
+    let http = acts_cluster::serve(node, listener, http_stop).await;
+    crate::serve::after_http(http, stopping).await?;
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: left the cluster; its partitions were handed over; {}",

@@ -68,12 +68,6 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             grpc,
             ..
         } => {
-            if grpc.is_some() {
-                return Err(Failure::input(
-                    "--grpc is not available with --cluster yet: serve the gRPC protocol from a \
-                     single `acts serve` (see docs/COMPATIBILITY.md)",
-                ));
-            }
             let join = crate::cluster::Join {
                 url: &cluster,
                 node: node.as_deref().unwrap_or_default(),
@@ -81,7 +75,11 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                 advertise: advertise.as_deref(),
                 lease_ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
             };
-            crate::cluster::serve(join, listen.as_deref(), &config).await
+            let at = crate::serve::Listen {
+                http: listen.as_deref(),
+                grpc: grpc.as_deref(),
+            };
+            crate::cluster::serve(join, at, &config).await
         }
         Command::Serve {
             listen,

@@ -24,29 +24,13 @@ pub(crate) struct Listen<'a> {
     pub(crate) grpc: Option<&'a str>,
 }
 
-/// The server's options (access tokens, stream bounds) and the bound
-/// listener of `acts serve`: from the config file, `ACTS_TOKENS` and
-/// `--listen` (loopback only without tokens).
-pub(crate) async fn listen_with_options(
-    listen: Option<&str>,
-    config: &ConfigFile,
-) -> Result<(ServerOptions, tokio::net::TcpListener, SocketAddr), Failure> {
-    let (options, listener, bound, _) = listen_with_grpc(
-        Listen {
-            http: listen,
-            grpc: None,
-        },
-        config,
-    )
-    .await?;
-    Ok((options, listener, bound))
-}
-
 /// A bound listener and its address.
 type Bound = (tokio::net::TcpListener, SocketAddr);
 
-/// [`listen_with_options`], and the gRPC listener if `--grpc` or the
-/// config's `grpc:` asks for one (the same loopback rule).
+/// The server's options (access tokens, stream bounds) and the bound
+/// listener of `acts serve`: from the config file, `ACTS_TOKENS` and
+/// `--listen` (loopback only without tokens), and the gRPC listener if
+/// `--grpc` or the config's `grpc:` asks for one (the same loopback rule).
 pub(crate) async fn listen_with_grpc(
     at: Listen<'_>,
     cfg: &ConfigFile,
@@ -150,26 +134,57 @@ pub(crate) async fn run(
     if let Some(note) = crate::telemetry::note() {
         let _ = writeln!(std::io::stderr(), "acts serve: {note}");
     }
-    // One stop signal: the gRPC server stops first (its answered acks are
-    // applied), then the HTTP server, which closes the engine.
-    let (grpc_stop_tx, grpc_stop) = tokio::sync::watch::channel(false);
-    let (http_stop_tx, http_stop) = tokio::sync::watch::channel(false);
-    let stopped = |mut stop: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = stop.wait_for(|s| *s).await;
-    };
-    let grpc = grpc.map(|(listener, at)| {
+    let (stopping, http_stop) = grpc_then_http(signal, grpc, |listener, at, stop| {
         let _ = writeln!(
             std::io::stderr(),
             "acts serve: the gRPC protocol of acts-server 0.25 on {at} (acts-channel: \
              ActsChannel::connect(\"http://{at}\")); {access}"
         );
-        let served = acts_server::serve_grpc(
-            engine.clone(),
-            options.clone(),
+        let served = acts_server::serve_grpc(engine.clone(), options.clone(), listener, stop);
+        tokio::spawn(async move { served.await.map_err(|e| e.to_string()) })
+    });
+    let http = acts_server::serve(engine.clone(), options, listener, http_stop).await;
+    after_http(http, stopping).await?;
+    let _ = writeln!(
+        std::io::stderr(),
+        "acts serve: stopped; {}",
+        stop_note(&engine.persistence())
+    );
+    Ok(0)
+}
+
+/// A gRPC server's task (its error as text).
+pub(crate) type GrpcTask = tokio::task::JoinHandle<Result<(), String>>;
+
+/// One stop signal for a gRPC server (started by `start` on its bound
+/// listener with its shutdown future, if there is one) and the HTTP
+/// server beside it: the gRPC server stops first (its answered acks are
+/// applied), then the HTTP one (which closes the engine or leaves the
+/// cluster). Returns the stop's task (the gRPC server's outcome) and the
+/// HTTP server's shutdown future.
+pub(crate) fn grpc_then_http(
+    signal: impl Future<Output = ()> + Send + 'static,
+    grpc: Option<Bound>,
+    start: impl FnOnce(
+        tokio::net::TcpListener,
+        SocketAddr,
+        std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    ) -> GrpcTask,
+) -> (
+    tokio::task::JoinHandle<Result<(), String>>,
+    impl Future<Output = ()> + Send + 'static,
+) {
+    let (grpc_stop_tx, grpc_stop) = tokio::sync::watch::channel(false);
+    let (http_stop_tx, mut http_stop) = tokio::sync::watch::channel(false);
+    let grpc = grpc.map(|(listener, at)| {
+        let mut stop = grpc_stop;
+        start(
             listener,
-            stopped(grpc_stop),
-        );
-        tokio::spawn(served)
+            at,
+            Box::pin(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }),
+        )
     });
     let stopping = tokio::spawn(async move {
         signal.await;
@@ -185,23 +200,28 @@ pub(crate) async fn run(
         let _ = http_stop_tx.send(true);
         grpc
     });
-    let http = acts_server::serve(engine.clone(), options, listener, stopped(http_stop)).await;
+    let http_stop = async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    };
+    (stopping, http_stop)
+}
+
+/// The outcome of an HTTP server that ran beside [`grpc_then_http`]'s
+/// gRPC server: its own failure, or the gRPC server's.
+pub(crate) async fn after_http(
+    http: std::io::Result<()>,
+    stopping: tokio::task::JoinHandle<Result<(), String>>,
+) -> Result<(), Failure> {
     if http.is_err() {
         // failed on its own: no stop signal is coming
         stopping.abort();
     }
     http.map_err(|e| Failure::run(format!("the server failed: {e}")))?;
     match stopping.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(Failure::run(e)),
-        Err(e) => return Err(Failure::run(format!("the stop failed: {e}"))),
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Failure::run(e)),
+        Err(e) => Err(Failure::run(format!("the stop failed: {e}"))),
     }
-    let _ = writeln!(
-        std::io::stderr(),
-        "acts serve: stopped; {}",
-        stop_note(&engine.persistence())
-    );
-    Ok(0)
 }
 
 /// What the start-up says of a store that does not sync every

@@ -17,51 +17,8 @@ use acts_channel::{ActsChannel, ActsOptions, Vars};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use support::grpc::{code, walk_the_table};
 use support::{serve_grpc, stop};
-
-/// Every name of the reference's action table (acts 0.25, `actions.rs`),
-/// written out here rather than taken from ours, so a name we drop fails.
-const REFERENCE_ACTIONS: [&str; 39] = [
-    "act:abort",
-    "act:back",
-    "act:cancel",
-    "act:complete",
-    "act:error",
-    "act:push",
-    "act:remove",
-    "act:skip",
-    "act:submit",
-    "evt:get",
-    "evt:ls",
-    "evt:start",
-    "model:deploy",
-    "model:get",
-    "model:ls",
-    "model:rm",
-    "msg:ack",
-    "msg:clear",
-    "msg:get",
-    "msg:ls",
-    "msg:redo",
-    "msg:rm",
-    "msg:sub",
-    "msg:unsub",
-    "pack:get",
-    "pack:ls",
-    "pack:publish",
-    "pack:rm",
-    "proc:get",
-    "proc:ls",
-    "proc:start",
-    "proc:start_from_model",
-    "snap:get",
-    "snap:ls",
-    "snap:remove",
-    "snap:upsert",
-    "task:get",
-    "task:ls",
-    "acl:whoami",
-];
 
 const TOKEN: &str = "grpc-test-token-of-the-app";
 
@@ -70,17 +27,6 @@ const APPROVAL: &str = "id: approval\nname: Approval\nver: '1'\non:\n  - id: by_
 
 /// Two asks in a row, for back and cancel.
 const TWO_ASKS: &str = "id: two\nver: '1'\nsteps:\n  - id: first\n    uses: acts.core.irq\n    params: { key: a }\n  - id: second\n    uses: acts.core.irq\n    params: { key: b }\n";
-
-/// The name of a status's code (the client's tonic is not ours).
-fn code(status: &impl std::fmt::Debug) -> String {
-    let shown = format!("{status:?}");
-    shown
-        .split("code: ")
-        .nth(1)
-        .and_then(|rest| rest.split([',', ' ']).next())
-        .unwrap_or_default()
-        .to_owned()
-}
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -321,22 +267,7 @@ async fn every_name_of_the_reference_table_is_answered_or_refused_by_name() {
     let store = format!("redb:{}", dir.path().join("s.db").display());
     let server = start(&store, &config(dir.path()));
     let mut chan = connect(&server.url).await;
-    for name in REFERENCE_ACTIONS {
-        // With no options: answered, or refused naming what is missing,
-        // or (not supported) naming the action — never an unknown name.
-        match chan.send::<Value>(name, Vars::new()).await {
-            Ok(_) => {}
-            Err(e) => {
-                let (code, message) = (code(&e), e.message().to_owned());
-                let named = match code.as_str() {
-                    "InvalidArgument" => message.contains("is required"),
-                    "Unimplemented" => message.contains(name) && message.contains("not supported"),
-                    _ => false,
-                };
-                assert!(named, "{name}: {code}: {message}");
-            }
-        }
-    }
+    walk_the_table(&mut chan).await;
     let err = chan
         .send::<Value>("act:set_varz", Vars::new())
         .await

@@ -97,25 +97,35 @@ async fn describe(
     match (call.method.as_str(), segments.as_slice()) {
         ("POST", ["models"]) => {
             let info = answer.json().unwrap_or(Value::Null);
-            let Some(id) = info["id"].as_str() else {
-                return Ok(None);
-            };
-            let Some(engine) = node.engine(p) else {
-                return Ok(None);
-            };
-            match engine.executor().model(id).await {
-                Ok((_, workflow)) => Ok(Some(CatalogOp::Deploy {
-                    model: id.to_owned(),
-                    json: workflow.to_json(),
-                })),
-                Err(e) => Err(Box::new(error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "unavailable",
-                    format!(
-                        "model '{id}' was deployed on partition {p} but cannot be read back ({e}); deploy it again"
-                    ),
-                ))),
+            match info["id"].as_str() {
+                Some(id) => deployed(node, p, id).await,
+                None => Ok(None),
             }
+        }
+        ("POST", ["actions", "model:deploy"]) => {
+            // the model's id: `mid`, else the model's own
+            let options: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
+            let id = match options["mid"].as_str() {
+                Some(mid) => Some(mid.to_owned()),
+                None => options["model"]
+                    .as_str()
+                    .and_then(|text| acts::Workflow::from_yaml(text).ok())
+                    .map(|w| w.id),
+            };
+            match id {
+                Some(id) => deployed(node, p, &id).await,
+                None => Ok(None),
+            }
+        }
+        ("POST", ["actions", "model:rm"]) => {
+            let options: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
+            let removed = answer.json().is_some_and(|v| v == Value::Bool(true));
+            Ok(options["id"]
+                .as_str()
+                .filter(|_| removed)
+                .map(|id| CatalogOp::Remove {
+                    model: id.to_owned(),
+                }))
         }
         ("DELETE", ["models", id]) => Ok(Some(CatalogOp::Remove {
             model: (*id).to_owned(),
@@ -127,6 +137,31 @@ async fn describe(
             }))
         }
         _ => Ok(None),
+    }
+}
+
+/// The catalog change of model `id` deployed on partition `p`: the model
+/// as it reads back there.
+async fn deployed(
+    node: &ClusterNode,
+    p: u32,
+    id: &str,
+) -> Result<Option<CatalogOp>, Box<Response>> {
+    let Some(engine) = node.engine(p) else {
+        return Ok(None);
+    };
+    match engine.executor().model(id).await {
+        Ok((_, workflow)) => Ok(Some(CatalogOp::Deploy {
+            model: id.to_owned(),
+            json: workflow.to_json(),
+        })),
+        Err(e) => Err(Box::new(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!(
+                "model '{id}' was deployed on partition {p} but cannot be read back ({e}); deploy it again"
+            ),
+        ))),
     }
 }
 

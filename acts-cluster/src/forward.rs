@@ -28,7 +28,7 @@ impl ClusterNode {
 
     /// How long a call waits for a partition that is moving: two lease
     /// TTLs and a bit (a dead owner's lease expires, a tick notices).
-    fn patience(&self) -> Duration {
+    pub(crate) fn patience(&self) -> Duration {
         self.inner.config.lease_ttl * 2 + Duration::from_secs(1)
     }
 

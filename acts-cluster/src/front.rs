@@ -50,12 +50,23 @@ pub(crate) enum Route {
     Migrate,
     /// A bulk job: a part on every partition, under one id (`bulk.rs`).
     Bulk,
+    /// An action of the acts 0.25 table: routed by its name and options
+    /// (`actions.rs`).
+    Action(String),
+    /// A REST route of the acts 0.25 web plugin: routed as the action it
+    /// stands for (`actions.rs`).
+    Rest,
 }
 
 /// Routes `method path`.
 pub(crate) fn classify(method: &Method, path: &str) -> Route {
     let Some(rest) = path.strip_prefix("/api/v1/") else {
-        return Route::Any;
+        // the acts 0.25 web plugin's routes
+        return match path {
+            "/api/msg/sse" => Route::Stream,
+            _ if method == Method::POST && path.starts_with("/api/") => Route::Rest,
+            _ => Route::Any,
+        };
     };
     let parts: Vec<&str> = rest.split('/').collect();
     let get = method == Method::GET;
@@ -87,6 +98,7 @@ pub(crate) fn classify(method: &Method, path: &str) -> Route {
         }
         ["channels", _] => Route::Every,
         ["bulk", ..] => Route::Bulk,
+        ["actions", name] => Route::Action((*name).to_owned()),
         _ => Route::Any,
     }
 }
@@ -111,6 +123,18 @@ impl ClusterNode {
             .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES));
         let guard = acts_server::Guard::new(self.inner.server.auth().is_enabled(), port);
         acts_server::guarded(routes, guard)
+    }
+}
+
+impl ClusterNode {
+    /// The API routed over the cluster, without the guard: for a server
+    /// in this process that checks its own callers (the gRPC server,
+    /// which passes on only the caller's token).
+    pub(crate) fn front(&self) -> Router {
+        Router::new()
+            .fallback(dispatch)
+            .with_state(self.clone())
+            .layer(DefaultBodyLimit::max(acts_server::MAX_BODY_BYTES))
     }
 }
 
@@ -163,7 +187,7 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         return node.on_partition(p, &call).await.into_response();
     }
     match route {
-        Route::Stream => crate::stream::merged(&node, call),
+        Route::Stream => crate::stream::merged(&node, call).await,
         Route::Pid(pid) => {
             let p = node.partition_of(&pid);
             node.on_partition(p, &call).await.into_response()
@@ -183,6 +207,8 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
         Route::Every => crate::fanout::one_of(&node, call, true).await,
         Route::Migrate => crate::fanout::migrate(&node, call).await,
         Route::Bulk => crate::bulk::route(&node, call).await,
+        Route::Action(name) => crate::actions::route(&node, call, &name).await,
+        Route::Rest => crate::actions::rest(&node, call).await,
     }
 }
 
@@ -203,7 +229,7 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
         None => {
             // A start with a concurrency key goes to the partition that
             // keeps the key (a pid drawn there), so one engine counts it.
-            let pid = match concurrency_key(node, &body).await {
+            let pid = match crate::actions::concurrency_key(node, &body).await {
                 Some(key) => {
                     let partitions = node.partitions();
                     pid_in(key_partition(&key, partitions), partitions)
@@ -220,26 +246,6 @@ async fn start(node: &ClusterNode, mut call: Call) -> Response {
     };
     let p = node.partition_of(&pid);
     node.on_partition(p, &call).await.into_response()
-}
-
-/// The concurrency key the start in `body` would have, evaluated by an
-/// engine this node holds (every partition has the whole catalog); `None`
-/// without one, or when it cannot be said here (the partition that starts
-/// it then says what is wrong).
-async fn concurrency_key(node: &ClusterNode, body: &Value) -> Option<String> {
-    let engine = node.engine(node.any_partition())?;
-    let model = body.get("model")?.as_str()?;
-    let revision = match body.get("rev") {
-        Some(r) => Some(u32::try_from(r.as_u64()?).ok()?),
-        None => None,
-    };
-    let vars = body
-        .get("vars")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let exec = engine.executor();
-    exec.concurrency_key(model, revision, &vars).await.ok()?
 }
 
 #[cfg(test)]
@@ -299,5 +305,12 @@ mod tests {
         assert_eq!(classify(&p, "/api/v1/models/m1/migrate"), Route::Migrate);
         assert_eq!(classify(&g, "/"), Route::Any);
         assert_eq!(classify(&p, "/api/v1/hooks/h1"), Route::Any);
+        assert_eq!(
+            classify(&p, "/api/v1/actions/act:complete"),
+            Route::Action("act:complete".into())
+        );
+        assert_eq!(classify(&p, "/api/model/deploy"), Route::Rest);
+        assert_eq!(classify(&g, "/api/msg/sse"), Route::Stream);
+        assert_eq!(classify(&g, "/health"), Route::Any);
     }
 }

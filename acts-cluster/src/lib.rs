@@ -27,6 +27,9 @@
 //!   `POST /api/v1/cluster/gates` proven with the cluster's node secret.
 //! - Bulk jobs (`bulk.rs`): a part on every partition under one id, their
 //!   progress summed.
+//! - The acts 0.25 action table (`/api/v1/actions/{name}`, `actions.rs`):
+//!   routed by the action and its options; [`serve_grpc`] serves the
+//!   acts 0.25 gRPC protocol over the node's front.
 //! - [`ClusterConfig`] (`config.rs`): how a node joins, and its checks.
 //!
 //! May depend on: the facade `acts` (engines, the store family),
@@ -36,6 +39,7 @@
 //! Start reading at [`ClusterNode::join`] and [`ClusterNode::tick`];
 //! `docs/CLUSTER.md` is the user's guide and the design.
 
+mod actions;
 mod bulk;
 mod call;
 mod catalog;
@@ -77,4 +81,21 @@ pub async fn serve(
         .await;
     node.leave().await;
     served
+}
+
+/// Serves the acts 0.25 gRPC protocol (`acts serve --cluster --grpc`) on
+/// `listener` over `node`'s front until `shutdown` resolves: every action
+/// routed as `/api/v1/actions/{name}` is, every subscription the merged
+/// message stream of every partition (a durable one: the durable
+/// channel's on every partition). The node's tokens are checked as on
+/// its HTTP API.
+pub async fn serve_grpc(
+    node: ClusterNode,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let options = node.inner.server.clone();
+    acts_server::serve_grpc_front(node.front(), options, listener, shutdown)
+        .await
+        .map_err(std::io::Error::other)
 }

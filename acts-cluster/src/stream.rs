@@ -81,13 +81,41 @@ fn sse_response(body: Body) -> Response {
     r
 }
 
-/// The merged stream of every partition.
-pub(crate) fn merged(node: &ClusterNode, call: Call) -> Response {
+/// The merged stream of every partition, answered once every partition's
+/// stream is attached (a durable channel is then registered on each, so
+/// nothing emitted after the answer is missed), or after the node's
+/// patience for a moving partition (its stream attaches when it can).
+pub(crate) async fn merged(node: &ClusterNode, call: Call) -> Response {
     let limits = node.inner.server.stream_limits();
     let (tx, rx) = Out::new(limits.queue_messages, limits.queue_bytes);
-    for p in 0..node.partitions() {
+    let partitions = node.partitions();
+    let (ready_tx, mut ready) = mpsc::channel(partitions as usize);
+    for p in 0..partitions {
         let (node, call, tx) = (node.clone(), call.clone(), tx.clone());
-        tokio::spawn(async move { follow(node, p, call, tx).await });
+        let ready = ready_tx.clone();
+        tokio::spawn(async move { follow(node, p, call, tx, ready).await });
+    }
+    drop(ready_tx);
+    let waited = tokio::time::timeout(node.patience(), async {
+        for _ in 0..partitions {
+            match ready.recv().await {
+                Some(Ok(())) => {}
+                Some(Err(refused)) => return Some(refused),
+                None => return None,
+            }
+        }
+        None
+    })
+    .await;
+    if let Ok(Some((status, body))) = waited {
+        // (the followers end once the client's side is dropped)
+        let mut r = Response::new(Body::from(body));
+        *r.status_mut() = status;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return r;
     }
     // Keep-alives, until the client is gone.
     let keep = tx.clone();
@@ -136,14 +164,25 @@ pub(crate) async fn local(node: &ClusterNode, p: u32, call: &Call) -> Response {
 
 /// Forwards partition `p`'s events to `tx` for as long as the client
 /// listens, attaching to whichever node owns `p`.
-async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out) {
+/// Says once on `ready` when the first stream is attached, or that the
+/// partition refused it (a client error: the filters, the caller's
+/// rights), and then ends.
+async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
+    let mut ready = Some(ready);
     while !tx.is_closed() {
         match (node.target(p), node.holding(p)) {
             (Target::Local(router), Some(holding)) => {
-                if let Ok(resp) = router.oneshot(call.request()).await
-                    && resp.status().is_success()
-                    && attached(p, &tx).await
-                {
+                let Ok(resp) = router.oneshot(call.request()).await;
+                if resp.status().is_client_error() {
+                    let status = resp.status();
+                    let body = axum::body::to_bytes(resp.into_body(), 64 * 1024).await;
+                    refused(&mut ready, status, body.unwrap_or_default());
+                    return;
+                }
+                if resp.status().is_success() && attached(p, &tx).await {
+                    if let Some(r) = ready.take() {
+                        let _ = r.try_send(Ok(()));
+                    }
                     let mut body = Box::pin(while_held(node.clone(), p, holding, resp.into_body()));
                     let mut events = Events::default();
                     loop {
@@ -174,10 +213,26 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out) {
                 if let Some(v) = call.headers.get(header::AUTHORIZATION) {
                     req = req.header(header::AUTHORIZATION, v.clone());
                 }
-                if let Ok(mut resp) = req.send().await
+                let resp = req.send().await;
+                if let Ok(r) = &resp
+                    && r.status().is_client_error()
+                {
+                    let status = StatusCode::from_u16(r.status().as_u16())
+                        .unwrap_or(StatusCode::BAD_REQUEST);
+                    let body = match resp {
+                        Ok(r) => r.bytes().await.unwrap_or_default(),
+                        Err(_) => Bytes::new(),
+                    };
+                    refused(&mut ready, status, body);
+                    return;
+                }
+                if let Ok(mut resp) = resp
                     && resp.status().is_success()
                     && attached(p, &tx).await
                 {
+                    if let Some(r) = ready.take() {
+                        let _ = r.try_send(Ok(()));
+                    }
                     let mut events = Events::default();
                     loop {
                         tokio::select! {
@@ -199,6 +254,16 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out) {
             _ => {}
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Where a partition's follower says it attached, or why it was refused.
+type Ready = mpsc::Sender<Result<(), (StatusCode, Bytes)>>;
+
+/// Says on `ready` (once) that the partition refused the stream.
+fn refused(ready: &mut Option<Ready>, status: StatusCode, body: Bytes) {
+    if let Some(r) = ready.take() {
+        let _ = r.try_send(Err((status, body)));
     }
 }
 

@@ -45,11 +45,14 @@ use tokio::net::TcpListener;
 
 pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
-pub use grpc::{ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, serve_grpc};
+pub use grpc::{
+    ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, serve_grpc, serve_grpc_front,
+};
 pub use guard::Guard;
 pub use listener::StallListener;
 pub use openapi::{OPENAPI_PATH, document as openapi_document, openapi_json_text};
 pub use reply::ITEM_CURSORS;
+pub use routes::compat::{rest_action, rest_envelope};
 pub use stream::{STREAM_QUEUE, StreamLimits};
 pub use telemetry::{OTEL_TARGET, OtlpConfig, OtlpProtocol, Telemetry, TelemetryError};
 

@@ -51,6 +51,7 @@ Every failure is `{\"error\": {\"code\", \"message\"}}`. See docs/SERVER.md.",
         (name = "deliveries", description = "What durable channels owe: pending, acknowledged, dead letters."),
         (name = "triggers", description = "Triggers and hooks."),
         (name = "bulk", description = "Bulk jobs: one operator action on every process a query matches."),
+        (name = "actions", description = "The acts 0.25 action table (what its gRPC `Send` answers), in its shapes."),
         (name = "service", description = "Health, readiness, metrics, who am I, this document."),
         (name = "dashboard", description = "The web dashboard."),
     )

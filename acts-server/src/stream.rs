@@ -303,12 +303,28 @@ pub(crate) struct StreamFilter {
     uses: Option<String>,
     /// Model ids, a glob.
     model: Option<String>,
+    /// Globs over the node's `options` as messages carry them, a JSON
+    /// object of strings (`{"tag":"finance*"}`).
+    #[param(example = r#"{"tag":"finance*"}"#)]
+    options: Option<String>,
 }
 
 impl StreamFilter {
-    /// The channel options these filters stand for (absent: any).
-    pub(crate) fn options(self) -> ChannelOptions {
+    /// The channel options these filters stand for (absent: any); `options`
+    /// that is not a JSON object of strings is a `400`.
+    pub(crate) fn options(self) -> Result<ChannelOptions, crate::ApiError> {
         let mut options = ChannelOptions::default();
+        if let Some(text) = &self.options {
+            let globs: std::collections::BTreeMap<String, String> = serde_json::from_str(text)
+                .map_err(|e| {
+                    crate::ApiError::bad_request(format!(
+                        "options must be a JSON object of glob strings (e.g. {{\"tag\":\"finance*\"}}): {e}"
+                    ))
+                })?;
+            for (k, v) in globs {
+                options = options.with_option(k, v);
+            }
+        }
         if let Some(v) = self.r#type {
             options = options.with_type(v);
         }
@@ -324,7 +340,7 @@ impl StreamFilter {
         if let Some(v) = self.model {
             options = options.with_model(v);
         }
-        options
+        Ok(options)
     }
 }
 

@@ -339,6 +339,14 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     assert_eq!(cancelled["id"], job["id"], "{cancelled}");
     c.ok("DELETE", "/api/v1/bulk/{id}", &bk).await;
 
+    // The acts 0.25 table: its example lists the processes in the
+    // reference's page shape.
+    let page = c.ok("POST", "/api/v1/actions/{name}", &none).await;
+    assert!(
+        page["count"].as_u64().is_some_and(|n| n >= 1) && page["rows"].is_array(),
+        "{page}"
+    );
+
     // The removals last.
     c.ok("DELETE", "/api/v1/processes/{pid}", &k).await;
     // Version 1 is not the latest, but stored processes run on it.

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod grpc;
 pub mod nodes;
 
 use std::io::{BufRead, BufReader, Read, Write};

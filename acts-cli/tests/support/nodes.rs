@@ -35,12 +35,20 @@ exposes:
 pub struct NodeProc {
     pub id: String,
     pub url: String,
+    /// The gRPC address (`HOST:PORT`) of a node started with `--grpc`.
+    pub grpc: Option<String>,
     pub child: Child,
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
 impl NodeProc {
     pub fn spawn(store: &str, id: &str) -> Self {
+        Self::spawn_with(store, id, &[])
+    }
+
+    /// [`NodeProc::spawn`] with more arguments of `acts serve` (with
+    /// `--grpc`, waits for the gRPC listener too).
+    pub fn spawn_with(store: &str, id: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin("acts"))
             .args([
                 "serve",
@@ -55,6 +63,7 @@ impl NodeProc {
                 "--listen",
                 "127.0.0.1:0",
             ])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -64,6 +73,7 @@ impl NodeProc {
         let stderr = child.stderr.take().expect("stderr");
         let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
+        let (grpc_tx, grpc_rx) = std::sync::mpsc::channel();
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -71,15 +81,30 @@ impl NodeProc {
                     let url = rest.split([',', ' ']).next().unwrap_or("").to_owned();
                     let _ = tx.send(url);
                 }
+                if let Some(rest) = line.split("0.25 on ").nth(1) {
+                    let at = rest.split([',', ' ']).next().unwrap_or("").to_owned();
+                    let _ = grpc_tx.send(at);
+                }
                 sink.lock().expect("log").push(line);
             }
         });
         let url = rx
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("node {id} never listened: {:?}", log.lock().expect("log")));
+        let grpc = extra.contains(&"--grpc").then(|| {
+            grpc_rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "node {id} never served gRPC: {:?}",
+                        log.lock().expect("log")
+                    )
+                })
+        });
         Self {
             id: id.to_owned(),
             url,
+            grpc,
             child,
             log,
         }
@@ -180,14 +205,28 @@ pub async fn deploy(http: &reqwest::Client, node: &str, text: &str) {
 /// Waits until `node` sees exactly `live` nodes, every partition owned by
 /// one of them.
 pub async fn settled(http: &reqwest::Client, node: &str, live: &[&str]) -> Value {
+    settled_as(http, node, live, None).await
+}
+
+/// [`settled`], asked with bearer `token`.
+pub async fn settled_as(
+    http: &reqwest::Client,
+    node: &str,
+    live: &[&str],
+    token: Option<&str>,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(60);
+    let headers: Vec<(&str, String)> = token
+        .map(|t| ("authorization", format!("Bearer {t}")))
+        .into_iter()
+        .collect();
     loop {
         if let Ok((200, s)) = try_api(
             http,
             reqwest::Method::GET,
             format!("{node}/api/v1/cluster/status"),
             None,
-            &[],
+            &headers,
         )
         .await
         {

@@ -5,17 +5,20 @@
 //! actions by concern in `work.rs`, `catalog.rs`, `delivery.rs`; listings
 //! in `listing.rs`; answers in the reference's shapes, `shapes.rs`),
 //! `OnMessage` streams messages (`service.rs`; subscription keys and ack
-//! ids in `keys.rs`; acks applied behind the answer in `acks.rs`). Callers
+//! ids in `keys.rs`; acks applied behind the answer in `acks.rs`). Over a
+//! cluster node's front instead of one engine, both go through its HTTP
+//! routes (`front.rs`). Callers
 //! are the bearer tokens' principals of the HTTP API (`auth.rs`), and
 //! streams share its bounds (`stream.rs`).
 //!
-//! May use: the facade `acts`, tonic and prost, the server's auth,
+//! May use: the facade `acts`, tonic and prost, axum (a front), the server's auth,
 //! streams, errors and request traces (`telemetry`).
 
 mod acks;
 mod call;
 mod catalog;
 mod delivery;
+mod front;
 mod keys;
 mod listing;
 mod proto;
@@ -35,14 +38,17 @@ pub use table::{ACTIONS, EXTENSIONS};
 pub(crate) use keys::{ack_id, channel_key};
 
 /// Runs action `name` of the reference's table for `who` with `options`
-/// (the REST routes of the reference's web plugin use it too); a refusal
-/// as the HTTP API's error.
+/// (the REST routes of the reference's web plugin and `/api/v1/actions`
+/// use it too), continuing `caller`'s trace in what it starts or
+/// answers; a refusal as the HTTP API's error.
 pub(crate) async fn apply(
     engine: &Engine,
     who: &acts::Principal,
     name: &str,
-    options: acts::Vars,
+    mut options: acts::Vars,
+    caller: Option<&crate::telemetry::CallerTrace>,
 ) -> Result<serde_json::Value, crate::ApiError> {
+    carry_trace(name, caller, &mut options);
     let call = call::Call {
         exec: engine.executor().as_principal(who.clone()),
         engine: engine.clone(),
@@ -53,6 +59,21 @@ pub(crate) async fn apply(
     table::apply(name, call)
         .await
         .map_err(call::Refusal::into_api)
+}
+
+/// Stores `caller`'s trace in the options of an action that starts or
+/// answers (so the process's trace continues the caller's).
+fn carry_trace(
+    name: &str,
+    caller: Option<&crate::telemetry::CallerTrace>,
+    options: &mut acts::Vars,
+) {
+    if matches!(
+        name,
+        "proc:start" | "proc:start_from_model" | "act:complete" | "act:submit"
+    ) {
+        crate::telemetry::CallerTrace::carry(caller, options);
+    }
 }
 
 /// The message shape of the reference's streams, with `id` as its id.
@@ -74,7 +95,44 @@ pub async fn serve_grpc(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
-    let options = options.into();
+    let acks = std::sync::Arc::new(acks::Acks::new(engine.clone()));
+    let target = service::Target::Engine(engine);
+    let served = serve_on(
+        target,
+        Some(acks.clone()),
+        options.into(),
+        listener,
+        shutdown,
+    )
+    .await;
+    // every ack answered is applied before the engine may close
+    acks.drain().await;
+    served
+}
+
+/// Serves the gRPC protocol over `front`, a router serving `/api/v1` (a
+/// cluster node's front, which routes each call to the partition it
+/// concerns): every action is `POST /api/v1/actions/{name}` through it
+/// and a subscription its message stream, with the caller's bearer token
+/// (checked here with the principals of `options`, and again by the
+/// front). Until `shutdown` resolves.
+pub async fn serve_grpc_front(
+    front: axum::Router,
+    options: impl Into<ServerOptions>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
+    let target = service::Target::Front(front::Front(front));
+    serve_on(target, None, options.into(), listener, shutdown).await
+}
+
+async fn serve_on(
+    target: service::Target,
+    acks: Option<std::sync::Arc<acks::Acks>>,
+    options: ServerOptions,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), tonic::transport::Error> {
     // Streams end at the stop (a graceful shutdown waits for every open
     // call, and a subscription never ends by itself).
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
@@ -82,18 +140,17 @@ pub async fn serve_grpc(
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    let acks = std::sync::Arc::new(acks::Acks::new(engine.clone()));
     let service = service::Service {
-        engine,
+        target,
         auth: std::sync::Arc::new(options.auth),
         streams: options.streams,
         stop,
-        acks: acks.clone(),
+        acks,
     };
     let server = proto::acts_service_server::ActsServiceServer::new(service)
         .max_decoding_message_size(MAX_BODY_BYTES)
         .max_encoding_message_size(64 << 20);
-    let served = tonic::transport::Server::builder()
+    tonic::transport::Server::builder()
         // an answer is due within a minute (a stream's first message
         // need not come: the stream itself is the answer)
         .timeout(Duration::from_secs(60))
@@ -108,8 +165,5 @@ pub async fn serve_grpc(
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,
         )
-        .await;
-    // every ack answered is applied before the engine may close
-    acks.drain().await;
-    served
+        .await
 }

@@ -4,7 +4,7 @@
 //! stream), each request checked the same way first.
 //!
 //! May use: the facade `acts`, tonic, the server's auth, streams and
-//! errors, the module's table and shapes.
+//! errors, the module's table, shapes and front.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,31 +23,30 @@ use crate::auth::Auth;
 use crate::error::ApiError;
 use crate::stream::{Streams, Subscription};
 
-/// The service over one engine.
+/// What the service runs its calls on.
+#[derive(Clone)]
+pub(crate) enum Target {
+    /// One engine (`acts serve`).
+    Engine(Engine),
+    /// An HTTP front serving `/api/v1` (a cluster node's).
+    Front(super::front::Front),
+}
+
+/// The service over one engine or a front.
 pub(crate) struct Service {
-    pub(crate) engine: Engine,
+    pub(crate) target: Target,
     pub(crate) auth: Arc<Auth>,
     pub(crate) streams: Arc<Streams>,
     /// Turns true when the server stops (open streams end then).
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
-    /// Where acks go behind the answer.
-    pub(crate) acks: Arc<super::acks::Acks>,
+    /// Where an engine's acks go behind the answer (a front answers an
+    /// ack once it is stored).
+    pub(crate) acks: Option<Arc<super::acks::Acks>>,
 }
 
 /// An API error as the gRPC status a client can act on.
 pub(crate) fn status(e: ApiError) -> Status {
-    let code = match e.status.as_u16() {
-        400 => tonic::Code::InvalidArgument,
-        401 => tonic::Code::Unauthenticated,
-        403 => tonic::Code::PermissionDenied,
-        404 => tonic::Code::NotFound,
-        409 if e.code == "duplicated" => tonic::Code::AlreadyExists,
-        409 => tonic::Code::FailedPrecondition,
-        413 | 429 => tonic::Code::ResourceExhausted,
-        503 => tonic::Code::Unavailable,
-        _ => tonic::Code::Internal,
-    };
-    Status::new(code, e.message)
+    Status::new(super::front::code_of(e.status.as_u16(), e.code), e.message)
 }
 
 fn refused(r: Refusal) -> Status {
@@ -86,8 +85,9 @@ impl ActsService for Service {
             .extensions()
             .get::<crate::telemetry::CallerTrace>()
             .copied();
+        let headers = req.metadata().clone().into_headers();
         let m = req.into_inner();
-        let mut options: Vars = match m.data.as_deref() {
+        let options: Vars = match m.data.as_deref() {
             None | Some(b"") => Vars::new(),
             Some(data) => serde_json::from_slice(data).map_err(|e| {
                 Status::invalid_argument(format!(
@@ -96,20 +96,21 @@ impl ActsService for Service {
             })?,
         };
         tracing::debug!(action = %m.name, principal = %who.id, "grpc send");
-        if matches!(
-            m.name.as_str(),
-            "proc:start" | "proc:start_from_model" | "act:complete" | "act:submit"
-        ) {
-            crate::telemetry::CallerTrace::carry(caller.as_ref(), &mut options);
-        }
-        let call = Call {
-            exec: self.engine.executor().as_principal(who.clone()),
-            engine: self.engine.clone(),
-            who,
-            options,
-            acks: Some(self.acks.clone()),
+        let value = match &self.target {
+            Target::Engine(engine) => {
+                let mut options = options;
+                super::carry_trace(&m.name, caller.as_ref(), &mut options);
+                let call = Call {
+                    exec: engine.executor().as_principal(who.clone()),
+                    engine: engine.clone(),
+                    who,
+                    options,
+                    acks: self.acks.clone(),
+                };
+                table::apply(&m.name, call).await.map_err(refused)?
+            }
+            Target::Front(front) => front.send(&headers, &m.name, &options).await?,
         };
-        let value = table::apply(&m.name, call).await.map_err(refused)?;
         let data = serde_json::to_vec(&value).map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(Message {
             name: m.name,
@@ -123,11 +124,28 @@ impl ActsService for Service {
 
     async fn on_message(&self, req: Request<MessageOptions>) -> Result<Response<Messages>, Status> {
         let who = self.caller(&req)?;
+        let headers = req.metadata().clone().into_headers();
         let o = req.into_inner();
+        let engine = match &self.target {
+            Target::Engine(engine) => engine,
+            Target::Front(front) => {
+                let key = (!o.client_id.is_empty()).then(|| channel_key(&who.id, &o.client_id));
+                let path = match &key {
+                    Some(k) => format!("/api/v1/channels/{}/stream", super::front::segment(k)),
+                    None => "/api/v1/messages".to_owned(),
+                };
+                let path = format!("{path}?{}", query(&o));
+                let messages = front.subscribe(&headers, path, key).await?;
+                return Ok(Response::new(Box::pin(until_stopped(
+                    messages,
+                    self.stop.clone(),
+                ))));
+            }
+        };
         let options = filters(&o);
-        let exec = self.engine.executor().as_principal(who.clone());
+        let exec = engine.executor().as_principal(who.clone());
         let (sub, channel) = if o.client_id.is_empty() {
-            let channel = self.engine.channel(options);
+            let channel = engine.channel(options);
             let format = Arc::new(|m: &acts::Message| shapes::message(m, &m.id).to_string());
             let sub = Subscription::open_as(&self.streams, channel, &exec, &who, format);
             (sub.map_err(status)?, None)
@@ -135,8 +153,7 @@ impl ActsService for Service {
             who.check_operator("a durable subscription (OnMessage with a client_id)")
                 .map_err(|e| status(e.into()))?;
             let key = channel_key(&who.id, &o.client_id);
-            let channel = self
-                .engine
+            let channel = engine
                 .durable_channel(&key, options)
                 .await
                 .map_err(|e| status(e.into()))?;
@@ -161,6 +178,44 @@ impl ActsService for Service {
             self.stop.clone(),
         ))))
     }
+}
+
+/// The query of a front's message stream for the filters of `o` (`""`
+/// and `"*"` filter nothing).
+fn query(o: &MessageOptions) -> String {
+    let set = |v: &str| !v.is_empty() && v != "*";
+    let mut q = url::form_urlencoded::Serializer::new(String::new());
+    for (key, value) in [("type", &o.r#type), ("state", &o.state), ("uses", &o.uses)] {
+        if set(value) {
+            q.append_pair(key, value);
+        }
+    }
+    if !o.options.is_empty() {
+        let options: std::collections::BTreeMap<_, _> = o.options.iter().collect();
+        q.append_pair("options", &serde_json::json!(options).to_string());
+    }
+    q.finish()
+}
+
+/// `messages` until the server stops.
+fn until_stopped(
+    messages: impl Stream<Item = Result<Message, Status>> + Send + 'static,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> impl Stream<Item = Result<Message, Status>> {
+    let messages = Box::pin(messages);
+    futures_util::stream::unfold(Some((messages, stop)), |state| async move {
+        let (mut messages, mut stop) = state?;
+        let next = tokio::select! {
+            next = futures_util::StreamExt::next(&mut messages) => next,
+            _ = stop.wait_for(|stopped| *stopped) => {
+                let s = Status::unavailable("the server is stopping; subscribe again");
+                return Some((Err(s), None));
+            }
+        };
+        let item = next?;
+        let go_on = item.is_ok().then_some((messages, stop));
+        Some((item, go_on))
+    })
 }
 
 /// The channel options of a subscription: `""` and `"*"` filter nothing.

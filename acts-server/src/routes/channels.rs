@@ -41,7 +41,7 @@ async fn stream(
     Params(f): Params<StreamFilter>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     x.need_operator("a durable channel")?;
-    let options: ChannelOptions = f.options();
+    let options: ChannelOptions = f.options()?;
     let channel = s.engine.durable_channel(&id, options).await?;
     let sub = Subscription::open(&s.streams, channel.clone(), &x.0, &x.1)?;
     channel.resend_pending().await?;

@@ -64,7 +64,7 @@ impl IntoResponse for Envelope {
 }
 
 async fn run(s: &AppState, x: &Exec, name: &str, options: Vars) -> Envelope {
-    Envelope(crate::grpc::apply(&s.engine, &x.1, name, options).await)
+    Envelope(crate::grpc::apply(&s.engine, &x.1, name, options, None).await)
 }
 
 /// A route whose JSON body is the action's options.
@@ -122,10 +122,16 @@ fn model_text(fmt: &str, model: &Value) -> Result<String, ApiError> {
 }
 
 async fn model_deploy(State(s): State<AppState>, x: Exec, Body(d): Body<Deploy>) -> Envelope {
-    match model_text(&d.fmt, &d.model) {
-        Ok(text) => run(&s, &x, "model:deploy", vars(json!({ "model": text }))).await,
+    match deploy_action(d) {
+        Ok((name, options)) => run(&s, &x, name, options).await,
         Err(e) => Envelope(Err(e)),
     }
+}
+
+/// The action of `/api/model/deploy`.
+fn deploy_action(d: Deploy) -> Result<(&'static str, Vars), ApiError> {
+    let text = model_text(&d.fmt, &d.model)?;
+    Ok(("model:deploy", vars(json!({ "model": text }))))
 }
 
 /// `{mode: id|model, id, fmt, model, options}`.
@@ -140,18 +146,27 @@ struct Start {
 }
 
 async fn proc_start(State(s): State<AppState>, x: Exec, Body(b): Body<Start>) -> Envelope {
+    match start_action(b) {
+        Ok((name, options)) => run(&s, &x, name, options).await,
+        Err(e) => Envelope(Err(e)),
+    }
+}
+
+/// The action of `/api/proc/start`: `proc:start` (mode `id`) or
+/// `proc:start_from_model` (mode `model`).
+fn start_action(b: Start) -> Result<(&'static str, Vars), ApiError> {
     let mut options = b.options;
     let name = match b.mode.as_str() {
         "id" => {
             let Some(id) = b.id else {
-                return Envelope(Err(ApiError::bad_request("id is required")));
+                return Err(ApiError::bad_request("id is required"));
             };
             options.insert("id".into(), Value::String(id));
             "proc:start"
         }
         "model" => {
             let (Some(fmt), Some(model)) = (b.fmt, b.model) else {
-                return Envelope(Err(ApiError::bad_request("fmt and model are required")));
+                return Err(ApiError::bad_request("fmt and model are required"));
             };
             let text = match &model {
                 Value::String(t) => t.clone(),
@@ -162,12 +177,77 @@ async fn proc_start(State(s): State<AppState>, x: Exec, Body(b): Body<Start>) ->
             "proc:start_from_model"
         }
         other => {
-            return Envelope(Err(ApiError::bad_request(format!(
+            return Err(ApiError::bad_request(format!(
                 "mode '{other}' is not correct, it should be one of 'model' or 'id'"
-            ))));
+            )));
         }
     };
-    run(&s, &x, name, options).await
+    Ok((name, options))
+}
+
+/// The action of the acts 0.25 table a REST route of its web plugin
+/// stands for, with its options, for the routes a cluster node must route
+/// by what they change (a model change through the catalog, a start to
+/// its partition, an ack to the partition that has the message, sealed
+/// data to its partition); `None` for the others (every partition
+/// answers them alike, or the node merges their stream), and for a body
+/// that is not one of the route's (`Some(Err)`: a partition answers it
+/// with the route's own error).
+pub fn rest_action(path: &str, body: &[u8]) -> Option<Result<(&'static str, Vars), ApiError>> {
+    let parse = |body: &[u8]| -> Result<Value, ApiError> {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))
+    };
+    let typed = |v: Value| -> Result<Vars, ApiError> {
+        match v {
+            Value::Object(m) => Ok(m),
+            _ => Err(ApiError::bad_request("the body must be a JSON object")),
+        }
+    };
+    let name = match path {
+        "/api/model/deploy" => {
+            return Some(parse(body).and_then(|v| {
+                serde_json::from_value::<Deploy>(v)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))
+                    .and_then(deploy_action)
+            }));
+        }
+        "/api/proc/start" => {
+            return Some(parse(body).and_then(|v| {
+                serde_json::from_value::<Start>(v)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))
+                    .and_then(start_action)
+            }));
+        }
+        "/api/model/rm" => "model:rm",
+        "/api/msg/ack" => "msg:ack",
+        "/api/snap/upsert" => "snap:upsert",
+        "/api/snap/remove" => "snap:remove",
+        "/api/snap/get" => "snap:get",
+        "/api/snap/ls" => "snap:ls",
+        _ => return None,
+    };
+    Some(parse(body).and_then(typed).map(|options| (name, options)))
+}
+
+/// The answer of a REST route of the plugin from an action's answer
+/// through `/api/v1/actions` (`status` and its JSON body): the plugin's
+/// envelope.
+pub fn rest_envelope(status: axum::http::StatusCode, body: &[u8]) -> Response {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if status.is_success() {
+        return Envelope(Ok(v)).into_response();
+    }
+    let e = &v["error"];
+    let message = e["message"]
+        .as_str()
+        .unwrap_or("the action failed")
+        .to_owned();
+    let details = e["code"].as_str().unwrap_or("error").to_owned();
+    (
+        status,
+        Json(json!({"code": "error", "message": message, "details": details})),
+    )
+        .into_response()
 }
 
 /// `{catalog, search, order, size, page}`.
@@ -191,6 +271,7 @@ async fn pack_list(
         &x.1,
         "pack:ls",
         vars(json!({"query": {"limit": 10_000}})),
+        None,
     )
     .await;
     let rows = match all {

@@ -34,5 +34,5 @@ async fn messages(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     // The subscription ends when the client goes (the stream, and with it
     // the subscription, is dropped).
-    Ok(Subscription::open(&s.streams, s.engine.channel(f.options()), &x.0, &x.1)?.into_sse())
+    Ok(Subscription::open(&s.streams, s.engine.channel(f.options()?), &x.0, &x.1)?.into_sse())
 }

@@ -1,7 +1,8 @@
 //! The API's routes, one router per resource (each file's `router()`),
 //! merged by [`crate::router`]: the service itself (health, readiness,
 //! metrics, who am I), models, processes, tasks, the live message stream,
-//! durable channels, deliveries, triggers and hooks, bulk jobs.
+//! durable channels, deliveries, triggers and hooks, bulk jobs, and the
+//! acts 0.25 action table (`actions.rs`).
 //!
 //! Handlers are thin: they take the [`crate::extract`] extractors and call
 //! the executor; nothing here parses a body or keeps state.
@@ -10,13 +11,15 @@
 //! describes it in the OpenAPI document (built in `openapi.rs`).
 //!
 //! May use: the state, the extractors, the error type, the stream budget,
-//! the page types, the request's trace context (`telemetry`) and the facade
+//! the page types, the request's trace context (`telemetry`), the gRPC
+//! module's action table (`actions.rs`, `compat.rs`) and the facade
 //! `acts`; no route file uses another.
 
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
+pub(crate) mod actions;
 pub(crate) mod bulk;
 pub(crate) mod channels;
 pub(crate) mod compat;
@@ -42,4 +45,5 @@ pub(crate) fn all() -> OpenApiRouter<AppState> {
         .merge(deliveries::router())
         .merge(triggers::router())
         .merge(bulk::router())
+        .merge(actions::router())
 }

@@ -789,6 +789,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/actions/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs one action of the acts 0.25 table (what its gRPC `Send` takes).
+         * @description `name` is an action of the reference's table (`proc:start`,
+         *     `act:complete`, `model:ls`, ...; docs/COMPATIBILITY.md lists them and
+         *     what acts answers for each); the body is its options, the answer its
+         *     data, both in the reference's shapes. A name of the table acts does not
+         *     support is `501 not_supported`; a name the table does not know is
+         *     `404`.
+         */
+        post: operations["action"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5183,6 +5208,12 @@ export interface operations {
                 uses?: string;
                 /** @description Model ids, a glob. */
                 model?: string;
+                /**
+                 * @description Globs over the node's `options` as messages carry them, a JSON
+                 *     object of strings (`{"tag":"finance*"}`).
+                 * @example {"tag":"finance*"}
+                 */
+                options?: string;
             };
             header?: never;
             path?: never;
@@ -5436,6 +5467,12 @@ export interface operations {
                 uses?: string;
                 /** @description Model ids, a glob. */
                 model?: string;
+                /**
+                 * @description Globs over the node's `options` as messages carry them, a JSON
+                 *     object of strings (`{"tag":"finance*"}`).
+                 * @example {"tag":"finance*"}
+                 */
+                options?: string;
             };
             header?: never;
             path: {
@@ -7364,6 +7401,144 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BulkItemPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    action: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The action, `KIND:VERB`.
+                 * @example proc:ls
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** @description The action's options (optional). */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": {
+                 *         "limit": 10,
+                 *         "offset": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": Record<string, unknown> | null;
+            };
+        };
+        responses: {
+            /** @description The action's data, in the reference's shape. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
