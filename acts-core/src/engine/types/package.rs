@@ -7,7 +7,9 @@
 //! the process's lane, then completes the act with the returned vars (or
 //! fails it with the returned error, which the step's `catches` can
 //! handle). After a crash, a package that was running is called again
-//! (at least once): make `run` idempotent.
+//! (at least once): make `run` idempotent. When the act ends some other
+//! way while `run` runs (a client answers, skips or aborts it, or its
+//! process ends), the run's future is dropped: stop the work on drop.
 
 use async_trait::async_trait;
 use serde_json::Value;
