@@ -108,6 +108,11 @@ pub(crate) async fn serve(State(node): State<ClusterNode>, req: Request) -> Resp
     };
     match engine.gate_call(call).await {
         Ok(answer) => axum::Json(answer).into_response(),
+        // A call this engine cannot read (another version's, a bug's):
+        // refused, not worth the sender's retries to this node.
+        Err(e @ acts::EngineError::Corrupt(_)) => {
+            error(StatusCode::BAD_REQUEST, "bad_request", e.to_string())
+        }
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",

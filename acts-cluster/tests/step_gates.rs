@@ -113,6 +113,26 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_nodes_and_a_dead_home() {
         let resp = req.send().await.expect("the node answers");
         assert_eq!(resp.status().as_u16(), 403, "secret {secret:?}");
     }
+    // A node's call this engine cannot read (another version's, a bug's)
+    // is refused as such (400), not answered "unavailable" for its sender
+    // to try again.
+    let meta = family.member("meta").await.expect("the metadata");
+    let stored = meta
+        .get(b"node-secret")
+        .await
+        .expect("a read")
+        .expect("the secret");
+    let secret: String = serde_json::from_slice(&stored).expect("the secret is text");
+    let held = n1.node.held()[0];
+    let resp = reqwest::Client::new()
+        .post(format!("{}/api/v1/cluster/gates", n1.url))
+        .header("x-acts-partition", held.to_string())
+        .header("x-acts-node-secret", secret)
+        .json(&serde_json::json!({"op": "no-such-call"}))
+        .send()
+        .await
+        .expect("the node answers");
+    assert_eq!(resp.status().as_u16(), 400);
     // The key's home: the node holding its partition.
     let home = key_partition("the-desk", P);
     let (home_node, other) = if n1.node.held().contains(&home) {

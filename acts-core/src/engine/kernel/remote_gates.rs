@@ -268,7 +268,13 @@ impl Kernel {
                     if self.is_closed() {
                         return None;
                     }
-                    debug!(error = %e, "a gate call did not get through; trying again");
+                    // Backed off to the longest wait: no longer a blip
+                    // (a peer down for long, or refusing the call).
+                    if wait >= Duration::from_secs(5) {
+                        warn!(error = %e, "a gate call still does not get through; trying again");
+                    } else {
+                        debug!(error = %e, "a gate call did not get through; trying again");
+                    }
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(Duration::from_secs(5));
                     if self.is_closed() {
