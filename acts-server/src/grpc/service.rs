@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use acts::{ChannelOptions, Engine, Principal, Vars};
+use axum::http::HeaderMap;
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
 
@@ -63,14 +64,16 @@ impl Service {
     /// a server without tokens). A request from a web page (it carries
     /// `Origin`) is refused: no browser speaks this protocol, so one
     /// that tries is a page steering the user's browser at the server.
-    fn caller<T>(&self, req: &Request<T>) -> Result<Principal, Status> {
+    /// Returns the request's headers too (a front gets its token).
+    fn caller<T>(&self, req: &Request<T>) -> Result<(Principal, HeaderMap), Status> {
         if req.metadata().contains_key("origin") {
             return Err(Status::permission_denied(
                 "a request from a web page (it carries Origin) is refused by the gRPC server",
             ));
         }
         let headers = req.metadata().clone().into_headers();
-        self.auth.caller(&headers).map_err(status)
+        let who = self.auth.caller(&headers).map_err(status)?;
+        Ok((who, headers))
     }
 }
 
@@ -80,12 +83,11 @@ type Messages = Pin<Box<dyn Stream<Item = Result<Message, Status>> + Send>>;
 #[tonic::async_trait]
 impl ActsService for Service {
     async fn send(&self, req: Request<Message>) -> Result<Response<Message>, Status> {
-        let who = self.caller(&req)?;
+        let (who, headers) = self.caller(&req)?;
         let caller = req
             .extensions()
             .get::<crate::telemetry::CallerTrace>()
             .copied();
-        let headers = req.metadata().clone().into_headers();
         let m = req.into_inner();
         let options: Vars = match m.data.as_deref() {
             None | Some(b"") => Vars::new(),
@@ -123,8 +125,7 @@ impl ActsService for Service {
     type OnMessageStream = Messages;
 
     async fn on_message(&self, req: Request<MessageOptions>) -> Result<Response<Messages>, Status> {
-        let who = self.caller(&req)?;
-        let headers = req.metadata().clone().into_headers();
+        let (who, headers) = self.caller(&req)?;
         let o = req.into_inner();
         let engine = match &self.target {
             Target::Engine(engine) => engine,
