@@ -27,7 +27,7 @@ use acts_channel::model::{Message, ModelInfo, PageData, ProcInfo, TaskInfo};
 use acts_channel::{ActsChannel, ActsOptions, Vars};
 use acts_testkit::redis_cluster::RedisCluster;
 use serde_json::{Value, json};
-use support::grpc::{code, walk_the_table};
+use support::grpc::{code, send, token_config, walk_the_table};
 use support::nodes::{NodeProc, PARTITIONS, settled_as};
 use tokio::sync::mpsc;
 
@@ -42,14 +42,7 @@ const PROCESSES: usize = 24;
 const WAIT: Duration = Duration::from_secs(60);
 
 fn config(dir: &std::path::Path) -> String {
-    let path = dir.join("serve.yaml");
-    let hash = acts_server::hash_token(TOKEN);
-    std::fs::write(
-        &path,
-        format!("tokens:\n  - principal: app\n    roles: [admin]\n    sha256: {hash}\n"),
-    )
-    .expect("the config is written");
-    path.display().to_string()
+    token_config(dir, TOKEN)
 }
 
 async fn connect(node: &NodeProc) -> ActsChannel {
@@ -57,18 +50,6 @@ async fn connect(node: &NodeProc) -> ActsChannel {
     ActsChannel::connect_with_token(&format!("http://{at}"), Some(TOKEN.to_owned()))
         .await
         .expect("the client connects")
-}
-
-async fn send<T: serde::de::DeserializeOwned + serde::Serialize>(
-    chan: &mut ActsChannel,
-    name: &str,
-    options: Value,
-) -> T {
-    chan.send::<T>(name, Vars::from(options))
-        .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .data
-        .unwrap_or_else(|| panic!("{name} answered no data"))
 }
 
 /// Subscribes as `client_id` (empty: a live stream) with auto-ack.

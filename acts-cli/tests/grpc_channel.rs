@@ -17,7 +17,7 @@ use acts_channel::{ActsChannel, ActsOptions, Vars};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use support::grpc::{code, walk_the_table};
+use support::grpc::{code, send, token_config, walk_the_table};
 use support::{serve_grpc, stop};
 
 const TOKEN: &str = "grpc-test-token-of-the-app";
@@ -30,16 +30,8 @@ const TWO_ASKS: &str = "id: two\nver: '1'\nsteps:\n  - id: first\n    uses: acts
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A config with one admin token (the app).
 fn config(dir: &Path) -> String {
-    let path = dir.join("serve.yaml");
-    let hash = acts_server::hash_token(TOKEN);
-    std::fs::write(
-        &path,
-        format!("tokens:\n  - principal: app\n    roles: [admin]\n    sha256: {hash}\n"),
-    )
-    .expect("the config is written");
-    path.display().to_string()
+    token_config(dir, TOKEN)
 }
 
 struct Server {
@@ -104,18 +96,6 @@ async fn next_where(
 
 fn is(m: &Message, kind: &str, state: &str, key: &str) -> bool {
     m.r#type == kind && m.state == state && (key.is_empty() || m.is_params_key(key) || m.tag == key)
-}
-
-async fn send<T: serde::de::DeserializeOwned + serde::Serialize>(
-    chan: &mut ActsChannel,
-    name: &str,
-    options: Value,
-) -> T {
-    chan.send::<T>(name, Vars::from(options))
-        .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
-        .data
-        .unwrap_or_else(|| panic!("{name} answered no data"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

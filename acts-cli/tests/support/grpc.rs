@@ -1,8 +1,36 @@
 //! What the tests of the acts 0.25 gRPC protocol share: the reference's
-//! action table, and the walk over it.
+//! action table and the walk over it, a serve config with one admin
+//! token, and one action's data.
 
 use acts_channel::{ActsChannel, Vars};
 use serde_json::Value;
+
+/// A serve config in `dir` with one admin token (principal `app`):
+/// its path.
+pub fn token_config(dir: &std::path::Path, token: &str) -> String {
+    let path = dir.join("serve.yaml");
+    let hash = acts_server::hash_token(token);
+    std::fs::write(
+        &path,
+        format!("tokens:\n  - principal: app\n    roles: [admin]\n    sha256: {hash}\n"),
+    )
+    .expect("the config is written");
+    path.display().to_string()
+}
+
+/// Sends action `name` with `options`; its data (panics naming the action
+/// on a refusal or no data).
+pub async fn send<T: serde::de::DeserializeOwned + serde::Serialize>(
+    chan: &mut ActsChannel,
+    name: &str,
+    options: Value,
+) -> T {
+    chan.send::<T>(name, Vars::from(options))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .data
+        .unwrap_or_else(|| panic!("{name} answered no data"))
+}
 
 /// Every name of the reference's action table (acts 0.25, `actions.rs`),
 /// written out here rather than taken from ours, so a name we drop fails.
