@@ -45,9 +45,9 @@ pub(crate) async fn route(node: &ClusterNode, call: Call, name: &str) -> Respons
             Some(pid) => on_pid(node, &call, &pid).await,
             None => listing(node, call, options).await,
         },
-        "msg:get" | "msg:ack" | "msg:rm" => crate::fanout::one_of(node, call, false).await,
+        "msg:get" | "msg:ack" | "msg:rm" => one_message(node, call, &options).await,
         "msg:redo" | "msg:clear" if options.contains_key("id") => {
-            crate::fanout::one_of(node, call, false).await
+            one_message(node, call, &options).await
         }
         "msg:clear" if pid.is_some() => on_pid(node, &call, pid.unwrap_or_default()).await,
         "msg:redo" | "msg:clear" | "msg:unsub" => crate::fanout::one_of(node, call, true).await,
@@ -103,6 +103,20 @@ fn options_of(body: &[u8]) -> Option<Map<String, Value>> {
         Ok(Value::Object(o)) => Some(o),
         Ok(Value::Null) => Some(Map::new()),
         _ => None,
+    }
+}
+
+/// An action on one message (`id`): on the partition its id names (a
+/// message of this cluster's streams), else on the one that has it.
+async fn one_message(node: &ClusterNode, call: Call, options: &Map<String, Value>) -> Response {
+    let named = options
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(acts_server::ack_partition)
+        .filter(|p| *p < node.partitions());
+    match named {
+        Some(p) => node.on_partition(p, &call).await.into_response(),
+        None => crate::fanout::one_of(node, call, false).await,
     }
 }
 

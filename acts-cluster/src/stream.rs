@@ -184,7 +184,7 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
                         let _ = r.try_send(Ok(()));
                     }
                     let mut body = Box::pin(while_held(node.clone(), p, holding, resp.into_body()));
-                    let mut events = Events::default();
+                    let mut events = Events::of(p);
                     loop {
                         tokio::select! {
                             chunk = futures_util::StreamExt::next(&mut body) => match chunk {
@@ -233,7 +233,7 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
                     if let Some(r) = ready.take() {
                         let _ = r.try_send(Ok(()));
                     }
-                    let mut events = Events::default();
+                    let mut events = Events::of(p);
                     loop {
                         tokio::select! {
                             chunk = resp.chunk() => match chunk {
@@ -304,10 +304,21 @@ async fn attached(p: u32, tx: &Out) -> bool {
 }
 
 /// Splits a partition's SSE bytes into whole events and passes on the
-/// message events (not its keep-alives).
-#[derive(Default)]
+/// message events (not its keep-alives), each with the partition it came
+/// from as its `partition:` field (one SSE clients ignore; the gRPC
+/// protocol's front routes an ack by it).
 struct Events {
     pending: Vec<u8>,
+    field: Vec<u8>,
+}
+
+impl Events {
+    fn of(p: u32) -> Self {
+        Self {
+            pending: Vec::new(),
+            field: format!("partition: {p}\n").into_bytes(),
+        }
+    }
 }
 
 impl Events {
@@ -316,10 +327,13 @@ impl Events {
     async fn push(&mut self, chunk: &[u8], tx: &Out) -> bool {
         self.pending.extend_from_slice(chunk);
         while let Some(end) = find(&self.pending, b"\n\n") {
-            let event: Vec<u8> = self.pending.drain(..end + 2).collect();
+            let mut event: Vec<u8> = self.pending.drain(..end + 1).collect();
+            self.pending.drain(..1);
             if event.starts_with(b":") {
                 continue;
             }
+            event.extend_from_slice(&self.field);
+            event.push(b'\n');
             if tx.send(Bytes::from(event)).await.is_err() {
                 return false;
             }
@@ -339,12 +353,12 @@ mod tests {
     #[tokio::test]
     async fn events_are_passed_whole_and_keep_alives_dropped() {
         let (tx, mut rx) = Out::new(8, 1 << 20);
-        let mut e = Events::default();
+        let mut e = Events::of(3);
         assert!(e.push(b"event: message\ndata: {\"a\"", &tx).await);
         assert!(e.push(b":1}\n\n:\n\ndata: 2\n", &tx).await);
         assert_eq!(
             rx.recv().await.map(|(c, _)| c).as_deref(),
-            Some(&b"event: message\ndata: {\"a\":1}\n\n"[..])
+            Some(&b"event: message\ndata: {\"a\":1}\npartition: 3\n\n"[..])
         );
         assert!(
             rx.try_recv().is_err(),
@@ -353,7 +367,7 @@ mod tests {
         assert!(e.push(b"\n", &tx).await);
         assert_eq!(
             rx.recv().await.map(|(c, _)| c).as_deref(),
-            Some(&b"data: 2\n\n"[..])
+            Some(&b"data: 2\npartition: 3\n\n"[..])
         );
     }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tonic::Status;
 use tower::ServiceExt;
 
-use super::keys::ack_id;
+use super::keys::ack_id_from;
 use super::proto::Message;
 use super::shapes;
 
@@ -180,8 +180,11 @@ enum Parsed {
 fn message(event: &[u8], channel: Option<&str>) -> Parsed {
     let text = String::from_utf8_lossy(event);
     let (mut kind, mut id, mut data) = (None, None, String::new());
+    let mut partition = None;
     for line in text.lines() {
-        if let Some(v) = line.strip_prefix("event:") {
+        if let Some(v) = line.strip_prefix("partition:") {
+            partition = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("event:") {
             kind = Some(v.trim_start().to_owned());
         } else if let Some(v) = line.strip_prefix("id:") {
             id = Some(v.trim_start().to_owned());
@@ -210,7 +213,7 @@ fn message(event: &[u8], channel: Option<&str>) -> Parsed {
         }
     };
     let seq = match channel {
-        Some(c) => ack_id(c, &id),
+        Some(c) => ack_id_from(c, &id, partition.as_deref()),
         None => id,
     };
     Parsed::Message(Message {
@@ -299,7 +302,13 @@ mod tests {
         let Parsed::Message(out) = message(event.as_bytes(), Some("grpc:app:c1")) else {
             panic!("a message")
         };
-        assert_eq!(out.seq, ack_id("grpc:app:c1", "m1"));
+        assert_eq!(out.seq, super::super::keys::ack_id("grpc:app:c1", "m1"));
+        // from a cluster node's stream: the partition it came from
+        let routed = event.replace("data:", "partition: 5\ndata:");
+        let Parsed::Message(from) = message(routed.as_bytes(), Some("grpc:app:c1")) else {
+            panic!("a message")
+        };
+        assert_eq!(super::super::keys::ack_partition(&from.seq), Some(5));
         assert_eq!(out.name, "ask");
         let Parsed::Message(live) = message(event.as_bytes(), None) else {
             panic!("a message")

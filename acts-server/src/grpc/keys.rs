@@ -22,11 +22,29 @@ pub(crate) fn ack_id(channel: &str, msg_id: &str) -> String {
     format!("{msg_id}:{channel}")
 }
 
-/// `(channel, msg_id)` of an [`ack_id`]; `None` for a live stream's
-/// message id.
+/// [`ack_id`] with the partition the message came from (a cluster
+/// node's stream says it), so an ack goes straight to that partition:
+/// `{msg_id}~{partition}:{channel}`.
+pub(crate) fn ack_id_from(channel: &str, msg_id: &str, partition: Option<&str>) -> String {
+    match partition {
+        Some(p) => format!("{msg_id}~{p}:{channel}"),
+        None => ack_id(channel, msg_id),
+    }
+}
+
+/// `(channel, msg_id)` of an [`ack_id`] (or [`ack_id_from`]); `None` for
+/// a live stream's message id.
 pub(crate) fn split_ack_id(id: &str) -> Option<(&str, &str)> {
     let (msg_id, channel) = id.split_once(':')?;
+    let msg_id = msg_id.split_once('~').map_or(msg_id, |(m, _)| m);
     (!msg_id.is_empty() && !channel.is_empty()).then_some((channel, msg_id))
+}
+
+/// The partition an [`ack_id_from`] names (a cluster routes the ack
+/// there); `None` for any other id.
+pub fn ack_partition(id: &str) -> Option<u32> {
+    let (msg_part, _) = id.split_once(':')?;
+    msg_part.split_once('~')?.1.parse().ok()
 }
 
 #[cfg(test)]
@@ -40,6 +58,11 @@ mod tests {
         assert_eq!(split_ack_id(&id), Some((key.as_str(), "m1")));
         assert_eq!(split_ack_id("m1"), None);
         assert_eq!(split_ack_id(":x"), None);
+        let routed = ack_id_from(&key, "m1", Some("7"));
+        assert_eq!(split_ack_id(&routed), Some((key.as_str(), "m1")));
+        assert_eq!(ack_partition(&routed), Some(7));
+        assert_eq!(ack_partition(&id), None);
+        assert_eq!(ack_id_from(&key, "m1", None), id);
     }
 
     #[test]

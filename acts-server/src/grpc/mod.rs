@@ -35,6 +35,7 @@ use tokio::net::TcpListener;
 
 pub use table::{ACTIONS, EXTENSIONS};
 
+pub use keys::ack_partition;
 pub(crate) use keys::{ack_id, channel_key};
 
 /// Runs action `name` of the reference's table for `who` with `options`
