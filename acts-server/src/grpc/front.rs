@@ -25,6 +25,9 @@ use super::shapes;
 /// The headers of a gRPC call the front gets.
 const PASSED: [&str; 3] = ["authorization", "traceparent", "tracestate"];
 
+/// Most bytes of an action's answer (what the server encodes at most).
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 << 20;
+
 /// Most bytes of one event of the front's stream.
 const MAX_EVENT_BYTES: usize = 4 * 1024 * 1024;
 
@@ -88,7 +91,7 @@ impl Front {
         let path = format!("/api/v1/actions/{name}");
         let resp = self.call(Method::POST, &path, headers, Some(body)).await;
         let status = resp.status();
-        let bytes = axum::body::to_bytes(resp.into_body(), crate::MAX_BODY_BYTES * 64)
+        let bytes = axum::body::to_bytes(resp.into_body(), MAX_ANSWER_BYTES)
             .await
             .map_err(|e| Status::unavailable(format!("the answer was cut off: {e}")))?;
         if status.is_success() {

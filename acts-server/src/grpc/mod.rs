@@ -150,7 +150,7 @@ async fn serve_on(
     };
     let server = proto::acts_service_server::ActsServiceServer::new(service)
         .max_decoding_message_size(MAX_BODY_BYTES)
-        .max_encoding_message_size(64 << 20);
+        .max_encoding_message_size(front::MAX_ANSWER_BYTES);
     tonic::transport::Server::builder()
         // an answer is due within a minute (a stream's first message
         // need not come: the stream itself is the answer)
