@@ -74,8 +74,8 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             let mut tasks = call.exec.tasks(&pid).await?;
             tasks.sort_by_key(|t| t.start_time.unwrap_or(i64::MAX));
             // the model's name (a removed model: its id)
-            let name = match call.exec.model(&p.model_id).await {
-                Ok((m, _)) => m.name,
+            let name = match call.exec.model_info(&p.model_id).await {
+                Ok(m) => m.name,
                 Err(_) => p.model_id.clone(),
             };
             let tasks = tasks.iter().map(shapes::task).collect();

@@ -143,6 +143,12 @@ impl Executor {
         Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
+    /// Model `id`'s summary (its name, version, deploys), without reading
+    /// its definition back: what a listing shows of it.
+    pub async fn model_info(&self, id: &str) -> Result<ModelInfo, EngineError> {
+        Ok(ModelInfo::from(&self.rt.model(id).await?.row))
+    }
+
     /// Every deployed model, oldest deploy first.
     pub async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
         let rows: Vec<ModelRow> = self
