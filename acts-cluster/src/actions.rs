@@ -12,8 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::call::Call;
-use crate::call::error;
+use crate::call::{Call, error};
 use crate::node::ClusterNode;
 use crate::placement::{key_partition, pid_in};
 

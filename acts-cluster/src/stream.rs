@@ -166,14 +166,15 @@ pub(crate) async fn local(node: &ClusterNode, p: u32, call: &Call) -> Response {
 /// listens, attaching to whichever node owns `p`.
 /// Says once on `ready` when the first stream is attached, or that the
 /// partition refused it (a client error: the filters, the caller's
-/// rights), and then ends.
+/// rights, its stream budget), and then ends; once attached, a refused
+/// re-attachment is tried again (a budget frees up, a node comes back).
 async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
     let mut ready = Some(ready);
     while !tx.is_closed() {
         match (node.target(p), node.holding(p)) {
             (Target::Local(router), Some(holding)) => {
                 let Ok(resp) = router.oneshot(call.request()).await;
-                if resp.status().is_client_error() {
+                if resp.status().is_client_error() && ready.is_some() {
                     let status = resp.status();
                     let body = axum::body::to_bytes(resp.into_body(), 64 * 1024).await;
                     refused(&mut ready, status, body.unwrap_or_default());
@@ -216,6 +217,7 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
                 let resp = req.send().await;
                 if let Ok(r) = &resp
                     && r.status().is_client_error()
+                    && ready.is_some()
                 {
                     let status = StatusCode::from_u16(r.status().as_u16())
                         .unwrap_or(StatusCode::BAD_REQUEST);
