@@ -24,10 +24,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use acts_channel::model::{Message, ModelInfo, PageData, ProcInfo, TaskInfo};
-use acts_channel::{ActsChannel, ActsOptions, Vars};
+use acts_channel::{ActsChannel, Vars};
 use acts_testkit::redis_cluster::RedisCluster;
 use serde_json::{Value, json};
-use support::grpc::{code, send, token_config, walk_the_table};
+use support::grpc::{code, send, subscribe, token_config, walk_the_table};
 use support::nodes::{NodeProc, PARTITIONS, settled_as};
 use tokio::sync::mpsc;
 
@@ -53,30 +53,17 @@ async fn connect(node: &NodeProc) -> ActsChannel {
 }
 
 /// Subscribes as `client_id` (empty: a live stream) with auto-ack.
-async fn subscribe(chan: &mut ActsChannel, client_id: &str) -> mpsc::UnboundedReceiver<Message> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let options = ActsOptions {
-        ack: Some(true),
-        ..Default::default()
-    };
-    chan.subscribe(
-        client_id,
-        move |m: &Message| {
-            let _ = tx.send(m.clone());
-        },
-        |e| panic!("the subscription failed: {e:?}"),
-        &options,
-    )
-    .await
-    .expect("the subscription opens");
-    rx
-}
-
 async fn next(rx: &mut mpsc::UnboundedReceiver<Message>) -> Message {
     tokio::time::timeout(WAIT, rx.recv())
         .await
         .expect("a message within a minute")
         .expect("the subscription is open")
+}
+
+/// A listing's options: the first `limit` rows whose `key` equals `value`.
+fn filtered(limit: usize, key: &str, value: Value) -> Value {
+    json!({"query": {"offset": 0, "limit": limit, "order_by": [],
+        "filter": {"type": "and", "exprs": [{"key": key, "value": value, "op": "eq"}]}}})
 }
 
 /// The node that owns each partition, as `status` says.
@@ -158,8 +145,8 @@ async fn a_reference_client_drives_a_cluster_through_either_node() {
         c1.deploy(APPROVAL, None).await.expect("deploys").data,
         Some(true)
     );
-    let mut rx = subscribe(&mut c1, "approvals").await;
-    let mut live = subscribe(&mut c2, "").await;
+    let mut rx = subscribe(&mut c1, "approvals", true).await;
+    let mut live = subscribe(&mut c2, "", true).await;
     let mut pids = BTreeSet::new();
     for i in 0..PROCESSES {
         let chan = if i % 2 == 0 { &mut c1 } else { &mut c2 };
@@ -235,24 +222,14 @@ async fn a_reference_client_drives_a_cluster_through_either_node() {
         (one.mid.as_str(), one.state.as_str()),
         ("approval", "completed")
     );
-    let tasks: PageData<TaskInfo> = send(
-        &mut c2,
-        "task:ls",
-        json!({"query": {"offset": 0, "limit": 100, "order_by": [],
-            "filter": {"type": "and", "exprs": [{"key": "pid", "value": pid, "op": "eq"}]}}}),
-    )
-    .await;
+    let tasks: PageData<TaskInfo> =
+        send(&mut c2, "task:ls", filtered(100, "pid", json!(pid))).await;
     assert!(
         tasks.count >= 3 && tasks.rows.iter().all(|t| t.pid == pid),
         "{tasks:?}"
     );
-    let acts: PageData<TaskInfo> = send(
-        &mut c1,
-        "task:ls",
-        json!({"query": {"offset": 0, "limit": 1000, "order_by": [],
-            "filter": {"type": "and", "exprs": [{"key": "type", "value": "act", "op": "eq"}]}}}),
-    )
-    .await;
+    let acts: PageData<TaskInfo> =
+        send(&mut c1, "task:ls", filtered(1000, "type", json!("act"))).await;
     assert_eq!(acts.count, 2 * PROCESSES, "an ask and a tell each");
 
     // a model started from its text through n2: in n1's catalog, running
@@ -311,8 +288,7 @@ async fn a_reference_client_drives_a_cluster_through_either_node() {
         let pending: PageData<Value> = send(
             &mut c2,
             "msg:ls",
-            json!({"query": {"offset": 0, "limit": 1000, "order_by": [],
-                "filter": {"type": "and", "exprs": [{"key": "status", "value": "pending", "op": "eq"}]}}}),
+            filtered(1000, "status", json!("pending")),
         )
         .await;
         if pending.count == 0 {

@@ -17,7 +17,7 @@ use acts_channel::{ActsChannel, ActsOptions, Vars};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use support::grpc::{code, send, token_config, walk_the_table};
+use support::grpc::{code, send, subscribe, token_config, walk_the_table};
 use support::{serve_grpc, stop};
 
 const TOKEN: &str = "grpc-test-token-of-the-app";
@@ -55,29 +55,6 @@ async fn connect(url: &str) -> ActsChannel {
 
 /// Subscribes as `client_id` (auto-ack as given); messages arrive on the
 /// receiver.
-async fn subscribe(
-    chan: &mut ActsChannel,
-    client_id: &str,
-    ack: bool,
-) -> mpsc::UnboundedReceiver<Message> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let options = ActsOptions {
-        ack: Some(ack),
-        ..Default::default()
-    };
-    chan.subscribe(
-        client_id,
-        move |m: &Message| {
-            let _ = tx.send(m.clone());
-        },
-        |e| panic!("the subscription failed: {e:?}"),
-        &options,
-    )
-    .await
-    .expect("the subscription opens");
-    rx
-}
-
 /// The next message that `pick` accepts (hang guard: a minute).
 async fn next_where(
     rx: &mut mpsc::UnboundedReceiver<Message>,

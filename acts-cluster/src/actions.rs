@@ -18,12 +18,7 @@ use crate::placement::{key_partition, pid_in};
 
 /// Routes action `name` of `call`.
 pub(crate) async fn route(node: &ClusterNode, call: Call, name: &str) -> Response {
-    // `KIND:VERB` of letters and `_` (an escaped name would be routed as
-    // no action while a partition runs it as one).
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b':')
-    {
+    if !acts_server::is_action_name(name) {
         return error(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -271,13 +266,7 @@ async fn listing(node: &ClusterNode, call: Call, mut options: Map<String, Value>
         if descending { order.reverse() } else { order }
     });
     let rows: Vec<Value> = rows.into_iter().skip(offset).take(limit).collect();
-    let page = json!({
-        "count": count,
-        "page_size": limit,
-        "page_num": offset / limit + 1,
-        "page_count": count.div_ceil(limit),
-        "rows": rows,
-    });
+    let page = acts_server::grpc_page(rows, count, offset, limit);
     (StatusCode::OK, axum::Json(page)).into_response()
 }
 

@@ -1,9 +1,11 @@
 //! What the tests of the acts 0.25 gRPC protocol share: the reference's
 //! action table and the walk over it, a serve config with one admin
-//! token, and one action's data.
+//! token, one action's data, and a subscription's messages.
 
-use acts_channel::{ActsChannel, Vars};
+use acts_channel::model::Message;
+use acts_channel::{ActsChannel, ActsOptions, Vars};
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 /// A serve config in `dir` with one admin token (principal `app`):
 /// its path.
@@ -30,6 +32,31 @@ pub async fn send<T: serde::de::DeserializeOwned + serde::Serialize>(
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .data
         .unwrap_or_else(|| panic!("{name} answered no data"))
+}
+
+/// Subscribes as `client_id` (acking each message itself when `ack`):
+/// the messages, in order (panics when the subscription fails).
+pub async fn subscribe(
+    chan: &mut ActsChannel,
+    client_id: &str,
+    ack: bool,
+) -> mpsc::UnboundedReceiver<Message> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let options = ActsOptions {
+        ack: Some(ack),
+        ..Default::default()
+    };
+    chan.subscribe(
+        client_id,
+        move |m: &Message| {
+            let _ = tx.send(m.clone());
+        },
+        |e| panic!("the subscription failed: {e:?}"),
+        &options,
+    )
+    .await
+    .expect("the subscription opens");
+    rx
 }
 
 /// Every name of the reference's action table (acts 0.25, `actions.rs`),

@@ -78,13 +78,7 @@ impl Front {
         name: &str,
         options: &acts::Vars,
     ) -> Result<Value, Status> {
-        // A name is `kind:verb` of letters and `_`; anything else is no
-        // action (and never reaches the path as something else).
-        let well_formed = name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b':');
-        if !well_formed {
+        if !super::is_action_name(name) {
             return Err(Status::not_found(format!("not found action '{name}'")));
         }
         let body = serde_json::to_vec(options).map_err(|e| Status::internal(e.to_string()))?;

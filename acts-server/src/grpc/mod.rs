@@ -33,7 +33,8 @@ use std::time::Duration;
 use acts::Engine;
 use tokio::net::TcpListener;
 
-pub use table::{ACTIONS, EXTENSIONS};
+pub use shapes::page;
+pub use table::{ACTIONS, EXTENSIONS, is_action_name};
 
 pub use keys::ack_partition;
 pub(crate) use keys::{ack_id, channel_key};

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// The reference's `PageData`: one page of a listing, with the count of
 /// every match and the page's place among them.
-pub(crate) fn page(rows: Vec<Value>, count: usize, offset: usize, limit: usize) -> Value {
+pub fn page(rows: Vec<Value>, count: usize, offset: usize, limit: usize) -> Value {
     let limit = limit.max(1);
     json!({
         "count": count,

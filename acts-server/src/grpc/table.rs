@@ -8,6 +8,17 @@
 
 use super::call::{Answer, Call, Refusal};
 
+/// Whether `name` has the shape of an action name: `KIND:VERB` of
+/// lowercase letters and `_`, at most 64 bytes. Anything else is no
+/// action — checked before a name is put in a path, so an escaped name
+/// is never routed as one thing and run as another.
+pub fn is_action_name(name: &str) -> bool {
+    name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b':')
+}
+
 /// Every action name of the acts 0.25 table (39), in its order.
 pub const ACTIONS: [&str; 39] = [
     "act:abort",
