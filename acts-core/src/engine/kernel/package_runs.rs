@@ -6,7 +6,7 @@
 //! process group when its run is dropped).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
@@ -19,6 +19,9 @@ type Switches = HashMap<String, (u64, oneshot::Sender<()>)>;
 pub(crate) struct PackageRuns {
     runs: parking_lot::Mutex<HashMap<String, Switches>>,
     next: AtomicU64,
+    /// Runs not yet finished: while none runs, giving one up (asked on
+    /// every client action and every process end) takes no lock.
+    running: AtomicUsize,
 }
 
 /// One run's place in [`PackageRuns`]: `cancelled` resolves when the run
@@ -35,6 +38,9 @@ impl PackageRuns {
     /// Notes the run of act `tid` of process `pid`.
     pub(crate) fn start(&self, pid: &str, tid: &str) -> RunGuard<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
+        // Counted before its switch is placed: a `cancel` that finds no
+        // run counted comes before the run (as it would under the lock).
+        self.running.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
         self.runs
             .lock()
@@ -52,6 +58,9 @@ impl PackageRuns {
 
     /// Gives up the run of act `tid` of process `pid`, if one runs.
     pub(crate) fn cancel(&self, pid: &str, tid: &str) {
+        if self.idle() {
+            return;
+        }
         let mut runs = self.runs.lock();
         let Some(acts) = runs.get_mut(pid) else {
             return;
@@ -66,10 +75,18 @@ impl PackageRuns {
 
     /// Gives up every run of process `pid`.
     pub(crate) fn cancel_process(&self, pid: &str) {
+        if self.idle() {
+            return;
+        }
         let acts = self.runs.lock().remove(pid);
         for (_, (_, tx)) in acts.into_iter().flatten() {
             let _ = tx.send(());
         }
+    }
+
+    /// No run is going on.
+    fn idle(&self) -> bool {
+        self.running.load(Ordering::SeqCst) == 0
     }
 
     #[cfg(test)]
@@ -100,6 +117,8 @@ impl Drop for RunGuard<'_> {
                 runs.remove(&self.pid);
             }
         }
+        drop(runs);
+        self.runs.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -124,6 +143,7 @@ mod tests {
         assert_eq!(runs.len(), 1);
         drop(c);
         assert_eq!(runs.len(), 0, "a finished run frees its place");
+        assert!(runs.idle(), "and is no longer counted");
         // a later run of the same act replaces the earlier one's switch
         let first = runs.start("p3", "t1");
         let mut second = runs.start("p3", "t1");
