@@ -283,6 +283,17 @@ async fn a_reference_client_drives_a_cluster_through_either_node() {
     )
     .await;
     assert!(delivered.count >= PROCESSES, "{}", delivered.count);
+    // each listed id names its partition: an action on it goes there alone
+    for row in &delivered.rows {
+        let id = row["id"].as_str().expect("an id");
+        assert!(
+            acts_server::ack_partition(id).is_some_and(|p| p < PARTITIONS),
+            "{id} names no partition"
+        );
+    }
+    let first = &delivered.rows[0];
+    let got: Value = send(&mut c1, "msg:get", json!({"id": first["id"]})).await;
+    assert_eq!(got["tid"], first["tid"], "{got}");
     let deadline = Instant::now() + WAIT;
     loop {
         let pending: PageData<Value> = send(

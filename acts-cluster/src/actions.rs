@@ -35,10 +35,11 @@ pub(crate) async fn route(node: &ClusterNode, call: Call, name: &str) -> Respons
         "model:deploy" | "model:rm" => crate::fanout::catalog_change(node, call).await,
         "proc:start" => start(node, call, options).await,
         "proc:start_from_model" => start_from_model(node, call, options).await,
-        "proc:ls" | "task:ls" | "msg:ls" => match filtered_pid(&options) {
+        "proc:ls" | "task:ls" => match filtered_pid(&options) {
             Some(pid) => on_pid(node, &call, &pid).await,
-            None => listing(node, call, options).await,
+            None => listing(node, call, options, Rows::Plain).await,
         },
+        "msg:ls" => listing(node, call, options, Rows::Messages).await,
         "msg:get" | "msg:ack" | "msg:rm" => one_message(node, call, &options).await,
         "msg:redo" | "msg:clear" if options.contains_key("id") => {
             one_message(node, call, &options).await
@@ -219,10 +220,30 @@ pub(crate) async fn concurrency_key(node: &ClusterNode, body: &Value) -> Option<
     exec.concurrency_key(model, revision, &vars).await.ok()?
 }
 
+/// What a merged listing's rows are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    Plain,
+    /// Deliveries: each one's id is made to name its partition, so an
+    /// action on it (`msg:ack`, `msg:get`, ...) goes to that partition
+    /// alone.
+    Messages,
+}
+
 /// A listing of the reference's (`{offset, limit, ...}`) over every
-/// partition: each answers the first `offset + limit` rows, the rows are
-/// merged in one order, the window taken from them; `count` is the sum.
-async fn listing(node: &ClusterNode, call: Call, mut options: Map<String, Value>) -> Response {
+/// partition (the pid's alone when it filters on one): each answers the
+/// first `offset + limit` rows, the rows are merged in one order, the
+/// window taken from them; `count` is the sum.
+async fn listing(
+    node: &ClusterNode,
+    call: Call,
+    mut options: Map<String, Value>,
+    kind: Rows,
+) -> Response {
+    let asked: Vec<u32> = match filtered_pid(&options) {
+        Some(pid) => vec![node.partition_of(&pid)],
+        None => (0..node.partitions()).collect(),
+    };
     let query = options.get("query").cloned().unwrap_or(json!({}));
     let offset = query.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
     let limit = (query.get("limit").and_then(Value::as_u64).unwrap_or(100) as usize).max(1);
@@ -240,7 +261,8 @@ async fn listing(node: &ClusterNode, call: Call, mut options: Map<String, Value>
     options.insert("query".into(), each);
     let mut per_partition = call;
     per_partition.body = Bytes::from(Value::Object(options).to_string());
-    let calls = (0..node.partitions())
+    let calls = asked
+        .into_iter()
         .map(|p| (p, per_partition.clone()))
         .collect();
     let answers = match crate::fanout::ask_all(node, calls).await {
@@ -249,10 +271,20 @@ async fn listing(node: &ClusterNode, call: Call, mut options: Map<String, Value>
     };
     let mut count = 0;
     let mut rows = Vec::new();
-    for (_, page) in answers {
+    for (p, mut page) in answers {
         count += page["count"].as_u64().unwrap_or(0) as usize;
-        if let Some(r) = page["rows"].as_array() {
-            rows.extend(r.iter().cloned());
+        if let Some(r) = page["rows"].as_array_mut() {
+            if kind == Rows::Messages {
+                for row in r.iter_mut() {
+                    let routed = row["id"]
+                        .as_str()
+                        .and_then(|id| acts_server::ack_id_on(id, p));
+                    if let Some(id) = routed {
+                        row["id"] = Value::String(id);
+                    }
+                }
+            }
+            rows.append(r);
         }
     }
     rows.sort_by(|a, b| {

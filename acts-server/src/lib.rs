@@ -46,8 +46,8 @@ use tokio::net::TcpListener;
 pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
 pub use grpc::{
-    ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, ack_partition, is_action_name,
-    page as grpc_page, serve_grpc, serve_grpc_front,
+    ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, ack_id_on, ack_partition,
+    is_action_name, page as grpc_page, serve_grpc, serve_grpc_front,
 };
 pub use guard::Guard;
 pub use listener::StallListener;

@@ -40,6 +40,13 @@ pub(crate) fn split_ack_id(id: &str) -> Option<(&str, &str)> {
     (!msg_id.is_empty() && !channel.is_empty()).then_some((channel, msg_id))
 }
 
+/// An [`ack_id`] made to name `partition` (a cluster's listing of the
+/// partition's deliveries); `None` for any other id.
+pub fn ack_id_on(id: &str, partition: u32) -> Option<String> {
+    let (channel, msg_id) = split_ack_id(id)?;
+    Some(ack_id_from(channel, msg_id, Some(&partition.to_string())))
+}
+
 /// The partition an [`ack_id_from`] names (a cluster routes the ack
 /// there); `None` for any other id.
 pub fn ack_partition(id: &str) -> Option<u32> {
@@ -63,6 +70,16 @@ mod tests {
         assert_eq!(ack_partition(&routed), Some(7));
         assert_eq!(ack_partition(&id), None);
         assert_eq!(ack_id_from(&key, "m1", None), id);
+        assert_eq!(ack_id_on(&id, 7).as_deref(), Some(routed.as_str()));
+        assert_eq!(
+            ack_id_on(&routed, 3).map(|r| ack_partition(&r)),
+            Some(Some(3))
+        );
+        assert_eq!(
+            ack_id_on("m1", 7),
+            None,
+            "a live stream's id names no channel"
+        );
     }
 
     #[test]

@@ -36,8 +36,8 @@ use tokio::net::TcpListener;
 pub use shapes::page;
 pub use table::{ACTIONS, EXTENSIONS, is_action_name};
 
-pub use keys::ack_partition;
 pub(crate) use keys::{ack_id, channel_key};
+pub use keys::{ack_id_on, ack_partition};
 
 /// Runs action `name` of the reference's table for `who` with `options`
 /// (the REST routes of the reference's web plugin and `/api/v1/actions`
