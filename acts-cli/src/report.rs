@@ -151,6 +151,12 @@ pub fn print_report(r: &Report, json: bool, virtual_clock: bool, started: Instan
         println!("{}", r.to_json());
         return;
     }
+    if r.pid.is_empty() {
+        // Never started (the model is invalid, the start refused): no
+        // outputs to show; the reason is on stderr.
+        println!("model {} {}", r.model, r.state);
+        return;
+    }
     let real = human_duration(started.elapsed().as_millis() as i64);
     let took = if virtual_clock {
         format!(
@@ -160,11 +166,7 @@ pub fn print_report(r: &Report, json: bool, virtual_clock: bool, started: Instan
     } else {
         format!("in {real}")
     };
-    if r.pid.is_empty() {
-        println!("model {} {}", r.model, r.state);
-    } else {
-        println!("process {} ({}) {} {took}", r.pid, r.model, r.state);
-    }
+    println!("process {} ({}) {} {took}", r.pid, r.model, r.state);
     match &r.error {
         Some(e) if r.exit_code() != 2 => println!("error: {e}"),
         _ => {}

@@ -171,6 +171,10 @@ fn bad_input_exits_2_and_says_where() {
         .code(2);
     let err = String::from_utf8_lossy(&missing.get_output().stderr).into_owned();
     assert!(err.contains("no-such-file.yml"), "{err}");
+    // stdout says the model is invalid, and shows no outputs of a run
+    // that never was
+    let out = String::from_utf8_lossy(&missing.get_output().stdout).into_owned();
+    assert_eq!(out.trim(), "model no-such-file.yml invalid", "{out}");
 
     let bad = dir.path().join("bad.yml");
     std::fs::write(
