@@ -2,6 +2,8 @@
 //! PostgreSQL server (or `ACTS_TEST_POSTGRES_URL`). A location is a
 //! namespace (a table), so "reopening" is connecting again to it.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,10 +52,7 @@ impl StoreFactory for PostgresFactory {
         let store = PostgresStore::connect(&self.server.url_of(location))
             .await
             .expect("connect");
-        let (client, conn) = tokio_postgres::connect(self.server.url(), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
+        let client = support::raw_client(self.server.url()).await;
         client
             .batch_execute(&format!(
                 "ALTER TABLE {} ALTER COLUMN v TYPE text USING encode(v, 'hex')",

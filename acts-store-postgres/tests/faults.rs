@@ -4,6 +4,8 @@
 //! again once the server is back; the settings that can lose
 //! acknowledged work are named.
 
+mod support;
+
 use std::time::Duration;
 
 use acts_store::{BatchOp, KvStore, ScanRange};
@@ -110,10 +112,7 @@ fn a_stopped_server_is_a_retryable_error_and_the_store_comes_back() {
 fn settings_that_lose_acknowledged_work_are_named() {
     let server = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
     runtime().block_on(async {
-        let (client, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
+        let client = support::raw_client(server.url()).await;
         client
             .batch_execute("ALTER DATABASE postgres SET synchronous_commit = off")
             .await

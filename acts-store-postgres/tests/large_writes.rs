@@ -4,11 +4,12 @@
 //! not by timing: the other transaction's insert is held open until the
 //! store's write waits on it.
 
-use std::time::{Duration, Instant};
+mod support;
 
 use acts_store::{BatchOp, Condition, KvStore};
 use acts_store_postgres::PostgresStore;
 use acts_testkit::postgres_server::PostgresServer;
+use support::{raw_client, wait_for_count};
 
 fn key(i: u32) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
@@ -28,10 +29,7 @@ async fn a_large_write_meeting_a_concurrent_insert_of_its_key_still_lands() {
         .collect();
     store.batch(old).await.expect("the first half");
 
-    let (mut raw, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-        .await
-        .expect("a second client");
-    tokio::spawn(conn);
+    let mut raw = raw_client(server.url()).await;
     let other = raw.transaction().await.expect("BEGIN");
     other
         .execute(
@@ -56,27 +54,16 @@ async fn a_large_write_meeting_a_concurrent_insert_of_its_key_still_lands() {
         }
     });
     // The store's write waits on the other transaction's row lock.
-    let (watch, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-        .await
-        .expect("a watching client");
-    tokio::spawn(conn);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let waiting: i64 = watch
-            .query_one(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' \
-                 AND transactionid::text = $1 AND NOT granted",
-                &[&xid],
-            )
-            .await
-            .expect("pg_locks")
-            .get(0);
-        if waiting > 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the store's write never waited");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let watch = raw_client(server.url()).await;
+    wait_for_count(
+        &watch,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid' \
+         AND transactionid::text = $1 AND NOT granted",
+        &[&xid],
+        1,
+        "the store's write waiting on the other transaction",
+    )
+    .await;
     other.commit().await.expect("COMMIT");
     writer
         .await

@@ -9,11 +9,12 @@
 //! are held on a lock of the table from another client until that many
 //! wait on it.
 
-use std::time::{Duration, Instant};
+mod support;
 
 use acts_store::{BatchOp, KvStore};
 use acts_store_postgres::PostgresStore;
 use acts_testkit::postgres_server::PostgresServer;
+use support::{raw_client, wait_for_count};
 
 const HELD: usize = 4;
 
@@ -27,10 +28,7 @@ async fn writes_one_after_the_other_stay_on_the_connection_used_last() {
         .await
         .expect("connect");
 
-    let (mut raw, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-        .await
-        .expect("a second client");
-    tokio::spawn(conn);
+    let mut raw = raw_client(server.url()).await;
     let lock = raw.transaction().await.expect("BEGIN");
     lock.batch_execute(&format!(
         "LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
@@ -49,30 +47,16 @@ async fn writes_one_after_the_other_stay_on_the_connection_used_last() {
         })
         .collect();
     // Each waiting write holds a connection of its own.
-    let (watch, conn) = tokio_postgres::connect(server.url(), tokio_postgres::NoTls)
-        .await
-        .expect("a watching client");
-    tokio::spawn(conn);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let waiting: i64 = watch
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE application_name = $1 AND wait_event_type = 'Lock'",
-                &[&app],
-            )
-            .await
-            .expect("pg_stat_activity")
-            .get(0);
-        if waiting as usize == HELD {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{waiting} of {HELD} writes wait on the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let watch = raw_client(server.url()).await;
+    wait_for_count(
+        &watch,
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE application_name = $1 AND wait_event_type = 'Lock'",
+        &[&app],
+        HELD as i64,
+        "writes waiting on the lock",
+    )
+    .await;
     lock.commit().await.expect("COMMIT");
     for h in held {
         h.await.expect("a held write").expect("it lands");
