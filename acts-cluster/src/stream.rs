@@ -177,13 +177,11 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
                 if resp.status().is_client_error() && ready.is_some() {
                     let status = resp.status();
                     let body = axum::body::to_bytes(resp.into_body(), 64 * 1024).await;
-                    refused(&mut ready, status, body.unwrap_or_default());
+                    say(&mut ready, Err((status, body.unwrap_or_default())));
                     return;
                 }
                 if resp.status().is_success() && attached(p, &tx).await {
-                    if let Some(r) = ready.take() {
-                        let _ = r.try_send(Ok(()));
-                    }
+                    say(&mut ready, Ok(()));
                     let mut body = Box::pin(while_held(node.clone(), p, holding, resp.into_body()));
                     let mut events = Events::of(p);
                     loop {
@@ -214,27 +212,21 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
                 if let Some(v) = call.headers.get(header::AUTHORIZATION) {
                     req = req.header(header::AUTHORIZATION, v.clone());
                 }
-                let resp = req.send().await;
-                if let Ok(r) = &resp
-                    && r.status().is_client_error()
-                    && ready.is_some()
-                {
-                    let status = StatusCode::from_u16(r.status().as_u16())
-                        .unwrap_or(StatusCode::BAD_REQUEST);
-                    let body = match resp {
-                        Ok(r) => r.bytes().await.unwrap_or_default(),
-                        Err(_) => Bytes::new(),
-                    };
-                    refused(&mut ready, status, body);
-                    return;
-                }
+                let resp = match req.send().await {
+                    Ok(r) if r.status().is_client_error() && ready.is_some() => {
+                        let status = StatusCode::from_u16(r.status().as_u16())
+                            .unwrap_or(StatusCode::BAD_REQUEST);
+                        let body = r.bytes().await.unwrap_or_default();
+                        say(&mut ready, Err((status, body)));
+                        return;
+                    }
+                    other => other,
+                };
                 if let Ok(mut resp) = resp
                     && resp.status().is_success()
                     && attached(p, &tx).await
                 {
-                    if let Some(r) = ready.take() {
-                        let _ = r.try_send(Ok(()));
-                    }
+                    say(&mut ready, Ok(()));
                     let mut events = Events::of(p);
                     loop {
                         tokio::select! {
@@ -262,10 +254,11 @@ async fn follow(node: ClusterNode, p: u32, call: Call, tx: Out, ready: Ready) {
 /// Where a partition's follower says it attached, or why it was refused.
 type Ready = mpsc::Sender<Result<(), (StatusCode, Bytes)>>;
 
-/// Says on `ready` (once) that the partition refused the stream.
-fn refused(ready: &mut Option<Ready>, status: StatusCode, body: Bytes) {
+/// Says on `ready`, once, that the partition's stream is attached
+/// (`Ok`) or that the partition refused it; later calls say nothing.
+fn say(ready: &mut Option<Ready>, outcome: Result<(), (StatusCode, Bytes)>) {
     if let Some(r) = ready.take() {
-        let _ = r.try_send(Err((status, body)));
+        let _ = r.try_send(outcome);
     }
 }
 
