@@ -15,19 +15,31 @@
 # the HTTP API's contract: docs/openapi.json validated as OpenAPI 3.1 and
 # the shipped `acts serve` fuzzed from it (scripts/fuzz-api.sh), then the
 # TypeScript and Python clients against it (scripts/test-clients.sh).
+#
+# Every cargo invocation here selects the whole workspace (`--workspace`,
+# then `--test NAME` to pick suites), so each resolves the same features
+# and nothing is built twice (RocksDB's C++ above all); the scripts that
+# need the `acts` binary get the one those builds made. A full clean-clone
+# run, timed and measured, is in docs/TESTING.md ("What a test run costs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# A full run from nothing gains little from incremental compilation, and
+# its data would be gigabytes (the inner loop of docs/CONTRIBUTING.md keeps
+# it on).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+acts_bin="$target_dir/debug/acts"
 engine_suites() {
-  cargo test -p acts-core --test cache_seed --test engine --test engine_features \
+  cargo test --workspace --test cache_seed --test engine --test engine_features \
     --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
     --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test gates --test bulk_jobs
 }
 echo "== the gate suite again with its keys kept at their homes (a cluster's protocol, through a courier)"
-ACTS_TEST_GATE_HOMES=1 cargo test -p acts-core --test gates
-ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo test -p acts-core --test gates
+ACTS_TEST_GATE_HOMES=1 cargo test --workspace --test gates
+ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo test --workspace --test gates
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
   ACTS_TEST_STORE=$backend engine_suites
@@ -58,14 +70,14 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 pg_url=$(scripts/postgres.sh start "$pg_dir")
 ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
 echo "== the cluster's ownership tests with the nodes on PostgreSQL"
-ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test -p acts-cluster --test ownership --test catalog_order --test step_gates --test bulk_jobs
+ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test --workspace --test ownership --test catalog_order --test step_gates --test cluster_bulk_jobs
 scripts/postgres.sh stop "$pg_dir"
 echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
-cargo test -p acts-cli --features redis --test cluster_nodes --test redis_settings --test cluster_keys --test cluster_grpc
+cargo test --workspace --test cluster_nodes --test redis_settings --test cluster_keys --test cluster_grpc
 echo "== acts test examples/ docs/MODEL.md"
-cargo run --quiet -p acts-cli -- test examples/ docs/MODEL.md --config docs/examples.config.yaml
+"$acts_bin" test examples/ docs/MODEL.md --config docs/examples.config.yaml
 echo "== the OpenAPI document: valid OpenAPI 3.1, and acts serve fuzzed from it (schemathesis)"
 "${ACTS_VENV:-$HOME/.cache/acts-venv}/bin/openapi-spec-validator" docs/openapi.json
-bash scripts/fuzz-api.sh
+bash scripts/fuzz-api.sh "$acts_bin"
 echo "== the TypeScript and Python clients against acts serve"
-bash scripts/test-clients.sh
+bash scripts/test-clients.sh "$acts_bin"

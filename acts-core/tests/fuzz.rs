@@ -20,12 +20,8 @@ use serde_json::{Value, json};
 
 /// Cases per property unless `PROPTEST_CASES` says otherwise.
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(256);
     ProptestConfig {
-        cases,
+        cases: acts_testkit::proptest_cases(256),
         ..ProptestConfig::default()
     }
 }

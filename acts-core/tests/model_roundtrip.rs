@@ -109,7 +109,7 @@ fn workflow() -> impl Strategy<Value = Workflow> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: acts_testkit::proptest_cases(128), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn yaml_and_json_round_trips_are_exact(w in workflow()) {

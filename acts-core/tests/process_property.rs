@@ -83,7 +83,7 @@ fn workflow() -> impl Strategy<Value = Workflow> {
 static RAN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: acts_testkit::proptest_cases(96), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn a_valid_workflow_always_reaches_a_terminal_state(w in workflow()) {

@@ -36,6 +36,9 @@
 //! - [`postgres_server`]: a private PostgreSQL server (`initdb`, `pg_ctl`,
 //!   `fsync=on`); [`postgres_pair`]: a primary and a streaming standby
 //!   (synchronous or not) a failover test can cut off, kill and promote.
+//! - [`layout`]: the workspace's layout rules (no import cycles, rooms that
+//!   use only what their `May use:` line names), checked on a crate's
+//!   sources read with a Rust parser.
 //! - [`OtlpReceiver`]: a real OTLP/gRPC trace receiver on loopback (the
 //!   trace tests assert on what it got; benchmarks export to it).
 //!
@@ -48,6 +51,7 @@ mod counting;
 mod crash;
 mod failing;
 mod gated;
+pub mod layout;
 pub mod models;
 mod otlp_receiver;
 pub mod postgres_pair;
@@ -63,3 +67,12 @@ pub use failing::{FailPlan, FailWhen, FailingStore, OpSet};
 pub use gated::{GateKind, GatedStore};
 pub use otlp_receiver::{OtlpReceiver, Span as OtlpSpan};
 pub use slow::SlowStore;
+
+/// Cases per property test: `PROPTEST_CASES` when it is set (a long run:
+/// `PROPTEST_CASES=100000`), else `default` (what CI runs).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default)
+}
