@@ -6,7 +6,7 @@
 //! refused by its engine before any part starts), sums their progress
 //! into one job, and cancels or removes every part.
 //!
-//! May use: the node, the call helpers and the fan-out's `ask_all`.
+//! May use: the `node`, the `call` helpers and the `fanout`'s `ask_all`.
 
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode};

@@ -3,7 +3,7 @@
 //! ([`Answer`]), where a partition's calls go ([`Target`]), the headers
 //! one node sets on a call it forwards, and an error in the API's shape.
 //!
-//! May use: the node's `Owner`; never the front or a spoke.
+//! May use: the `node`'s `Owner`; never the front or a spoke.
 
 use axum::Router;
 use axum::body::{Body, Bytes};

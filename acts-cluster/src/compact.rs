@@ -10,7 +10,7 @@
 //! first; a partition far behind (its changes deleted meanwhile) does too,
 //! and catches up as a takeover does.
 //!
-//! May use: the metadata namespace (`meta.rs`).
+//! May use: the metadata namespace (`meta`) and its `error`.
 
 use std::collections::BTreeSet;
 

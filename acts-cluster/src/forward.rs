@@ -2,7 +2,7 @@
 //! forwarded once to the node that owns it, tried again (within a bound)
 //! while the partition moves.
 //!
-//! May use: the node and the call types.
+//! May use: the `node` and the `call` types.
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! /api/v1/cluster/gates`, pinned to the partition and proven with the
 //! cluster's node secret, so no client can forge one).
 //!
-//! May use: the node and the call helpers.
+//! May use: the `node` and the `call` helpers.
 
 use axum::body::Bytes;
 use axum::extract::{Request, State};

@@ -27,43 +27,18 @@
 //!
 //! Start reading at [`install`], then `http/mod.rs` and `shell/mod.rs`.
 
+mod error;
 mod http;
 mod shell;
+mod text;
 
+pub use error::ConfigError;
 pub use http::{HttpConfig, HttpPackage};
 pub use shell::{ShellConfig, ShellPackage};
 
 use std::sync::Arc;
 
 use serde::Deserialize;
-
-/// A configuration that cannot be run: a bound out of range, a pattern that
-/// does not compile, a client that cannot be built. Reported at start, never
-/// when the first act runs.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{section}.{key}: {message}")]
-pub struct ConfigError {
-    /// The section (`http` or `shell`).
-    pub section: &'static str,
-    /// The key at fault.
-    pub key: &'static str,
-    /// What is wrong and what is accepted.
-    pub message: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(
-        section: &'static str,
-        key: &'static str,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            section,
-            key,
-            message: message.into(),
-        }
-    }
-}
 
 /// The packages' settings: the `http:` and `shell:` sections of a config
 /// file (keys as acts-server 0.25's `[http]` and `[shell]`, kebab-case).
@@ -98,32 +73,6 @@ pub fn packages(config: &PackagesConfig) -> Result<Vec<Arc<dyn acts::ActPackage>
         Arc::new(HttpPackage::new(&config.http)?),
         Arc::new(ShellPackage::new(&config.shell)?),
     ])
-}
-
-/// Byte-size helpers shared by both packages.
-pub(crate) mod text {
-    /// At most the last `max` bytes of `bytes` as text (lossy UTF-8), with
-    /// a `…` in front when something was cut.
-    pub(crate) fn tail(bytes: &[u8], max: usize) -> String {
-        if bytes.len() <= max {
-            return String::from_utf8_lossy(bytes).trim_end().to_owned();
-        }
-        let cut = &bytes[bytes.len() - max..];
-        format!("…{}", String::from_utf8_lossy(cut).trim_end())
-    }
-
-    /// At most the first `max` bytes of `text`, cut on a character
-    /// boundary, with a `…` after when something was cut.
-    pub(crate) fn head(text: &str, max: usize) -> String {
-        if text.len() <= max {
-            return text.to_owned();
-        }
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &text[..end])
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! parameters ([`Path`]) and query parameters ([`Params`]) — each failing with the API's error body
 //! (`{"error": {code, message}}`), never axum's plain-text rejection.
 //!
-//! May use: the state, the error type and the facade `acts`.
+//! May use: `state`, `error` and the facade `acts`.
 
 use acts::{Executor, Principal};
 use axum::body::Bytes;

@@ -21,6 +21,7 @@
 //! in `extract.rs`. The web dashboard (served at `/`) is `ui/` (embedded by
 //! `dashboard.rs`).
 
+mod actions;
 mod auth;
 mod dashboard;
 mod error;
@@ -30,6 +31,7 @@ mod guard;
 mod listener;
 mod metrics;
 mod openapi;
+mod options;
 mod reply;
 mod routes;
 mod state;
@@ -43,67 +45,21 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use tokio::net::TcpListener;
 
+pub use actions::{
+    ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, ack_id_on, ack_partition,
+    is_action_name, page as grpc_page,
+};
 pub use auth::{Auth, LOCAL_ADMIN, TokenConfig, hash_token};
 pub use error::ApiError;
-pub use grpc::{
-    ACTIONS as GRPC_ACTIONS, EXTENSIONS as GRPC_EXTENSIONS, ack_id_on, ack_partition,
-    is_action_name, page as grpc_page, serve_grpc, serve_grpc_front,
-};
+pub use grpc::{serve_grpc, serve_grpc_front};
 pub use guard::Guard;
 pub use listener::StallListener;
 pub use openapi::{OPENAPI_PATH, document as openapi_document, openapi_json_text};
+pub use options::{MAX_BODY_BYTES, ServerOptions};
 pub use reply::ITEM_CURSORS;
 pub use routes::compat::{rest_action, rest_envelope};
 pub use stream::{STREAM_QUEUE, StreamLimits};
 pub use telemetry::{OTEL_TARGET, OtlpConfig, OtlpProtocol, Telemetry, TelemetryError};
-
-/// The largest request body accepted (a model text, a start's vars, an
-/// action's options): 2 MiB. The engine's own limits (model size, vars
-/// size) apply below it, each with its own error.
-pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
-
-/// How a server is set up: who may call it, and the bounds of its live
-/// streams. Clones share one stream budget: every router built from the
-/// same options (a cluster node's partitions) counts its streams, and the
-/// bytes they queue, against the same limits.
-#[derive(Debug, Clone)]
-pub struct ServerOptions {
-    auth: Auth,
-    streams: std::sync::Arc<stream::Streams>,
-}
-
-impl ServerOptions {
-    /// Requests act for the principals of `auth` (none: every request is
-    /// the local admin); live streams are bounded by `limits`.
-    pub fn new(auth: Auth, limits: StreamLimits) -> Self {
-        Self {
-            auth,
-            streams: stream::Streams::new(limits),
-        }
-    }
-
-    /// Who may call the server.
-    pub fn auth(&self) -> &Auth {
-        &self.auth
-    }
-
-    /// The bounds of live streams.
-    pub fn stream_limits(&self) -> StreamLimits {
-        self.streams.limits()
-    }
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        Self::new(Auth::default(), StreamLimits::default())
-    }
-}
-
-impl From<Auth> for ServerOptions {
-    fn from(auth: Auth) -> Self {
-        Self::new(auth, StreamLimits::default())
-    }
-}
 
 /// The API over `engine` without tokens: every request is the local
 /// admin (see [`router_with`]).

@@ -9,7 +9,7 @@
 //! The REST routes of acts 0.25's web plugin (`routes/compat.rs`) are not
 //! in it: they are the reference's contract, kept for its clients.
 //!
-//! May use: the route files' routers and the error type.
+//! May use: `routes` (their routers), `state` (their state) and `error`.
 
 use std::sync::OnceLock;
 

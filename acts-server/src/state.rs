@@ -1,6 +1,6 @@
 //! [`AppState`]: what every handler shares.
 //!
-//! May use: the facade `acts`, the metrics and the stream budget.
+//! May use: the facade `acts`, `metrics` and the stream budget (`stream`).
 
 use std::sync::Arc;
 

@@ -74,8 +74,8 @@ use tokio_postgres::types::ToSql;
 use crate::error::{BACKEND, map_err, map_pool_err};
 use crate::reads::{read_in_order, read_many};
 use crate::settings::Settings;
+use crate::sql::Writers;
 use crate::sql::{SCAN_PAGE, Sql};
-use crate::write::Writers;
 
 /// The namespace of a URL that names none.
 pub const DEFAULT_NAMESPACE: &str = "acts";

@@ -16,6 +16,15 @@ pub(crate) const MAX_NAMESPACE: usize = 48;
 /// one snapshot so no statement holds a huge result).
 pub(crate) const SCAN_PAGE: usize = 1000;
 
+/// Whether a write may meet other writers of its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writers {
+    /// It holds the table's writer lock (a conditional batch).
+    Locked,
+    /// Others may write the same keys at the same time.
+    Others,
+}
+
 /// How a batch's puts are written (see [`Sql::write`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Write {

@@ -11,22 +11,13 @@ use tokio_postgres::types::ToSql;
 
 use crate::PostgresStore;
 use crate::error::map_err;
-use crate::sql::Write;
+use crate::sql::{Write, Writers};
 
 /// Keys from which a write updates the present keys and inserts the
 /// others rather than upserting (below it the upsert's extra cost is
 /// smaller than a second try's round trip when the first meets a
 /// concurrent insert).
 const LARGE_WRITE: usize = 256;
-
-/// Whether a write may meet other writers of its table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Writers {
-    /// It holds the table's writer lock (a conditional batch).
-    Locked,
-    /// Others may write the same keys at the same time.
-    Others,
-}
 
 impl PostgresStore {
     /// Applies `ops` (validated) on `client` — a connection (the statement

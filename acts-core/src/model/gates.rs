@@ -3,14 +3,56 @@
 //! deploy, the scheduler an act made at run time (an `acts:` list, a
 //! client's `push`) before it waits on one.
 
-use super::validate::{MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT};
-use super::{Concurrency, Rate};
+use serde::{Deserialize, Serialize};
+
+/// A workflow's `concurrency:` (see [`Workflow::concurrency`](super::Workflow::concurrency)). The key is
+/// evaluated once, from the start options and the workflow's `vars`, when
+/// a process starts; keys are shared by every model that names the same
+/// key (put the model's name into the key to keep models apart).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Concurrency {
+    /// The key: text with `${{ expression }}` parts (one whole expression
+    /// keeps its value's text: a number's digits, a string as is).
+    pub key: String,
+    /// How many processes of one key may be in flight at once (1 and up).
+    #[serde(default = "one")]
+    pub limit: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A step's or act's `rate:` (`rate: { key: payments, per_second: 50,
+/// burst: 10 }`): a token bucket per evaluated key, shared by every act of
+/// the key across processes; an act past the budget waits (state
+/// `pending`) until a token comes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    /// The key: text with `${{ expression }}` parts, evaluated when the
+    /// act is about to run.
+    pub key: String,
+    /// Tokens added per second (above 0; fractions allowed: 0.5 is one
+    /// every two seconds).
+    pub per_second: f64,
+    /// Most tokens the bucket holds (how many acts may run at once after a
+    /// quiet spell; 1 and up, default 1).
+    #[serde(default = "one")]
+    pub burst: u32,
+}
 
 /// The highest `rate.per_second`.
 pub const MAX_RATE_PER_SECOND: f64 = 1_000_000.0;
 
 /// The highest `rate.burst`.
 pub const MAX_RATE_BURST: u32 = 1_000_000;
+
+/// The longest `concurrency.key` a model may write (and a key may
+/// evaluate to), in bytes.
+pub const MAX_CONCURRENCY_KEY: usize = 256;
+
+/// The highest `concurrency.limit`.
+pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 
 /// What is wrong with a node's `concurrency:` and `rate:` (`None`: both
 /// are fine, or absent).
@@ -44,34 +86,6 @@ pub fn gate_problem(concurrency: Option<&Concurrency>, rate: Option<&Rate>) -> O
         }
     }
     None
-}
-
-/// Whether any step of `workflow`, or any act of a literal `acts:` list
-/// in it, has a `concurrency:` or `rate:`.
-pub fn has_node_gates(workflow: &super::Workflow) -> bool {
-    fn acts_have(params: &serde_json::Value) -> bool {
-        params
-            .get("acts")
-            .and_then(serde_json::Value::as_array)
-            .is_some_and(|acts| {
-                acts.iter().any(|a| {
-                    a.get("concurrency").is_some()
-                        || a.get("rate").is_some()
-                        || acts_have(a.get("params").unwrap_or(&serde_json::Value::Null))
-                })
-            })
-    }
-    fn steps_have(steps: &[super::Step]) -> bool {
-        steps.iter().any(|s| {
-            s.concurrency.is_some()
-                || s.rate.is_some()
-                || acts_have(&s.params)
-                || steps_have(&s.catches)
-                || steps_have(&s.timeouts)
-                || s.branches.iter().any(|b| steps_have(&b.steps))
-        })
-    }
-    steps_have(&workflow.steps)
 }
 
 fn key_problem(what: &str, key: &str) -> Option<String> {

@@ -10,6 +10,7 @@
 //!
 //! May use: nothing else of the crate.
 
+mod action;
 mod error;
 mod gates;
 mod limits;
@@ -24,8 +25,12 @@ mod validate;
 mod variant;
 mod workflow;
 
+pub use action::{ACTION_NAMES, Action, UnknownAction};
 pub use error::{ModelError, NodeKind, NodeRef};
-pub use gates::{MAX_RATE_BURST, MAX_RATE_PER_SECOND, gate_problem, has_node_gates};
+pub use gates::{
+    Concurrency, MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, MAX_RATE_BURST, MAX_RATE_PER_SECOND,
+    Rate, gate_problem,
+};
 pub use limits::ModelLimits;
 pub use lint::lint;
 pub use nodes::{Act, Branch, Step, Trigger};
@@ -34,11 +39,9 @@ pub use scripts::{ScriptSite, script_sites};
 pub use source::{Location, SourceMap};
 pub use timeout::{TimeUnit, TimeoutLimit, cost_in_literals};
 pub use unknown_keys::{UnknownKey, unknown_keys};
-pub use validate::{
-    MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, PackageLookup, has_expression, validate,
-};
+pub use validate::{PackageLookup, has_expression, validate};
 pub use variant::{ActSchema, Variant, VariantType, variants_to_vars, whole_expression};
-pub use workflow::{Concurrency, LoadedWorkflow, Rate, Workflow};
+pub use workflow::{LoadedWorkflow, Workflow, has_node_gates};
 
 /// A JSON object: variables, options, outputs.
 pub type Vars = serde_json::Map<String, serde_json::Value>;

@@ -63,11 +63,11 @@ pub struct Step {
     /// At most `limit` tasks of this node's key running at once, across
     /// processes; a task past the limit waits (state `pending`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<super::Concurrency>,
+    pub concurrency: Option<super::gates::Concurrency>,
     /// A token bucket per key: a task past the budget waits (state
     /// `pending`) until a token comes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate: Option<super::Rate>,
+    pub rate: Option<super::gates::Rate>,
 }
 
 impl Step {
@@ -263,11 +263,11 @@ pub struct Act {
     /// At most `limit` tasks of this node's key running at once, across
     /// processes; a task past the limit waits (state `pending`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<super::Concurrency>,
+    pub concurrency: Option<super::gates::Concurrency>,
     /// A token bucket per key: a task past the budget waits (state
     /// `pending`) until a token comes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate: Option<super::Rate>,
+    pub rate: Option<super::gates::Rate>,
 }
 
 impl Act {

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use super::error::{ModelError, NodeKind, NodeRef};
+use super::gates::{MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT};
 use super::nodes::{Act, Step};
 use super::source::SourceMap;
 use super::timeout::{TimeoutLimit, cost_in_literals};
@@ -68,13 +69,6 @@ pub fn validate(
     };
     v.run()
 }
-
-/// The longest `concurrency.key` a model may write (and a key may
-/// evaluate to), in bytes.
-pub const MAX_CONCURRENCY_KEY: usize = 256;
-
-/// The highest `concurrency.limit`.
-pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 
 /// Most variables a model may index.
 pub const MAX_INDEXED_VARS: usize = 8;

@@ -88,6 +88,14 @@ pub fn whole_expression(s: &str) -> Option<&str> {
 }
 
 impl Variant {
+    /// Whether the value is one whole `${{ expr }}` (evaluated, not a
+    /// literal or a lookup).
+    pub fn is_whole_expression(&self) -> bool {
+        self.value
+            .as_str()
+            .is_some_and(|s| whole_expression(s).is_some())
+    }
+
     /// A variant `name = value`, typed by inference.
     pub fn create(name: impl Into<String>, value: impl Into<Value>) -> Self {
         let value = value.into();

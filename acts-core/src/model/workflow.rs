@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::Vars;
 use super::error::ModelError;
+use super::gates::Concurrency;
 use super::nodes::{Step, Trigger};
 use super::source::{Location, SourceMap};
 use super::variant::{ActSchema, Variant, variants_to_vars};
@@ -67,42 +68,6 @@ pub struct Workflow {
     /// inside one priority, the keys take turns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairness_key: Option<String>,
-}
-
-/// A workflow's `concurrency:` (see [`Workflow::concurrency`]). The key is
-/// evaluated once, from the start options and the workflow's `vars`, when
-/// a process starts; keys are shared by every model that names the same
-/// key (put the model's name into the key to keep models apart).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Concurrency {
-    /// The key: text with `${{ expression }}` parts (one whole expression
-    /// keeps its value's text: a number's digits, a string as is).
-    pub key: String,
-    /// How many processes of one key may be in flight at once (1 and up).
-    #[serde(default = "one")]
-    pub limit: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// A step's or act's `rate:` (`rate: { key: payments, per_second: 50,
-/// burst: 10 }`): a token bucket per evaluated key, shared by every act of
-/// the key across processes; an act past the budget waits (state
-/// `pending`) until a token comes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    /// The key: text with `${{ expression }}` parts, evaluated when the
-    /// act is about to run.
-    pub key: String,
-    /// Tokens added per second (above 0; fractions allowed: 0.5 is one
-    /// every two seconds).
-    pub per_second: f64,
-    /// Most tokens the bucket holds (how many acts may run at once after a
-    /// quiet spell; 1 and up, default 1).
-    #[serde(default = "one")]
-    pub burst: u32,
 }
 
 /// A model loaded from text, with the positions of its nodes when the text
@@ -266,6 +231,34 @@ impl Workflow {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or(s).to_owned()
+}
+
+/// Whether any step of `workflow`, or any act of a literal `acts:` list
+/// in it, has a `concurrency:` or `rate:`.
+pub fn has_node_gates(workflow: &Workflow) -> bool {
+    fn acts_have(params: &serde_json::Value) -> bool {
+        params
+            .get("acts")
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|acts| {
+                acts.iter().any(|a| {
+                    a.get("concurrency").is_some()
+                        || a.get("rate").is_some()
+                        || acts_have(a.get("params").unwrap_or(&serde_json::Value::Null))
+                })
+            })
+    }
+    fn steps_have(steps: &[Step]) -> bool {
+        steps.iter().any(|s| {
+            s.concurrency.is_some()
+                || s.rate.is_some()
+                || acts_have(&s.params)
+                || steps_have(&s.catches)
+                || steps_have(&s.timeouts)
+                || s.branches.iter().any(|b| steps_have(&b.steps))
+        })
+    }
+    steps_have(&workflow.steps)
 }
 
 #[cfg(test)]

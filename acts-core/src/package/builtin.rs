@@ -5,10 +5,10 @@ use serde_json::json;
 use super::definition::{Catalog, PackageDefinition, RunAs};
 
 /// The names `acts.core.action` accepts: every name of
-/// [`Action`](crate::scheduler::Action) with its aliases (`complete` for
+/// [`Action`](crate::model::Action) with its aliases (`complete` for
 /// `next`, `set_vars` for `set_process_vars`) — the same vocabulary as the
 /// executor's actions and the CLI's answers.
-pub use crate::scheduler::ACTION_NAMES;
+pub use crate::model::ACTION_NAMES;
 
 fn core(
     id: &str,

@@ -10,7 +10,7 @@
 //! Running a package (the `ActPackage` trait and the built-ins' behaviour)
 //! comes with the scheduler, which owns the context a package runs in.
 //!
-//! May use: `model`, `scheduler` (the task states a package reports).
+//! May use: `model`.
 
 mod builtin;
 mod definition;

@@ -217,7 +217,7 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("/action"), "{err}");
         // Every allowed value is named; the aliases are allowed.
-        for name in crate::scheduler::ACTION_NAMES {
+        for name in crate::model::ACTION_NAMES {
             assert!(err.to_string().contains(&format!("\"{name}\"")), "{err}");
             assert!(
                 r.check_params("acts.core.action", &json!({"action": name}))

@@ -14,8 +14,8 @@
 //! the same both times, so a server that honours the header applies the
 //! request once. A retried or rewound step is a new task, hence a new key.
 //!
-//! May use: no sibling room (the shell package is not its business); the crate root's
-//! `ConfigError` and `text`.
+//! May use: `error` (`ConfigError`) and `text`, the crate's shared files; not
+//! the shell package (it is not its business).
 
 mod config;
 mod egress;

@@ -11,8 +11,8 @@
 //! hostile model as needing an OS boundary (a container, a user of its
 //! own) around the server — or keep the package off.
 //!
-//! May use: no sibling room (the http package is not its business); the crate root's
-//! `ConfigError` and `text`.
+//! May use: `error` (`ConfigError`) and `text`, the crate's shared files; not
+//! the http package (it is not its business).
 
 mod config;
 mod run;

@@ -1,7 +1,7 @@
 //! What every action takes and answers: the caller and its options
 //! ([`Call`]), and why an action was not done ([`Refusal`]).
 //!
-//! May use: the facade `acts`, the server's error type, the module's acks.
+//! May use: the facade `acts`, the server's error type, the room's `acks`.
 
 use acts::{Engine, Executor, Principal, Vars};
 use serde_json::Value;

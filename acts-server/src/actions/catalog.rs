@@ -1,7 +1,7 @@
 //! The actions on what is deployed: `model:*`, `pack:*` (the packages
 //! the engine runs) and `evt:*` (triggers, the reference's events).
 //!
-//! May use: the facade `acts`, the module's table, shapes and listings.
+//! May use: the facade `acts`, the room's `call`, `shapes` and `listing`.
 
 use acts::Workflow;
 use serde_json::Value;

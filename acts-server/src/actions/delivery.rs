@@ -3,7 +3,8 @@
 //! unsubscribe) and `snap:*` (the reference's snapshots, acts' sealed
 //! data).
 //!
-//! May use: the facade `acts`, the module's table, shapes and listings.
+//! May use: the facade `acts`, the room's `call`, `keys`, `shapes` and
+//! `listing`.
 
 use acts::{DeliveryInfo, DeliveryQuery, DeliveryState};
 use serde_json::{Value, json};

@@ -4,7 +4,8 @@
 //! is refused by name with the reason; a name the reference does not
 //! know is `NotFound`, as there.
 //!
-//! May use: the module's calls and the files of the actions.
+//! May use: the room's `call` and the files of the actions (`work`,
+//! `catalog`, `delivery`).
 
 use super::call::{Answer, Call, Refusal};
 

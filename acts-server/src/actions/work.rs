@@ -1,7 +1,7 @@
 //! The actions on processes and their tasks: `act:*`, `proc:*`,
 //! `task:*`.
 //!
-//! May use: the facade `acts`, the module's table, shapes and listings.
+//! May use: the facade `acts`, the room's `call`, `shapes` and `listing`.
 
 use std::collections::HashMap;
 

@@ -18,9 +18,8 @@ use serde_json::Value;
 use tonic::Status;
 use tower::ServiceExt;
 
-use super::keys::ack_id_from;
 use super::proto::Message;
-use super::shapes;
+use crate::actions::{ack_id_from, message_shape};
 
 /// The headers of a gRPC call the front gets.
 const PASSED: [&str; 3] = ["authorization", "traceparent", "tracestate"];
@@ -78,7 +77,7 @@ impl Front {
         name: &str,
         options: &acts::Vars,
     ) -> Result<Value, Status> {
-        if !super::is_action_name(name) {
+        if !crate::actions::is_action_name(name) {
             return Err(Status::not_found(format!("not found action '{name}'")));
         }
         let body = serde_json::to_vec(options).map_err(|e| Status::internal(e.to_string()))?;
@@ -215,7 +214,7 @@ fn message(event: &[u8], channel: Option<&str>) -> Parsed {
     };
     Parsed::Message(Message {
         name: m.name.clone(),
-        data: Some(shapes::message(&m, &seq).to_string().into_bytes()),
+        data: Some(message_shape(&m, &seq).to_string().into_bytes()),
         seq,
         ack: None,
     })
@@ -299,13 +298,13 @@ mod tests {
         let Parsed::Message(out) = message(event.as_bytes(), Some("grpc:app:c1")) else {
             panic!("a message")
         };
-        assert_eq!(out.seq, super::super::keys::ack_id("grpc:app:c1", "m1"));
+        assert_eq!(out.seq, crate::actions::ack_id("grpc:app:c1", "m1"));
         // from a cluster node's stream: the partition it came from
         let routed = event.replace("data:", "partition: 5\ndata:");
         let Parsed::Message(from) = message(routed.as_bytes(), Some("grpc:app:c1")) else {
             panic!("a message")
         };
-        assert_eq!(super::super::keys::ack_partition(&from.seq), Some(5));
+        assert_eq!(crate::actions::ack_partition(&from.seq), Some(5));
         assert_eq!(out.name, "ask");
         let Parsed::Message(live) = message(event.as_bytes(), None) else {
             panic!("a message")

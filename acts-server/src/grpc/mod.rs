@@ -1,31 +1,19 @@
 //! The acts 0.25 gRPC protocol (`acts.grpc.ActsService`, what the
 //! reference's client `acts-channel` speaks), beside the HTTP API and as
 //! thin over the engine's executor: `Send` runs one action of the
-//! reference's table (`table.rs`; what an action takes in `call.rs`; the
-//! actions by concern in `work.rs`, `catalog.rs`, `delivery.rs`; listings
-//! in `listing.rs`; answers in the reference's shapes, `shapes.rs`),
-//! `OnMessage` streams messages (`service.rs`; subscription keys and ack
-//! ids in `keys.rs`; acks applied behind the answer in `acks.rs`). Over a
-//! cluster node's front instead of one engine, both go through its HTTP
-//! routes (`front.rs`). Callers
-//! are the bearer tokens' principals of the HTTP API (`auth.rs`), and
-//! streams share its bounds (`stream.rs`).
+//! reference's table (the `actions` room, which the REST routes use too),
+//! `OnMessage` streams messages (`service.rs`). Over a cluster node's
+//! front instead of one engine, both go through its HTTP routes
+//! (`front.rs`). Callers are the bearer tokens' principals of the HTTP API
+//! (`auth.rs`), and streams share its bounds (`stream.rs`).
 //!
-//! May use: the facade `acts`, tonic and prost, axum (a front), the server's auth,
-//! streams, errors and request traces (`telemetry`).
+//! May use: the facade `acts`, tonic and prost, axum (a front), and of the
+//! server `actions`, `auth`, `stream`, `error`, `options` and `telemetry`
+//! (request traces) — never the REST routes.
 
-mod acks;
-mod call;
-mod catalog;
-mod delivery;
 mod front;
-mod keys;
-mod listing;
 mod proto;
 mod service;
-mod shapes;
-mod table;
-mod work;
 
 use std::future::Future;
 use std::time::Duration;
@@ -33,57 +21,7 @@ use std::time::Duration;
 use acts::Engine;
 use tokio::net::TcpListener;
 
-pub use shapes::page;
-pub use table::{ACTIONS, EXTENSIONS, is_action_name};
-
-pub(crate) use keys::{ack_id, channel_key};
-pub use keys::{ack_id_on, ack_partition};
-
-/// Runs action `name` of the reference's table for `who` with `options`
-/// (the REST routes of the reference's web plugin and `/api/v1/actions`
-/// use it too), continuing `caller`'s trace in what it starts or
-/// answers; a refusal as the HTTP API's error.
-pub(crate) async fn apply(
-    engine: &Engine,
-    who: &acts::Principal,
-    name: &str,
-    mut options: acts::Vars,
-    caller: Option<&crate::telemetry::CallerTrace>,
-) -> Result<serde_json::Value, crate::ApiError> {
-    carry_trace(name, caller, &mut options);
-    let call = call::Call {
-        exec: engine.executor().as_principal(who.clone()),
-        engine: engine.clone(),
-        who: who.clone(),
-        options,
-        acks: None,
-    };
-    table::apply(name, call)
-        .await
-        .map_err(call::Refusal::into_api)
-}
-
-/// Stores `caller`'s trace in the options of an action that starts or
-/// answers (so the process's trace continues the caller's).
-fn carry_trace(
-    name: &str,
-    caller: Option<&crate::telemetry::CallerTrace>,
-    options: &mut acts::Vars,
-) {
-    if matches!(
-        name,
-        "proc:start" | "proc:start_from_model" | "act:complete" | "act:submit"
-    ) {
-        crate::telemetry::CallerTrace::carry(caller, options);
-    }
-}
-
-/// The message shape of the reference's streams, with `id` as its id.
-pub(crate) fn message_json(m: &acts::Message, id: &str) -> String {
-    shapes::message(m, id).to_string()
-}
-
-use crate::{MAX_BODY_BYTES, ServerOptions};
+use crate::options::{MAX_BODY_BYTES, ServerOptions};
 
 /// Serves the gRPC protocol over `engine` on `listener` until `shutdown`
 /// resolves, for the principals of `options` (none: every call is the
@@ -97,7 +35,7 @@ pub async fn serve_grpc(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
-    let acks = std::sync::Arc::new(acks::Acks::new(engine.clone()));
+    let acks = std::sync::Arc::new(crate::actions::Acks::new(engine.clone()));
     let target = service::Target::Engine(engine);
     let served = serve_on(
         target,
@@ -130,7 +68,7 @@ pub async fn serve_grpc_front(
 
 async fn serve_on(
     target: service::Target,
-    acks: Option<std::sync::Arc<acks::Acks>>,
+    acks: Option<std::sync::Arc<crate::actions::Acks>>,
     options: ServerOptions,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,

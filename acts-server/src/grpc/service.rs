@@ -3,8 +3,8 @@
 //! subscription when the request names a `client_id`, else a live
 //! stream), each request checked the same way first.
 //!
-//! May use: the facade `acts`, tonic, the server's auth, streams and
-//! errors, the module's table, shapes and front.
+//! May use: the facade `acts`, tonic, the server's auth, streams, errors
+//! and action table, and the room's `front`.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,12 +14,10 @@ use axum::http::HeaderMap;
 use futures_util::Stream;
 use tonic::{Request, Response, Status};
 
-use super::call::{Call, Refusal};
-use super::keys::{ack_id, channel_key};
 use super::proto::acts_service_server::ActsService;
 use super::proto::{Message, MessageOptions};
-use super::shapes;
-use super::table;
+use crate::actions::{Call, Refusal, ack_id, channel_key};
+use crate::actions::{apply_call, message_shape};
 use crate::auth::Auth;
 use crate::error::ApiError;
 use crate::stream::{Streams, Subscription};
@@ -42,7 +40,7 @@ pub(crate) struct Service {
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
     /// Where an engine's acks go behind the answer (a front answers an
     /// ack once it is stored).
-    pub(crate) acks: Option<Arc<super::acks::Acks>>,
+    pub(crate) acks: Option<Arc<crate::actions::Acks>>,
 }
 
 /// An API error as the gRPC status a client can act on.
@@ -101,7 +99,7 @@ impl ActsService for Service {
         let value = match &self.target {
             Target::Engine(engine) => {
                 let mut options = options;
-                super::carry_trace(&m.name, caller.as_ref(), &mut options);
+                crate::actions::carry_trace(&m.name, caller.as_ref(), &mut options);
                 let call = Call {
                     exec: engine.executor().as_principal(who.clone()),
                     engine: engine.clone(),
@@ -109,7 +107,7 @@ impl ActsService for Service {
                     options,
                     acks: self.acks.clone(),
                 };
-                table::apply(&m.name, call).await.map_err(refused)?
+                apply_call(&m.name, call).await.map_err(refused)?
             }
             Target::Front(front) => front.send(&headers, &m.name, &options).await?,
         };
@@ -147,7 +145,7 @@ impl ActsService for Service {
         let exec = engine.executor().as_principal(who.clone());
         let (sub, channel) = if o.client_id.is_empty() {
             let channel = engine.channel(options);
-            let format = Arc::new(|m: &acts::Message| shapes::message(m, &m.id).to_string());
+            let format = Arc::new(|m: &acts::Message| message_shape(m, &m.id).to_string());
             let sub = Subscription::open_as(&self.streams, channel, &exec, &who, format);
             (sub.map_err(status)?, None)
         } else {
@@ -163,7 +161,7 @@ impl ActsService for Service {
             // de-duplicates by): a client that acks by hand acks `m.id`.
             let owned = key.clone();
             let format = Arc::new(move |m: &acts::Message| {
-                shapes::message(m, &ack_id(&owned, &m.id)).to_string()
+                message_shape(m, &ack_id(&owned, &m.id)).to_string()
             });
             let sub = Subscription::open_as(&self.streams, channel.clone(), &exec, &who, format)
                 .map_err(status)?;

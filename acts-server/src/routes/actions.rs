@@ -41,6 +41,6 @@ async fn action(
     Path(name): Path<String>,
     OptionalBody(options): OptionalBody<Vars>,
 ) -> ApiResult<Json<Value>> {
-    let answer = crate::grpc::apply(&s.engine, &x.1, &name, options, caller.as_deref()).await?;
+    let answer = crate::actions::apply(&s.engine, &x.1, &name, options, caller.as_deref()).await?;
     Ok(Json(answer))
 }

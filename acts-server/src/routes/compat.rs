@@ -9,7 +9,7 @@
 //! of the error.
 //!
 //! May use: the state, the extractors, the error type, the stream budget,
-//! the gRPC module's action table and the facade `acts`.
+//! the transport-neutral action table and the facade `acts`.
 
 use std::sync::Arc;
 
@@ -64,7 +64,7 @@ impl IntoResponse for Envelope {
 }
 
 async fn run(s: &AppState, x: &Exec, name: &str, options: Vars) -> Envelope {
-    Envelope(crate::grpc::apply(&s.engine, &x.1, name, options, None).await)
+    Envelope(crate::actions::apply(&s.engine, &x.1, name, options, None).await)
 }
 
 /// A route whose JSON body is the action's options.
@@ -266,7 +266,7 @@ async fn pack_list(
     x: Exec,
     OptionalBody(p): OptionalBody<PackList>,
 ) -> Envelope {
-    let all = crate::grpc::apply(
+    let all = crate::actions::apply(
         &s.engine,
         &x.1,
         "pack:ls",
@@ -353,14 +353,14 @@ async fn msg_sse(State(s): State<AppState>, x: Exec, Params(q): Params<SseQuery>
     if let Some(v) = set(&q.uses) {
         options = options.with_uses(v);
     }
-    let key = crate::grpc::channel_key(&x.1.id, &format!("acts-flow-client-{}", q.id));
+    let key = crate::actions::channel_key(&x.1.id, &format!("acts-flow-client-{}", q.id));
     let channel = match s.engine.durable_channel(&key, options).await {
         Ok(c) => c,
         Err(e) => return Envelope(Err(e.into())).into_response(),
     };
     let owned = key.clone();
     let format = Arc::new(move |m: &acts::Message| {
-        crate::grpc::message_json(m, &crate::grpc::ack_id(&owned, &m.id))
+        crate::actions::message_json(m, &crate::actions::ack_id(&owned, &m.id))
     });
     let sub = match Subscription::open_as(&s.streams, channel.clone(), &x.0, &x.1, format) {
         Ok(sub) => sub,

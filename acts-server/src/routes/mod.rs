@@ -10,10 +10,11 @@
 //! Each handler's `#[utoipa::path]` both registers its route and
 //! describes it in the OpenAPI document (built in `openapi.rs`).
 //!
-//! May use: the state, the extractors, the error type, the stream budget,
-//! the page types, the request's trace context (`telemetry`), the gRPC
-//! module's action table (`actions.rs`, `compat.rs`) and the facade
-//! `acts`; no route file uses another.
+//! May use: `state`, the extractors (`extract`), `error`, the stream budget
+//! (`stream`), the page types (`reply`), the request's trace context
+//! (`telemetry`), the action table (`actions`; from `actions.rs` and
+//! `compat.rs`), the dashboard's pages (`dashboard`) and the facade `acts`;
+//! no route file uses another, and none the gRPC module.
 
 use utoipa_axum::router::OpenApiRouter;
 

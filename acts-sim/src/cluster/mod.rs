@@ -17,10 +17,11 @@
 //! says so).
 //!
 //! May use: the cluster (`acts-cluster`, the facade `acts` and
-//! `acts-server` for a node's API), acts-core, the store contract, and
-//! `crate::{check, sim, rows}`.
+//! `acts-server` for a node's API), acts-core, the store contract, and of
+//! the simulator `check`, `sim` and `rows`.
 
 mod nodes;
+mod plan;
 mod run;
 pub mod store;
 mod work;
@@ -28,7 +29,6 @@ mod work;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use acts_cluster::ClusterNode;
 use acts_cluster::placement::owner_of;
 use acts_core::scheduler::Action;
 use rand::SeedableRng;
@@ -37,83 +37,12 @@ use rand::rngs::StdRng;
 pub use store::Plant;
 
 use crate::check::{Failure, Outcome};
+pub use plan::{ClusterPlan, ClusterReport, PARTITIONS};
 use run::World;
 use work::{Acted, Work};
 
-/// The partitions of a simulated cluster.
-pub const PARTITIONS: u32 = 6;
-
 /// The processes of a run.
 const PROCESSES: usize = 6;
-
-/// How a cluster seed is run.
-#[derive(Debug, Clone, Copy)]
-pub struct ClusterPlan {
-    /// Nodes (one more joins and leaves as a spare).
-    pub nodes: usize,
-    /// Seeded events before every fault heals.
-    pub events: usize,
-    /// Whether every acknowledged batch is on the replica before its
-    /// answer (Redis `WAIT`): a failover then loses nothing.
-    pub wait_replicas: bool,
-    /// Most skew of a node's clock from the run's time (ms).
-    pub max_skew_ms: i64,
-    /// A fault planted to show the checks find it.
-    pub plant: Plant,
-}
-
-impl Default for ClusterPlan {
-    fn default() -> Self {
-        Self {
-            nodes: 3,
-            events: 150,
-            wait_replicas: true,
-            max_skew_ms: 500,
-            plant: Plant::None,
-        }
-    }
-}
-
-/// What a passing cluster seed did.
-#[derive(Debug, Clone, Default)]
-pub struct ClusterReport {
-    /// Calls that returned `Ok`.
-    pub acked: usize,
-    /// Of them, lost by a failover (only without `wait_replicas`).
-    pub lost: usize,
-    /// Processes that ended otherwise than the fault-free run (only
-    /// without `wait_replicas`: what the lost writes cost).
-    pub diverged: usize,
-    /// Store failovers.
-    pub failovers: usize,
-    /// Unreplicated batches the failovers dropped.
-    pub dropped: usize,
-    /// What the clients, the nodes and the faults did, in order.
-    pub trace: Vec<String>,
-}
-
-/// Deploys `model` through `node`'s API (the catalog's own path).
-async fn deploy(node: &ClusterNode, model: &str) -> Result<(), String> {
-    use tower::ServiceExt;
-    let req = axum::http::Request::post("/api/v1/models")
-        .header("host", "127.0.0.1")
-        .header("content-type", "application/yaml")
-        .body(axum::body::Body::from(model.to_owned()))
-        .map_err(|e| e.to_string())?;
-    let resp = node
-        .router(None)
-        .oneshot(req)
-        .await
-        .map_err(|e| e.to_string())?;
-    if resp.status().is_success() {
-        Ok(())
-    } else {
-        let body = axum::body::to_bytes(resp.into_body(), 64 * 1024)
-            .await
-            .unwrap_or_default();
-        Err(format!("the deploy: {}", String::from_utf8_lossy(&body)))
-    }
-}
 
 /// Checks cluster seed `seed` under `plan` on a single-threaded runtime.
 pub fn run_cluster_seed(seed: u64, plan: ClusterPlan) -> Result<ClusterReport, Failure> {

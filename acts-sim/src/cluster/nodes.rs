@@ -4,7 +4,7 @@
 //! reaching the shared store through its [`Link`]. What happens to a node
 //! (frozen, cut off, crashed, restarted, joining, leaving) is done here.
 //!
-//! May use: the cluster, acts-core, and the simulated store (`store.rs`).
+//! May use: the cluster, acts-core, and the simulated `store`.
 
 use std::sync::Arc;
 use std::time::Duration;

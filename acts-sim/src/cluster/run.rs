@@ -7,7 +7,8 @@
 //! the clients finish their processes, and the ownership must converge
 //! (`check.rs` judges the end).
 //!
-//! May use: the cluster, acts-core, and this room's files.
+//! May use: the cluster, acts-core, and this room's `nodes`, `plan`, `store`
+//! and `work`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -238,7 +239,7 @@ pub async fn setup(seed: u64, plan: &ClusterPlan, work: Arc<Work>) -> Result<Wor
     }
     nodes[0].join(&store, PARTITIONS).await?;
     if let Some(first) = &nodes[0].node {
-        super::deploy(first, &work.model).await?;
+        deploy(first, &work.model).await?;
     }
     // The last node is the spare that joins and leaves during the run.
     for n in nodes.iter_mut().take(plan.nodes).skip(1) {
@@ -374,4 +375,27 @@ pub async fn event(world: &mut World, rng: &mut StdRng, plan: &ClusterPlan) -> R
     }
     world.settle().await;
     Ok(())
+}
+
+/// Deploys `model` through `node`'s API (the catalog's own path).
+async fn deploy(node: &acts_cluster::ClusterNode, model: &str) -> Result<(), String> {
+    use tower::ServiceExt;
+    let req = axum::http::Request::post("/api/v1/models")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/yaml")
+        .body(axum::body::Body::from(model.to_owned()))
+        .map_err(|e| e.to_string())?;
+    let resp = node
+        .router(None)
+        .oneshot(req)
+        .await
+        .map_err(|e| e.to_string())?;
+    if resp.status().is_success() {
+        Ok(())
+    } else {
+        let body = axum::body::to_bytes(resp.into_body(), 64 * 1024)
+            .await
+            .unwrap_or_default();
+        Err(format!("the deploy: {}", String::from_utf8_lossy(&body)))
+    }
 }

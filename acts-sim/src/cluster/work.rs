@@ -4,8 +4,8 @@
 //! and the interrupt's key, never by timing or by which node answers —
 //! and the outcome of each process in the single-node fault-free run.
 //!
-//! May use: acts-core and the store contract; nothing else of the
-//! simulator but `check::Outcome`.
+//! May use: acts-core and the store contract; no other file of this room;
+//! of the simulator the checks, rows and plans the room's line names.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

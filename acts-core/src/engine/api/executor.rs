@@ -278,40 +278,6 @@ impl Executor {
         self.rt.definition(&deployed).await
     }
 
-    /// The open interrupts this executor may answer, oldest process first:
-    /// for a user those addressed to them or one of their roles, for an
-    /// operator, an admin or the application all of them, each with its
-    /// process (as listed: no outputs). At most `limit`: the pages of
-    /// [`TaskQuery::inbox`](crate::engine::api::TaskQuery::inbox) until then.
-    pub async fn inbox(&self, limit: usize) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
-        let mut q = crate::engine::api::TaskQuery::inbox().limit(limit);
-        let mut out = Vec::new();
-        while out.len() < limit {
-            let page = self.find_tasks(&q).await?;
-            for t in page.items {
-                // Tasks of one process come together: one row read each.
-                let same = out
-                    .last()
-                    .filter(|(p, _): &&(ProcInfo, TaskInfo)| p.pid == t.pid)
-                    .map(|(p, _)| p.clone());
-                let info = match same {
-                    Some(p) => p,
-                    None => match self.rt.proc_row(&t.pid).await? {
-                        Some(row) => ProcInfo::from(&row),
-                        None => continue, // removed meanwhile
-                    },
-                };
-                out.push((info, t));
-            }
-            match page.next {
-                Some(next) => q.cursor = Some(next),
-                None => break,
-            }
-        }
-        out.truncate(limit);
-        Ok(out)
-    }
-
     /// How many processes are in `state` (counted from the state index;
     /// no process row is read). An operator's or admin's.
     pub async fn count_processes(&self, state: TaskState) -> Result<usize, EngineError> {

@@ -16,7 +16,7 @@ use crate::scheduler::{MessageType, TaskState};
 use crate::engine::api::executor::Executor;
 use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages, encode_cursor, hex_bytes};
 use crate::engine::types::error::EngineError;
-use crate::engine::types::info::TaskInfo;
+use crate::engine::types::info::{ProcInfo, TaskInfo};
 use crate::engine::types::page::Page;
 
 /// Most processes one page of a task query examines.
@@ -174,6 +174,40 @@ impl TaskCursor {
 }
 
 impl Executor {
+    /// The open interrupts this executor may answer, oldest process first:
+    /// for a user those addressed to them or one of their roles, for an
+    /// operator, an admin or the application all of them, each with its
+    /// process (as listed: no outputs). At most `limit`: the pages of
+    /// [`TaskQuery::inbox`] until then.
+    pub async fn inbox(&self, limit: usize) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
+        let mut q = TaskQuery::inbox().limit(limit);
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let page = self.find_tasks(&q).await?;
+            for t in page.items {
+                // Tasks of one process come together: one row read each.
+                let same = out
+                    .last()
+                    .filter(|(p, _): &&(ProcInfo, TaskInfo)| p.pid == t.pid)
+                    .map(|(p, _)| p.clone());
+                let info = match same {
+                    Some(p) => p,
+                    None => match self.rt.proc_row(&t.pid).await? {
+                        Some(row) => ProcInfo::from(&row),
+                        None => continue, // removed meanwhile
+                    },
+                };
+                out.push((info, t));
+            }
+            match page.next {
+                Some(next) => q.cursor = Some(next),
+                None => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
     /// One page of the tasks matching `q` (see [`TaskQuery`]): the
     /// processes are walked through their index, one at a time, and only
     /// the processes this executor may see are looked in.

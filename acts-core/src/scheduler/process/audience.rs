@@ -7,11 +7,6 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::scheduler::TaskIx;
-use crate::tree::NodeContent;
-
-use super::Process;
-
 /// Most distinct names a process's audience keeps (a loop that addresses a
 /// new user on every round cannot grow the process row without bound;
 /// past it, a name is still checked on its own interrupt, but the process
@@ -89,27 +84,6 @@ pub fn addressees(params: &Value) -> Vec<String> {
             .filter_map(normalize)
             .collect(),
         _ => Vec::new(),
-    }
-}
-
-impl Process {
-    /// An act task's params as clients see them (evaluated when the act
-    /// ran; the definition's while it has not); `Null` for other tasks.
-    pub fn act_params(&self, ix: TaskIx) -> Value {
-        let (Some(t), Some(node)) = (
-            self.tasks.get(ix),
-            self.tasks.get(ix).and_then(|t| self.tree.node(t.node)),
-        ) else {
-            return Value::Null;
-        };
-        match &*node.content {
-            NodeContent::Act(a) => t
-                .data
-                .get(super::PARAMS_KEY)
-                .cloned()
-                .unwrap_or_else(|| a.params.to_value()),
-            _ => Value::Null,
-        }
     }
 }
 

@@ -9,28 +9,12 @@
 //! an application package's result, a subflow child's return — is still
 //! applied to its act, but what follows it waits for the resume.
 
-use serde::{Deserialize, Serialize};
-
-use super::{ActionError, Process, Services};
+use super::{ActionError, Pause, Process, Services};
 use crate::scheduler::task_error::TaskError;
 use crate::scheduler::{Sign, TaskEvent, TaskState};
 
 /// Most bytes of an operator's reason.
 pub const MAX_REASON_BYTES: usize = 1024;
-
-/// Why and since when a process is paused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Pause {
-    /// Who paused it (`None`: the embedding application).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// When (ms on the engine clock).
-    pub at: i64,
-    /// The operator's reason (may be empty).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-}
 
 impl Process {
     /// The error a client action on a paused process gets.

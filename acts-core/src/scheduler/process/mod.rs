@@ -4,11 +4,14 @@
 //! task); [`Process::run`] works the queue until every task is terminal or
 //! waits for a client, collecting the messages for clients. No I/O here:
 //! the engine persists the state and delivers the messages after that.
-//! May use: the rest of the scheduler (it has no sibling rooms).
+//! May use: of the rest of the scheduler, its task table (`tasks`), task
+//! states (`state`), errors (`task_error`), events (`task_event`),
+//! messages (`message`), seals (`seal`) and trace (`trace`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod actions;
@@ -18,23 +21,24 @@ mod failure;
 mod flow;
 mod gate;
 mod outputs;
-use outputs::OUTPUTS_KEY;
-pub(crate) use outputs::PARAMS_KEY;
 mod packages;
+mod request;
 mod resume;
 mod retry;
 mod sealing;
 mod spans;
 mod step_views;
+mod task_gate;
 mod timeouts;
 mod trace_spans;
 mod undo;
 
-pub use actions::{ACTION_NAMES, Action, ActionError, UnknownAction};
+pub use crate::model::{ACTION_NAMES, Action, UnknownAction};
+pub use actions::ActionError;
 pub use audience::{Audience, MAX_AUDIENCE, addressees};
-pub use control::{MAX_REASON_BYTES, Pause};
-pub use gate::{GatePass, GateUse, RateGate, TaskGate};
-pub use resume::Request;
+pub use control::MAX_REASON_BYTES;
+pub use request::Request;
+pub use task_gate::{GatePass, GateUse, RateGate, TaskGate};
 
 use crate::model::{Variant, Vars};
 use crate::package::PackageRegistry;
@@ -45,6 +49,27 @@ use super::message::Message;
 use super::state::TaskState;
 use super::task_error::TaskError;
 use super::tasks::{Sign, TaskIx, TaskTable};
+
+/// Why and since when a process is paused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Pause {
+    /// Who paused it (`None`: the embedding application).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// When (ms on the engine clock).
+    pub at: i64,
+    /// The operator's reason (may be empty).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// The data key holding an act's params as evaluated when it ran (only
+/// when they had expressions); application packages read them too.
+pub(crate) const PARAMS_KEY: &str = "__params";
+
+/// The data key holding a finished task's evaluated exposes.
+pub(super) const OUTPUTS_KEY: &str = "__outputs";
 
 /// What a process needs from the engine to run.
 #[derive(Clone, Copy)]
@@ -356,7 +381,7 @@ impl Process {
                     // are not evaluated (nor passed on) before it.
                     let exposes = self.exposes_of(prev);
                     let mut out = self.tasks.outputs(prev, &exposes);
-                    for e in exposes.iter().filter(|e| outputs::is_expression(e)) {
+                    for e in exposes.iter().filter(|e| e.is_whole_expression()) {
                         out.remove(&e.name);
                     }
                     out
@@ -542,5 +567,26 @@ impl Process {
         self.tasks
             .get(t)
             .map_or_else(|| self.tree.root(), |x| x.node)
+    }
+}
+
+impl Process {
+    /// An act task's params as clients see them (evaluated when the act
+    /// ran; the definition's while it has not); `Null` for other tasks.
+    pub fn act_params(&self, ix: TaskIx) -> Value {
+        let (Some(t), Some(node)) = (
+            self.tasks.get(ix),
+            self.tasks.get(ix).and_then(|t| self.tree.node(t.node)),
+        ) else {
+            return Value::Null;
+        };
+        match &*node.content {
+            NodeContent::Act(a) => t
+                .data
+                .get(PARAMS_KEY)
+                .cloned()
+                .unwrap_or_else(|| a.params.to_value()),
+            _ => Value::Null,
+        }
     }
 }

@@ -9,21 +9,7 @@ use crate::scheduler::{Message, MessageState, Sign, TaskError, TaskIx, TaskState
 use crate::script::substitute;
 use crate::tree::NodeContent;
 
-use super::{Process, Services};
-
-/// The data key holding a finished task's evaluated exposes.
-pub(super) const OUTPUTS_KEY: &str = "__outputs";
-/// The data key holding an act's params as evaluated when it ran (only
-/// when they had expressions); application packages read them too.
-pub(crate) const PARAMS_KEY: &str = "__params";
-
-/// Whether an `exposes` entry's value is a whole `${{ expr }}` (evaluated,
-/// not a literal or a lookup).
-pub(super) fn is_expression(e: &Variant) -> bool {
-    e.value
-        .as_str()
-        .is_some_and(|s| whole_expression(s).is_some())
-}
+use super::{OUTPUTS_KEY, Process, Services};
 
 impl Process {
     /// Task `t`'s outputs (§3.7): with `exposes`, one entry per exposed
@@ -35,7 +21,7 @@ impl Process {
     /// same values.
     pub(super) fn outputs_of(&mut self, t: TaskIx, svc: Services<'_>) -> Vars {
         let exposes = self.exposes_of(t);
-        let expressions = exposes.iter().any(is_expression);
+        let expressions = exposes.iter().any(Variant::is_whole_expression);
         if !expressions {
             return self.tasks.outputs(t, &exposes);
         }
@@ -91,7 +77,7 @@ impl Process {
             .tasks
             .get(root)
             .is_some_and(|r| r.data.contains_key(OUTPUTS_KEY))
-            && exposes.iter().any(is_expression)
+            && exposes.iter().any(Variant::is_whole_expression)
         {
             self.tasks
                 .put(root, OUTPUTS_KEY, &Value::Object(outputs.clone()));
@@ -141,7 +127,7 @@ impl Process {
             // Nobody listens: no message. Exposes with expressions are
             // still evaluated as the task ends and kept, as building its
             // message would have done (later readers see those values).
-            if state.is_terminal() && self.exposes_of(t).iter().any(is_expression) {
+            if state.is_terminal() && self.exposes_of(t).iter().any(Variant::is_whole_expression) {
                 self.outputs_of(t, svc);
             }
             return;
@@ -201,7 +187,7 @@ impl Process {
         if let Some(e) = &task.err {
             inputs.extend(e.to_vars());
         }
-        if gated && let Some(gate) = task.data.get(super::gate::GATE_KEY) {
+        if gated && let Some(gate) = task.data.get(super::task_gate::GATE_KEY) {
             // What it waits for: its evaluated keys.
             inputs.insert("gate".into(), gate.clone());
         }

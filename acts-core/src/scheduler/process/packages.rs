@@ -35,7 +35,7 @@ impl Process {
         );
         if act.params != params {
             // Messages and clients see the evaluated params.
-            data.insert(super::outputs::PARAMS_KEY.into(), params.clone());
+            data.insert(super::PARAMS_KEY.into(), params.clone());
         }
         self.tasks.set_data(t, &data);
         match run_as {
@@ -158,7 +158,7 @@ impl Process {
                     // An application package: the engine runs it and
                     // answers the act with an action.
                     let mut data = Vars::new();
-                    data.insert(super::outputs::PARAMS_KEY.into(), params.clone());
+                    data.insert(super::PARAMS_KEY.into(), params.clone());
                     self.tasks.set_data(t, &data);
                     self.tasks.sign(t, Sign::NO_AUTO_COMPLETE | Sign::EXTERNAL);
                     let inputs = self

@@ -1,5 +1,5 @@
-//! Work a process hands to the engine ([`Request`]), and rebuilding a
-//! process from its stored rows so it continues exactly where it was.
+//! Rebuilding a process from its stored rows so it continues exactly where
+//! it was, and the work it hands to the engine ([`Request`]) again.
 
 use std::collections::VecDeque;
 
@@ -9,50 +9,11 @@ use crate::model::Vars;
 use crate::scheduler::{Sign, Task, TaskState, TaskTable};
 use crate::tree::{NodeContent, ProcessTree};
 
+use super::request::Request;
 use super::{Job, Process};
 
 /// The package of a subflow act (its child runs on its own).
 const SUBFLOW: &str = "acts.core.subflow";
-
-/// Work outside the process that one of its acts waits for. The act stays
-/// `Running` (flagged [`Sign::EXTERNAL`]) until the engine answers it with
-/// an action.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Request {
-    /// Run an application package (an `ActPackage`) for act task `tid`.
-    RunPackage {
-        /// The act task.
-        tid: String,
-        /// The package id.
-        uses: String,
-        /// The evaluated params.
-        params: Value,
-        /// The act's inputs (its data when it started).
-        inputs: Vars,
-    },
-    /// Let act or step task `tid` through its gate (`concurrency:`,
-    /// `rate:`) when its key has a slot and its bucket a token: the engine
-    /// answers with [`Process::open_gate`]. The task waits, `pending`.
-    Gate {
-        /// The task.
-        tid: String,
-        /// Its evaluated gate.
-        gate: super::TaskGate,
-    },
-    /// Start model `to` as a child process of act task `tid`
-    /// (`acts.core.subflow`); the child's end completes the act.
-    StartSubflow {
-        /// The act task.
-        tid: String,
-        /// The child process id (derived from the parent and the task, so
-        /// a replayed request names the same child).
-        child_pid: String,
-        /// The model to start.
-        to: String,
-        /// Start options, with `$parent_pid` and `$parent_tid`.
-        options: Vars,
-    },
-}
 
 impl Process {
     /// Whether the last [`run`](Self::run) handed back with work left
@@ -232,7 +193,7 @@ impl Process {
         }
         let params = task
             .data
-            .get(super::outputs::PARAMS_KEY)
+            .get(super::PARAMS_KEY)
             .cloned()
             .unwrap_or(Value::Null);
         Some(Request::RunPackage {
