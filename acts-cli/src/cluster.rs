@@ -43,6 +43,8 @@ pub(crate) async fn serve(
         .await
         .map_err(|e| Failure::input(format!("--cluster: {e}")))?;
     let persistence = family.persistence();
+    // Asked again at the stop: what the store saw while it ran counts.
+    let store = family.clone();
     let mut cluster = ClusterConfig::new(join.node, &advertise, join.partitions);
     cluster.lease_ttl = join.lease_ttl;
     cluster.engine.spans = crate::telemetry::span_export();
@@ -88,7 +90,7 @@ pub(crate) async fn serve(
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: left the cluster; its partitions were handed over; {}",
-        crate::serve::stop_note(&persistence)
+        crate::serve::stop_note(&store.persistence(), 0)
     );
     Ok(0)
 }

@@ -148,7 +148,7 @@ pub(crate) async fn run(
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: stopped; {}",
-        stop_note(&engine.persistence())
+        stop_note(&engine.persistence(), engine.stats().writer.failures)
     );
     Ok(0)
 }
@@ -230,11 +230,23 @@ pub(crate) fn persistence_note(p: &acts::Persistence) -> Option<String> {
     (!p.is_synced()).then(|| format!("warning: {p}"))
 }
 
-/// What the stop claims: only what the store guarantees.
-pub(crate) fn stop_note(p: &acts::Persistence) -> String {
-    if p.is_synced() {
+/// What the stop claims: only what the store guarantees (as it is set up
+/// now, and what it saw while it ran: a Redis that evicted keys), and how
+/// many commits the store refused (`failures`: their work was never
+/// acknowledged).
+pub(crate) fn stop_note(p: &acts::Persistence, failures: u64) -> String {
+    let stored = if p.is_synced() {
         "everything acknowledged is stored".to_owned()
     } else {
         format!("everything acknowledged was handed to the store, but {p}")
+    };
+    match failures {
+        0 => stored,
+        n => format!(
+            "{stored}; the store refused {n} commit{} while acts ran (what {} carried was not \
+             acknowledged)",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "they" }
+        ),
     }
 }

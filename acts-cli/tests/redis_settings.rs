@@ -4,7 +4,9 @@
 //! start is refused and `/readyz` says why (and both recover when it is
 //! switched back); a server without persistence is named at start and the
 //! stop claims no more than it keeps; `noeviction` with an fsynced AOF
-//! gets no warning. (Feature `redis`: `scripts/test.sh` runs it.)
+//! gets no warning — and a server that evicted keys while acts ran is
+//! named at `/readyz` and at the stop, even once it is set back.
+//! (Feature `redis`: `scripts/test.sh` runs it.)
 
 #![cfg(feature = "redis")]
 
@@ -110,4 +112,41 @@ fn an_fsynced_append_only_redis_gets_no_warning() {
     let log = log.text();
     assert!(!log.contains("warning"), "{log}");
     assert!(log.contains("everything acknowledged is stored"), "{log}");
+}
+
+#[test]
+fn a_redis_that_evicted_keys_while_serving_is_named_at_readyz_and_at_the_stop() {
+    let server =
+        RedisServer::start_with(Persistence::AppendFsyncAlways).unwrap_or_else(|e| panic!("{e}"));
+    let store = format!("{}/evicted", server.url());
+    let (child, addr, log) = serve_logged(&["--store", &store, "--listen", "127.0.0.1:0"]);
+    assert_eq!(http(&addr, "GET", "/readyz", ""), (200, "ready".to_owned()));
+    assert_eq!(http(&addr, "POST", "/api/v1/models", MODEL).0, 201);
+    for pid in ["p1", "p2", "p3"] {
+        assert_eq!(start(&addr, pid).0, 201);
+    }
+    // The server runs out of memory and evicts what acts acknowledged:
+    // every key goes (1 byte of memory), on the next command it runs.
+    config_set(server.url(), "maxmemory-policy", "allkeys-lru");
+    config_set(server.url(), "maxmemory", "1");
+    let (status, body) = http(&addr, "GET", "/readyz", "");
+    assert_eq!(status, 503, "{body}");
+    // Set back: writes are taken again, but what was lost stays said.
+    config_set(server.url(), "maxmemory", "0");
+    config_set(server.url(), "maxmemory-policy", "noeviction");
+    let (status, body) = http(&addr, "GET", "/readyz", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with("ready; warning:") && body.contains("Redis evicted"),
+        "{body}"
+    );
+    let (_, metrics) = http(&addr, "GET", "/metrics", "");
+    assert!(metrics.contains("acts_store_synced 0"), "{metrics}");
+    assert_eq!(stop(child), Some(0));
+    let log = log.text();
+    assert!(!log.contains("everything acknowledged is stored"), "{log}");
+    assert!(
+        log.contains("handed to the store, but") && log.contains("Redis evicted"),
+        "{log}"
+    );
 }

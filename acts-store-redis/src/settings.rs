@@ -41,7 +41,13 @@ const DOCS: &str = "docs/OPERATIONS.md, \"Redis settings\"";
 struct Observed {
     /// Why writes are refused (the server evicts keys).
     refusal: Option<String>,
+    /// The first node seen set to evict keys, and its policy
+    /// (`maxmemory-policy allkeys-lru at the server`), allowed or not.
+    evicting: Option<String>,
     persistence: Persistence,
+    /// Keys evicted so far, summed over the nodes (`INFO stats`), if the
+    /// server says.
+    evicted_keys: Option<u64>,
 }
 
 /// The server's settings as last seen, shared by every handle of one
@@ -50,6 +56,13 @@ struct Observed {
 pub(crate) struct Watch {
     allow_eviction: bool,
     seen: RwLock<Observed>,
+    /// Keys the server had evicted when the store opened (the baseline of
+    /// [`Watch::lapse`]'s count).
+    evicted_at_open: Option<u64>,
+    /// What happened while the store was used that may have lost
+    /// acknowledged work (the server set to evict keys, keys evicted):
+    /// kept once seen, whatever the server is set to later.
+    lapse: RwLock<Option<String>>,
 }
 
 impl Watch {
@@ -75,7 +88,9 @@ impl Watch {
         }
         Ok(Arc::new(Self {
             allow_eviction,
+            evicted_at_open: observed.evicted_keys,
             seen: RwLock::new(observed),
+            lapse: RwLock::new(None),
         }))
     }
 
@@ -112,8 +127,40 @@ impl Watch {
         if observed.persistence != seen.persistence && !observed.persistence.is_synced() {
             tracing::warn!(store = "redis", "{}", observed.persistence);
         }
+        self.note_lapse(&observed);
         *seen = observed;
         Ok(())
+    }
+
+    /// Keeps what `observed` shows may have lost acknowledged work: keys
+    /// evicted since the store opened, or the server set to evict them.
+    fn note_lapse(&self, observed: &Observed) {
+        let evicted = match (self.evicted_at_open, observed.evicted_keys) {
+            (Some(before), Some(now)) => now.saturating_sub(before),
+            _ => 0,
+        };
+        let what = match (&observed.evicting, evicted) {
+            (_, n) if n > 0 => format!(
+                "Redis evicted {n} keys while acts used it{}; some of what acts acknowledged \
+                 may be gone ({DOCS})",
+                observed
+                    .evicting
+                    .as_ref()
+                    .map_or_else(String::new, |e| format!(" ({e})"))
+            ),
+            (Some(e), _) => format!(
+                "Redis was set to evict keys while acts used it ({e}); what acts acknowledged \
+                 before may have been evicted ({DOCS})"
+            ),
+            (None, _) => return,
+        };
+        let mut lapse = self.lapse.write();
+        if lapse.is_none() {
+            tracing::error!(store = "redis", "{what}");
+            *lapse = Some(what);
+        } else if evicted > 0 {
+            *lapse = Some(what); // the count as it stands now
+        }
     }
 
     /// `Err` while the server is seen to evict keys.
@@ -129,9 +176,14 @@ impl Watch {
         }
     }
 
-    /// What an acknowledged write survives, as last seen.
+    /// What an acknowledged write survives, as last seen — or, once the
+    /// server was seen to evict keys (or set to), that acknowledged work
+    /// may be gone, for as long as the store is open.
     pub(crate) fn persistence(&self) -> Persistence {
-        self.seen.read().persistence.clone()
+        match &*self.lapse.read() {
+            Some(lapse) => Persistence::Weak(lapse.clone()),
+            None => self.seen.read().persistence.clone(),
+        }
     }
 }
 
@@ -155,6 +207,8 @@ async fn observe(
         Ok(Err(e)) if refused(&e) => {
             return Ok(Observed {
                 refusal: None,
+                evicting: None,
+                evicted_keys: None,
                 persistence: Persistence::Unknown(format!(
                     "the Redis server does not let acts read its settings (CONFIG GET: {e}), \
                      so acts cannot check that it keeps what it acknowledges and does not \
@@ -165,7 +219,45 @@ async fn observe(
         }
         Ok(Err(e)) => return Err(map_err(op, e)),
     };
-    Ok(judge(&nodes, allow_eviction))
+    let mut observed = judge(&nodes, allow_eviction);
+    // A server that answers CONFIG GET but not INFO keeps no count.
+    observed.evicted_keys = tokio::time::timeout(timeout, evicted_keys(conn))
+        .await
+        .ok()
+        .flatten();
+    Ok(observed)
+}
+
+/// Keys evicted so far (`evicted_keys` of `INFO stats`), summed over every
+/// node; `None` when the server does not say.
+async fn evicted_keys(conn: &Conn) -> Option<u64> {
+    let mut cmd = redis::cmd("INFO");
+    cmd.arg("stats");
+    let texts: Vec<String> = match &conn.link {
+        Link::Single(_) => {
+            let mut c = conn.clone();
+            vec![cmd.query_async(&mut c).await.ok()?]
+        }
+        Link::Cluster(c) => {
+            use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+            let route = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllNodes, None));
+            match conn.route_command(c, cmd, route).await.ok()? {
+                Value::Map(per_node) => per_node
+                    .into_iter()
+                    .filter_map(|(_, v)| redis::from_redis_value(v).ok())
+                    .collect(),
+                other => vec![redis::from_redis_value(other).ok()?],
+            }
+        }
+    };
+    texts
+        .iter()
+        .map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("evicted_keys:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .sum()
 }
 
 /// Whether `e` says the command is not allowed here (renamed, disabled,
@@ -224,6 +316,7 @@ fn pairs(value: Value) -> redis::RedisResult<HashMap<String, String>> {
 /// node refuses (unless allowed), the weakest persistence is reported.
 fn judge(nodes: &[(String, HashMap<String, String>)], allow_eviction: bool) -> Observed {
     let mut refusal = None;
+    let mut evicting = None;
     let mut persistence = Persistence::Synced;
     for (node, settings) in nodes {
         let get = |k: &str| settings.get(k).map_or("", String::as_str);
@@ -239,8 +332,10 @@ fn judge(nodes: &[(String, HashMap<String, String>)], allow_eviction: bool) -> O
                     ", or open the store with ?allow_eviction=true to accept losing work"
                 }
             );
+            evicting = Some(format!("maxmemory-policy {policy} at {node}"));
             if allow_eviction {
-                tracing::warn!(store = "redis", "{why}; allowed by allow_eviction");
+                // Taken, and said: an acknowledged write may be evicted.
+                persistence = Persistence::Weak(format!("{why}; allowed by allow_eviction"));
             } else {
                 refusal = Some(why);
             }
@@ -253,7 +348,9 @@ fn judge(nodes: &[(String, HashMap<String, String>)], allow_eviction: bool) -> O
     }
     Observed {
         refusal,
+        evicting,
         persistence,
+        evicted_keys: None,
     }
 }
 
@@ -314,6 +411,45 @@ mod tests {
         let o = judge(&[node("noeviction", "yes", "always", "")], false);
         assert!(o.refusal.is_none());
         assert_eq!(o.persistence, Persistence::Synced);
+    }
+
+    fn watch(evicted_at_open: Option<u64>) -> Watch {
+        Watch {
+            allow_eviction: false,
+            seen: RwLock::new(judge(&[node("noeviction", "yes", "always", "")], false)),
+            evicted_at_open,
+            lapse: RwLock::new(None),
+        }
+    }
+
+    fn observed(policy: &str, evicted_keys: Option<u64>) -> Observed {
+        Observed {
+            evicted_keys,
+            ..judge(&[node(policy, "yes", "always", "")], false)
+        }
+    }
+
+    #[test]
+    fn a_server_seen_evicting_is_remembered_after_it_stops() {
+        let w = watch(Some(5));
+        w.note_lapse(&observed("noeviction", Some(5)));
+        assert_eq!(w.persistence(), Persistence::Synced);
+        // Set to evict (no key evicted yet): said, and kept once set back.
+        w.note_lapse(&observed("allkeys-lru", Some(5)));
+        w.note_lapse(&observed("noeviction", Some(5)));
+        let Persistence::Weak(why) = w.persistence() else {
+            panic!("a lapse is weak: {:?}", w.persistence());
+        };
+        assert!(why.contains("set to evict keys") && why.contains("allkeys-lru"), "{why}");
+        // Keys evicted since the open: counted from the baseline.
+        w.note_lapse(&observed("noeviction", Some(22_190)));
+        let Persistence::Weak(why) = w.persistence() else {
+            panic!("weak");
+        };
+        assert!(why.contains("evicted 22185 keys"), "{why}");
+        // An allowed evicting server is weak from the start.
+        let o = judge(&[node("allkeys-lru", "yes", "always", "")], true);
+        assert!(matches!(o.persistence, Persistence::Weak(w) if w.contains("allow_eviction")));
     }
 
     #[test]

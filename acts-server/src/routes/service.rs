@@ -33,8 +33,11 @@ async fn healthz() -> &'static str {
 
 /// Whether the server can take work (no token needed).
 ///
-/// `ready` when the store answers and the next transition can commit;
-/// else the error, with status 503.
+/// `ready` when the store answers and the next transition can commit —
+/// followed, when the store does not keep every acknowledged write (its
+/// settings, or something seen while it ran: a Redis that evicted keys),
+/// by `; warning: ` and what can be or may have been lost; else the error,
+/// with status 503.
 #[utoipa::path(
     get, path = "/readyz", tag = "service", security(()),
     responses(
@@ -44,7 +47,10 @@ async fn healthz() -> &'static str {
 )]
 async fn readyz(State(s): State<AppState>) -> Response {
     match s.engine.readiness().await {
-        Ok(()) => "ready".into_response(),
+        Ok(()) => match s.engine.persistence() {
+            p if p.is_synced() => "ready".into_response(),
+            p => format!("ready; warning: {p}").into_response(),
+        },
         Err(e) => {
             let mut e = ApiError::from(e);
             e.status = StatusCode::SERVICE_UNAVAILABLE;
