@@ -47,8 +47,11 @@ export interface paths {
         };
         /**
          * Whether the server can take work (no token needed).
-         * @description `ready` when the store answers and the next transition can commit;
-         *     else the error, with status 503.
+         * @description `ready` when the store answers and the next transition can commit —
+         *     followed, when the store does not keep every acknowledged write (its
+         *     settings, or something seen while it ran: a Redis that evicted keys),
+         *     by `; warning: ` and what can be or may have been lost; else the error,
+         *     with status 503.
          */
         get: operations["readyz"];
         put?: never;
