@@ -8,7 +8,7 @@ use acts::{Action, ProcessQuery};
 
 use crate::answers::parse_vars;
 use crate::api::{Acts, Control};
-use crate::cli::Command;
+use crate::cli::CallCommand;
 use crate::failure::Failure;
 use crate::output::{
     pick_errored, pick_step, pick_task, print_as, print_deliveries, print_deployed, print_json,
@@ -16,17 +16,16 @@ use crate::output::{
 };
 use crate::session::{print_warnings, read_model_file};
 
-/// Runs `command` through `acts`; `Err` with the command back when it is
-/// not one of these (it needs the store itself).
+/// Runs `command` through `acts`; returns the exit code.
 pub(crate) async fn call(
     acts: &impl Acts,
-    command: Command,
+    command: CallCommand,
     strict: bool,
-) -> Result<Result<u8, Failure>, Command> {
-    Ok(match command {
-        Command::Deploy { models } => deploy(acts, &models, strict).await,
-        Command::Bulk { command } => crate::bulk::bulk(acts, command).await,
-        Command::Start {
+) -> Result<u8, Failure> {
+    match command {
+        CallCommand::Deploy { models } => deploy(acts, &models, strict).await,
+        CallCommand::Bulk { command } => crate::bulk::bulk(acts, command).await,
+        CallCommand::Start {
             model_id,
             vars,
             quiet,
@@ -39,7 +38,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Ps {
+        CallCommand::Ps {
             stuck: Some(secs),
             json,
             ..
@@ -50,7 +49,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Ps {
+        CallCommand::Ps {
             state,
             model,
             wheres,
@@ -73,7 +72,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Show { pid, json } => {
+        CallCommand::Show { pid, json } => {
             async {
                 let (info, tasks) = acts.process(&pid).await?;
                 if json {
@@ -85,13 +84,13 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Act {
+        CallCommand::Act {
             action,
             pid,
             tid,
             vars,
         } => act(acts, &action, &pid, &tid, &vars).await,
-        Command::Migrate {
+        CallCommand::Migrate {
             model_id,
             from,
             to,
@@ -108,7 +107,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Control {
+        CallCommand::Control {
             control,
             pid,
             reason,
@@ -142,7 +141,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Versions {
+        CallCommand::Versions {
             model_id,
             remove,
             json,
@@ -158,7 +157,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Tasks {
+        CallCommand::Tasks {
             filter,
             count,
             json,
@@ -178,7 +177,7 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Deliveries {
+        CallCommand::Deliveries {
             filter,
             redeliver,
             discard,
@@ -210,15 +209,14 @@ pub(crate) async fn call(
             }
             .await
         }
-        Command::Models { json } => {
+        CallCommand::Models { json } => {
             async {
                 let models = acts.models().await?;
                 print_as(&models, json, |x| print_models(x))
             }
             .await
         }
-        other => return Err(other),
-    })
+    }
 }
 
 /// Deploys each model file, its warnings to stderr naming the file; with

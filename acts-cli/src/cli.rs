@@ -184,6 +184,34 @@ pub enum Command {
     /// Print the OpenAPI 3.1 document of `acts serve`'s HTTP API (what it
     /// serves at /api/v1/openapi.json), e.g. to generate a client.
     Openapi,
+    /// The commands that work on a store and through a server alike.
+    #[command(flatten)]
+    Call(CallCommand),
+    /// Resume every unfinished process of the store and drive them to
+    /// their end, answering interrupt requests as `run` does.
+    Resume {
+        /// How to answer interrupt requests (default: ask on the terminal).
+        #[command(flatten)]
+        mode: AnswerMode,
+    },
+    /// Run the tests of models: every MODEL.yml with a MODEL.test.yml (or
+    /// .json) beside it, in the given folders or files, and the examples
+    /// of Markdown documents (```yaml model=NAME blocks, each with an
+    /// optional ```yaml test=NAME block).
+    Test {
+        /// Folders or files (models, their test files, Markdown documents).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// One JSON object per test and a summary, instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The commands that work on a store and through a server (`--server`)
+/// alike, each written once (`calls.rs`).
+#[derive(Debug, Subcommand)]
+pub enum CallCommand {
     /// Deploy models.
     Deploy {
         /// Model files.
@@ -379,28 +407,9 @@ pub enum Command {
         #[arg(long = "var", value_name = "KEY=JSON")]
         vars: Vec<String>,
     },
-    /// Resume every unfinished process of the store and drive them to
-    /// their end, answering interrupt requests as `run` does.
-    Resume {
-        /// How to answer interrupt requests (default: ask on the terminal).
-        #[command(flatten)]
-        mode: AnswerMode,
-    },
     /// List deployed models.
     Models {
         /// Print a JSON array instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run the tests of models: every MODEL.yml with a MODEL.test.yml (or
-    /// .json) beside it, in the given folders or files, and the examples
-    /// of Markdown documents (```yaml model=NAME blocks, each with an
-    /// optional ```yaml test=NAME block).
-    Test {
-        /// Folders or files (models, their test files, Markdown documents).
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// One JSON object per test and a summary, instead of text.
         #[arg(long)]
         json: bool,
     },

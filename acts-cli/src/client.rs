@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::api::{Acts, Control, Paged};
-use crate::cli::Command;
+use crate::cli::CallCommand;
 use crate::failure::Failure;
 
 /// A client of the server at one base URL.
@@ -194,17 +194,10 @@ impl Client {
 pub(crate) async fn run(
     server: &str,
     token: Option<&str>,
-    command: Command,
+    command: CallCommand,
     strict: bool,
 ) -> Result<u8, Failure> {
-    let c = Client::new(server, token)?;
-    match crate::calls::call(&c, command, strict).await {
-        Ok(done) => done,
-        Err(other) => Err(Failure::input(format!(
-            "`{}` works on a store, not through a server; with --server use deploy, start, ps, tasks, deliveries, show, act, control, migrate, bulk, models or versions (or stop the server to use the store)",
-            name_of(&other)
-        ))),
-    }
+    crate::calls::call(&Client::new(server, token)?, command, strict).await
 }
 
 /// A page of a query answer: the items under `field` and the next cursor.
@@ -401,14 +394,4 @@ fn decode<T: DeserializeOwned>(v: Value) -> Result<T, Refused> {
 /// The cursor of a page's next page (`None`: the last).
 fn next_of(page: &Value) -> Option<String> {
     page["next"].as_str().map(str::to_owned)
-}
-
-fn name_of(c: &Command) -> &'static str {
-    match c {
-        Command::Run { .. } => "run",
-        Command::Resume { .. } => "resume",
-        Command::Serve { .. } => "serve",
-        Command::Test { .. } => "test",
-        _ => "this command",
-    }
 }

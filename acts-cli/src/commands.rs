@@ -6,33 +6,50 @@ use std::time::{Duration, Instant};
 use acts::{ChannelOptions, Clock, Engine, ManualClock, SystemClock, TaskState};
 
 use crate::answers::{AnswerFile, parse_vars};
-use crate::cli::{AnswerMode, Cli, Command};
+use crate::cli::{AnswerMode, CallCommand, Cli, ClusterCommand, Command};
 use crate::driver::{Driver, Mode};
 use crate::failure::Failure;
 use crate::local::Local;
 use crate::report::print_report;
 use crate::session::{RunSpec, open_engine, run_model};
 
-/// Runs the command; returns the exit code.
+/// Runs the command; returns the exit code. One arm per command: a new
+/// command that is not wired here does not compile.
 pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
-    if let Command::Token(t) = args.command {
-        return crate::token::run(t);
-    }
-    if let Command::Cluster(crate::cli::ClusterCommand::Status { json }) = args.command {
-        return crate::cluster::status(args.server.as_deref(), args.token.as_deref(), json).await;
-    }
-    if let Some(server) = &args.server {
-        return crate::client::run(server, args.token.as_deref(), args.command, args.strict).await;
-    }
-    let config = crate::config::ConfigFile::read(args.config.as_deref())?;
-    let packages = config.packages();
+    let server = args.server.as_deref();
+    let token = args.token.as_deref();
     match args.command {
+        Command::Call(call) => match server {
+            Some(server) => crate::client::run(server, token, call, args.strict).await,
+            None => {
+                let packages = packages_of(&args.config)?;
+                let engine = open_engine(&args.store, None, &packages).await?;
+                let code = on_store(&engine, call, args.strict).await;
+                engine.close().await;
+                code
+            }
+        },
+        Command::Token(t) => crate::token::run(t),
+        Command::Cluster(ClusterCommand::Status { json }) => {
+            crate::cluster::status(server, token, json).await
+        }
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "acts", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Openapi => {
+            print!("{}", acts_server::openapi_json_text());
+            Ok(0)
+        }
         Command::Run {
             model,
             deploy,
             vars,
             mode,
         } => {
+            on_the_store_only(server, "run")?;
+            let packages = packages_of(&args.config)?;
             let answer_mode = mode_of(&mode)?;
             let vars = parse_vars(&vars)?;
             let clock = scripted(&mode);
@@ -57,61 +74,85 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             }
             Ok(report.exit_code())
         }
-        Command::Test { paths, json } => crate::testcmd::run(&paths, json, &packages).await,
+        Command::Test { paths, json } => {
+            on_the_store_only(server, "test")?;
+            crate::testcmd::run(&paths, json, &packages_of(&args.config)?).await
+        }
+        Command::Resume { mode } => {
+            on_the_store_only(server, "resume")?;
+            let packages = packages_of(&args.config)?;
+            let engine = open_engine(&args.store, None, &packages).await?;
+            let code = resume(&engine, mode).await;
+            engine.close().await;
+            code
+        }
         Command::Serve {
             listen,
             node,
             lease_ttl,
-            cluster: Some(cluster),
+            cluster,
             partitions,
             advertise,
             grpc,
             ..
         } => {
-            let join = crate::cluster::Join {
-                url: &cluster,
-                node: node.as_deref().unwrap_or_default(),
-                partitions,
-                advertise: advertise.as_deref(),
-                lease_ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
-            };
+            on_the_store_only(server, "serve")?;
+            let config = crate::config::ConfigFile::read(args.config.as_deref())?;
             let at = crate::serve::Listen {
                 http: listen.as_deref(),
                 grpc: grpc.as_deref(),
             };
-            crate::cluster::serve(join, at, &config).await
-        }
-        Command::Serve {
-            listen,
-            node,
-            lease_ttl,
-            grpc,
-            ..
-        } => {
-            let lease = node.map(|id| {
-                let mut v = acts::LeaseConfig::new(&id);
-                v.ttl = std::time::Duration::from_secs(lease_ttl.max(1));
-                v
-            });
-            let at = crate::serve::Listen {
-                http: listen.as_deref(),
-                grpc: grpc.as_deref(),
-            };
-            crate::serve::run(&args.store, at, &config, lease).await
-        }
-        other => {
-            let engine = open_engine(&args.store, None, &packages).await?;
-            // An answer or a control may end a process, freeing a place or
-            // a concurrency key's slot another process waits for.
-            let may_free = matches!(other, Command::Act { .. } | Command::Control { .. });
-            let code = other_command(&engine, other, args.strict).await;
-            if may_free && code.is_ok() {
-                start_freed(&engine).await;
+            match cluster {
+                Some(cluster) => {
+                    let join = crate::cluster::Join {
+                        url: &cluster,
+                        node: node.as_deref().unwrap_or_default(),
+                        partitions,
+                        advertise: advertise.as_deref(),
+                        lease_ttl: std::time::Duration::from_secs(lease_ttl.max(1)),
+                    };
+                    crate::cluster::serve(join, at, &config).await
+                }
+                None => {
+                    let lease = node.map(|id| {
+                        let mut v = acts::LeaseConfig::new(&id);
+                        v.ttl = std::time::Duration::from_secs(lease_ttl.max(1));
+                        v
+                    });
+                    crate::serve::run(&args.store, at, &config, lease).await
+                }
             }
-            engine.close().await;
-            code
         }
     }
+}
+
+/// The packages the config file (`--config`, `ACTS_CONFIG`) sets up.
+fn packages_of(config: &Option<std::path::PathBuf>) -> Result<acts_packages::PackagesConfig, Failure> {
+    Ok(crate::config::ConfigFile::read(config.as_deref())?.packages())
+}
+
+/// Refuses `--server` for a command that works on a store only.
+fn on_the_store_only(server: Option<&str>, name: &str) -> Result<(), Failure> {
+    match server {
+        None => Ok(()),
+        Some(_) => Err(Failure::input(format!(
+            "`{name}` works on a store, not through a server; with --server use deploy, start, \
+             ps, tasks, deliveries, show, act, control, migrate, bulk, models or versions (or \
+             stop the server to use the store)"
+        ))),
+    }
+}
+
+/// A command of `calls.rs` on the engine in this process.
+async fn on_store(engine: &Engine, call: CallCommand, strict: bool) -> Result<u8, Failure> {
+    // An answer or a control may end a process, freeing a place or a
+    // concurrency key's slot another process waits for.
+    let may_free = matches!(call, CallCommand::Act { .. } | CallCommand::Control { .. });
+    let code = crate::calls::call(&Local(engine.executor()), call, strict).await;
+    if may_free && code.is_ok() {
+        start_freed(engine).await;
+    }
+    code
 }
 
 /// How long a one-shot command waits for the processes it let start to
@@ -130,22 +171,6 @@ async fn start_freed(engine: &Engine) {
     let deadline = tokio::time::Instant::now() + FREED_START_WAIT;
     while !engine.is_idle() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-/// The commands on the store: those that also work through a server
-/// (`calls.rs`, here over the engine in this process) and `resume`.
-async fn other_command(engine: &Engine, command: Command, strict: bool) -> Result<u8, Failure> {
-    let command = match crate::calls::call(&Local(engine.executor()), command, strict).await {
-        Ok(done) => return done,
-        Err(command) => command,
-    };
-    match command {
-        Command::Resume { mode } => resume(engine, mode).await,
-        // `dispatch` runs these itself (they need their own engine).
-        _ => Err(Failure::input(
-            "run, test, serve, cluster, token and completions are dispatched before a store is opened",
-        )),
     }
 }
 

@@ -5,12 +5,19 @@
 //! a store (`deploy`, `start`, `ps`, `show`, `act`, `resume`, `models`),
 //! and serves the HTTP API over a store (`serve`, from `acts-server`).
 //!
-//! **Layering rule:** depends only on the facade crate `acts` (and clap,
-//! tokio, serde_json); it holds no engine logic of its own.
+//! **Layering rule:** it holds no engine logic of its own. Of the
+//! workspace it depends on the facade `acts` (the engine and the stores),
+//! `acts-server` (`acts serve`, the OpenAPI document), `acts-cluster`
+//! (`acts serve --cluster`) and `acts-packages` (`acts.core.http`,
+//! `acts.app.shell`); of the rest on clap, tokio, serde, reqwest (the
+//! client of `--server`), axum (the test servers of `acts test`) and
+//! tracing-subscriber. Its files use no room rules (the crate is flat); the
+//! layout test keeps them free of import cycles.
 //!
 //! Where to start reading: [`cli`] (the commands and flags), then
-//! `driver.rs` (driving processes: answering interrupts, the report),
-//! `commands.rs` (the inspection commands).
+//! `commands.rs` (`dispatch`: one arm per command), `calls.rs` (the
+//! commands that work on a store and through a server alike), `driver.rs`
+//! (driving processes: answering interrupts, the report).
 //!
 //! Exit codes: 0 — the process completed; 1 — it ended in error, was
 //! aborted, or an action failed; 2 — bad input (unreadable or invalid
@@ -158,15 +165,6 @@ fn main() -> ExitCode {
         }
         _ => None,
     };
-    if let cli::Command::Completions { shell } = &args.command {
-        let mut cmd = <cli::Cli as clap::CommandFactory>::command();
-        clap_complete::generate(*shell, &mut cmd, "acts", &mut std::io::stdout());
-        return ExitCode::SUCCESS;
-    }
-    if let cli::Command::Openapi = &args.command {
-        print!("{}", acts_server::openapi_json_text());
-        return ExitCode::SUCCESS;
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -55,11 +55,12 @@ fn step() -> impl Strategy<Value = Step> {
                     any::<bool>(),
                     prop::option::of("[a-z] == 1"),
                 )
-                    .prop_map(|(steps, is_else, cond)| Branch {
-                        steps,
-                        r#else: is_else,
-                        r#if: cond,
-                        ..Branch::default()
+                    .prop_map(|(steps, is_else, cond)| {
+                        let mut b = Branch::default();
+                        b.steps = steps;
+                        b.r#else = is_else;
+                        b.r#if = cond;
+                        b
                     }),
                 0..3,
             ),

@@ -52,11 +52,12 @@ fn step() -> impl Strategy<Value = Step> {
                     any::<bool>(),
                     prop::option::of(prop_oneof![Just("true"), Just("false")]),
                 )
-                    .prop_map(|(steps, is_else, cond)| Branch {
-                        steps,
-                        r#else: is_else,
-                        r#if: cond.map(str::to_owned),
-                        ..Branch::default()
+                    .prop_map(|(steps, is_else, cond)| {
+                        let mut b = Branch::default();
+                        b.steps = steps;
+                        b.r#else = is_else;
+                        b.r#if = cond.map(str::to_owned);
+                        b
                     }),
                 0..3,
             ),

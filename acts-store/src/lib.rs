@@ -6,8 +6,8 @@
 //!
 //! **Layering rule:** this crate depends on no database client and on no
 //! other acts crate. Backends (`acts-store-redb`, `acts-store-rocksdb`,
-//! `acts-store-redis`) depend on it; `acts-core` depends on it and on no
-//! backend.
+//! `acts-store-redis`, `acts-store-postgres`) depend on it; `acts-core`
+//! depends on it and on no backend.
 //!
 //! ## Key types
 //!

@@ -14,6 +14,7 @@ fn is_false(b: &bool) -> bool {
 /// A step: one stage of a workflow or of a branch.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Step {
     /// Node id, unique in the whole model (a short id is generated if empty).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -71,6 +72,16 @@ pub struct Step {
 }
 
 impl Step {
+    /// A step with id `id` and nothing else (set the rest on the value:
+    /// `let mut s = Step::new("ask"); s.uses = …`). The struct is
+    /// `#[non_exhaustive]`, so a new model key is not a breaking change.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+
     /// An empty step.
     pub fn new() -> Self {
         Self::default()
@@ -153,6 +164,7 @@ impl Step {
 /// A branch of a step: a chain of steps that runs when its condition holds.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Branch {
     /// Node id, unique in the whole model (a short id is generated if empty).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -196,6 +208,14 @@ pub struct Branch {
 }
 
 impl Branch {
+    /// A branch with id `id` and no steps (set the rest on the value).
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            ..Self::default()
+        }
+    }
+
     /// Sets the id.
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
@@ -230,6 +250,7 @@ impl Branch {
 /// An act: one run of a package (an interrupt, a message, a transform, ...).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Act {
     /// Node id (a short id is generated if empty).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -271,6 +292,16 @@ pub struct Act {
 }
 
 impl Act {
+    /// An act with id `id` that uses package `uses` (set the rest on the
+    /// value).
+    pub fn new(id: impl Into<String>, uses: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            uses: uses.into(),
+            ..Self::default()
+        }
+    }
+
     /// An act running `uses` with `params`.
     pub fn new(uses: impl Into<String>, params: impl Into<Value>) -> Self {
         Self {
@@ -302,6 +333,7 @@ impl Act {
 /// a custom package id.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Trigger {
     /// Id, unique within the model.
     pub id: String,

@@ -41,6 +41,7 @@ const MAX_REASON: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[non_exhaustive]
 pub enum BulkAction {
     /// Pause it ([`Executor::pause_process`]; `reason`).
     Pause,
