@@ -127,7 +127,9 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
 }
 
 /// The packages the config file (`--config`, `ACTS_CONFIG`) sets up.
-fn packages_of(config: &Option<std::path::PathBuf>) -> Result<acts_packages::PackagesConfig, Failure> {
+fn packages_of(
+    config: &Option<std::path::PathBuf>,
+) -> Result<acts_packages::PackagesConfig, Failure> {
     Ok(crate::config::ConfigFile::read(config.as_deref())?.packages())
 }
 

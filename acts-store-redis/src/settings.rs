@@ -440,7 +440,10 @@ mod tests {
         let Persistence::Weak(why) = w.persistence() else {
             panic!("a lapse is weak: {:?}", w.persistence());
         };
-        assert!(why.contains("set to evict keys") && why.contains("allkeys-lru"), "{why}");
+        assert!(
+            why.contains("set to evict keys") && why.contains("allkeys-lru"),
+            "{why}"
+        );
         // Keys evicted since the open: counted from the baseline.
         w.note_lapse(&observed("noeviction", Some(22_190)));
         let Persistence::Weak(why) = w.persistence() else {

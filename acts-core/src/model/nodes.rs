@@ -72,16 +72,6 @@ pub struct Step {
 }
 
 impl Step {
-    /// A step with id `id` and nothing else (set the rest on the value:
-    /// `let mut s = Step::new("ask"); s.uses = …`). The struct is
-    /// `#[non_exhaustive]`, so a new model key is not a breaking change.
-    pub fn new(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            ..Self::default()
-        }
-    }
-
     /// An empty step.
     pub fn new() -> Self {
         Self::default()
@@ -208,14 +198,6 @@ pub struct Branch {
 }
 
 impl Branch {
-    /// A branch with id `id` and no steps (set the rest on the value).
-    pub fn new(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            ..Self::default()
-        }
-    }
-
     /// Sets the id.
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
@@ -292,16 +274,6 @@ pub struct Act {
 }
 
 impl Act {
-    /// An act with id `id` that uses package `uses` (set the rest on the
-    /// value).
-    pub fn new(id: impl Into<String>, uses: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            uses: uses.into(),
-            ..Self::default()
-        }
-    }
-
     /// An act running `uses` with `params`.
     pub fn new(uses: impl Into<String>, params: impl Into<Value>) -> Self {
         Self {

@@ -16,19 +16,20 @@ use super::variant::{ActSchema, Variant, variants_to_vars};
 ///
 /// The struct is `#[non_exhaustive]` (so are [`Step`], [`Branch`](super::Branch),
 /// [`Act`](super::Act) and [`Trigger`]): a model key added later is not a
-/// breaking change for an embedder. Build one with [`Workflow::new`] (or
-/// `Default`) and set its fields; a struct literal is refused outside
-/// acts-core:
+/// breaking change for an embedder. Build one with [`Workflow::new`] and
+/// its `with_*` methods (or set the fields of a value); a struct literal is
+/// refused outside acts-core:
 ///
 /// ```compile_fail
 /// let w = acts_core::model::Workflow { id: "order".into(), ..Default::default() };
 /// ```
 ///
 /// ```
-/// use acts_core::model::{Step, Workflow};
-/// let mut w = Workflow::new("order");
+/// use acts_core::model::Workflow;
+/// let mut w = Workflow::new()
+///     .with_id("order")
+///     .with_step(|s| s.with_id("ask").with_uses("acts.core.irq", serde_json::json!({"key": "ok"})));
 /// w.name = "Orders".into();
-/// w.steps.push(Step::new("ask"));
 /// assert_eq!((w.id.as_str(), w.steps.len()), ("order", 1));
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -102,15 +103,6 @@ pub struct LoadedWorkflow {
 }
 
 impl Workflow {
-    /// A workflow with id `id` and nothing else (set the rest on the
-    /// value).
-    pub fn new(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            ..Self::default()
-        }
-    }
-
     /// A new model at version `0.1.0`.
     pub fn new() -> Self {
         Self {
