@@ -49,6 +49,10 @@ pub struct Answer {
     /// Apply it this long after the interrupt arrived (engine clock).
     #[serde(default)]
     pub delay_ms: Option<u64>,
+    /// The engine is expected to refuse it (`acts test` checks that it
+    /// does; a refused answer is reported and the next one follows).
+    #[serde(default)]
+    pub refused: bool,
 }
 
 impl Answer {
@@ -59,6 +63,8 @@ impl Answer {
             vars: Vars::new(),
             target: None,
             delay_ms: None,
+        refused: false,
+            refused: false,
         }
     }
 
@@ -207,6 +213,7 @@ pub fn parse_typed(line: &str) -> Result<Answer, String> {
         vars,
         target: None,
         delay_ms: None,
+        refused: false,
     };
     a.verb()?;
     Ok(a)

@@ -22,7 +22,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::answers::{Answer, AnswerFile, Verb, parse_typed};
 use crate::failure::Failure;
-use crate::report::{Report, ReportError, human_duration, print_report, report_message};
+use crate::report::{
+    RefusedAnswer, Report, ReportError, human_duration, print_report, report_message,
+};
 
 /// How interrupt requests are answered.
 pub enum Mode {
@@ -68,6 +70,18 @@ pub struct Driver {
     waiting: Vec<Interrupt>,
     delayed: Vec<(i64, Interrupt, Answer)>,
     pids: HashSet<String>,
+    /// Answers the engine refused, per process.
+    refused: HashMap<String, Vec<RefusedAnswer>>,
+    /// Answers marked `refused: true` that the engine took, per process.
+    taken: HashMap<String, Vec<String>>,
+}
+
+/// What applying an answer came to.
+enum Applied {
+    /// The engine took it.
+    Taken,
+    /// The engine refused it (why).
+    Refused(String),
 }
 
 impl Driver {
@@ -89,6 +103,8 @@ impl Driver {
             waiting: Vec::new(),
             delayed: Vec::new(),
             pids: HashSet::new(),
+            refused: HashMap::new(),
+            taken: HashMap::new(),
         }
     }
 
@@ -189,14 +205,47 @@ impl Driver {
 
     /// Applies `answer` to interrupt `i`; an answer to `i` itself that
     /// leaves it waiting (`set_vars`, `push`) queues `i` again for its
-    /// next answer, once the engine has settled.
+    /// next answer, once the engine has settled. An answer the engine
+    /// refuses is reported (stderr, the report's `refused`) and `i` waits
+    /// for its next answer, as a client of acts 0.25 goes on with its next
+    /// call.
     async fn apply(&mut self, i: &Interrupt, answer: &Answer) -> Result<(), Failure> {
-        self.apply_once(i, answer).await?;
+        let act = i.key.clone().unwrap_or_else(|| i.nid.clone());
+        let refused = match self.apply_once(i, answer).await? {
+            Applied::Taken => {
+                if answer.refused {
+                    self.taken.entry(i.pid.clone()).or_default().push(format!(
+                        "the answer '{}' to act '{act}' was expected to be refused, but was taken",
+                        answer.action
+                    ));
+                }
+                false
+            }
+            Applied::Refused(message) => {
+                if !self.json && !answer.refused {
+                    eprintln!(
+                        "acts: the answer '{}' to act '{act}' of process {} was refused: {message}; \
+                         the next answer follows",
+                        answer.action, i.pid
+                    );
+                }
+                self.refused
+                    .entry(i.pid.clone())
+                    .or_default()
+                    .push(RefusedAnswer {
+                        act,
+                        action: answer.action.clone(),
+                        message,
+                        expected: answer.refused,
+                    });
+                true
+            }
+        };
         let keeps_waiting = matches!(
             answer.verb(),
             Ok(Verb::Push | Verb::Act(Action::SetProcessVars))
         );
-        if keeps_waiting && answer.target.is_none() {
+        if refused || (keeps_waiting && answer.target.is_none()) {
             self.waiting.push(Interrupt {
                 again: true,
                 at: (self.now)(),
@@ -206,7 +255,7 @@ impl Driver {
         Ok(())
     }
 
-    async fn apply_once(&mut self, i: &Interrupt, answer: &Answer) -> Result<(), Failure> {
+    async fn apply_once(&mut self, i: &Interrupt, answer: &Answer) -> Result<Applied, Failure> {
         let verb = answer.verb().map_err(Failure::input)?;
         let (pid, tid) = match &answer.target {
             Some(t) => self.seen.get(t).cloned().ok_or_else(|| {
@@ -217,30 +266,29 @@ impl Driver {
             })?,
             None => (i.pid.clone(), i.tid.clone()),
         };
-        let failed = |e: acts::EngineError| {
-            Failure::run(format!(
-                "answering act '{}' of process {} with '{}' failed: {e}",
-                i.nid, i.pid, answer.action
-            ))
+        let outcome = |r: Result<(), acts::EngineError>| match r {
+            Ok(()) => Applied::Taken,
+            Err(e) => Applied::Refused(e.to_string()),
         };
-        match verb {
-            Verb::Ignore => Ok(()),
-            Verb::Act(action) => self
-                .exec
-                .act(&pid, &tid, action, answer.vars.clone())
-                .await
-                .map_err(failed),
-            Verb::Push => {
-                let act = self.exec.task(&i.pid, &i.tid).await.map_err(failed)?;
-                let step = act.parent.ok_or_else(|| {
-                    Failure::run(format!("act '{}' has no step to push to", i.nid))
-                })?;
+        Ok(match verb {
+            Verb::Ignore => Applied::Taken,
+            Verb::Act(action) => outcome(
                 self.exec
-                    .push(&i.pid, &step, answer.vars.clone())
-                    .await
-                    .map_err(failed)
-            }
-        }
+                    .act(&pid, &tid, action, answer.vars.clone())
+                    .await,
+            ),
+            Verb::Push => match self.exec.task(&i.pid, &i.tid).await {
+                Err(e) => Applied::Refused(e.to_string()),
+                Ok(act) => match act.parent {
+                    None => Applied::Refused(format!("act '{}' has no step to push to", i.nid)),
+                    Some(step) => outcome(
+                        self.exec
+                            .push(&i.pid, &step, answer.vars.clone())
+                            .await,
+                    ),
+                },
+            },
+        })
     }
 
     /// Answers the interrupts that already wait in `pid` (after a
@@ -428,6 +476,8 @@ impl Driver {
                 outputs,
                 error,
                 engine_ms: ended - self.started_at,
+                refused: self.refused.remove(&pid).unwrap_or_default(),
+                taken_but_expected_refused: self.taken.remove(&pid).unwrap_or_default(),
             });
         }
         Ok(reports)

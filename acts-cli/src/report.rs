@@ -25,6 +25,24 @@ pub struct Report {
     /// How long it ran on the engine's clock (ms; virtual in scripted
     /// runs).
     pub engine_ms: i64,
+    /// The answers the engine refused, in order (the run went on with the
+    /// next answer, as a client of acts 0.25 does).
+    pub refused: Vec<RefusedAnswer>,
+    /// Answers marked `refused: true` that the engine took.
+    pub taken_but_expected_refused: Vec<String>,
+}
+
+/// An answer the engine refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefusedAnswer {
+    /// The act it answered (its key, else its node id).
+    pub act: String,
+    /// The answer's action.
+    pub action: String,
+    /// Why the engine refused it.
+    pub message: String,
+    /// Whether the answer said it would be (`refused: true`).
+    pub expected: bool,
 }
 
 /// Why a run did not complete.
@@ -67,6 +85,8 @@ impl Report {
             error: Some(ReportError::uncoded(error)),
             messages: Vec::new(),
             engine_ms: 0,
+            refused: Vec::new(),
+            taken_but_expected_refused: Vec::new(),
         }
     }
 
@@ -79,6 +99,9 @@ impl Report {
             "outputs": self.outputs,
             "error": self.error.as_ref().map(|e| json!({"ecode": e.ecode, "message": e.message})),
             "messages": self.messages,
+            "refused": self.refused.iter().map(|r| json!({
+                "act": r.act, "action": r.action, "message": r.message, "expected": r.expected,
+            })).collect::<Vec<_>>(),
         })
     }
 

@@ -8,6 +8,8 @@
 //! deploy: [subflow-child.yml]          # models to deploy first (relative)
 //! answers:                             # as an --answers file
 //!   approve: { action: complete, vars: { ok: true } }
+//!   # review: [{ action: cancel, refused: true }, { action: complete }]
+//!   #   an answer the engine must refuse; the next one follows
 //! serve:                              # canned HTTP answers (acts.core.http);
 //!   - { path: /rates, body: { eur: 1.1 } }   # the model gets `serve_url`
 //! expect:
@@ -249,6 +251,16 @@ fn compare(expect: &Expect, report: &Report) -> Vec<String> {
         )),
         _ => {}
     }
+    // An answer the engine refused must say so (`refused: true`), and an
+    // answer that says so must be refused.
+    for r in report.refused.iter().filter(|r| !r.expected) {
+        diffs.push(format!(
+            "answers: '{}' to act '{}' was refused: {} (write `refused: true` on the answer if \
+             that is expected)",
+            r.action, r.act, r.message
+        ));
+    }
+    diffs.extend(report.taken_but_expected_refused.iter().map(|t| format!("answers: {t}")));
     if let Some(outputs) = &expect.outputs {
         for (k, v) in outputs {
             match report.outputs.get(k) {

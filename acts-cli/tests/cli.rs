@@ -162,6 +162,74 @@ fn answers_files_drive_actions_and_exit_codes() {
     assert_eq!(r["messages"][3]["state"], "submitted");
 }
 
+/// An answer the engine refuses does not end the run: it is reported (on
+/// stderr, and in the `--json` report's `refused`) and the next answer
+/// follows, as a client of acts 0.25 goes on with its next call.
+#[test]
+fn a_refused_answer_is_reported_and_the_next_one_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers = dir.path().join("answers.json");
+    // `cancel` of an act whose step has not completed, `error` without an
+    // ecode, `back` to a step that does not exist: each refused; then the
+    // approval.
+    std::fs::write(
+        &answers,
+        r#"{"approve": [{"action": "cancel"}, {"action": "error"}, {"action": "back", "vars": {"to": "nowhere"}}, {"action": "complete", "vars": {"approved": true}}]}"#,
+    )
+    .unwrap();
+    let (code, r) = run_example("approval.yml", &["--answers", answers.to_str().unwrap()]);
+    assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
+    assert_eq!(r["outputs"]["decided"], true, "{r}");
+    let refused = r["refused"].as_array().expect("a list of refused answers");
+    let actions: Vec<&str> = refused.iter().filter_map(|x| x["action"].as_str()).collect();
+    assert_eq!(actions, ["cancel", "error", "back"], "{r}");
+    assert!(
+        refused.iter().all(|x| x["act"] == "approve" && x["message"].as_str().is_some_and(|m| !m.is_empty())),
+        "{r}"
+    );
+    // Without --json: said on stderr, and the run still completes.
+    let out = acts("memory:")
+        .arg("run")
+        .arg(examples().join("approval.yml"))
+        .args(["--answers", answers.to_str().unwrap()])
+        .output()
+        .expect("acts runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("was refused").count(), 3, "{err}");
+    assert!(err.contains("the next answer follows"), "{err}");
+}
+
+/// `acts test` checks refusals: an answer marked `refused: true` must be
+/// refused, and one refused without the mark fails the test.
+#[test]
+fn acts_test_expects_the_refusals_it_is_told_of() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(examples().join("approval.yml"), dir.path().join("approval.yml")).unwrap();
+    let test = dir.path().join("approval.test.yml");
+    let run_test = |answers: &str| {
+        std::fs::write(
+            &test,
+            format!("answers:\n  approve: {answers}\nexpect:\n  state: completed\n"),
+        )
+        .unwrap();
+        let out = acts("memory:")
+            .arg("test")
+            .arg(dir.path())
+            .output()
+            .expect("acts test runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run_test("[{ action: cancel, refused: true }, { action: complete }]");
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run_test("[{ action: cancel }, { action: complete }]");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("'cancel' to act 'approve' was refused"), "{out}");
+    let (code, out) = run_test("[{ action: complete, refused: true }]");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("expected to be refused, but was taken"), "{out}");
+}
+
 #[test]
 fn bad_input_exits_2_and_says_where() {
     let dir = tempfile::tempdir().unwrap();

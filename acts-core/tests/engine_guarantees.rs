@@ -323,6 +323,40 @@ async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     engine.close().await;
 }
 
+/// A step whose `next` names itself loops (the reference accepts it): its
+/// `if` ends the loop, with the data carried along; without one, the run
+/// limit does.
+#[tokio::test]
+async fn a_step_whose_next_names_itself_loops_until_its_if_or_the_run_limit() {
+    let (engine, end) = run_to_end(
+        "id: self\nver: '1'\nvars:\n  - { name: rounds, value: 0 }\nsteps:\n  - id: again\n    if: rounds < 3\n    uses: acts.transform.code\n    params: 'return { rounds: rounds + 1 }'\n    next: again\n  - id: done\n    uses: acts.transform.set\n    params: { finished: true }\n",
+        "self",
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    assert_eq!(end.outputs.get("rounds"), Some(&serde_json::json!(3)));
+    assert_eq!(end.outputs.get("finished"), Some(&serde_json::json!(true)));
+    engine.close().await;
+    let engine = engine_with(store().await, {
+        let mut v = acts_core::engine::EngineConfig::default();
+        v.run_limits = {
+            let mut v = acts_core::scheduler::RunLimits::default();
+            v.max_node_runs = 20;
+            v
+        };
+        v
+    })
+    .await;
+    engine
+        .executor()
+        .deploy_yaml("id: forever\nver: '1'\nsteps:\n  - id: spin\n    uses: acts.transform.set\n    params: { v: 1 }\n    next: spin\n")
+        .await
+        .unwrap();
+    let (_, message) = ends_in_error(&engine, "forever").await;
+    assert!(message.contains("more than 20 times"), "{message}");
+    engine.close().await;
+}
+
 /// A long linear model: 60 `set` steps, each adding to a sum.
 /// The code steps of [`long_model`].
 const LONG_STEPS: u64 = 60;

@@ -128,6 +128,9 @@ fn next_that_points_nowhere() {
     assert_eq!(node, Some((NodeKind::Step, "a".into())));
     assert_eq!(line, Some(5));
     assert!(text.contains("`next: z` points nowhere"), "{text}");
+    // Its own id is a loop, not nowhere (as in the reference).
+    let looped = "id: m1\nver: '1'\nsteps:\n  - id: a\n    if: 'false'\n    next: a\n";
+    assert!(check(looped).is_ok(), "{:?}", check(looped));
 }
 
 #[test]

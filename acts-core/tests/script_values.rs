@@ -1,7 +1,9 @@
 //! What a script's result may be, as in the reference (acts 0.25 spec,
 //! "JS → JSON conversion"): a number that is not finite (`0 / 0`, `1 / 0`)
 //! is a conversion error — a code step fails its act (JSON has no such
-//! number, and a silent `null` would hide the bug), a substituted param
+//! number, and a silent `null` would hide the bug), and so does every
+//! helper that writes one (`$set`, `$set_process_var`, `$env`, a step
+//! global), as in the reference; a substituted param
 //! becomes `null` as any failing substitution does in the reference — while
 //! a real `null` stays `null`; and a global named by a step id reads and
 //! writes that step's latest task (spec §1.8). Runs on every backend
@@ -27,6 +29,74 @@ async fn a_code_result_that_is_not_a_finite_number_fails_the_act() {
         "{}",
         err.message
     );
+    engine.close().await;
+}
+
+/// Every helper that writes a variable from a script refuses a number
+/// that is not finite: the act fails naming the number and where it was,
+/// and nothing is written (the reference: "non-finite numbers have no JSON
+/// representation").
+#[tokio::test]
+async fn a_helper_that_writes_a_number_that_is_not_finite_fails_the_act() {
+    for (n, script, at) in [
+        (1, "$set_process_var('bad', 0 / 0)", "NaN"),
+        (2, "$set('bad', { deep: [1, 1 / 0] })", "Infinity"),
+        (3, "$env.bad = -1 / 0", "-Infinity"),
+        (4, "$set_process_var('fine', 1); $set('bad', { ratio: 0 / 0 })", "ratio"),
+    ] {
+        let model = format!(
+            "id: w{n}\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"{script}\"\n"
+        );
+        let (engine, end) = run_to_end(&model, &format!("w{n}")).await;
+        assert_eq!(end.state, "error", "{script}: {end:?}");
+        let err = end.err.clone().expect("an error");
+        assert!(
+            err.message.contains("not finite") && err.message.contains(at),
+            "{script}: {}",
+            err.message
+        );
+        assert!(!end.outputs.contains_key("bad"), "{script}: {:?}", end.outputs);
+        engine.close().await;
+    }
+    // A step global written from a later step: the same.
+    let (engine, end) = run_to_end(
+        "id: g\nver: '1'\nsteps:\n  - id: first\n    uses: acts.transform.set\n    params: { a: 1 }\n  - id: second\n    uses: acts.transform.code\n    params: 'second.note = 0 / 0'\n",
+        "g",
+    )
+    .await;
+    assert_eq!(end.state, "error", "{end:?}");
+    assert!(
+        end.err.clone().expect("an error").message.contains("not finite"),
+        "{end:?}"
+    );
+    engine.close().await;
+    // Null itself is fine, and an object with a null in it.
+    let (engine, end) = run_to_end(
+        "id: nl\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"$set_process_var('none', null); $set_process_var('obj', { a: null, b: 2 })\"\n",
+        "nl",
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    assert_eq!(end.outputs.get("obj"), Some(&json!({"a": null, "b": 2})));
+    engine.close().await;
+}
+
+/// A `}}` inside a string (or an object literal) of an expression does not
+/// end it — `${{ 'x}}y' }}` is one expression, as in the reference — while
+/// two expressions in one string stay two (where the reference's greedy
+/// match was wrong).
+#[tokio::test]
+async fn a_close_inside_a_string_does_not_end_an_expression_and_two_stay_two() {
+    let (engine, end) = run_to_end(
+        "id: cl\nver: '1'\nvars:\n  - { name: a, value: 1 }\n  - { name: b, value: 2 }\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params:\n      text: \"${{ 'x}}y' }}\"\n      both: '${{ a }}-${{ b }}'\n      obj: '${{ ({k: {v: 3}}).k.v }}'\n      tpl: '${{ `<${a}}>` }} and ${{ \"}}\" }}'\n",
+        "cl",
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    assert_eq!(end.outputs.get("text"), Some(&json!("x}}y")));
+    assert_eq!(end.outputs.get("both"), Some(&json!("1-2")));
+    assert_eq!(end.outputs.get("obj"), Some(&json!(3)));
+    assert_eq!(end.outputs.get("tpl"), Some(&json!("<1}> and }}")));
     engine.close().await;
 }
 

@@ -12,6 +12,7 @@
 
 mod action;
 mod error;
+mod expression;
 mod gates;
 mod limits;
 mod lint;
@@ -26,6 +27,7 @@ mod variant;
 mod workflow;
 
 pub use action::{ACTION_NAMES, Action, UnknownAction};
+pub use expression::expression_len;
 pub use error::{ModelError, NodeKind, NodeRef};
 pub use gates::{
     Concurrency, MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, MAX_RATE_BURST, MAX_RATE_PER_SECOND,

@@ -112,16 +112,17 @@ fn embedded(out: &mut Vec<ScriptSite>, node: &NodeRef, key: &'static str, value:
         Value::String(s) => {
             let mut rest = s.as_str();
             while let Some(start) = rest.find("${{") {
-                let Some(len) = rest[start..].find("}}") else {
+                let Some(len) = super::expression::expression_len(&rest[start + 3..]) else {
                     break;
                 };
+                let end = start + 3 + len;
                 out.push(ScriptSite {
                     node: node.clone(),
                     key,
-                    text: rest[start + 3..start + len].trim().to_owned(),
+                    text: rest[start + 3..end].trim().to_owned(),
                     is_code: false,
                 });
-                rest = &rest[start + len + 2..];
+                rest = &rest[end + 2..];
             }
         }
         Value::Array(items) => items.iter().for_each(|v| embedded(out, node, key, v)),

@@ -354,12 +354,13 @@ impl Validator<'_> {
                         "a step cannot have both `while` and `next`".into(),
                     ));
                 }
-                // The target must be declared earlier (backward jumps only).
-                if !self.seen.contains_key(next) || next == &step.id {
+                // The target must be this step (a loop, as in the reference)
+                // or one declared earlier (backward jumps only).
+                if !self.seen.contains_key(next) && next != &step.id {
                     return Err(self.err(
                         Some(node),
                         Some(("next", next, 0)),
-                        format!("`next: {next}` points nowhere: it must name a step declared before this one"),
+                        format!("`next: {next}` points nowhere: it must name this step or a step declared before it"),
                     ));
                 }
             }

@@ -78,13 +78,14 @@ pub struct Variant {
 /// The inner text of `s` if `s` is exactly one `${{ expr }}` expression
 /// (surrounding whitespace allowed; `${{ a }} ${{ b }}` is two, not one).
 pub fn whole_expression(s: &str) -> Option<&str> {
-    let t = s.trim();
-    let inner = t.strip_prefix("${{")?.strip_suffix("}}")?;
-    if inner.contains("}}") && inner.contains("${{") {
-        return None;
+    let after = s.trim().strip_prefix("${{")?;
+    let len = super::expression::expression_len(after)?;
+    if after[len + 2..].trim().is_empty() {
+        let inner = after[..len].trim();
+        (!inner.is_empty()).then_some(inner)
+    } else {
+        None
     }
-    let inner = inner.trim();
-    (!inner.is_empty()).then_some(inner)
 }
 
 impl Variant {

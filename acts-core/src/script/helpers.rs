@@ -51,7 +51,21 @@ const PRELUDE_HEAD: &str = r#"
     n[k] = g['__acts_' + k]; delete g['__acts_' + k];
   }
   const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
-  const text = (v) => JSON.stringify(v === undefined ? null : v);
+  // Every value a helper writes (a variable, an env entry, a step's data)
+  // is JSON: a number that is not finite fails the script, as a result
+  // does and as in the reference, never a silent null. (Looked for only
+  // when the text has a null: that is where JSON.stringify put it.)
+  const finite = (k, x) => {
+    if (typeof x === 'number' && !Number.isFinite(x)) {
+      throw new TypeError(`a number that is not finite (${x})${k === '' ? '' : ` (at '${k}')`}; JSON has no such number`);
+    }
+    return x;
+  };
+  const text = (v) => {
+    const t = JSON.stringify(v === undefined ? null : v);
+    if (typeof t === 'string' && t.includes('null')) JSON.stringify(v, finite);
+    return t;
+  };
 "#;
 
 /// The helpers, each installed only into evaluations whose source names

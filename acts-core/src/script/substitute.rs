@@ -142,12 +142,13 @@ fn replace_each<E>(s: &str, mut each: impl FnMut(&str) -> Result<String, E>) -> 
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(start) = rest.find("${{") {
-        let Some(len) = rest[start..].find("}}") else {
+        let Some(len) = crate::model::expression_len(&rest[start + 3..]) else {
             break;
         };
+        let end = start + 3 + len;
         out.push_str(&rest[..start]);
-        out.push_str(&each(rest[start + 3..start + len].trim())?);
-        rest = &rest[start + len + 2..];
+        out.push_str(&each(rest[start + 3..end].trim())?);
+        rest = &rest[end + 2..];
     }
     out.push_str(rest);
     Ok(out)

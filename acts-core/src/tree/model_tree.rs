@@ -147,7 +147,7 @@ impl ModelTree {
                         }),
                         location: None,
                         message: format!(
-                            "`next: {target}` points nowhere: it must name a step declared before this one"
+                            "`next: {target}` points nowhere: it must name this step or a step declared before it"
                         ),
                     });
                 };
