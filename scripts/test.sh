@@ -4,23 +4,25 @@
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
 # crate and backend; among them a PostgreSQL primary's crash under a
 # cluster of `acts serve` nodes with a synchronous and an asynchronous
-# standby, and restores from a dump and to a point in time), then the engine suites (the reference's cache
+# standby, restores from a dump and to a point in time, and a cluster of
+# `acts serve --cluster` nodes through node and Redis master crashes on
+# private Redis Clusters), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,
 # RocksDB, Redis, a Redis Cluster (scripts/redis-cluster.sh: 3 masters +
 # 3 replicas on loopback ports, stopped afterwards) and PostgreSQL
-# (scripts/postgres.sh: a private server, fsync=on), then a cluster of
-# `acts serve --cluster` nodes through node and Redis master crashes
-# (acts-cli/tests/cluster_nodes.rs, on private Redis Clusters), then the example
+# (scripts/postgres.sh: a private server, fsync=on), then the example
 # workflows' own tests and the examples of docs/MODEL.md (`acts test`), then
 # the HTTP API's contract: docs/openapi.json validated as OpenAPI 3.1 and
 # the shipped `acts serve` fuzzed from it (scripts/fuzz-api.sh), then the
 # TypeScript and Python clients against it (scripts/test-clients.sh).
 #
-# Every cargo invocation here selects the whole workspace (`--workspace`,
-# then `--test NAME` to pick suites), so each resolves the same features
-# and nothing is built twice (RocksDB's C++ above all); the scripts that
-# need the `acts` binary get the one those builds made. A full clean-clone
-# run, timed and measured, is in docs/TESTING.md ("What a test run costs").
+# Every cargo invocation here is `cargo_test`: the whole workspace
+# (`--workspace`, then `--test NAME` to pick suites) with the same features
+# (`acts-cli/redis`: the CLI's tests on private Redis servers and
+# clusters), so each resolves the same build and nothing is built twice
+# (RocksDB's C++ above all); the scripts that need the `acts` binary get
+# the one those builds made. A full clean-clone run, timed and measured,
+# is in docs/TESTING.md ("What a test run costs").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -28,18 +30,22 @@ bash scripts/setup.sh
 # its data would be gigabytes (the inner loop of docs/CONTRIBUTING.md keeps
 # it on).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-cargo test --workspace --all-targets "$@"
-cargo test --workspace --doc
+cargo_test() { cargo test --workspace --features acts-cli/redis "$@"; }
+# (among them acts-cli's cluster_nodes, redis_settings, cluster_keys and
+# cluster_grpc: a cluster of `acts serve --cluster` processes on private
+# Redis Clusters through kill -9, join, SIGSTOP and a master crash)
+cargo_test --all-targets "$@"
+cargo_test --doc
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 acts_bin="$target_dir/debug/acts"
 engine_suites() {
-  cargo test --workspace --test cache_seed --test engine --test engine_features \
+  cargo_test --test cache_seed --test engine --test engine_features \
     --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
     --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test gates --test bulk_jobs
 }
 echo "== the gate suite again with its keys kept at their homes (a cluster's protocol, through a courier)"
-ACTS_TEST_GATE_HOMES=1 cargo test --workspace --test gates
-ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo test --workspace --test gates
+ACTS_TEST_GATE_HOMES=1 cargo_test --test gates
+ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo_test --test gates
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
   ACTS_TEST_STORE=$backend engine_suites
@@ -70,10 +76,8 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 pg_url=$(scripts/postgres.sh start "$pg_dir")
 ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
 echo "== the cluster's ownership tests with the nodes on PostgreSQL"
-ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo test --workspace --test ownership --test catalog_order --test step_gates --test cluster_bulk_jobs
+ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo_test --test ownership --test catalog_order --test step_gates --test cluster_bulk_jobs
 scripts/postgres.sh stop "$pg_dir"
-echo "== a cluster of acts serve --cluster processes on private Redis Clusters (kill -9, join, SIGSTOP, master crash)"
-cargo test --workspace --test cluster_nodes --test redis_settings --test cluster_keys --test cluster_grpc
 echo "== acts test examples/ docs/MODEL.md"
 "$acts_bin" test examples/ docs/MODEL.md --config docs/examples.config.yaml
 echo "== the OpenAPI document: valid OpenAPI 3.1, and acts serve fuzzed from it (schemathesis)"

@@ -63,7 +63,6 @@ impl Answer {
             vars: Vars::new(),
             target: None,
             delay_ms: None,
-        refused: false,
             refused: false,
         }
     }

@@ -272,20 +272,14 @@ impl Driver {
         };
         Ok(match verb {
             Verb::Ignore => Applied::Taken,
-            Verb::Act(action) => outcome(
-                self.exec
-                    .act(&pid, &tid, action, answer.vars.clone())
-                    .await,
-            ),
+            Verb::Act(action) => {
+                outcome(self.exec.act(&pid, &tid, action, answer.vars.clone()).await)
+            }
             Verb::Push => match self.exec.task(&i.pid, &i.tid).await {
                 Err(e) => Applied::Refused(e.to_string()),
                 Ok(act) => match act.parent {
                     None => Applied::Refused(format!("act '{}' has no step to push to", i.nid)),
-                    Some(step) => outcome(
-                        self.exec
-                            .push(&i.pid, &step, answer.vars.clone())
-                            .await,
-                    ),
+                    Some(step) => outcome(self.exec.push(&i.pid, &step, answer.vars.clone()).await),
                 },
             },
         })
@@ -468,6 +462,8 @@ impl Driver {
             let mut outputs = info.outputs;
             outputs.remove("pid");
             let ended = info.end_time.unwrap_or_else(|| (self.now)());
+            let refused = self.refused.remove(&pid).unwrap_or_default();
+            let taken_but_expected_refused = self.taken.remove(&pid).unwrap_or_default();
             reports.push(Report {
                 messages: self.messages.remove(&pid).unwrap_or_default(),
                 pid,
@@ -476,8 +472,8 @@ impl Driver {
                 outputs,
                 error,
                 engine_ms: ended - self.started_at,
-                refused: self.refused.remove(&pid).unwrap_or_default(),
-                taken_but_expected_refused: self.taken.remove(&pid).unwrap_or_default(),
+                refused,
+                taken_but_expected_refused,
             });
         }
         Ok(reports)

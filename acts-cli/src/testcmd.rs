@@ -260,7 +260,12 @@ fn compare(expect: &Expect, report: &Report) -> Vec<String> {
             r.action, r.act, r.message
         ));
     }
-    diffs.extend(report.taken_but_expected_refused.iter().map(|t| format!("answers: {t}")));
+    diffs.extend(
+        report
+            .taken_but_expected_refused
+            .iter()
+            .map(|t| format!("answers: {t}")),
+    );
     if let Some(outputs) = &expect.outputs {
         for (k, v) in outputs {
             match report.outputs.get(k) {

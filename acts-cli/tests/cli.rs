@@ -181,10 +181,15 @@ fn a_refused_answer_is_reported_and_the_next_one_follows() {
     assert_eq!((code, r["state"].as_str()), (0, Some("completed")), "{r}");
     assert_eq!(r["outputs"]["decided"], true, "{r}");
     let refused = r["refused"].as_array().expect("a list of refused answers");
-    let actions: Vec<&str> = refused.iter().filter_map(|x| x["action"].as_str()).collect();
+    let actions: Vec<&str> = refused
+        .iter()
+        .filter_map(|x| x["action"].as_str())
+        .collect();
     assert_eq!(actions, ["cancel", "error", "back"], "{r}");
     assert!(
-        refused.iter().all(|x| x["act"] == "approve" && x["message"].as_str().is_some_and(|m| !m.is_empty())),
+        refused
+            .iter()
+            .all(|x| x["act"] == "approve" && x["message"].as_str().is_some_and(|m| !m.is_empty())),
         "{r}"
     );
     // Without --json: said on stderr, and the run still completes.
@@ -205,7 +210,11 @@ fn a_refused_answer_is_reported_and_the_next_one_follows() {
 #[test]
 fn acts_test_expects_the_refusals_it_is_told_of() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(examples().join("approval.yml"), dir.path().join("approval.yml")).unwrap();
+    std::fs::copy(
+        examples().join("approval.yml"),
+        dir.path().join("approval.yml"),
+    )
+    .unwrap();
     let test = dir.path().join("approval.test.yml");
     let run_test = |answers: &str| {
         std::fs::write(
@@ -218,16 +227,25 @@ fn acts_test_expects_the_refusals_it_is_told_of() {
             .arg(dir.path())
             .output()
             .expect("acts test runs");
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
     };
     let (code, out) = run_test("[{ action: cancel, refused: true }, { action: complete }]");
     assert_eq!(code, Some(0), "{out}");
     let (code, out) = run_test("[{ action: cancel }, { action: complete }]");
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("'cancel' to act 'approve' was refused"), "{out}");
+    assert!(
+        out.contains("'cancel' to act 'approve' was refused"),
+        "{out}"
+    );
     let (code, out) = run_test("[{ action: complete, refused: true }]");
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("expected to be refused, but was taken"), "{out}");
+    assert!(
+        out.contains("expected to be refused, but was taken"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -42,7 +42,11 @@ async fn a_helper_that_writes_a_number_that_is_not_finite_fails_the_act() {
         (1, "$set_process_var('bad', 0 / 0)", "NaN"),
         (2, "$set('bad', { deep: [1, 1 / 0] })", "Infinity"),
         (3, "$env.bad = -1 / 0", "-Infinity"),
-        (4, "$set_process_var('fine', 1); $set('bad', { ratio: 0 / 0 })", "ratio"),
+        (
+            4,
+            "$set_process_var('fine', 1); $set('bad', { ratio: 0 / 0 })",
+            "ratio",
+        ),
     ] {
         let model = format!(
             "id: w{n}\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"{script}\"\n"
@@ -55,7 +59,11 @@ async fn a_helper_that_writes_a_number_that_is_not_finite_fails_the_act() {
             "{script}: {}",
             err.message
         );
-        assert!(!end.outputs.contains_key("bad"), "{script}: {:?}", end.outputs);
+        assert!(
+            !end.outputs.contains_key("bad"),
+            "{script}: {:?}",
+            end.outputs
+        );
         engine.close().await;
     }
     // A step global written from a later step: the same.
@@ -66,7 +74,11 @@ async fn a_helper_that_writes_a_number_that_is_not_finite_fails_the_act() {
     .await;
     assert_eq!(end.state, "error", "{end:?}");
     assert!(
-        end.err.clone().expect("an error").message.contains("not finite"),
+        end.err
+            .clone()
+            .expect("an error")
+            .message
+            .contains("not finite"),
         "{end:?}"
     );
     engine.close().await;

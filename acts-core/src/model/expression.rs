@@ -85,8 +85,14 @@ mod tests {
     fn the_close_is_the_first_outside_strings_templates_and_braces() {
         assert_eq!(inner(" a }} and ${{ b }}"), Some("a"));
         assert_eq!(inner(" 'x}}y' }}"), Some("'x}}y'"));
-        assert_eq!(inner(r#" "a}}" + 'b\'}}' }} tail"#), Some(r#""a}}" + 'b\'}}'"#));
-        assert_eq!(inner(" `t}}${ {a: 1}.a }}` }}"), Some("`t}}${ {a: 1}.a }}`"));
+        assert_eq!(
+            inner(r#" "a}}" + 'b\'}}' }} tail"#),
+            Some(r#""a}}" + 'b\'}}'"#)
+        );
+        assert_eq!(
+            inner(" `t}}${ {a: 1}.a }}` }}"),
+            Some("`t}}${ {a: 1}.a }}`")
+        );
         assert_eq!(inner(" {a: {b: 1}} }}"), Some("{a: {b: 1}}"));
         assert_eq!(inner(" a + b"), None);
         // A quote never closed: the first `}}`, as before.

@@ -27,8 +27,8 @@ mod variant;
 mod workflow;
 
 pub use action::{ACTION_NAMES, Action, UnknownAction};
-pub use expression::expression_len;
 pub use error::{ModelError, NodeKind, NodeRef};
+pub use expression::expression_len;
 pub use gates::{
     Concurrency, MAX_CONCURRENCY_KEY, MAX_CONCURRENCY_LIMIT, MAX_RATE_BURST, MAX_RATE_PER_SECOND,
     Rate, gate_problem,
