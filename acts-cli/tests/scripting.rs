@@ -245,8 +245,9 @@ fn the_json_report_has_exactly_its_documented_fields() {
     };
     assert_eq!(
         keys(&r),
-        ["error", "messages", "model", "outputs", "pid", "state"]
+        ["error", "messages", "model", "outputs", "pid", "refused", "state"]
     );
+    assert_eq!(r["refused"], json!([]), "{r}");
     assert_eq!(r["model"], "review");
     assert_eq!(r["error"], json!({"ecode": "E_NO", "message": "rejected"}));
     assert!(r["outputs"].get("pid").is_none(), "{r}");
