@@ -56,6 +56,7 @@ impl Failure {
             | EngineError::BulkJobExists(_)
             | EngineError::TaskNotFound { .. }
             | EngineError::ModelNotFound(_)
+            | EngineError::TriggerNotFound(_)
             | EngineError::Inputs { .. }
             | EngineError::BadPid { .. }
             | EngineError::TooLarge { .. }

@@ -411,7 +411,10 @@ async fn manual_and_hook_triggers_start_the_model() {
         exec.start_trigger("trig:go", json!([1])).await,
         Err(EngineError::Trigger { .. })
     ));
-    assert!(exec.start_trigger("trig:nope", Value::Null).await.is_err());
+    assert!(matches!(
+        exec.start_trigger("trig:nope", Value::Null).await,
+        Err(EngineError::TriggerNotFound(id)) if id == "trig:nope"
+    ));
 }
 
 async fn wait_processes(e: &Engine, n: usize) {

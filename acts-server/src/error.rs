@@ -69,6 +69,7 @@ impl From<EngineError> for ApiError {
                 (StatusCode::BAD_REQUEST, "bad_request")
             }
             EngineError::ModelNotFound(_)
+            | EngineError::TriggerNotFound(_)
             | EngineError::VersionNotFound { .. }
             | EngineError::ProcessNotFound(_)
             | EngineError::BulkJobNotFound(_)

@@ -112,10 +112,7 @@ impl On<'_> {
         let row = Collection::<TriggerRow>::new(self.store().clone())
             .get(trigger_id)
             .await?
-            .ok_or_else(|| EngineError::Trigger {
-                id: trigger_id.to_owned(),
-                message: "no such trigger (ids are <model id>:<trigger id>)".into(),
-            })?;
+            .ok_or_else(|| EngineError::TriggerNotFound(trigger_id.to_owned()))?;
         match row.kind.as_str() {
             "manual" | "hook" => {}
             "schedule" => {

@@ -137,6 +137,9 @@ pub enum EngineError {
         /// The message id.
         msg_id: String,
     },
+    /// No deployed model has a trigger of that id.
+    #[error("trigger '{0}' does not exist (ids are <model id>:<trigger id>; `acts models` lists the models)")]
+    TriggerNotFound(String),
     /// A trigger that cannot fire as asked.
     #[error("trigger '{id}': {message}")]
     Trigger {
