@@ -186,7 +186,7 @@ async fn hooks_and_triggers_start_processes() {
     // An unknown trigger is an unknown resource: 404, as every other.
     let (status, body) = call(&app, Method::POST, "/api/v1/triggers/nope:x/start", "").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-    assert_eq!(body["code"], "not_found", "{body}");
+    assert_eq!(body["error"]["code"], "not_found", "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
