@@ -193,12 +193,13 @@ async fn the_web_plugins_routes_answer_in_its_envelope() {
     );
 
     // hooks: a trigger started by a POST; an unknown one is refused by name
+    // (404, the status of an unknown resource, in the plugin's envelope)
     let started = ok(post(&app, "/hooks/approval:by_hand", json!({"amount": 9})).await);
     assert!(started["pid"].is_string(), "{started}");
     let (status, body) = post(&app, "/hooks/approval:nope", json!({})).await;
     assert_eq!(
         (status, body["code"].clone()),
-        (StatusCode::BAD_REQUEST, json!("error"))
+        (StatusCode::NOT_FOUND, json!("error"))
     );
     assert!(
         body["message"]
