@@ -245,7 +245,9 @@ fn the_json_report_has_exactly_its_documented_fields() {
     };
     assert_eq!(
         keys(&r),
-        ["error", "messages", "model", "outputs", "pid", "refused", "state"]
+        [
+            "error", "messages", "model", "outputs", "pid", "refused", "state"
+        ]
     );
     assert_eq!(r["refused"], json!([]), "{r}");
     assert_eq!(r["model"], "review");

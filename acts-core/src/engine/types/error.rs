@@ -138,7 +138,9 @@ pub enum EngineError {
         msg_id: String,
     },
     /// No deployed model has a trigger of that id.
-    #[error("trigger '{0}' does not exist (ids are <model id>:<trigger id>; `acts models` lists the models)")]
+    #[error(
+        "trigger '{0}' does not exist (ids are <model id>:<trigger id>; `acts models` lists the models)"
+    )]
     TriggerNotFound(String),
     /// A trigger that cannot fire as asked.
     #[error("trigger '{id}': {message}")]
