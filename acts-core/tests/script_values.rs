@@ -234,3 +234,109 @@ steps:
     assert_eq!(end.outputs.get("value"), Some(&json!("a variable")));
     engine.close().await;
 }
+
+/// Integers cross exactly, as in the reference: one beyond a JavaScript
+/// number's exact range reaches the script as a `BigInt` (through the
+/// variables, `$get` and a step's data alike) and comes back the same
+/// integer; a `BigInt` a script makes becomes that JSON integer; a key
+/// whose value is `undefined` is kept as `null`; a string that looks like
+/// the engine's own marks stays a string.
+#[tokio::test]
+async fn big_integers_cross_exactly_and_undefined_keys_are_kept_as_null() {
+    let model = r#"
+id: big
+ver: '1'
+steps:
+  - id: s1
+    uses: acts.transform.code
+    params: |
+      $set_process_var('r', {
+        same: big, t: typeof big, next: big + 1n, tsafe: typeof safe,
+        max: max, neg: neg, got: $get('big'), made: 12345678901234567890n,
+        gone: undefined, list: [undefined, 1], mark: '\u0000acts:n:5',
+        text: '12345678901234567890'
+      });
+      return { fromResult: big * 2n, nothing: undefined };
+  - id: s2
+    uses: acts.transform.code
+    params: "$set_process_var('again', $get('r').same === 9007199254740993n)"
+"#;
+    let big = json!({
+        "big": 9_007_199_254_740_993u64,
+        "max": u64::MAX,
+        "neg": i64::MIN,
+        "safe": 9_007_199_254_740_991u64
+    });
+    let (engine, end) = run_with_vars(model, "big", big.clone()).await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    let r = end.outputs.get("r").cloned().expect("r was set");
+    assert_eq!(r["same"], json!(9_007_199_254_740_993u64), "{r}");
+    assert_eq!(r["t"], json!("bigint"), "{r}");
+    assert_eq!(r["next"], json!(9_007_199_254_740_994u64), "{r}");
+    assert_eq!(r["tsafe"], json!("number"), "{r}");
+    assert_eq!(r["max"], json!(u64::MAX), "{r}");
+    assert_eq!(r["neg"], json!(i64::MIN), "{r}");
+    assert_eq!(r["got"], json!(9_007_199_254_740_993u64), "{r}");
+    assert_eq!(r["made"], json!(12_345_678_901_234_567_890u64), "{r}");
+    assert_eq!(r.get("gone"), Some(&json!(null)), "{r}");
+    assert_eq!(r["list"], json!([null, 1]), "{r}");
+    assert_eq!(r["mark"], json!("\u{0}acts:n:5"), "{r}");
+    assert_eq!(r["text"], json!("12345678901234567890"), "{r}");
+    assert_eq!(end.outputs.get("again"), Some(&json!(true)), "{end:?}");
+    engine.close().await;
+
+    // A script's result: the same crossing.
+    let (engine, end) = run_with_vars(
+        "id: res\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'return { doubled: big * 2n, nothing: undefined }'\n  - id: s2\n    uses: acts.transform.set\n    params: { doubled: '${{ s1.doubled }}', nothing: '${{ s1.nothing }}' }\n",
+        "res",
+        big,
+    )
+    .await;
+    assert_eq!(end.state, "completed", "{end:?}");
+    assert_eq!(
+        end.outputs.get("doubled"),
+        Some(&json!(18_014_398_509_481_986u64)),
+        "{end:?}"
+    );
+    engine.close().await;
+
+    // Beyond 64 bits there is no JSON integer here: the act fails, saying so.
+    for (n, script) in [
+        (1, "return { huge: 2n ** 70n }"),
+        (2, "$set_process_var('huge', -(2n ** 64n))"),
+    ] {
+        let (engine, end) = run_to_end(
+            &format!(
+                "id: huge{n}\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"{script}\"\n"
+            ),
+            &format!("huge{n}"),
+        )
+        .await;
+        assert_eq!(end.state, "error", "{script}: {end:?}");
+        let err = end.err.clone().expect("an error");
+        assert!(
+            err.message.contains("outside the i64/u64 range"),
+            "{script}: {}",
+            err.message
+        );
+        engine.close().await;
+    }
+}
+
+/// An engine on the test store with `yaml` deployed and a process of
+/// `model` started with `start` as its variables, run to its end.
+async fn run_with_vars(
+    yaml: &str,
+    model: &str,
+    start: serde_json::Value,
+) -> (acts_core::engine::Engine, acts_core::scheduler::Message) {
+    let engine = engine_on(store().await, None).await;
+    let exec = engine.executor();
+    exec.deploy_yaml(yaml).await.expect("deploys");
+    let mut rx = engine
+        .channel(acts_core::engine::ChannelOptions::default().with_type("workflow"))
+        .subscribe();
+    let p = exec.start(model, vars(start)).await.expect("starts");
+    let end = recv_where(&mut rx, ends(&p.pid)).await;
+    (engine, end)
+}

@@ -11,6 +11,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Runtime};
 use serde_json::Value;
 
+use super::crossing;
 use super::error::ScriptError;
 use super::helpers::{self, EvalState};
 use super::kind::ScriptKind;
@@ -310,7 +311,7 @@ impl Worker {
                 script: source.to_owned(),
             });
         }
-        let vars = Value::Object(globals).to_string();
+        let vars = crossing::to_script(&Value::Object(globals));
         // Step globals are proxies over this evaluation's state: made in a
         // context of its own (the realm's globals stay as locked down).
         let steps: Vec<String> = scope.steps.iter().map(|s| s.id.clone()).collect();
@@ -406,8 +407,7 @@ impl Worker {
             .catch(&ctx)
             .map_err(fail)?;
             let g = ctx.globals();
-            let vars: rquickjs::Object = ctx
-                .json_parse(vars)
+            let vars: rquickjs::Object = helpers::parse_vars(&ctx, vars)
                 .catch(&ctx)
                 .map_err(fail)?
                 .into_object()

@@ -11,9 +11,10 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rquickjs::{Ctx, Function};
+use rquickjs::{Ctx, Function, Object};
 use serde_json::Value;
 
+use super::crossing;
 use super::scope::{ScriptEffect, ScriptScope};
 use crate::model::TimeoutLimit;
 
@@ -50,22 +51,36 @@ const PRELUDE_HEAD: &str = r#"
   for (const k of ['log', 'get', 'set', 'set_process_var', 'inputs', 'data', 'ecode', 'cost', 'cost_in', 'env_get', 'env_set', 'step_get', 'step_data', 'step_set']) {
     n[k] = g['__acts_' + k]; delete g['__acts_' + k];
   }
-  const parse = (s) => (s === undefined ? undefined : JSON.parse(s));
+  // How values cross to and from the process's data (crossing.rs):
+  // JSON text, with what JSON cannot say (an exact big integer, a string
+  // that begins with the mark) in marked strings. The natives captured,
+  // so a script that replaces them changes only its own values.
+  const MARK = '\u0000acts:';
+  const jsonParse = JSON.parse, jsonStringify = JSON.stringify, big = BigInt, isFinite = Number.isFinite;
+  const revive = (k, x) => (typeof x === 'string' && x.startsWith(MARK)
+    ? (x.startsWith('n:', 6) ? big(x.slice(8)) : MARK + x.slice(8))
+    : x);
+  // Text that starts with \u0001 holds marks.
+  const parse = (s) => (s === undefined ? undefined
+    : s.charCodeAt(0) === 1 ? jsonParse(s.slice(1), revive) : jsonParse(s));
   // Every value a helper writes (a variable, an env entry, a step's data)
-  // is JSON: a number that is not finite fails the script, as a result
-  // does and as in the reference, never a silent null. (Looked for only
-  // when the text has a null: that is where JSON.stringify put it.)
-  const finite = (k, x) => {
-    if (typeof x === 'number' && !Number.isFinite(x)) {
-      throw new TypeError(`a number that is not finite (${x})${k === '' ? '' : ` (at '${k}')`}; JSON has no such number`);
+  // and a script's result: a number that is not finite fails the script,
+  // as in the reference, never a silent null; a BigInt is exact; a key
+  // whose value is undefined is kept as null.
+  const crossing = (k, x) => {
+    switch (typeof x) {
+      case 'number':
+        if (!isFinite(x)) {
+          throw new TypeError(`a number that is not finite (${x})${k === '' ? '' : ` (at '${k}')`}; JSON has no such number`);
+        }
+        return x;
+      case 'bigint': return MARK + 'n:' + x;
+      case 'string': return x.startsWith(MARK) ? MARK + 's:' + x.slice(6) : x;
+      case 'undefined': return null;
+      default: return x;
     }
-    return x;
   };
-  const text = (v) => {
-    const t = JSON.stringify(v === undefined ? null : v);
-    if (typeof t === 'string' && t.includes('null')) JSON.stringify(v, finite);
-    return t;
-  };
+  const text = (v) => jsonStringify(v, crossing);
 "#;
 
 /// The helpers, each installed only into evaluations whose source names
@@ -134,7 +149,7 @@ const PRELUDE_STEPS: &str = r#"
 const PRELUDE_TAIL: &str = r#"
   delete g.eval;
   const freeze = (o) => { if (o && typeof o === 'object' && !Object.isFrozen(o)) { Object.freeze(o); Object.values(o).forEach(freeze); } return o; };
-  return freeze;
+  return { freeze, text, parse };
 })()
 "#;
 
@@ -167,14 +182,51 @@ fn prelude_with(wanted: impl Fn(&[&str]) -> bool, steps: bool) -> String {
 }
 
 fn json_text(v: &Value) -> String {
-    v.to_string()
+    crossing::to_script(v)
 }
 
-/// Parses JSON text a helper received (the prelude always sends JSON).
+/// Reads JSON text the prelude's `text` wrote (a value a helper received,
+/// a script's result): its marks read back (see `crossing.rs`).
 pub(super) fn parse_json(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| {
+    let v = serde_json::from_str(text).map_err(|e| {
         format!("the value cannot cross into the process's data: {e} (at most {MAX_DEPTH} levels of nesting)")
-    })
+    })?;
+    crossing::from_script(text, v)
+}
+
+/// The prelude's functions the engine calls (`text`, `parse`), kept in
+/// the context's userdata by [`install`].
+type CrossingFns<'js> = Object<'js>;
+
+fn crossing_fn<'js>(ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Function<'js>> {
+    let fns = ctx
+        .userdata::<CrossingFns>()
+        .map(|f| f.clone())
+        .ok_or_else(|| rquickjs::Error::new_from_js("userdata", "crossing functions"))?;
+    fns.get(name)
+}
+
+/// A script's result as the prelude's `text` writes it (JSON with marks;
+/// `None` for a value JSON has no text for, e.g. a function). Throws what
+/// `text` throws (a number that is not finite, a cycle).
+pub(super) fn result_text<'js>(
+    ctx: &Ctx<'js>,
+    value: rquickjs::Value<'js>,
+) -> rquickjs::Result<Option<String>> {
+    let text: Option<rquickjs::String> = crossing_fn(ctx, "text")?.call((value,))?;
+    text.map(|t| t.to_string()).transpose()
+}
+
+/// An evaluation's variables from their text ([`crossing::to_script`]).
+pub(super) fn parse_vars<'js>(
+    ctx: &Ctx<'js>,
+    text: &str,
+) -> rquickjs::Result<rquickjs::Value<'js>> {
+    if text.starts_with(crossing::MARKED) {
+        crossing_fn(ctx, "parse")?.call((text,))
+    } else {
+        ctx.json_parse(text)
+    }
 }
 
 /// The deepest nesting of a value that crosses between a script and the
@@ -265,8 +317,8 @@ pub(super) fn install<'js>(
         Function::new(ctx.clone(), move || -> String {
             let st = s.lock();
             match &st.scope.inputs {
-                Some(inputs) => Value::Object(inputs.clone()).to_string(),
-                None => Value::Object(st.scope.visible()).to_string(),
+                Some(inputs) => json_text(&Value::Object(inputs.clone())),
+                None => json_text(&Value::Object(st.scope.visible())),
             }
         })?,
     )?;
@@ -274,7 +326,7 @@ pub(super) fn install<'js>(
     g.set(
         "__acts_data",
         Function::new(ctx.clone(), move || -> String {
-            Value::Object(s.lock().scope.own.clone()).to_string()
+            json_text(&Value::Object(s.lock().scope.own.clone()))
         })?,
     )?;
     let s = state.clone();
@@ -282,7 +334,7 @@ pub(super) fn install<'js>(
         "__acts_ecode",
         Function::new(ctx.clone(), move || -> String {
             s.lock().scope.ecode().map_or("null".to_owned(), |e| {
-                Value::String(e.to_owned()).to_string()
+                json_text(&Value::String(e.to_owned()))
             })
         })?,
     )?;
@@ -352,7 +404,7 @@ pub(super) fn install<'js>(
         Function::new(ctx.clone(), move |id: String| -> String {
             let st = s.lock();
             st.scope.step(&id).map_or("null".to_owned(), |step| {
-                Value::Object(step.data.clone()).to_string()
+                json_text(&Value::Object(step.data.clone()))
             })
         })?,
     )?;
@@ -378,5 +430,14 @@ pub(super) fn install<'js>(
         )?,
     )?;
     g.set("os", std::env::consts::OS)?;
-    ctx.eval_with_options::<Function, _>(prelude, options)
+    let fns: Object = ctx.eval_with_options(prelude, options)?;
+    let freeze: Function = fns.get("freeze")?;
+    let _ = ctx.remove_userdata::<CrossingFns>();
+    if ctx.store_userdata::<CrossingFns>(fns).is_err() {
+        return Err(rquickjs::Error::new_from_js(
+            "userdata",
+            "crossing functions",
+        ));
+    }
+    Ok(freeze)
 }

@@ -15,12 +15,15 @@
 //!   params.
 //! - `outcome.rs` turns a run into its result (a promise settled first; a
 //!   number that is not finite is an error, as in the reference) or a
-//!   [`ScriptError`].
+//!   [`ScriptError`]; `crossing.rs` says how values cross exactly between
+//!   the process's data and a script (integers beyond 2^53 as `BigInt`s,
+//!   `undefined` keys kept as `null`).
 //!
 //! Not yet: the reference's user-var globals (`secrets`).
 //!
 //! May use: `model`.
 
+mod crossing;
 mod engine;
 mod error;
 mod helpers;

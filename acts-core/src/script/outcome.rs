@@ -2,16 +2,15 @@
 //! first, a number that is not finite refused as in the reference), and
 //! its failures as [`ScriptError`]s.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rquickjs::promise::PromiseState;
-use rquickjs::{CatchResultExt, CaughtError, Ctx, Function};
+use rquickjs::{CatchResultExt, CaughtError, Ctx};
 use serde_json::Value;
 
 use super::error::ScriptError;
-use super::helpers::parse_json;
+use super::helpers;
 
 /// A script's result as JSON: a promise is settled first; failures become
 /// [`ScriptError`]s.
@@ -26,64 +25,28 @@ pub(super) fn finish<'js>(
     let value = value.map_err(fail)?;
     let value =
         settle(ctx, value, deadline).map_err(|e| promise_error(e, source, time, deadline))?;
-    let text = ctx.json_stringify(value.clone()).catch(ctx).map_err(fail)?;
-    // JSON turns a number that is not finite (NaN, Infinity) into null: a
-    // result with a null is looked at again, and such a number fails the
-    // script as in the reference (never a silent null).
-    if text
-        .as_ref()
-        .is_some_and(|t| t.to_string().map(|t| t.contains("null")).unwrap_or(false))
-        && let Some(message) = non_finite(ctx, value)
-    {
-        return Err(ScriptError::Exception {
-            message: format!("its result: {message}"),
-            script: source.to_owned(),
-        });
-    }
+    // The prelude's `text`: a number that is not finite fails the script
+    // as in the reference (never a silent null), a BigInt is exact, a key
+    // whose value is undefined is kept as null (see crossing.rs).
+    let text = helpers::result_text(ctx, value)
+        .catch(ctx)
+        .map_err(|e| match fail(e) {
+            ScriptError::Exception { message, script } => ScriptError::Exception {
+                message: format!("its result: {message}"),
+                script,
+            },
+            other => other,
+        })?;
     match text {
-        // A result that cannot be read back (nested too deep) is an error,
-        // never a silent null (found by the fuzzer).
-        Some(t) => parse_json(
-            &t.to_string()
-                .map_err(|e| ScriptError::Setup(e.to_string()))?,
-        )
-        .map_err(|message| ScriptError::Exception {
+        // A result that cannot be read back (nested too deep, a BigInt
+        // beyond 64 bits) is an error, never a silent null (found by the
+        // fuzzer).
+        Some(t) => helpers::parse_json(&t).map_err(|message| ScriptError::Exception {
             message: format!("its result: {message}"),
             script: source.to_owned(),
         }),
         None => Ok(Value::Null),
     }
-}
-
-/// Where `value` holds a number that is not finite, said as an error
-/// message (`None`: nowhere).
-fn non_finite<'js>(ctx: &Ctx<'js>, value: rquickjs::Value<'js>) -> Option<String> {
-    let found: Arc<Mutex<Option<String>>> = Arc::default();
-    let seen = found.clone();
-    let replacer = Function::new(
-        ctx.clone(),
-        move |key: rquickjs::Coerced<String>, v: rquickjs::Value<'js>| {
-            if let Some(n) = v.as_float()
-                && !n.is_finite()
-            {
-                let mut seen = seen.lock();
-                if seen.is_none() {
-                    let at = if key.0.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (at '{}')", key.0)
-                    };
-                    *seen = Some(format!(
-                        "a number that is not finite ({n}){at}; JSON has no such number"
-                    ));
-                }
-            }
-            v
-        },
-    )
-    .ok()?;
-    let _ = ctx.json_stringify_replacer(value, replacer);
-    found.lock().take()
 }
 
 /// Settles a promise result by running the context's jobs until it is

@@ -396,8 +396,7 @@ fn enter<'js>(
     i: &Intrinsics<'js>,
     vars_json: &str,
 ) -> rquickjs::Result<Object<'js>> {
-    let vars = ctx
-        .json_parse(vars_json)?
+    let vars = helpers::parse_vars(ctx, vars_json)?
         .into_object()
         .ok_or_else(|| rquickjs::Error::new_from_js("value", "object"))?;
     i.object_fn("setPrototypeOf")?
