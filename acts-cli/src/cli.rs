@@ -167,6 +167,42 @@ pub enum Command {
         /// docs/SERVER.md.
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
+        /// Let admins back up the store while it serves (`acts backup
+        /// --server URL --to NAME`, POST /api/v1/backups) into this
+        /// folder (it must exist; each copy takes a new name in it). redb
+        /// and RocksDB stores; see docs/OPERATIONS.md.
+        #[arg(
+            long,
+            value_name = "DIR",
+            env = "ACTS_BACKUP_DIR",
+            conflicts_with = "cluster"
+        )]
+        backup_dir: Option<PathBuf>,
+    },
+    /// Copy the store while it is in use: a redb store's snapshot or a
+    /// RocksDB checkpoint, taken while commits go on, then opened and
+    /// counted. On the store (when no server holds it), or with --server
+    /// by a running `acts serve` into its --backup-dir. Redis and
+    /// PostgreSQL keep their own backups (see docs/OPERATIONS.md).
+    Backup {
+        /// Where the copy goes (a path that does not exist yet); with
+        /// --server, a name in the server's --backup-dir.
+        #[arg(long, value_name = "PATH")]
+        to: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a backup (from `acts backup`) where --store lives, after
+    /// opening and counting it; the store must not exist (stop acts and
+    /// move it away first).
+    Restore {
+        /// The backup.
+        #[arg(long, value_name = "PATH")]
+        from: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Look at a cluster of `acts serve --cluster` nodes (through any
     /// node: --server URL).

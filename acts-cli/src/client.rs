@@ -53,6 +53,19 @@ pub(crate) async fn get_from<T: DeserializeOwned>(
     Ok(client.get(segments, &[]).await?)
 }
 
+/// `POST /api/v1/SEGMENTS` with the JSON `body` on the server at `base`,
+/// the answer read as `T` (for commands outside this file, e.g. `acts
+/// backup --server`).
+pub(crate) async fn post_to<T: DeserializeOwned>(
+    base: &str,
+    token: Option<&str>,
+    segments: &[&str],
+    body: &Value,
+) -> Result<T, Failure> {
+    let client = Client::new(base, token)?;
+    Ok(client.post(segments, body.to_string()).await?)
+}
+
 impl Client {
     fn new(base: &str, token: Option<&str>) -> Result<Self, Failure> {
         let base = base.trim_end_matches('/').to_owned();

@@ -30,6 +30,14 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             }
         },
         Command::Token(t) => crate::token::run(t),
+        Command::Backup { to, json } => match server {
+            Some(server) => crate::backup::backup_on_server(server, token, &to, json).await,
+            None => crate::backup::backup(&args.store, &to, json).await,
+        },
+        Command::Restore { from, json } => {
+            on_the_store_only(server, "restore")?;
+            crate::backup::restore(&args.store, &from, json).await
+        }
         Command::Cluster(ClusterCommand::Status { json }) => {
             crate::cluster::status(server, token, json).await
         }
@@ -94,6 +102,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             partitions,
             advertise,
             grpc,
+            backup_dir,
             ..
         } => {
             on_the_store_only(server, "serve")?;
@@ -119,7 +128,7 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
                         v.ttl = std::time::Duration::from_secs(lease_ttl.max(1));
                         v
                     });
-                    crate::serve::run(&args.store, at, &config, lease).await
+                    crate::serve::run(&args.store, at, &config, lease, backup_dir.as_deref()).await
                 }
             }
         }

@@ -26,6 +26,7 @@
 
 mod answers;
 mod api;
+mod backup;
 mod bulk;
 mod calls;
 mod cli;

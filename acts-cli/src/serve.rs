@@ -109,8 +109,19 @@ pub(crate) async fn run(
     at: Listen<'_>,
     config: &ConfigFile,
     lease: Option<acts::LeaseConfig>,
+    backup_dir: Option<&std::path::Path>,
 ) -> Result<u8, Failure> {
     let (options, listener, bound, grpc) = listen_with_grpc(at, config).await?;
+    let options = match backup_dir {
+        Some(dir) if dir.is_dir() => options.with_backup_dir(dir),
+        Some(dir) => {
+            return Err(Failure::input(format!(
+                "--backup-dir {}: no such folder (make it first: backups go into it)",
+                dir.display()
+            )));
+        }
+        None => options,
+    };
     // before anything says it listens: a stop sent then must stop it cleanly
     let signal = acts_server::shutdown_signal();
     let node = lease.as_ref().map(|l| l.node.clone());

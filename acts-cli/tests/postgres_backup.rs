@@ -14,62 +14,21 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use acts_testkit::postgres_server::{PostgresServer, folder, hand_to_server_user, run};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::asks::{self, get};
 use support::nodes::ASK;
 use support::{http, serve, stop};
 
 const PROCESSES: u64 = 10;
 
-fn get(addr: &str, path: &str) -> Value {
-    let (status, body) = http(addr, "GET", path, "");
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).expect("JSON")
-}
-
-/// The open question of `pid`, if it is waiting.
-fn open_question(addr: &str, pid: &str) -> Option<String> {
-    let body = get(addr, &format!("/api/v1/processes/{pid}"));
-    body["tasks"].as_array().and_then(|ts| {
-        ts.iter()
-            .find(|t| t["key"] == "ask" && t["state"] == "interrupted")
-            .and_then(|t| t["tid"].as_str())
-            .map(str::to_owned)
-    })
-}
-
-/// Answers `ask{i}` with `i` (waiting for its question first).
+/// Answers `ask{i}` with `i`.
 fn answer(addr: &str, i: u64) {
-    let pid = format!("ask{i}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let tid = loop {
-        if let Some(tid) = open_question(addr, &pid) {
-            break tid;
-        }
-        assert!(Instant::now() < deadline, "{pid} never asked");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (status, body) = http(
-        addr,
-        "POST",
-        &format!("/api/v1/processes/{pid}/tasks/{tid}/complete"),
-        &json!({"answer": i}).to_string(),
-    );
-    assert_eq!(status, 204, "{pid}: {body}");
+    asks::answer(addr, &format!("ask{i}"), &json!(i));
 }
 
 /// `ask{i}` has ended with its answer.
 fn wait_completed(addr: &str, i: u64) {
-    let pid = format!("ask{i}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let body = get(addr, &format!("/api/v1/processes/{pid}"));
-        if body["process"]["state"] == "completed" {
-            assert_eq!(body["process"]["outputs"]["answer"], json!(i), "{body}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "{pid} did not complete: {body}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    asks::wait_completed(addr, &format!("ask{i}"), &json!(i));
 }
 
 /// A restored store: the first five answered, the other five waiting;

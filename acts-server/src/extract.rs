@@ -46,6 +46,12 @@ impl Exec {
     pub(crate) fn need_operator(&self, what: &str) -> Result<(), ApiError> {
         Ok(self.1.check_operator(what)?)
     }
+
+    /// `Ok` if the caller is an admin; a 403 for `what` otherwise (for
+    /// what reaches the server's machine: backups).
+    pub(crate) fn need_admin(&self, what: &str) -> Result<(), ApiError> {
+        Ok(self.1.check_admin(what)?)
+    }
 }
 
 /// The raw bytes of a body, a failure to read them (too large, cut off)

@@ -94,6 +94,7 @@ fn app(engine: Engine, options: ServerOptions, port: Option<u16>) -> Router {
         metrics: metrics.clone(),
         tokens: auth.is_enabled(),
         streams: options.streams,
+        backup_dir: options.backup_dir,
     })
     .layer(axum::middleware::from_fn_with_state(
         std::sync::Arc::new(auth),

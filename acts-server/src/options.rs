@@ -19,6 +19,7 @@ pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 pub struct ServerOptions {
     pub(crate) auth: Auth,
     pub(crate) streams: std::sync::Arc<Streams>,
+    pub(crate) backup_dir: Option<std::path::PathBuf>,
 }
 
 impl ServerOptions {
@@ -28,7 +29,16 @@ impl ServerOptions {
         Self {
             auth,
             streams: Streams::new(limits),
+            backup_dir: None,
         }
+    }
+
+    /// Lets admins back up the store through the API (`POST
+    /// /api/v1/backups`) into `dir` (a folder on the server's machine;
+    /// each copy a new name in it).
+    pub fn with_backup_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.backup_dir = Some(dir.into());
+        self
     }
 
     /// Who may call the server.

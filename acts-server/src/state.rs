@@ -19,4 +19,6 @@ pub(crate) struct AppState {
     pub tokens: bool,
     /// The bounds and the accounts of live streams.
     pub streams: Arc<Streams>,
+    /// Where `POST /api/v1/backups` writes its copies (`None`: off).
+    pub backup_dir: Option<std::path::PathBuf>,
 }

@@ -347,6 +347,12 @@ async fn every_operation_answers_its_example_as_the_document_says() {
         "{page}"
     );
 
+    // A backup: this server has no backup folder (and a memory store),
+    // so it is refused as the document says.
+    let (status, body) = c.call("POST", "/api/v1/backups", &none).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "not_supported", "{body}");
+
     // The removals last.
     c.ok("DELETE", "/api/v1/processes/{pid}", &k).await;
     // Version 1 is not the latest, but stored processes run on it.

@@ -44,11 +44,16 @@
 //!   that store fails the same way (nothing more is written to a file that
 //!   is known to be damaged).
 //!
+//! - **Online backups.** [`backup`](acts_store::KvStore::backup) copies
+//!   one read transaction's snapshot into a new file while commits go on
+//!   (`backup.rs`).
+//!
 //! ## Where to start reading
 //!
 //! [`RedbStore::open`], then the `KvStore` impl; errors are mapped in
 //! `error.rs`.
 
+mod backup;
 mod error;
 
 use std::ops::Bound;
@@ -60,8 +65,8 @@ use std::time::{Duration, Instant};
 
 use acts_store::blocking::run_blocking;
 use acts_store::{
-    BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError, StoreOp,
-    StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
+    BackupInfo, BatchOp, Condition, ErrorKind, KvPair, KvStore, Persistence, ScanRange, StoreError,
+    StoreOp, StoreResult, validate_batch, validate_conditional, validate_key, validate_keys,
 };
 use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
@@ -519,6 +524,14 @@ impl KvStore for RedbStore {
             }
         })
     }
+    /// A snapshot (one read transaction) copied into a new redb file while
+    /// commits go on (`backup.rs`).
+    async fn backup(&self, to: &Path) -> StoreResult<BackupInfo> {
+        let inner = self.inner.clone();
+        let to = to.to_owned();
+        run_blocking(BACKEND, StoreOp::Backup, move || inner.backup_to(&to)).await
+    }
+
     fn persistence(&self) -> Persistence {
         match self.inner.durability {
             Durability::Immediate => Persistence::Synced,

@@ -30,6 +30,9 @@
 //!   handle or process holds the database's lock, `Corruption` for damaged
 //!   files, `InvalidInput` for a path that cannot hold a database.
 //!
+//! - **Online backups.** [`backup`](acts_store::KvStore::backup) makes a
+//!   RocksDB checkpoint while commits go on (`backup.rs`).
+//!
 //! ## Defaults for a workflow store
 //!
 //! Point lookups and prefix scans dominate: a bloom filter (10 bits/key)
@@ -41,6 +44,7 @@
 //! [`RocksStore::open`], then the `KvStore` impl; errors are mapped in
 //! `error.rs`.
 
+mod backup;
 mod error;
 
 use std::ops::Bound;
@@ -289,5 +293,12 @@ impl KvStore for RocksStore {
             return Ok(Vec::new());
         }
         self.inner.scan(&range)
+    }
+
+    /// A checkpoint made while commits go on (`backup.rs`).
+    async fn backup(&self, to: &Path) -> StoreResult<acts_store::BackupInfo> {
+        let inner = self.inner.clone();
+        let to = to.to_owned();
+        run_blocking(BACKEND, StoreOp::Backup, move || inner.backup_to(&to)).await
     }
 }

@@ -24,6 +24,9 @@ pub enum StoreOp {
     /// A check that the store can take writes now
     /// ([`KvStore::health`](crate::KvStore::health)).
     Health,
+    /// An online copy of the store
+    /// ([`KvStore::backup`](crate::KvStore::backup)).
+    Backup,
 }
 
 impl StoreOp {
@@ -45,6 +48,7 @@ impl fmt::Display for StoreOp {
             StoreOp::BatchIf => "batch_if",
             StoreOp::Scan => "scan",
             StoreOp::Health => "health",
+            StoreOp::Backup => "backup",
         })
     }
 }

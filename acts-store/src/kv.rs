@@ -411,6 +411,20 @@ pub trait KvStore: Send + Sync + 'static {
         None
     }
 
+    /// Writes a consistent copy of the whole store — every pair as of one
+    /// moment — to `to`, a path that must not exist yet (a file or a
+    /// folder, as the backend keeps its data), while the store stays in
+    /// use: commits go on meanwhile, never waiting for the copy (a redb
+    /// read transaction's snapshot, a RocksDB checkpoint). The copy is
+    /// written under a temporary name and renamed into place when
+    /// complete and synced, so `to` is whole or absent. A backend whose
+    /// server keeps its own backups (Redis, PostgreSQL) answers
+    /// `InvalidInput` naming what to use instead (the default).
+    async fn backup(&self, to: &std::path::Path) -> StoreResult<crate::BackupInfo> {
+        let _ = to;
+        Err(crate::backup::no_online_copy(self.backend()))
+    }
+
     /// Reads the pairs whose key starts with `prefix`; see [`scan`](KvStore::scan).
     async fn scan_prefix(
         &self,
@@ -471,6 +485,10 @@ impl KvStore for std::sync::Arc<dyn KvStore> {
 
     fn io(&self) -> Option<crate::StoreIo> {
         (**self).io()
+    }
+
+    async fn backup(&self, to: &std::path::Path) -> StoreResult<crate::BackupInfo> {
+        (**self).backup(to).await
     }
 
     async fn scan_prefix(

@@ -67,6 +67,7 @@
 //! ```
 
 #[cfg(feature = "tokio")]
+pub mod backup;
 pub mod blocking;
 mod error;
 mod io;
@@ -77,6 +78,7 @@ mod memory;
 mod point_reads;
 mod url;
 
+pub use backup::BackupInfo;
 pub use error::{ErrorKind, StoreError, StoreOp, StoreResult};
 pub use io::StoreIo;
 pub use kv::{

@@ -52,7 +52,7 @@ impl OpSet {
             StoreOp::Scan => self.scans,
             StoreOp::Put | StoreOp::Delete | StoreOp::Batch | StoreOp::BatchIf => self.writes,
             StoreOp::Health => self.writes,
-            StoreOp::Open => false,
+            StoreOp::Open | StoreOp::Backup => false,
         }
     }
 }

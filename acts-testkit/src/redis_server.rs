@@ -67,6 +67,20 @@ impl RedisServer {
     pub fn start_with(persistence: Persistence) -> Result<Self, String> {
         let dir =
             tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        Self::start_in(dir, persistence)
+    }
+
+    /// Starts a private server on a copy of the RDB snapshot at `rdb` (a
+    /// store's fixture, loaded at start), with no persistence after that.
+    pub fn start_from_snapshot(rdb: &std::path::Path) -> Result<Self, String> {
+        let dir =
+            tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        std::fs::copy(rdb, dir.path().join("dump.rdb"))
+            .map_err(|e| format!("{}: {e}", rdb.display()))?;
+        Self::start_in(dir, Persistence::None)
+    }
+
+    fn start_in(dir: tempfile::TempDir, persistence: Persistence) -> Result<Self, String> {
         let mut server = Self {
             port: 0,
             url: String::new(),
@@ -88,6 +102,62 @@ impl RedisServer {
             }
         }
         Err(format!("{last} (tried {START_TRIES} ports)"))
+    }
+
+    /// Writes the server's data as an RDB snapshot to `to` (`SAVE`, then
+    /// the file copied): what [`start_from_snapshot`](Self::start_from_snapshot)
+    /// loads.
+    pub fn save_snapshot(&self, to: &std::path::Path) -> Result<(), String> {
+        let Some(dir) = &self.dir else {
+            return Err("an external server (ACTS_TEST_REDIS_URL) has no snapshot here".into());
+        };
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port);
+        if !answers(addr, b"SAVE\r\n", b"+OK\r\n") {
+            return Err(format!("redis-server on port {} did not SAVE", self.port));
+        }
+        std::fs::copy(dir.path().join("dump.rdb"), to)
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", to.display()))
+    }
+
+    /// Saves the data in the background (`BGSAVE`, as an operator backs up
+    /// a Redis that serves), waits until the save has ended (a minute at
+    /// most: a hang guard) and copies the snapshot to `to`.
+    pub fn bgsave_snapshot(&self, to: &std::path::Path) -> Result<(), String> {
+        let Some(dir) = &self.dir else {
+            return Err("an external server (ACTS_TEST_REDIS_URL) has no snapshot here".into());
+        };
+        let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port);
+        let saves = |info: &str| -> Option<u64> {
+            info.lines()
+                .find_map(|l| l.trim().strip_prefix("rdb_saves:"))
+                .and_then(|n| n.parse().ok())
+        };
+        let before = saves(&reply(addr, "INFO persistence").unwrap_or_default())
+            .ok_or("INFO persistence has no rdb_saves (Redis 7 or later is needed)")?;
+        let started = reply(addr, "BGSAVE").unwrap_or_default();
+        if !started.starts_with("+Background saving started") {
+            return Err(format!("BGSAVE answered {started:?}"));
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let info = reply(addr, "INFO persistence").unwrap_or_default();
+            if !info.contains("rdb_bgsave_in_progress:1")
+                && saves(&info).is_some_and(|n| n > before)
+            {
+                if !info.contains("rdb_last_bgsave_status:ok") {
+                    return Err(format!("the background save failed: {info}"));
+                }
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err("the background save did not end in a minute".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::copy(dir.path().join("dump.rdb"), to)
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", to.display()))
     }
 
     /// The server named by `ACTS_TEST_REDIS_URL` if set, else a private one.
@@ -211,15 +281,40 @@ impl RedisServer {
 
 /// Whether a Redis server listens at `addr` and answers `PING`.
 fn answers_ping(addr: SocketAddrV4) -> bool {
+    answers(addr, b"PING\r\n", b"+PONG\r\n")
+}
+
+/// The server's reply to an inline `command`: a simple string or an
+/// integer as its line (`+OK`, `:1733…`), a bulk string as its text.
+fn reply(addr: SocketAddrV4, command: &str) -> Option<String> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let mut stream = TcpStream::connect(addr).ok()?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    stream.write_all(format!("{command}\r\n").as_bytes()).ok()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let line = line.trim_end().to_owned();
+    match line.strip_prefix('$') {
+        Some(len) => {
+            let len: usize = len.parse().ok()?;
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).ok()?;
+            Some(String::from_utf8_lossy(&body).into_owned())
+        }
+        None => Some(line),
+    }
+}
+
+/// Whether the server at `addr` answers `command` with exactly `reply`.
+fn answers(addr: SocketAddrV4, command: &[u8], reply: &[u8]) -> bool {
     use std::io::{Read, Write};
     let Ok(mut stream) = TcpStream::connect(addr) else {
         return false;
     };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut reply = [0u8; 7];
-    stream.write_all(b"PING\r\n").is_ok()
-        && stream.read_exact(&mut reply).is_ok()
-        && &reply == b"+PONG\r\n"
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut got = vec![0u8; reply.len()];
+    stream.write_all(command).is_ok() && stream.read_exact(&mut got).is_ok() && got == reply
 }
 
 impl Drop for RedisServer {

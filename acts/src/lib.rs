@@ -69,13 +69,14 @@ use std::sync::Arc;
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
     ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
-    Cache, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery, DeliveryState,
-    Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, GateCourier,
-    GateKeyUse, GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo, MAX_BULK_RATE, MAX_PAGE,
-    MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext, PackageFailure,
-    PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN,
-    ROLE_OPERATOR, SealOptions, SealedData, SealedEntry, SpanExport, TaskInfo, TaskMoveInfo,
-    TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor, hex_bytes,
+    Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery,
+    DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
+    GateCourier, GateKeyUse, GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo, MAX_BULK_RATE,
+    MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration,
+    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions, SealedData, SealedEntry,
+    SpanExport, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
+    WaitingFor, encode_cursor, hex_bytes,
 };
 pub use acts_core::model::{
     Act, Branch, Concurrency, ModelError, ModelLimits, Rate, Step, Trigger, UnknownKey, Vars,
@@ -91,10 +92,13 @@ pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_core::tree::long_id;
 pub use acts_store::{
-    ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError, redacted_url,
+    BackupInfo, ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError,
+    redacted_url,
 };
 
+mod census;
 mod family;
+pub use census::{CensusError, census_of};
 pub use family::{StoreFamily, open_store_family};
 
 /// The README's code, compiled and run as a doc test.

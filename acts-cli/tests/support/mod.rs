@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod asks;
 pub mod grpc;
 pub mod nodes;
 

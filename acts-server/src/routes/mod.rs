@@ -1,6 +1,6 @@
 //! The API's routes, one router per resource (each file's `router()`),
 //! merged by [`crate::router`]: the service itself (health, readiness,
-//! metrics, who am I), models, processes, tasks, the live message stream,
+//! metrics, who am I), backups, models, processes, tasks, the live message stream,
 //! durable channels, deliveries, triggers and hooks, bulk jobs, and the
 //! acts 0.25 action table (`actions.rs`).
 //!
@@ -21,6 +21,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::state::AppState;
 
 pub(crate) mod actions;
+pub(crate) mod backups;
 pub(crate) mod bulk;
 pub(crate) mod channels;
 pub(crate) mod compat;
@@ -46,5 +47,6 @@ pub(crate) fn all() -> OpenApiRouter<AppState> {
         .merge(deliveries::router())
         .merge(triggers::router())
         .merge(bulk::router())
+        .merge(backups::router())
         .merge(actions::router())
 }

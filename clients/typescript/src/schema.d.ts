@@ -792,6 +792,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * (admin) Back up the store while it runs.
+         * @description Copies the store as of one moment into the server's backup folder
+         *     (`acts serve --backup-dir DIR`) while commits go on — a redb store's
+         *     snapshot, a RocksDB checkpoint — then opens the copy and counts what
+         *     it holds. Redis and PostgreSQL keep their own backups (BGSAVE,
+         *     `pg_dump`: docs/OPERATIONS.md); on them, and when the server has no
+         *     backup folder, the call is refused (`not_supported`).
+         */
+        post: operations["backup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/actions/{name}": {
         parameters: {
             query?: never;
@@ -821,6 +846,59 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A backup made, and what it holds.
+         * @example {
+         *       "bytes": 1441792,
+         *       "holds": {
+         *         "by_state": {
+         *           "completed": 430,
+         *           "running": 60
+         *         },
+         *         "models": 1,
+         *         "processes": 490
+         *       },
+         *       "millis": 38,
+         *       "pairs": 7240,
+         *       "path": "/var/backups/acts/acts-2026-12-07.redb"
+         *     }
+         */
+        BackupReply: {
+            /** @description Where the copy is, on the server's machine. */
+            path: string;
+            /**
+             * Format: u-int64
+             * @description The key-value pairs copied.
+             */
+            pairs: number;
+            /**
+             * Format: u-int64
+             * @description The bytes the copy takes.
+             */
+            bytes: number;
+            /**
+             * Format: u-int64
+             * @description How long the copy took (ms).
+             */
+            millis: number;
+            /** @description What the copy holds (it was opened and counted). */
+            holds: components["schemas"]["Census"];
+        };
+        /**
+         * @description A backup to make.
+         * @example {
+         *       "name": "acts-2026-12-07.redb"
+         *     }
+         */
+        BackupRequest: {
+            /**
+             * @description The copy's name in the server's backup folder: letters, digits,
+             *     `.`, `-` and `_`, not starting with `.`, at most 128 characters;
+             *     nothing of that name may exist there.
+             * @example acts-2026-12-07.redb
+             */
+            name: string;
+        };
         /**
          * @description What a bulk job does to each matching process.
          * @enum {string}
@@ -986,6 +1064,17 @@ export interface components {
          * @enum {string}
          */
         BulkState: "running" | "done" | "cancelled" | "failed";
+        /** @description What a store holds. */
+        Census: {
+            /** @description The deployed models. */
+            models: number;
+            /** @description The processes. */
+            processes: number;
+            /** @description The processes by state (only the states some process is in). */
+            by_state: {
+                [key: string]: number;
+            };
+        };
         /**
          * @description The optional body of an operator control (none, or `{"reason": ...}`):
          *     why.
@@ -7404,6 +7493,129 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BulkItemPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    backup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackupRequest"];
+            };
+        };
+        responses: {
+            /** @description The copy, checked. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupReply"];
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */

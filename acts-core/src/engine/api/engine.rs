@@ -16,6 +16,7 @@ use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::hooks::ServiceHooks;
 use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::format;
 use crate::engine::services::sealed::{SealOptions, SealedData};
 use crate::engine::services::{On, Services};
 use crate::engine::types::error::EngineError;
@@ -129,6 +130,8 @@ impl EngineBuilder {
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn KvStore>);
+        // A newer acts's store: refused before anything is written.
+        let format = format::check(&store).await?;
         let mut registry = PackageRegistry::with_builtins();
         let mut app = HashMap::new();
         for p in self.packages {
@@ -188,7 +191,10 @@ impl EngineBuilder {
                     .await?
             }
         }
-        engine.rt.fill_indexes().await?;
+        // The format recorded with the indexes' facts, after what they
+        // vouch for.
+        engine.rt.fill_indexes(format.record_op()).await?;
+        format.log_upgrade();
         engine.rt.publish_packages().await?;
         engine.rt.load_models().await?;
         On::new(&engine.rt, &engine.services)

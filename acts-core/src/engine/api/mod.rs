@@ -13,6 +13,7 @@
 
 mod bulk;
 mod bulk_run;
+mod census;
 pub(crate) mod channel;
 mod engine;
 pub(crate) mod executor;
@@ -39,6 +40,7 @@ pub use crate::engine::types::page::Page;
 pub use bulk::{
     BulkAction, BulkItem, BulkJob, BulkPreview, BulkRequest, DEFAULT_BULK_RATE, MAX_BULK_RATE,
 };
+pub use census::Census;
 pub use channel::Channel;
 pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use executor::Executor;

@@ -295,9 +295,13 @@ impl Kernel {
     /// [`DeliveryRow`] existed (its fact below the generation), writes
     /// every such row's index entries (idempotent puts, a batch per chunk
     /// of rows) and deletes the entries of indexes retired since
-    /// ([`Row::RETIRED`]), then the fact. Once per store.
-    pub(crate) async fn fill_indexes(&self) -> Result<(), EngineError> {
-        let mut facts = Vec::new();
+    /// ([`Row::RETIRED`]), then the facts in one batch, with `also` (the
+    /// store format's fact). Once per store.
+    pub(crate) async fn fill_indexes(
+        &self,
+        also: Option<acts_store::BatchOp>,
+    ) -> Result<(), EngineError> {
+        let mut facts: Vec<_> = also.into_iter().collect();
         facts.extend(
             self.fill_index::<ProcRow>(PROC_INDEX, PROC_INDEX_GENERATION, PROC_INDEX_ENTRIES_SINCE)
                 .await?,

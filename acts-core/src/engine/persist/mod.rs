@@ -5,6 +5,7 @@
 //! `durable` (collections).
 
 pub(crate) mod bulk_rows;
+pub(crate) mod format;
 pub(crate) mod info;
 pub(crate) mod migrate;
 pub(crate) mod process;

@@ -145,7 +145,7 @@ impl Principal {
     }
 
     /// `Ok` if it is an admin; the denial for `what` otherwise.
-    pub(crate) fn check_admin(&self, what: &str) -> Result<(), EngineError> {
+    pub fn check_admin(&self, what: &str) -> Result<(), EngineError> {
         if self.is_admin() {
             Ok(())
         } else {

@@ -123,6 +123,21 @@ pub enum EngineError {
         /// How long that is from now (ms).
         remaining_ms: i64,
     },
+    /// The store was written by a newer acts, in a format this one cannot
+    /// read; refused at open, before anything was written.
+    #[error(
+        "the store holds format {found} (recorded by acts {written_by}); this acts ({this}) reads formats up to {supported}: run acts {written_by} or later on it, or restore the copy of the store taken before the upgrade (docs/OPERATIONS.md, \"Upgrading acts\")"
+    )]
+    StoreFormatTooNew {
+        /// The store's format.
+        found: u64,
+        /// The acts version that recorded it.
+        written_by: String,
+        /// The newest format this acts reads.
+        supported: u64,
+        /// This acts's version.
+        this: &'static str,
+    },
     /// A stored process could not be rebuilt.
     #[error("{0}")]
     Corrupt(String),

@@ -1,0 +1,73 @@
+//! [`Census`]: what a store holds, counted from its indexes (no process
+//! row read) — what `acts backup` and `acts restore` say of a copy.
+
+use std::collections::BTreeMap;
+
+use crate::engine::api::executor::Executor;
+use crate::engine::types::error::EngineError;
+use crate::scheduler::TaskState;
+
+/// What a store holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Census {
+    /// The deployed models.
+    pub models: usize,
+    /// The processes.
+    pub processes: usize,
+    /// The processes by state (only the states some process is in).
+    pub by_state: BTreeMap<String, usize>,
+}
+
+/// The states a process can be in.
+const PROCESS_STATES: [TaskState; 11] = [
+    TaskState::Ready,
+    TaskState::Pending,
+    TaskState::Running,
+    TaskState::Interrupt,
+    TaskState::Completed,
+    TaskState::Submitted,
+    TaskState::Backed,
+    TaskState::Cancelled,
+    TaskState::Error,
+    TaskState::Aborted,
+    TaskState::Removed,
+];
+
+impl Executor {
+    /// What the store holds: its models and its processes by state. An
+    /// operator's or admin's.
+    pub async fn census(&self) -> Result<Census, EngineError> {
+        let mut census = Census {
+            models: self.models().await?.len(),
+            ..Census::default()
+        };
+        for state in PROCESS_STATES {
+            let n = self.count_processes(state).await?;
+            if n > 0 {
+                census.processes += n;
+                census.by_state.insert(state.as_str().to_owned(), n);
+            }
+        }
+        Ok(census)
+    }
+}
+
+impl std::fmt::Display for Census {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} model(s), {} process(es)",
+            self.models, self.processes
+        )?;
+        if !self.by_state.is_empty() {
+            let states: Vec<String> = self
+                .by_state
+                .iter()
+                .map(|(s, n)| format!("{n} {s}"))
+                .collect();
+            write!(f, " ({})", states.join(", "))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! The online copy of a redb store: one read transaction (a snapshot: the
+//! store as of one commit) copied into a new redb file while commits go
+//! on — redb's readers never hold its writers back — written under a
+//! temporary name, synced, and renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use acts_store::backup::{check_target, size_on_disk};
+use acts_store::{BackupInfo, StoreOp, StoreResult};
+use redb::{Database, ReadableTable};
+
+use crate::error::{BACKEND, map_err};
+use crate::{Inner, TABLE};
+
+/// How many pairs one write transaction of the copy holds (its dirty pages
+/// stay in memory until it commits).
+const PAIRS_PER_COMMIT: usize = 10_000;
+
+/// The name a copy is written under until it is complete.
+fn partial(to: &Path) -> PathBuf {
+    let name = to
+        .file_name()
+        .map_or_else(|| "backup".into(), |n| n.to_string_lossy().into_owned());
+    to.with_file_name(format!(".{name}.partial"))
+}
+
+impl Inner {
+    /// Copies the store as of one moment to `to` (see the module doc).
+    pub(crate) fn backup_to(&self, to: &Path) -> StoreResult<BackupInfo> {
+        let op = StoreOp::Backup;
+        check_target(BACKEND, to)?;
+        let tmp = partial(to);
+        // A copy a crash left half-written is not a backup.
+        let _ = std::fs::remove_file(&tmp);
+        let copied = self.guarded(op, || {
+            // The snapshot: every read below sees the store as of now.
+            let table = self.read_table(op)?;
+            let out = Database::builder()
+                .create(&tmp)
+                .map_err(|e| map_err(op, Some(&tmp), e))?;
+            let mut pairs = 0u64;
+            let mut iter = table.iter().map_err(|e| self.fail(op, e))?;
+            loop {
+                let mut txn = out.begin_write().map_err(|e| map_err(op, Some(&tmp), e))?;
+                // Synced once, at the end.
+                txn.set_durability(redb::Durability::None)
+                    .map_err(|e| map_err(op, Some(&tmp), e))?;
+                let mut done = true;
+                {
+                    let mut copy = txn
+                        .open_table(TABLE)
+                        .map_err(|e| map_err(op, Some(&tmp), e))?;
+                    for _ in 0..PAIRS_PER_COMMIT {
+                        let Some(item) = iter.next() else { break };
+                        let (k, v) = item.map_err(|e| self.fail(op, e))?;
+                        copy.insert(k.value(), v.value())
+                            .map_err(|e| map_err(op, Some(&tmp), e))?;
+                        pairs += 1;
+                        done = false;
+                    }
+                }
+                txn.commit().map_err(|e| map_err(op, Some(&tmp), e))?;
+                if done {
+                    break;
+                }
+            }
+            // The last commit fsynced makes every earlier one durable.
+            let txn = out.begin_write().map_err(|e| map_err(op, Some(&tmp), e))?;
+            txn.commit().map_err(|e| map_err(op, Some(&tmp), e))?;
+            Ok(pairs)
+        });
+        let pairs = match copied {
+            Ok(pairs) => pairs,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let placed = std::fs::rename(&tmp, to).and_then(|()| sync_dir(to));
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(map_err(op, Some(to), redb::Error::Io(e)));
+        }
+        Ok(BackupInfo {
+            pairs,
+            bytes: size_on_disk(to),
+        })
+    }
+}
+
+/// Syncs the folder that holds `path` (so its new name survives a crash).
+fn sync_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => std::fs::File::open(".")?.sync_all(),
+    }
+}
