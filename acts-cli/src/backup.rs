@@ -61,7 +61,14 @@ async fn verify(url: &str) -> Result<Census, Failure> {
 pub(crate) async fn backup(url: &str, to: &Path, json_out: bool) -> Result<u8, Failure> {
     let copy = copy_url(url, to)?;
     let packages = acts_packages::PackagesConfig::default();
-    let engine = open_engine(url, None, &packages).await?;
+    let engine = open_engine(url, None, &packages).await.map_err(|mut f| {
+        if f.message.contains("in use") {
+            f.message.push_str(
+                "; to back it up while it serves, start it with --backup-dir DIR and run `acts backup --server URL --to NAME`",
+            );
+        }
+        f
+    })?;
     let started = Instant::now();
     let made = engine.store().backup(to).await;
     engine.close().await;
