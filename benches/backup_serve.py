@@ -50,6 +50,30 @@ def run(count):
     return sorted(out)
 
 
+def commit_buckets():
+    """The server's group-commit latency histogram: (upper bound, count)."""
+    req = urllib.request.Request(base + "/metrics")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        text = r.read().decode()
+    out = []
+    for line in text.splitlines():
+        if line.startswith('acts_commit_seconds_bucket{le="'):
+            le = line.split('"')[1]
+            out.append((float("inf") if le == "+Inf" else float(le), int(line.split()[-1])))
+    return out
+
+
+def commit_p(before, after, p):
+    """The bucket bound under which fraction p of the commits between the
+    two histograms fell, and how many there were."""
+    delta = [(le, a - b) for (le, a), (_, b) in zip(after, before)]
+    total = delta[-1][1]
+    for le, n in delta:
+        if n >= total * p:
+            return le * 1e3, total
+    return float("inf"), total
+
+
 def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))]
 
@@ -57,7 +81,9 @@ def pct(xs, p):
 t0 = time.time()
 run(n)
 print(f"filled: {n} cycles in {time.time() - t0:.1f} s", flush=True)
+before_hist = commit_buckets()
 before = run(400)
+mid_hist = commit_buckets()
 stop, during, lock = False, [], threading.Lock()
 
 
@@ -73,7 +99,9 @@ ts = [threading.Thread(target=loop) for _ in range(clients)]
 [t.start() for t in ts]
 time.sleep(1)
 t = time.time()
+start_hist = commit_buckets()
 reply = call("POST", "/api/v1/backups", {"name": name})
+end_hist = commit_buckets()
 t_end = time.time()
 secs = t_end - t
 stop = True
@@ -86,3 +114,6 @@ print(f"backup: {reply['pairs']} pairs, {reply['bytes']} bytes in {reply['millis
       f"{reply['holds']['processes']} processes; the call {secs * 1000:.0f} ms with its count)")
 print(f"round trips before: n={len(before)} p50 {pct(before, .5):.1f} ms p99 {pct(before, .99):.1f} ms")
 print(f"round trips during the call: n={len(during)} p50 {pct(during, .5):.1f} ms p99 {pct(during, .99):.1f} ms")
+b99, bn = commit_p(before_hist, mid_hist, .99)
+d99, dn = commit_p(start_hist, end_hist, .99)
+print(f"group commits before: {bn}, p99 <= {b99:g} ms; during the call: {dn}, p99 <= {d99:g} ms")

@@ -81,6 +81,26 @@ fn wait_answers(acked: &Acked, count: usize, clients: &[std::thread::JoinHandle<
     }
 }
 
+/// The restored server at `addr` holds every process of `before` — ended
+/// with its answer when the answer was acknowledged; a process whose
+/// answer was not is ended now (answered, unless its answer made it in).
+fn holds_what_was_acknowledged(addr: &str, before: &BTreeMap<String, Option<u64>>) {
+    for (pid, answer) in before {
+        let body = get(addr, &format!("/api/v1/processes/{pid}"));
+        match answer {
+            Some(n) => {
+                assert_eq!(body["process"]["state"], "completed", "{pid}: {body}");
+                assert_eq!(
+                    body["process"]["outputs"]["answer"],
+                    json!(n),
+                    "{pid}: {body}"
+                );
+            }
+            None => asks::wait_completed_or_answer(addr, pid),
+        }
+    }
+}
+
 fn acts(store: &str, args: &[&str]) -> std::process::Output {
     Command::cargo_bin("acts")
         .expect("the acts binary is built")
@@ -158,20 +178,7 @@ fn backup_under_load(scheme: &str, file: &str) {
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("it holds 1 model(s)"), "{}", text(&out));
     let (child, addr) = serve_with(&["--store", &restored, "--listen", "127.0.0.1:0"]);
-    for (pid, answer) in &before {
-        let body = get(&addr, &format!("/api/v1/processes/{pid}"));
-        match answer {
-            Some(n) => {
-                assert_eq!(body["process"]["state"], "completed", "{pid}: {body}");
-                assert_eq!(
-                    body["process"]["outputs"]["answer"],
-                    json!(n),
-                    "{pid}: {body}"
-                );
-            }
-            None => asks::wait_completed_or_answer(&addr, pid),
-        }
-    }
+    holds_what_was_acknowledged(&addr, &before);
     // Everything the copy holds that still waits is answered and ends.
     let listed = get(&addr, "/api/v1/processes?state=running&limit=1000");
     for p in listed["processes"].as_array().cloned().unwrap_or_default() {
@@ -381,19 +388,6 @@ fn a_redis_store_saved_in_the_background_while_clients_run_restores_with_everyth
         "--listen",
         "127.0.0.1:0",
     ]);
-    for (pid, answer) in &before {
-        let body = get(&addr, &format!("/api/v1/processes/{pid}"));
-        match answer {
-            Some(n) => {
-                assert_eq!(body["process"]["state"], "completed", "{pid}: {body}");
-                assert_eq!(
-                    body["process"]["outputs"]["answer"],
-                    json!(n),
-                    "{pid}: {body}"
-                );
-            }
-            None => asks::wait_completed_or_answer(&addr, pid),
-        }
-    }
+    holds_what_was_acknowledged(&addr, &before);
     assert_eq!(stop(child), Some(0));
 }

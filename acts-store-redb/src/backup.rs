@@ -3,9 +3,9 @@
 //! on — redb's readers never hold its writers back — written under a
 //! temporary name, synced, and renamed into place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use acts_store::backup::{check_target, size_on_disk};
+use acts_store::backup::{check_target, partial_path, size_on_disk, sync_parent};
 use acts_store::{BackupInfo, StoreOp, StoreResult};
 use redb::{Database, ReadableTable};
 
@@ -16,20 +16,12 @@ use crate::{Inner, TABLE};
 /// stay in memory until it commits).
 const PAIRS_PER_COMMIT: usize = 10_000;
 
-/// The name a copy is written under until it is complete.
-fn partial(to: &Path) -> PathBuf {
-    let name = to
-        .file_name()
-        .map_or_else(|| "backup".into(), |n| n.to_string_lossy().into_owned());
-    to.with_file_name(format!(".{name}.partial"))
-}
-
 impl Inner {
     /// Copies the store as of one moment to `to` (see the module doc).
     pub(crate) fn backup_to(&self, to: &Path) -> StoreResult<BackupInfo> {
         let op = StoreOp::Backup;
         check_target(BACKEND, to)?;
-        let tmp = partial(to);
+        let tmp = partial_path(to);
         // A copy a crash left half-written is not a backup.
         let _ = std::fs::remove_file(&tmp);
         let copied = self.guarded(op, || {
@@ -76,7 +68,7 @@ impl Inner {
                 return Err(e);
             }
         };
-        let placed = std::fs::rename(&tmp, to).and_then(|()| sync_dir(to));
+        let placed = std::fs::rename(&tmp, to).and_then(|()| sync_parent(to));
         if let Err(e) = placed {
             let _ = std::fs::remove_file(&tmp);
             return Err(map_err(op, Some(to), redb::Error::Io(e)));
@@ -85,13 +77,5 @@ impl Inner {
             pairs,
             bytes: size_on_disk(to),
         })
-    }
-}
-
-/// Syncs the folder that holds `path` (so its new name survives a crash).
-fn sync_dir(path: &Path) -> std::io::Result<()> {
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(dir) => std::fs::File::open(dir)?.sync_all(),
-        None => std::fs::File::open(".")?.sync_all(),
     }
 }

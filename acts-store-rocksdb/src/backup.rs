@@ -4,9 +4,9 @@
 //! temporary name while commits go on, its pairs counted by opening it
 //! read-only, then renamed into place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use acts_store::backup::{check_target, size_on_disk};
+use acts_store::backup::{check_target, partial_path, size_on_disk, sync_parent};
 use acts_store::{BackupInfo, StoreOp, StoreResult};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{DB, IteratorMode, Options};
@@ -14,20 +14,12 @@ use rocksdb::{DB, IteratorMode, Options};
 use crate::Inner;
 use crate::error::map_err;
 
-/// The name a copy is made under until it is complete.
-fn partial(to: &Path) -> PathBuf {
-    let name = to
-        .file_name()
-        .map_or_else(|| "backup".into(), |n| n.to_string_lossy().into_owned());
-    to.with_file_name(format!(".{name}.partial"))
-}
-
 impl Inner {
     /// Checkpoints the store to `to` (see the module doc).
     pub(crate) fn backup_to(&self, to: &Path) -> StoreResult<BackupInfo> {
         let op = StoreOp::Backup;
         check_target(crate::error::BACKEND, to)?;
-        let tmp = partial(to);
+        let tmp = partial_path(to);
         // A copy a crash left half-made is not a backup.
         let _ = std::fs::remove_dir_all(&tmp);
         let made = Checkpoint::new(&self.db)
@@ -41,7 +33,7 @@ impl Inner {
                 return Err(e);
             }
         };
-        if let Err(e) = std::fs::rename(&tmp, to).and_then(|()| sync_dir(to)) {
+        if let Err(e) = std::fs::rename(&tmp, to).and_then(|()| sync_parent(to)) {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(acts_store::StoreError::new(
                 crate::error::BACKEND,
@@ -68,12 +60,4 @@ fn count_pairs(path: &Path) -> StoreResult<u64> {
         pairs += 1;
     }
     Ok(pairs)
-}
-
-/// Syncs the folder that holds `path` (so its new name survives a crash).
-fn sync_dir(path: &Path) -> std::io::Result<()> {
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(dir) => std::fs::File::open(dir)?.sync_all(),
-        None => std::fs::File::open(".")?.sync_all(),
-    }
 }

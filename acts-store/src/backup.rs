@@ -1,7 +1,7 @@
 //! Online copies of a store: what [`KvStore::backup`](crate::KvStore::backup)
 //! reports, and what a backend without a copy of its own says instead.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{ErrorKind, StoreError, StoreOp};
 
@@ -62,5 +62,23 @@ pub fn size_on_disk(path: &Path) -> u64 {
             .map(|entries| entries.flatten().map(|e| size_on_disk(&e.path())).sum())
             .unwrap_or(0),
         _ => 0,
+    }
+}
+
+/// The name a copy to `to` is written under until it is complete
+/// (`.NAME.partial` beside it).
+pub fn partial_path(to: &Path) -> PathBuf {
+    let name = to
+        .file_name()
+        .map_or_else(|| "backup".into(), |n| n.to_string_lossy().into_owned());
+    to.with_file_name(format!(".{name}.partial"))
+}
+
+/// Syncs the folder that holds `path` (so a name just given to it
+/// survives a crash).
+pub fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => std::fs::File::open(dir)?.sync_all(),
+        None => std::fs::File::open(".")?.sync_all(),
     }
 }

@@ -19,21 +19,6 @@ pub struct Census {
     pub by_state: BTreeMap<String, usize>,
 }
 
-/// The states a process can be in.
-const PROCESS_STATES: [TaskState; 11] = [
-    TaskState::Ready,
-    TaskState::Pending,
-    TaskState::Running,
-    TaskState::Interrupt,
-    TaskState::Completed,
-    TaskState::Submitted,
-    TaskState::Backed,
-    TaskState::Cancelled,
-    TaskState::Error,
-    TaskState::Aborted,
-    TaskState::Removed,
-];
-
 impl Executor {
     /// What the store holds: its models and its processes by state. An
     /// operator's or admin's.
@@ -42,7 +27,8 @@ impl Executor {
             models: self.models().await?.len(),
             ..Census::default()
         };
-        for state in PROCESS_STATES {
+        // Every state (a process is never `none` or `skipped`: counted as 0).
+        for state in TaskState::ALL {
             let n = self.count_processes(state).await?;
             if n > 0 {
                 census.processes += n;
