@@ -33,10 +33,11 @@ impl Inner {
             let mut pairs = 0u64;
             let mut iter = table.iter().map_err(|e| self.fail(op, e))?;
             loop {
-                let mut txn = out.begin_write().map_err(|e| map_err(op, Some(&tmp), e))?;
-                // Synced once, at the end.
-                txn.set_durability(redb::Durability::None)
-                    .map_err(|e| map_err(op, Some(&tmp), e))?;
+                // Each slice committed and synced as it is written (redb's
+                // default durability): the copy's writes reach the disk a
+                // few MB at a time, not in one long sync at the end that
+                // the store's own commits would queue behind.
+                let txn = out.begin_write().map_err(|e| map_err(op, Some(&tmp), e))?;
                 let mut done = true;
                 {
                     let mut copy = txn
@@ -56,9 +57,6 @@ impl Inner {
                     break;
                 }
             }
-            // The last commit fsynced makes every earlier one durable.
-            let txn = out.begin_write().map_err(|e| map_err(op, Some(&tmp), e))?;
-            txn.commit().map_err(|e| map_err(op, Some(&tmp), e))?;
             Ok(pairs)
         });
         let pairs = match copied {
