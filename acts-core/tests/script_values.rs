@@ -267,7 +267,7 @@ steps:
         "neg": i64::MIN,
         "safe": 9_007_199_254_740_991u64
     });
-    let (engine, end) = run_with_vars(model, "big", big.clone()).await;
+    let (engine, end) = run_with_vars(model, "big", vars(big.clone())).await;
     assert_eq!(end.state, "completed", "{end:?}");
     let r = end.outputs.get("r").cloned().expect("r was set");
     assert_eq!(r["same"], json!(9_007_199_254_740_993u64), "{r}");
@@ -289,7 +289,7 @@ steps:
     let (engine, end) = run_with_vars(
         "id: res\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: 'return { doubled: big * 2n, nothing: undefined }'\n  - id: s2\n    uses: acts.transform.set\n    params: { doubled: '${{ s1.doubled }}', nothing: '${{ s1.nothing }}' }\n",
         "res",
-        big,
+        vars(big),
     )
     .await;
     assert_eq!(end.state, "completed", "{end:?}");
@@ -321,22 +321,4 @@ steps:
         );
         engine.close().await;
     }
-}
-
-/// An engine on the test store with `yaml` deployed and a process of
-/// `model` started with `start` as its variables, run to its end.
-async fn run_with_vars(
-    yaml: &str,
-    model: &str,
-    start: serde_json::Value,
-) -> (acts_core::engine::Engine, acts_core::scheduler::Message) {
-    let engine = engine_on(store().await, None).await;
-    let exec = engine.executor();
-    exec.deploy_yaml(yaml).await.expect("deploys");
-    let mut rx = engine
-        .channel(acts_core::engine::ChannelOptions::default().with_type("workflow"))
-        .subscribe();
-    let p = exec.start(model, vars(start)).await.expect("starts");
-    let end = recv_where(&mut rx, ends(&p.pid)).await;
-    (engine, end)
 }

@@ -151,13 +151,22 @@ pub async fn engine_on(
 /// An engine on the test store with `yaml` deployed, process of `model`
 /// started and run to its end: the engine and the process's end message.
 pub async fn run_to_end(yaml: &str, model: &str) -> (acts_core::engine::Engine, Message) {
+    run_with_vars(yaml, model, Vars::new()).await
+}
+
+/// [`run_to_end`] with `start` as the process's start variables.
+pub async fn run_with_vars(
+    yaml: &str,
+    model: &str,
+    start: Vars,
+) -> (acts_core::engine::Engine, Message) {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
     exec.deploy_yaml(yaml).await.expect("deploys");
     let mut rx = engine
         .channel(acts_core::engine::ChannelOptions::default().with_type("workflow"))
         .subscribe();
-    let p = exec.start(model, Vars::new()).await.expect("starts");
+    let p = exec.start(model, start).await.expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     (engine, end)
 }
