@@ -251,6 +251,10 @@ impl Acts for Client {
         let mut body = serde_json::to_value(plan)
             .map_err(|e| Failure::input(format!("the plan cannot be sent: {e}")))?;
         body["dry_run"] = json!(dry_run);
+        // (the model is the path's)
+        if let Some(body) = body.as_object_mut() {
+            body.remove("model");
+        }
         Ok(self
             .post(&["models", &plan.model, "migrate"], body.to_string())
             .await?)

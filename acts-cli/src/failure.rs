@@ -63,7 +63,8 @@ impl Failure {
             | EngineError::Duplicated(_)
             | EngineError::VersionNotFound { .. }
             | EngineError::VersionInUse { .. }
-            | EngineError::Query(_) => Failure::input(e.to_string()),
+            | EngineError::Query(_)
+            | EngineError::Conflict(_) => Failure::input(e.to_string()),
             other => Failure::engine(other),
         }
     }

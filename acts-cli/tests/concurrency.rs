@@ -117,6 +117,25 @@ fn a_process_whose_task_waits_at_a_step_key_is_listed_and_says_so() {
     assert!(!shown.contains("waiting for"), "{shown}");
     let err = bad(&store, &["ps", "--waiting-for", "gates"]);
     assert!(err.contains("gate (a task at"), "{err}");
-    let err = bad(&store, &["ps", "--state", "none", "--waiting-for", "gate"]);
-    assert!(err.contains("has no task at a gate"), "{err}");
+    // A parked process (state none) has no task at a gate: nothing
+    // matches, which is an empty listing, not an error.
+    let none: Value = serde_json::from_str(&ok(
+        &store,
+        &["ps", "--state", "none", "--waiting-for", "gate", "--json"],
+    ))
+    .expect("JSON");
+    assert_eq!(none, serde_json::json!([]));
+    let none: Value = serde_json::from_str(&ok(
+        &store,
+        &[
+            "ps",
+            "--state",
+            "running",
+            "--waiting-for",
+            "concurrency",
+            "--json",
+        ],
+    ))
+    .expect("JSON");
+    assert_eq!(none, serde_json::json!([]));
 }

@@ -171,7 +171,7 @@ async fn a_query_that_cannot_use_an_index_says_why() {
         .var_eq("region", json!("eu")))
     .await;
     assert!(
-        matches!(&not_declared, EngineError::Query(m) if m.contains("does not index 'region'") && m.contains("[customer, amount]")),
+        matches!(&not_declared, EngineError::Conflict(m) if m.contains("does not index 'region'") && m.contains("[customer, amount]")),
         "{not_declared}"
     );
     let no_model = q(ProcessQuery::new().var_eq("customer", json!("acme"))).await;

@@ -81,7 +81,8 @@ impl From<EngineError> for ApiError {
             // Its key's slots are taken: try again when one frees.
             EngineError::KeyBusy { .. }
             | EngineError::BulkJobRunning(_)
-            | EngineError::BulkJobExists(_) => (StatusCode::CONFLICT, "conflict"),
+            | EngineError::BulkJobExists(_)
+            | EngineError::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             EngineError::Denied { .. } | EngineError::Action(ActionError::Denied { .. }) => {
                 (StatusCode::FORBIDDEN, "forbidden")
             }

@@ -23,6 +23,7 @@
 
 mod actions;
 mod auth;
+mod contract;
 mod dashboard;
 mod error;
 mod extract;

@@ -9,7 +9,8 @@
 //! The REST routes of acts 0.25's web plugin (`routes/compat.rs`) are not
 //! in it: they are the reference's contract, kept for its clients.
 //!
-//! May use: `routes` (their routers), `state` (their state) and `error`.
+//! May use: `routes` (their routers), `state` (their state), `error` and
+//! `contract` (the rules written into the document).
 
 use std::sync::OnceLock;
 
@@ -85,10 +86,17 @@ pub(crate) fn router() -> axum::Router<AppState> {
     build().0
 }
 
-/// The document (built once per process).
-pub fn document() -> &'static Document {
-    static DOCUMENT: OnceLock<Document> = OnceLock::new();
-    DOCUMENT.get_or_init(|| build().1)
+/// The document (built once per process), as JSON.
+pub fn document() -> &'static serde_json::Value {
+    static DOCUMENT: OnceLock<serde_json::Value> = OnceLock::new();
+    DOCUMENT.get_or_init(|| {
+        // (utoipa's types serialize whatever they hold)
+        let mut doc = serde_json::to_value(build().1).unwrap_or_default();
+        // The rules the handlers' types cannot say, written in (see
+        // `contract`).
+        crate::contract::tighten(&mut doc);
+        doc
+    })
 }
 
 fn build() -> (axum::Router<AppState>, Document) {
@@ -101,7 +109,7 @@ fn build() -> (axum::Router<AppState>, Document) {
 /// The document as pretty JSON (what `docs/openapi.json` holds, with a
 /// final newline).
 pub fn openapi_json_text() -> String {
-    let mut text = document().to_pretty_json().unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(document()).unwrap_or_default();
     text.push('\n');
     text
 }

@@ -4,6 +4,8 @@
 //! the dashboard calls only documented routes.
 
 mod common;
+#[path = "openapi/rules.rs"]
+mod rules;
 use common::contract;
 
 use std::collections::BTreeSet;

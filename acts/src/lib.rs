@@ -69,14 +69,14 @@ use std::sync::Arc;
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
     ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
-    Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery,
-    DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats, Executor,
-    GateCourier, GateKeyUse, GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo, MAX_BULK_RATE,
-    MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo, PackageContext,
-    PackageFailure, PackageInfo, Page, PidFilter, Principal, ProcInfo, ProcessMigration,
-    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions, SealedData, SealedEntry,
-    SpanExport, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo, USER_ACTIONS, VarFilter,
-    WaitingFor, encode_cursor, hex_bytes,
+    CURSOR_PATTERN, Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo,
+    DeliveryQuery, DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats,
+    Executor, GateCourier, GateKeyUse, GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo,
+    MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo,
+    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, PidFilter, Principal,
+    ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions,
+    SealedData, SealedEntry, SpanExport, TASK_CURSOR_PATTERN, TaskInfo, TaskMoveInfo, TaskQuery,
+    TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor, hex_bytes,
 };
 pub use acts_core::model::{
     Act, Branch, Concurrency, ModelError, ModelLimits, Rate, Step, Trigger, UnknownKey, Vars,

@@ -51,15 +51,16 @@ pub(crate) mod persist;
 pub(crate) mod services;
 pub(crate) mod types;
 
-pub use api::find::{encode_cursor, hex_bytes};
+pub use api::TASK_CURSOR_PATTERN;
+pub use api::find::{CURSOR_PATTERN, encode_cursor, hex_bytes};
 pub use api::{
     ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
     Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery,
     DeliveryState, Engine, EngineBuilder, EngineError, EngineStats, Executor, GateKeyUse, KeyUse,
-    MAX_BULK_RATE, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo, ModelVersionInfo,
-    PackageContext, PackageFailure, PackageInfo, Page, Principal, ProcInfo, ProcessMigration,
-    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery, TriggerInfo,
-    USER_ACTIONS, VarFilter, WaitingFor,
+    MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo,
+    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, Principal, ProcInfo,
+    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery,
+    TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor,
 };
 pub use kernel::{EngineConfig, GateCourier, GateReply, GateRoute, PidFilter, SpanExport};
 pub use persist::format::STORE_FORMAT;

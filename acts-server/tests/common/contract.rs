@@ -19,7 +19,14 @@ fn document() -> &'static Value {
         let original = doc["components"]["schemas"].clone();
         if let Some(schemas) = doc["components"]["schemas"].as_object_mut() {
             for schema in schemas.values_mut() {
-                if let Some(parts) = schema.get("allOf").and_then(Value::as_array).cloned() {
+                // (a schema with its own properties keeps them: its
+                // `allOf` holds rules, not parts)
+                if let Some(parts) = schema
+                    .get("allOf")
+                    .filter(|_| schema.get("properties").is_none())
+                    .and_then(Value::as_array)
+                    .cloned()
+                {
                     *schema = merged(&parts, &original);
                 }
                 if schema.get("properties").is_some()

@@ -4,102 +4,6 @@
  */
 
 export interface paths {
-    "/api/v1/openapi.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** This document (no token needed). */
-        get: operations["openapi_json"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/healthz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Whether the server runs (no token needed). */
-        get: operations["healthz"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/readyz": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Whether the server can take work (no token needed).
-         * @description `ready` when the store answers and the next transition can commit —
-         *     followed, when the store does not keep every acknowledged write (its
-         *     settings, or something seen while it ran: a Redis that evicted keys),
-         *     by `; warning: ` and what can be or may have been lost; else the error,
-         *     with status 503.
-         */
-        get: operations["readyz"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/metrics": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * (operator) The Prometheus metrics.
-         * @description The server's requests, the engine's transitions, commits, processes,
-         *     scripts and deliveries, and the store's traffic (see docs/SERVER.md).
-         */
-        get: operations["metrics"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/me": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Who the token is. */
-        get: operations["whoami"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/": {
         parameters: {
             query?: never;
@@ -117,199 +21,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/ui/{file}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The dashboard's script and style (no token needed). */
-        get: operations["file"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/models": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The deployed models. */
-        get: operations["list_models"];
-        put?: never;
-        /** Deploys a model (a new version when it differs from the latest). */
-        post: operations["deploy_model"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/models/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A model's latest version and its definition. */
-        get: operations["get_model"];
-        put?: never;
-        post?: never;
-        /** Removes a model (the versions processes run on are kept). */
-        delete: operations["remove_model"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/models/{id}/versions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every version of a model, oldest first. */
-        get: operations["list_versions"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/models/{id}/migrate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** (admin) Moves the live processes of one version to another. */
-        post: operations["migrate_model"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/models/{id}/versions/{rev}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One version of a model and its definition. */
-        get: operations["get_version"];
-        put?: never;
-        post?: never;
-        /** (admin) Removes a version no process runs on and that is not the latest. */
-        delete: operations["remove_version"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The processes, a page at a time, in admission order. */
-        get: operations["list_processes"];
-        put?: never;
-        /** Starts a process. */
-        post: operations["start_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/query": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Finds processes from an index, a page at a time. */
-        post: operations["query_processes"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A process and its tasks. */
-        get: operations["get_process"];
-        put?: never;
-        post?: never;
-        /** Removes a process and everything stored for it. */
-        delete: operations["remove_process"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/stuck": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** (operator) The processes quiet for longer than a threshold. */
-        get: operations["stuck_processes"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/abort": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Aborts a process. */
-        post: operations["abort_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/pause": {
+    "/api/v1/actions/{name}": {
         parameters: {
             query?: never;
             header?: never;
@@ -319,214 +31,22 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * (operator) Pauses a process.
-         * @description Timers and automatic steps hold, client actions are refused until it
-         *     is resumed.
+         * Runs one action of the acts 0.25 table (what its gRPC `Send` takes).
+         * @description `name` is an action of the reference's table (`proc:start`,
+         *     `act:complete`, `model:ls`, ...; docs/COMPATIBILITY.md lists them and
+         *     what acts answers for each); the body is its options, the answer its
+         *     data, both in the reference's shapes. A name of the table acts does not
+         *     support is `501 not_supported`; a name the table does not know is
+         *     `404`.
          */
-        post: operations["pause_process"];
+        post: operations["action"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/processes/{pid}/resume": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** (operator) Resumes a paused process. */
-        post: operations["unpause_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/terminate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** (operator) Ends a process `aborted` with error `terminated`. */
-        post: operations["terminate_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/rewind": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** (operator) Runs a step again; what ran after it is backed. */
-        post: operations["rewind_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/retry": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** (operator) Runs an errored process again from where it failed. */
-        post: operations["retry_process"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/model": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The model a process runs, as deployed when it started. */
-        get: operations["process_model"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/inbox": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The open interrupts the caller may answer. */
-        get: operations["inbox"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/tasks/query": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Finds tasks (in the processes a process query finds), a page at a time. */
-        post: operations["query_tasks"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/processes/{pid}/tasks/{tid}/{action}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Applies an action to a task (answers an interrupt, pushes an act, ...). */
-        post: operations["act"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/messages": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The live message stream.
-         * @description A user's stream carries only the messages of processes they may see.
-         *     Closing the connection ends the subscription.
-         */
-        get: operations["messages"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/channels/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** (operator) Forgets a durable channel and its deliveries. */
-        delete: operations["remove"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/channels/{id}/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * (operator) Opens a durable channel and streams its messages.
-         * @description Registers channel `id` with the filters of the query (or updates its
-         *     filters) and streams its messages: first every one not acknowledged
-         *     yet, then new ones. Each event's id is the message id to ack.
-         */
-        get: operations["stream"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/channels/{id}/ack/{msg_id}": {
+    "/api/v1/backups": {
         parameters: {
             query?: never;
             header?: never;
@@ -536,154 +56,15 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * (operator) Acknowledges one message of a durable channel.
-         * @description The message is not sent again; acking a settled one changes nothing.
+         * (admin) Back up the store while it runs.
+         * @description Copies the store as of one moment into the server's backup folder
+         *     (`acts serve --backup-dir DIR`) while commits go on — a redb store's
+         *     snapshot, a RocksDB checkpoint — then opens the copy and counts what
+         *     it holds. Redis and PostgreSQL keep their own backups (BGSAVE,
+         *     `pg_dump`: docs/OPERATIONS.md); on them, and when the server has no
+         *     backup folder, the call is refused (`not_supported`).
          */
-        post: operations["ack"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/deliveries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The deliveries of durable channels, a page at a time.
-         * @description One page as an array (at most 1,000); the cursor of the next page, if
-         *     any, in the `x-acts-next` header.
-         */
-        get: operations["deliveries"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/deliveries/query": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Finds deliveries, a page at a time.
-         * @description With `?count=true`, also the number of every match.
-         */
-        post: operations["query_deliveries"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/deliveries/{channel}/{msg_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Discards a dead letter.
-         * @description Its process can then be swept; `409` for a delivery that is not
-         *     failed.
-         */
-        delete: operations["discard"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/deliveries/{channel}/{msg_id}/redeliver": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Gives a dead letter another round.
-         * @description It is pending again with its tries reset, sent at once to a connected
-         *     client; `409` for a delivery that is not failed.
-         */
-        post: operations["redeliver"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/triggers": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Every deployed model's triggers. */
-        get: operations["triggers"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/triggers/{id}/start": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Starts the model of a manual or hook trigger.
-         * @description The trigger is `MODEL:TRIGGER`; the body is the payload (none: the
-         *     trigger's default params).
-         */
-        post: operations["start_trigger"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/hooks/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Sends a hook event.
-         * @description Every model with a hook trigger of that name starts with the body as
-         *     its payload; answers with the processes started — with `?wait_ms=N`,
-         *     once they have ended (or N ms have passed: the ones still running are
-         *     answered as they are), with their outputs.
-         */
-        post: operations["hook"];
+        post: operations["backup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -792,7 +173,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/backups": {
+    "/api/v1/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** (operator) Forgets a durable channel and its deliveries. */
+        delete: operations["remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/{id}/ack/{msg_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -802,22 +200,60 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * (admin) Back up the store while it runs.
-         * @description Copies the store as of one moment into the server's backup folder
-         *     (`acts serve --backup-dir DIR`) while commits go on — a redb store's
-         *     snapshot, a RocksDB checkpoint — then opens the copy and counts what
-         *     it holds. Redis and PostgreSQL keep their own backups (BGSAVE,
-         *     `pg_dump`: docs/OPERATIONS.md); on them, and when the server has no
-         *     backup folder, the call is refused (`not_supported`).
+         * (operator) Acknowledges one message of a durable channel.
+         * @description The message is not sent again; acking a settled one changes nothing.
          */
-        post: operations["backup"];
+        post: operations["ack"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/actions/{name}": {
+    "/api/v1/channels/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (operator) Opens a durable channel and streams its messages.
+         * @description Registers channel `id` with the filters of the query (or updates its
+         *     filters) and streams its messages: first every one not acknowledged
+         *     yet, then new ones. Each event's id is the message id to ack.
+         */
+        get: operations["stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The deliveries of durable channels, a page at a time.
+         * @description One page as an array (at most 1,000); the cursor of the next page, if
+         *     any, in the `x-acts-next` header.
+         */
+        get: operations["deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries/query": {
         parameters: {
             query?: never;
             header?: never;
@@ -827,15 +263,579 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Runs one action of the acts 0.25 table (what its gRPC `Send` takes).
-         * @description `name` is an action of the reference's table (`proc:start`,
-         *     `act:complete`, `model:ls`, ...; docs/COMPATIBILITY.md lists them and
-         *     what acts answers for each); the body is its options, the answer its
-         *     data, both in the reference's shapes. A name of the table acts does not
-         *     support is `501 not_supported`; a name the table does not know is
-         *     `404`.
+         * Finds deliveries, a page at a time.
+         * @description With `?count=true`, also the number of every match.
          */
-        post: operations["action"];
+        post: operations["query_deliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries/{channel}/{msg_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Discards a dead letter.
+         * @description Its process can then be swept; `409` for a delivery that is not
+         *     failed.
+         */
+        delete: operations["discard"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deliveries/{channel}/{msg_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gives a dead letter another round.
+         * @description It is pending again with its tries reset, sent at once to a connected
+         *     client; `409` for a delivery that is not failed.
+         */
+        post: operations["redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/hooks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sends a hook event.
+         * @description Every model with a hook trigger of that name starts with the body as
+         *     its payload; answers with the processes started — with `?wait_ms=N`,
+         *     once they have ended (or N ms have passed: the ones still running are
+         *     answered as they are), with their outputs.
+         */
+        post: operations["hook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The open interrupts the caller may answer. */
+        get: operations["inbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who the token is. */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The live message stream.
+         * @description A user's stream carries only the messages of processes they may see.
+         *     Closing the connection ends the subscription.
+         */
+        get: operations["messages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The deployed models. */
+        get: operations["list_models"];
+        put?: never;
+        /** Deploys a model (a new version when it differs from the latest). */
+        post: operations["deploy_model"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A model's latest version and its definition. */
+        get: operations["get_model"];
+        put?: never;
+        post?: never;
+        /** Removes a model (the versions processes run on are kept). */
+        delete: operations["remove_model"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models/{id}/migrate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** (admin) Moves the live processes of one version to another. */
+        post: operations["migrate_model"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version of a model, oldest first. */
+        get: operations["list_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/models/{id}/versions/{rev}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of a model and its definition. */
+        get: operations["get_version"];
+        put?: never;
+        post?: never;
+        /** (admin) Removes a version no process runs on and that is not the latest. */
+        delete: operations["remove_version"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document (no token needed). */
+        get: operations["openapi_json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The processes, a page at a time, in admission order. */
+        get: operations["list_processes"];
+        put?: never;
+        /** Starts a process. */
+        post: operations["start_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Finds processes from an index, a page at a time. */
+        post: operations["query_processes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A process and its tasks. */
+        get: operations["get_process"];
+        put?: never;
+        post?: never;
+        /** Removes a process and everything stored for it. */
+        delete: operations["remove_process"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Aborts a process. */
+        post: operations["abort_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/model": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The model a process runs, as deployed when it started. */
+        get: operations["process_model"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * (operator) Pauses a process.
+         * @description Timers and automatic steps hold, client actions are refused until it
+         *     is resumed.
+         */
+        post: operations["pause_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** (operator) Resumes a paused process. */
+        post: operations["unpause_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** (operator) Runs an errored process again from where it failed. */
+        post: operations["retry_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/rewind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** (operator) Runs a step again; what ran after it is backed. */
+        post: operations["rewind_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/tasks/{tid}/{action}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Applies an action to a task (answers an interrupt, pushes an act, ...). */
+        post: operations["act"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/processes/{pid}/terminate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** (operator) Ends a process `aborted` with error `terminated`. */
+        post: operations["terminate_process"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stuck": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** (operator) The processes quiet for longer than a threshold. */
+        get: operations["stuck_processes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Finds tasks (in the processes a process query finds), a page at a time. */
+        post: operations["query_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every deployed model's triggers. */
+        get: operations["triggers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/triggers/{id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Starts the model of a manual or hook trigger.
+         * @description The trigger is `MODEL:TRIGGER`; the body is the payload (none: the
+         *     trigger's default params).
+         */
+        post: operations["start_trigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the server runs (no token needed). */
+        get: operations["healthz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * (operator) The Prometheus metrics.
+         * @description The server's requests, the engine's transitions, commits, processes,
+         *     scripts and deliveries, and the store's traffic (see docs/SERVER.md).
+         */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the server can take work (no token needed).
+         * @description `ready` when the store answers and the next transition can commit —
+         *     followed, when the store does not keep every acknowledged write (its
+         *     settings, or something seen while it ran: a Redis that evicted keys),
+         *     by `; warning: ` and what can be or may have been lost; else the error,
+         *     with status 503.
+         */
+        get: operations["readyz"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dashboard's script and style (no token needed). */
+        get: operations["file"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -864,25 +864,25 @@ export interface components {
          *     }
          */
         BackupReply: {
-            /** @description Where the copy is, on the server's machine. */
-            path: string;
-            /**
-             * Format: u-int64
-             * @description The key-value pairs copied.
-             */
-            pairs: number;
             /**
              * Format: u-int64
              * @description The bytes the copy takes.
              */
             bytes: number;
+            /** @description What the copy holds (it was opened and counted). */
+            holds: components["schemas"]["Census"];
             /**
              * Format: u-int64
              * @description How long the copy took (ms).
              */
             millis: number;
-            /** @description What the copy holds (it was opened and counted). */
-            holds: components["schemas"]["Census"];
+            /**
+             * Format: u-int64
+             * @description The key-value pairs copied.
+             */
+            pairs: number;
+            /** @description Where the copy is, on the server's machine. */
+            path: string;
         };
         /**
          * @description A backup to make.
@@ -906,20 +906,25 @@ export interface components {
         BulkAction: "pause" | "resume" | "terminate" | "retry" | "rewind" | "migrate" | "remove";
         /** @description What a job did to one process ([`Executor::bulk_items`]). */
         BulkItem: {
-            /** @description The process. */
-            pid: string;
-            /** @description What happened. */
-            outcome: components["schemas"]["BulkOutcome"];
-            /** @description Why (a skip's or a failure's reason). */
-            reason?: string | null;
             /**
              * Format: int64
              * @description When (ms).
              */
             at: number;
+            /** @description What happened. */
+            outcome: components["schemas"]["BulkOutcome"];
+            /** @description The process. */
+            pid: string;
+            /** @description Why (a skip's or a failure's reason). */
+            reason?: string | null;
         };
         /** @description One page of a bulk job's report (`total` is always `null`). */
         BulkItemPage: {
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
             /** @description The items of this page. */
             items: components["schemas"]["BulkItem"][];
             /**
@@ -929,20 +934,14 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
-            /**
-             * @description Each item's own cursor, when a cluster node asked for them
-             *     ([`ITEM_CURSORS`]); absent otherwise.
-             */
-            cursors?: string[];
         };
         /** @description A bulk job and where it stands. */
         BulkJob: {
-            /** @description The job's id. */
-            id: string;
-            /** @description What it does. */
-            request: components["schemas"]["BulkRequest"];
-            /** @description Where it stands. */
-            state: components["schemas"]["BulkState"];
+            /**
+             * @description Whether an engine works on it now (a running job with none goes on
+             *     when the store is next served, e.g. by `acts serve`).
+             */
+            active: boolean;
             /** @description Who asked for it. */
             by?: string | null;
             /**
@@ -951,40 +950,46 @@ export interface components {
              */
             created_at: number;
             /**
-             * Format: int64
-             * @description When it stopped (ms; absent while running).
-             */
-            finished_at?: number | null;
-            /**
-             * Format: u-int64
-             * @description How many processes matched when it began (absent until counted).
-             */
-            total?: number | null;
-            /**
              * Format: u-int64
              * @description Processes changed.
              */
             done: number;
-            /**
-             * Format: u-int64
-             * @description Processes that refused the action, or were gone; unchanged.
-             */
-            skipped: number;
+            /** @description Why it failed. */
+            error?: string | null;
             /**
              * Format: u-int64
              * @description Processes the action could not be applied to; unchanged.
              */
             failed: number;
             /**
-             * @description Whether an engine works on it now (a running job with none goes on
-             *     when the store is next served, e.g. by `acts serve`).
+             * Format: int64
+             * @description When it stopped (ms; absent while running).
              */
-            active: boolean;
-            /** @description Why it failed. */
-            error?: string | null;
+            finished_at?: number | null;
+            /** @description The job's id. */
+            id: string;
+            /** @description What it does. */
+            request: components["schemas"]["BulkRequest"];
+            /**
+             * Format: u-int64
+             * @description Processes that refused the action, or were gone; unchanged.
+             */
+            skipped: number;
+            /** @description Where it stands. */
+            state: components["schemas"]["BulkState"];
+            /**
+             * Format: u-int64
+             * @description How many processes matched when it began (absent until counted).
+             */
+            total?: number | null;
         };
         /** @description One page of bulk jobs (`total` is always `null`). */
         BulkJobPage: {
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
             /** @description The items of this page. */
             jobs: components["schemas"]["BulkJob"][];
             /**
@@ -994,11 +999,6 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
-            /**
-             * @description Each item's own cursor, when a cluster node asked for them
-             *     ([`ITEM_CURSORS`]); absent otherwise.
-             */
-            cursors?: string[];
         };
         /**
          * @description What a bulk job did to one process.
@@ -1017,48 +1017,101 @@ export interface components {
          *     action's options.
          */
         BulkRequest: {
-            /**
-             * @description The job's id (letters, digits, `-`, `_`; at most 64; default: one
-             *     is drawn). A start naming the id of a job that exists starts
-             *     nothing: it returns that job when the request is the same (a
-             *     retried start) and fails with `409` otherwise. A cluster gives
-             *     every partition's part of a job the same id.
-             */
-            id?: string | null;
             /** @description What to do to each process. */
             action: components["schemas"]["BulkAction"];
             /**
-             * @description Which processes (its `limit` and `cursor` are ignored: every match
-             *     is handled).
+             * @description Whether a query with no filter (every process) is meant: a job
+             *     over every process is refused without it.
              */
-            where?: components["schemas"]["ProcessQuery"];
-            /** @description Why (`pause`, `terminate`; recorded in each process's history). */
-            reason?: string | null;
-            /** @description Process variables to set (`retry`, `rewind`, `migrate`). */
-            vars?: Record<string, unknown>;
-            /** @description The step to go back to (`rewind`). */
-            step?: string | null;
-            /**
-             * Format: u-int32
-             * @description The version to move to (`migrate`).
-             */
-            version?: number | null;
+            all?: boolean;
+            /** @description The job's id (letters, digits, `-`, `_`; at most 64; default: one is drawn). A start naming the id of a job that exists starts nothing: it returns that job when the request is the same (a retried start) and fails with `409` otherwise. */
+            id?: string | null;
             /** @description Old node id → new node id (`migrate`). */
             map?: {
                 [key: string]: string;
             };
             /**
              * Format: u-int32
-             * @description The job's pace, processes per second (default
-             *     [`DEFAULT_BULK_RATE`], at most [`MAX_BULK_RATE`]).
+             * @description The job's pace, processes per second.
              */
             per_second?: number | null;
+            /** @description Why (`pause`, `terminate`; recorded in each process's history). */
+            reason?: string | null;
+            /** @description The step to go back to (`rewind`). */
+            step?: string | null;
+            /** @description Process variables to set (`retry`, `rewind`, `migrate`). */
+            vars?: Record<string, unknown>;
             /**
-             * @description Whether a query with no filter (every process) is meant: a job
-             *     over every process is refused without it.
+             * Format: u-int32
+             * @description The version to move to (`migrate`).
              */
-            all?: boolean;
-        };
+            version?: number | null;
+            /**
+             * @description Which processes (its `limit` and `cursor` are ignored: every match
+             *     is handled).
+             */
+            where?: components["schemas"]["ProcessQuery"];
+        } & (({
+            /** @constant */
+            all: true;
+        } | {
+            where: {
+                model: unknown;
+            } | {
+                revision: unknown;
+            } | {
+                state: unknown;
+            } | {
+                started_by: unknown;
+            } | {
+                started_after: unknown;
+            } | {
+                started_before: unknown;
+            } | {
+                var: unknown;
+            } | {
+                ecode: unknown;
+            } | {
+                concurrency_key: unknown;
+            } | {
+                waiting_for: unknown;
+            };
+        }) & ({
+            /** @enum {unknown} */
+            action?: "pause" | "terminate";
+            map?: Record<string, unknown>;
+            step?: null;
+            vars?: Record<string, unknown>;
+            version?: null;
+        } | {
+            /** @enum {unknown} */
+            action?: "resume" | "remove";
+            map?: Record<string, unknown>;
+            reason?: null;
+            step?: null;
+            vars?: Record<string, unknown>;
+            version?: null;
+        } | {
+            /** @enum {unknown} */
+            action?: "retry";
+            map?: Record<string, unknown>;
+            reason?: null;
+            step?: null;
+            version?: null;
+        } | {
+            /** @enum {unknown} */
+            action?: "rewind";
+            map?: Record<string, unknown>;
+            reason?: null;
+            step: string;
+            version?: null;
+        } | {
+            /** @enum {unknown} */
+            action?: "migrate";
+            reason?: null;
+            step?: null;
+            version: number;
+        }));
         /**
          * @description Where a bulk job stands.
          * @enum {string}
@@ -1066,14 +1119,14 @@ export interface components {
         BulkState: "running" | "done" | "cancelled" | "failed";
         /** @description What a store holds. */
         Census: {
-            /** @description The deployed models. */
-            models: number;
-            /** @description The processes. */
-            processes: number;
             /** @description The processes by state (only the states some process is in). */
             by_state: {
                 [key: string]: number;
             };
+            /** @description The deployed models. */
+            models: number;
+            /** @description The processes. */
+            processes: number;
         };
         /**
          * @description The optional body of an operator control (none, or `{"reason": ...}`):
@@ -1090,33 +1143,38 @@ export interface components {
         DeliveryInfo: {
             /** @description The durable channel's id. */
             channel: string;
-            /** @description The message id (what the channel acks). */
-            msg_id: string;
-            /** @description The message's process. */
-            pid: string;
-            /** @description The message's task. */
-            tid: string;
-            /** @description Where it stands. */
-            state: components["schemas"]["DeliveryState"];
-            /**
-             * Format: u-int32
-             * @description How many times it was sent.
-             */
-            tries: number;
-            /**
-             * Format: int64
-             * @description When it is re-sent next (`None` unless pending).
-             */
-            next_at?: number | null;
             /**
              * Format: int64
              * @description When it was created.
              */
             created_at: number;
             message?: components["schemas"]["Message"] | null;
+            /** @description The message id (what the channel acks). */
+            msg_id: string;
+            /**
+             * Format: int64
+             * @description When it is re-sent next (`None` unless pending).
+             */
+            next_at?: number | null;
+            /** @description The message's process. */
+            pid: string;
+            /** @description Where it stands. */
+            state: components["schemas"]["DeliveryState"];
+            /** @description The message's task. */
+            tid: string;
+            /**
+             * Format: u-int32
+             * @description How many times it was sent.
+             */
+            tries: number;
         };
         /** @description One page of deliveries. */
         DeliveryPage: {
+            /**
+             * @description Each item's own cursor, when a cluster node asked for them
+             *     ([`ITEM_CURSORS`]); absent otherwise.
+             */
+            cursors?: string[];
             /** @description The items of this page. */
             deliveries: components["schemas"]["DeliveryInfo"][];
             /**
@@ -1126,11 +1184,6 @@ export interface components {
             next?: string | null;
             /** @description Every match, when counted (`count=true`); else `null`. */
             total?: number | null;
-            /**
-             * @description Each item's own cursor, when a cluster node asked for them
-             *     ([`ITEM_CURSORS`]); absent otherwise.
-             */
-            cursors?: string[];
         };
         /** @description What deliveries to find (every field optional). */
         DeliveryQuery: {
@@ -1139,18 +1192,21 @@ export interface components {
              * @default null
              */
             channel: string | null;
-            /** @default null */
-            state: components["schemas"]["DeliveryState"] | null;
             /**
-             * @description Of the messages of this process.
+             * @description Where the previous page ended: its `next`, as returned (hex of a key: any text of this shape is a place, and a page goes on after it).
              * @default null
              */
-            pid: string | null;
+            cursor: string | null;
             /**
              * @description Newest first.
              * @default false
              */
             descending: boolean;
+            /**
+             * @description Deliveries per page (default 100, at most [`MAX_PAGE`]).
+             * @default null
+             */
+            limit: number | null;
             /**
              * @description Also read each delivery's message ([`DeliveryInfo::message`]): a
              *     listing of the stored messages by channel, state or process.
@@ -1158,15 +1214,12 @@ export interface components {
              */
             messages: boolean;
             /**
-             * @description Deliveries per page (default 100, at most [`MAX_PAGE`]).
+             * @description Of the messages of this process.
              * @default null
              */
-            limit: number | null;
-            /**
-             * @description Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
-             * @default null
-             */
-            cursor: string | null;
+            pid: string | null;
+            /** @default null */
+            state: components["schemas"]["DeliveryState"] | null;
         };
         /**
          * @description Where a delivery stands.
@@ -1203,51 +1256,51 @@ export interface components {
         };
         /** @description One client-visible state change of a task. */
         Message: {
-            /** @description Stable message id (clients de-duplicate re-sent messages by it). */
-            id?: string;
-            /** @description The model the process runs. */
-            model_id?: string;
-            /** @description `workflow`, `step`, `branch` or `act`. */
-            type: components["schemas"]["MessageType"];
-            /** @description `created`, `completed`, `error`, ... */
-            state: components["schemas"]["MessageState"];
-            /** @description Process id. */
-            pid: string;
-            /** @description Task id. */
-            tid: string;
-            /** @description Node id. */
-            nid: string;
-            /** @description Node name. */
-            name: string;
-            /** @description Package id, for acts and `uses` steps. */
-            uses?: string | null;
-            /** @description `params.key` of an act, if any (how clients tell irqs apart). */
-            key?: string | null;
-            /** @description The act's evaluated params. */
-            params: unknown;
-            /** @description The task's outputs when it finished. */
-            outputs: Record<string, unknown>;
-            /**
-             * @description The task's inputs: its data when it was created or interrupted
-             *     (what an irq's client needs to decide).
-             */
-            inputs?: Record<string, unknown>;
-            err?: components["schemas"]["TaskError"] | null;
-            /**
-             * Format: int64
-             * @description When it happened (ms on the engine clock).
-             */
-            time?: number;
-            /**
-             * Format: int64
-             * @description When the task started (an interrupted act: when it interrupted).
-             */
-            start_time?: number | null;
             /**
              * Format: int64
              * @description When the task ended (`None` while it has not).
              */
             end_time?: number | null;
+            err?: components["schemas"]["TaskError"] | null;
+            /** @description Stable message id (clients de-duplicate re-sent messages by it). */
+            id?: string;
+            /**
+             * @description The task's inputs: its data when it was created or interrupted
+             *     (what an irq's client needs to decide).
+             */
+            inputs?: Record<string, unknown>;
+            /** @description `params.key` of an act, if any (how clients tell irqs apart). */
+            key?: string | null;
+            /** @description The model the process runs. */
+            model_id?: string;
+            /** @description Node name. */
+            name: string;
+            /** @description Node id. */
+            nid: string;
+            /** @description The task's outputs when it finished. */
+            outputs: Record<string, unknown>;
+            /** @description The act's evaluated params. */
+            params: unknown;
+            /** @description Process id. */
+            pid: string;
+            /**
+             * Format: int64
+             * @description When the task started (an interrupted act: when it interrupted).
+             */
+            start_time?: number | null;
+            /** @description `created`, `completed`, `error`, ... */
+            state: components["schemas"]["MessageState"];
+            /** @description Task id. */
+            tid: string;
+            /**
+             * Format: int64
+             * @description When it happened (ms on the engine clock).
+             */
+            time?: number;
+            /** @description `workflow`, `step`, `branch` or `act`. */
+            type: components["schemas"]["MessageType"];
+            /** @description Package id, for acts and `uses` steps. */
+            uses?: string | null;
         };
         /**
          * @description The state a message reports: every waiting state is `created`.
@@ -1260,8 +1313,7 @@ export interface components {
          */
         MessageType: "workflow" | "step" | "branch" | "act";
         /**
-         * @description A migration request: the plan (its model is the path's) and whether
-         *     it is a dry run.
+         * @description A migration: the versions, the map and the vars (the model is the path's), and whether it is a dry run.
          * @example {
          *       "dry_run": true,
          *       "from": 1,
@@ -1272,26 +1324,24 @@ export interface components {
          *     }
          */
         MigrateRequest: {
-            /** @description The model (the path's; may be left out). */
-            model?: string | null;
+            /** @description Report what would happen and change nothing. */
+            dry_run?: boolean;
             /**
              * Format: u-int32
              * @description The version whose live processes move.
              */
             from: number;
+            /** @description Old node id to new node id, for nodes renamed or removed. */
+            map?: {
+                [key: string]: string;
+            };
             /**
              * Format: u-int32
              * @description The version they move to.
              */
             to: number;
-            /** @description Old node id to new node id, for nodes renamed or removed. */
-            map?: {
-                [key: string]: string;
-            };
             /** @description Process variables to set as each process moves. */
             vars?: Record<string, unknown>;
-            /** @description Report what would happen and change nothing. */
-            dry_run?: boolean;
         };
         /**
          * @description A migration plan: move the live processes of `model` from version
@@ -1299,22 +1349,11 @@ export interface components {
          */
         MigrationPlan: {
             /**
-             * @description The model.
-             * @default
-             */
-            model: string;
-            /**
              * Format: u-int32
              * @description The version its processes run now.
              * @default 0
              */
             from: number;
-            /**
-             * Format: u-int32
-             * @description The version to move them to.
-             * @default 0
-             */
-            to: number;
             /**
              * @description Old node id → new node id, for nodes renamed or removed (by default
              *     a node maps to the node of the same id).
@@ -1323,55 +1362,66 @@ export interface components {
             map: {
                 [key: string]: string;
             };
+            /**
+             * @description The model.
+             * @default
+             */
+            model: string;
+            /**
+             * Format: u-int32
+             * @description The version to move them to.
+             * @default 0
+             */
+            to: number;
             /** @description Process variables to set as each process moves. */
             vars?: Record<string, unknown>;
         };
         /** @description The result of a migration (or a dry run) over every live process. */
         MigrationReport: {
-            /** @description The plan. */
-            plan: components["schemas"]["MigrationPlan"];
             /** @description Whether nothing was written. */
             dry_run: boolean;
+            /** @description The plan. */
+            plan: components["schemas"]["MigrationPlan"];
             /** @description One entry per live process of the old version. */
             processes: components["schemas"]["ProcessMigration"][];
         };
         /** @description A model version and its definition (JSON and YAML). */
         ModelDetail: {
-            /** @description The version. */
-            model: components["schemas"]["ModelInfo"];
             /** @description The parsed model, as JSON. */
             definition: Record<string, unknown>;
+            /** @description The version. */
+            model: components["schemas"]["ModelInfo"];
             /** @description The model as YAML. */
             yaml?: string | null;
         };
         /** @description A deployed model. */
         ModelInfo: {
+            /**
+             * Format: int64
+             * @description When it was last deployed (ms).
+             */
+            deployed_at: number;
             /** @description Model id. */
             id: string;
             /** @description Name. */
             name: string;
-            /** @description Version. */
-            ver: string;
             /**
              * Format: u-int32
              * @description How many times it was deployed.
              */
             revision: number;
             /**
-             * Format: int64
-             * @description When it was last deployed (ms).
+             * @description Whether the deploy found the model's latest version identical and
+             *     changed nothing.
              */
-            deployed_at: number;
+            unchanged?: boolean;
+            /** @description Version. */
+            ver: string;
             /**
              * @description What the deploy found suspicious (unknown keys, interrupts without
              *     a key); empty when read back later.
              */
             warnings?: string[];
-            /**
-             * @description Whether the deploy found the model's latest version identical and
-             *     changed nothing.
-             */
-            unchanged?: boolean;
         };
         /** @description One version of a model, as `versions` lists it. */
         ModelVersionInfo: components["schemas"]["ModelInfo"] & {
@@ -1384,20 +1434,29 @@ export interface components {
         };
         /** @description Why and since when a process is paused. */
         Pause: {
-            /** @description Who paused it (`None`: the embedding application). */
-            by?: string | null;
             /**
              * Format: int64
              * @description When (ms on the engine clock).
              */
             at: number;
+            /** @description Who paused it (`None`: the embedding application). */
+            by?: string | null;
             /** @description The operator's reason (may be empty). */
             reason?: string;
         };
         /** @description A process. */
         ProcInfo: {
-            /** @description Process id. */
-            pid: string;
+            /**
+             * @description Its concurrency key (the model's `concurrency:`, as evaluated at
+             *     its start).
+             */
+            concurrency_key?: string | null;
+            /**
+             * Format: int64
+             * @description When it ended (`None` while running).
+             */
+            end_time?: number | null;
+            err?: components["schemas"]["TaskError"] | null;
             /** @description Model id. */
             model_id: string;
             /**
@@ -1406,32 +1465,23 @@ export interface components {
              *     process stored before versions existed).
              */
             model_rev?: number;
-            /** @description State (`none` while parked). */
-            state: components["schemas"]["TaskState"];
-            /**
-             * Format: int64
-             * @description When it started (`None` while parked).
-             */
-            start_time?: number | null;
-            /**
-             * Format: int64
-             * @description When it ended (`None` while running).
-             */
-            end_time?: number | null;
             /**
              * @description The process outputs (the workflow's `exposes`, else its root data);
              *     empty in listings.
              */
             outputs: Record<string, unknown>;
-            err?: components["schemas"]["TaskError"] | null;
+            paused?: components["schemas"]["Pause"] | null;
+            /** @description Process id. */
+            pid: string;
+            /**
+             * Format: int64
+             * @description When it started (`None` while parked).
+             */
+            start_time?: number | null;
             /** @description The principal who started it (`None`: no principal). */
             started_by?: string | null;
-            paused?: components["schemas"]["Pause"] | null;
-            /**
-             * @description Its concurrency key (the model's `concurrency:`, as evaluated at
-             *     its start).
-             */
-            concurrency_key?: string | null;
+            /** @description State (`none` while parked). */
+            state: components["schemas"]["TaskState"];
             /**
              * @description What a parked process waits for: `concurrency` while its key has
              *     no free slot, `admission` while the engine is at its cap (`None`
@@ -1448,18 +1498,18 @@ export interface components {
         };
         /** @description What a migration did (or, in a dry run, would do) to one process. */
         ProcessMigration: {
-            /** @description The process. */
-            pid: string;
-            /** @description `migrated`, `would_migrate` (dry run) or `unmigratable`. */
-            outcome: string;
-            /** @description Why it cannot be migrated (it was left untouched). */
-            reason?: string | null;
-            /** @description Every active task and its new node. */
-            moves?: components["schemas"]["TaskMoveInfo"][];
             /** @description Finished tasks whose node the new version lacks (kept as history). */
             kept_as_history?: string[];
+            /** @description Every active task and its new node. */
+            moves?: components["schemas"]["TaskMoveInfo"][];
+            /** @description `migrated`, `would_migrate` (dry run) or `unmigratable`. */
+            outcome: string;
+            /** @description The process. */
+            pid: string;
             /** @description Waiting interrupts whose node changed, announced again. */
             reannounced?: string[];
+            /** @description Why it cannot be migrated (it was left untouched). */
+            reason?: string | null;
         };
         /** @description The model a process runs. */
         ProcessModel: {
@@ -1468,23 +1518,49 @@ export interface components {
         };
         /** @description One page of processes. */
         ProcessPage: {
-            /** @description The items of this page. */
-            processes: components["schemas"]["ProcInfo"][];
-            /**
-             * @description The cursor of the next page (pass it as `cursor`); `null`
-             *     on the last.
-             */
-            next?: string | null;
-            /** @description Every match, when counted (`count=true`); else `null`. */
-            total?: number | null;
             /**
              * @description Each item's own cursor, when a cluster node asked for them
              *     ([`ITEM_CURSORS`]); absent otherwise.
              */
             cursors?: string[];
+            /**
+             * @description The cursor of the next page (pass it as `cursor`); `null`
+             *     on the last.
+             */
+            next?: string | null;
+            /** @description The items of this page. */
+            processes: components["schemas"]["ProcInfo"][];
+            /** @description Every match, when counted (`count=true`); else `null`. */
+            total?: number | null;
         };
         /** @description What processes to find (every field optional; see the module docs). */
         ProcessQuery: {
+            /**
+             * @description Of this concurrency key (the model's `concurrency:`, evaluated).
+             * @default null
+             */
+            concurrency_key: string | null;
+            /**
+             * @description Where the previous page ended: its `next`, as returned (hex of a key: any text of this shape is a place, and a page goes on after it).
+             * @default null
+             */
+            cursor: string | null;
+            /**
+             * @description Walk the index backwards (newest, or largest value, first).
+             * @default false
+             */
+            descending: boolean;
+            /**
+             * @description Ended with this error code (its `ecode`; e.g. the processes to
+             *     retry after an outage).
+             * @default null
+             */
+            ecode: string | null;
+            /**
+             * @description Processes per page (default 100, at most [`MAX_PAGE`]).
+             * @default null
+             */
+            limit: number | null;
             /**
              * @description Of this model (required with `var`).
              * @default null
@@ -1496,13 +1572,6 @@ export interface components {
              * @default null
              */
             revision: number | null;
-            /** @default null */
-            state: components["schemas"]["TaskState"] | null;
-            /**
-             * @description Started by this principal.
-             * @default null
-             */
-            started_by: string | null;
             /**
              * Format: int64
              * @description Started at or after (ms).
@@ -1515,36 +1584,21 @@ export interface components {
              * @default null
              */
             started_before: number | null;
+            /**
+             * @description Started by this principal.
+             * @default null
+             */
+            started_by: string | null;
+            /** @default null */
+            state: components["schemas"]["TaskState"] | null;
             /** @default null */
             var: components["schemas"]["VarFilter"] | null;
-            /**
-             * @description Ended with this error code (its `ecode`; e.g. the processes to
-             *     retry after an outage).
-             * @default null
-             */
-            ecode: string | null;
-            /**
-             * @description Of this concurrency key (the model's `concurrency:`, evaluated).
-             * @default null
-             */
-            concurrency_key: string | null;
             /** @default null */
             waiting_for: components["schemas"]["WaitingFor"] | null;
-            /**
-             * @description Walk the index backwards (newest, or largest value, first).
-             * @default false
-             */
-            descending: boolean;
-            /**
-             * @description Processes per page (default 100, at most [`MAX_PAGE`]).
-             * @default null
-             */
-            limit: number | null;
-            /**
-             * @description Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
-             * @default null
-             */
-            cursor: string | null;
+        } | {
+            var?: null;
+        } | {
+            model: string;
         };
         /**
          * @description The optional body of a retry: the errored step (or act) to run again
@@ -1592,13 +1646,13 @@ export interface components {
         StartRequest: {
             /** @description The model id. */
             model: string;
-            /** @description Start variables (a `pid` names the process). */
-            vars?: Record<string, unknown>;
             /**
              * Format: u-int32
              * @description The model version to run (default: the latest).
              */
             rev?: number | null;
+            /** @description Start variables (a `pid` names the process). */
+            vars?: Record<string, unknown>;
         };
         /**
          * @description The error a task ended with: `ecode` is what `catches` match, `message`
@@ -1618,91 +1672,119 @@ export interface components {
             /** @description The action's wire name (`next`, `submit`, `abort`, `push`, ...). */
             action: string;
             /**
-             * @description The principal who applied it (`None`: the embedding application
-             *     itself, through an executor without a principal).
-             */
-            by?: string | null;
-            /**
              * Format: int64
              * @description When (ms since the epoch on the engine's clock).
              */
             at: number;
-            from?: components["schemas"]["TaskState"] | null;
+            /**
+             * @description The principal who applied it (`None`: the embedding application
+             *     itself, through an executor without a principal).
+             */
+            by?: string | null;
             /** @description What the operator gave with it (a reason). */
             detail?: string | null;
+            from?: components["schemas"]["TaskState"] | null;
         };
         /** @description A task. */
         TaskInfo: {
-            /** @description Process id. */
-            pid: string;
-            /** @description Task id. */
-            tid: string;
-            /** @description Node id. */
-            nid: string;
-            /** @description `workflow`, `step`, `branch` or `act` (as messages name it). */
-            kind: components["schemas"]["MessageType"];
-            /** @description Node name. */
-            name: string;
-            /** @description Package, for acts. */
-            uses?: string | null;
-            /** @description An act's params (evaluated). */
-            params: unknown;
-            /** @description An act's `params.key` (how clients tell interrupts apart). */
-            key?: string | null;
-            /** @description The enclosing task's id. */
-            parent?: string | null;
-            /** @description The id of the task it follows. */
-            prev?: string | null;
-            /** @description State. */
-            state: components["schemas"]["TaskState"];
-            /**
-             * Format: int64
-             * @description When it started (`None` before).
-             */
-            start_time?: number | null;
+            /** @description Its data scope. */
+            data: Record<string, unknown>;
             /**
              * Format: int64
              * @description When it ended (`None` while not terminal).
              */
             end_time?: number | null;
-            /** @description Its data scope. */
-            data: Record<string, unknown>;
             err?: components["schemas"]["TaskError"] | null;
-            /** @description The actions applied to it and who applied them, oldest first. */
-            history?: components["schemas"]["TaskEvent"][];
             /** @description What an act's answer must hold (its `exposes`; empty: anything). */
             exposes?: components["schemas"]["Variant"][];
+            /** @description The actions applied to it and who applied them, oldest first. */
+            history?: components["schemas"]["TaskEvent"][];
+            /** @description An act's `params.key` (how clients tell interrupts apart). */
+            key?: string | null;
+            /** @description `workflow`, `step`, `branch` or `act` (as messages name it). */
+            kind: components["schemas"]["MessageType"];
+            /** @description Node name. */
+            name: string;
+            /** @description Node id. */
+            nid: string;
+            /** @description An act's params (evaluated). */
+            params: unknown;
+            /** @description The enclosing task's id. */
+            parent?: string | null;
+            /** @description Process id. */
+            pid: string;
+            /** @description The id of the task it follows. */
+            prev?: string | null;
+            /**
+             * Format: int64
+             * @description When it started (`None` before).
+             */
+            start_time?: number | null;
+            /** @description State. */
+            state: components["schemas"]["TaskState"];
+            /** @description Task id. */
+            tid: string;
+            /** @description Package, for acts. */
+            uses?: string | null;
         };
         /** @description An active task of a migrated process and its node before and after. */
         TaskMoveInfo: {
-            /** @description The task. */
-            tid: string;
-            /** @description Its state. */
-            state: components["schemas"]["TaskState"];
             /** @description Its node in the old version. */
             from: string;
+            /** @description Its state. */
+            state: components["schemas"]["TaskState"];
+            /** @description The task. */
+            tid: string;
             /** @description Its node in the new version. */
             to: string;
         };
         /** @description One page of tasks. */
         TaskPage: {
-            /** @description The items of this page. */
-            tasks: components["schemas"]["TaskInfo"][];
-            /**
-             * @description The cursor of the next page (pass it as `cursor`); `null`
-             *     on the last.
-             */
-            next?: string | null;
-            /** @description Every match, when counted (`count=true`); else `null`. */
-            total?: number | null;
             /**
              * @description Each item's own cursor, when a cluster node asked for them
              *     ([`ITEM_CURSORS`]); absent otherwise.
              */
             cursors?: string[];
+            /**
+             * @description The cursor of the next page (pass it as `cursor`); `null`
+             *     on the last.
+             */
+            next?: string | null;
+            /** @description The items of this page. */
+            tasks: components["schemas"]["TaskInfo"][];
+            /** @description Every match, when counted (`count=true`); else `null`. */
+            total?: number | null;
         };
         /** @description What tasks to find (every field optional; see the module docs). */
         TaskQuery: {
+            /**
+             * @description Only the interrupts this executor may answer (for a user: those
+             *     addressed to them or one of their roles).
+             * @default false
+             */
+            answerable: boolean;
+            /**
+             * @description Where the previous page ended: its `next`, as returned (a process cursor, and `-` with the last task's id as hex).
+             * @default null
+             */
+            cursor: string | null;
+            /**
+             * @description Acts with this `params.key`.
+             * @default null
+             */
+            key: string | null;
+            /** @default null */
+            kind: components["schemas"]["MessageType"] | null;
+            /**
+             * @description Tasks per page (default 100, at most [`MAX_PAGE`]).
+             * @default null
+             */
+            limit: number | null;
+            /**
+             * @description Of this node (a step's or an act's id).
+             * @default null
+             */
+            node: string | null;
             /**
              * @description The processes to look in (its order is the tasks' order; its
              *     `limit` and `cursor` are not used).
@@ -1723,25 +1805,6 @@ export interface components {
              *     }
              */
             process: components["schemas"]["ProcessQuery"];
-            /** @default null */
-            state: components["schemas"]["TaskState"] | null;
-            /** @default null */
-            kind: components["schemas"]["MessageType"] | null;
-            /**
-             * @description Of this node (a step's or an act's id).
-             * @default null
-             */
-            node: string | null;
-            /**
-             * @description Acts of this package (`acts.core.irq`).
-             * @default null
-             */
-            uses: string | null;
-            /**
-             * @description Acts with this `params.key`.
-             * @default null
-             */
-            key: string | null;
             /**
              * Format: int64
              * @description Started at or after (ms).
@@ -1754,22 +1817,13 @@ export interface components {
              * @default null
              */
             started_before: number | null;
+            /** @default null */
+            state: components["schemas"]["TaskState"] | null;
             /**
-             * @description Only the interrupts this executor may answer (for a user: those
-             *     addressed to them or one of their roles).
-             * @default false
-             */
-            answerable: boolean;
-            /**
-             * @description Tasks per page (default 100, at most [`MAX_PAGE`]).
+             * @description Acts of this package (`acts.core.irq`).
              * @default null
              */
-            limit: number | null;
-            /**
-             * @description Where the previous page ended ([`Page::next`](crate::engine::Page::next)).
-             * @default null
-             */
-            cursor: string | null;
+            uses: string | null;
         };
         /**
          * @description The state of a task or process.
@@ -1792,48 +1846,71 @@ export interface components {
              *     takes).
              */
             id: string;
-            /** @description The model it starts. */
-            model_id: string;
-            /** @description The trigger's id in the model. */
-            trigger: string;
             /** @description `manual`, `hook` or `schedule`. */
             kind: string;
-            /** @description The default start params. */
-            params: unknown;
-            /** @description The cron expression of a schedule. */
-            schedule?: string | null;
-            /**
-             * Format: int64
-             * @description When a schedule fires next.
-             */
-            next_run?: number | null;
             /**
              * Format: int64
              * @description When it last fired.
              */
             last_run?: number | null;
+            /** @description The model it starts. */
+            model_id: string;
+            /**
+             * Format: int64
+             * @description When a schedule fires next.
+             */
+            next_run?: number | null;
+            /** @description The default start params. */
+            params: unknown;
+            /** @description The cron expression of a schedule. */
+            schedule?: string | null;
+            /** @description The trigger's id in the model. */
+            trigger: string;
         };
-        /**
-         * @description A condition on one indexed variable: `value == eq`, or `min <= value
-         *     <= max`; values of one kind (strings, integers or booleans).
-         */
+        /** @description A condition on one indexed variable: `value == eq`, or `min <= value <= max` (at least one bound); values of one kind: strings, integers (64-bit) or booleans. */
         VarFilter: {
-            /** @description The variable (declared in the model's `index`). */
-            name: string;
             /** @description The value it equals (sets both bounds). */
             eq?: unknown;
-            /** @description The lowest value (inclusive); `None`: no lower bound. */
-            min?: unknown;
             /** @description The highest value (inclusive); `None`: no upper bound. */
             max?: unknown;
-        };
+            /** @description The lowest value (inclusive); `None`: no lower bound. */
+            min?: unknown;
+            /** @description The variable (declared in the model's `index`). */
+            name: string;
+        } | {
+            eq: string | number | boolean;
+        } | ({
+            eq?: null;
+            max?: string | null;
+            min?: string | null;
+        } | {
+            min: string;
+        } | {
+            max: string;
+        }) | ({
+            eq?: null;
+            max?: number | null;
+            min?: number | null;
+        } | {
+            min: number;
+        } | {
+            max: number;
+        }) | ({
+            eq?: null;
+            max?: boolean | null;
+            min?: boolean | null;
+        } | {
+            min: boolean;
+        } | {
+            max: boolean;
+        });
         Variant: {
-            name?: string;
-            title?: string;
             desc?: string;
+            name?: string;
+            required?: boolean;
+            title?: string;
             type?: components["schemas"]["VariantType"] | null;
             value?: unknown;
-            required?: boolean;
         };
         /**
          * @description The JSON kind a variant declares (or infers from its literal value).
@@ -1859,14 +1936,14 @@ export interface components {
          *     }
          */
         WhoAmI: {
-            /** @description The principal of the token (the local admin without tokens). */
-            principal: string;
-            /** @description Its roles. */
-            roles: string[];
             /** @description Whether it is an admin. */
             admin: boolean;
             /** @description Whether it is an operator (admins are). */
             operator: boolean;
+            /** @description The principal of the token (the local admin without tokens). */
+            principal: string;
+            /** @description Its roles. */
+            roles: string[];
             /** @description Whether the server has tokens configured. */
             tokens: boolean;
         };
@@ -1879,315 +1956,6 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    openapi_json: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The OpenAPI 3.1 document of this API. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": Record<string, unknown>;
-                };
-            };
-        };
-    };
-    healthz: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description `ok` while the process runs. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example ok */
-                    "text/plain": string;
-                };
-            };
-        };
-    };
-    readyz: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Ready. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /** @example ready */
-                    "text/plain": string;
-                };
-            };
-            /** @description Not ready, and why. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    metrics: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Prometheus text, version 0.0.4. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain; version=0.0.4": string;
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    whoami: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The caller. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WhoAmI"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     index: {
         parameters: {
             query?: never;
@@ -2208,3118 +1976,41 @@ export interface operations {
             };
         };
     };
-    file: {
+    action: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /**
-                 * @description `app.js`, `bulk.js` or `app.css`.
-                 * @example app.js
+                 * @description The action, `KIND:VERB`.
+                 * @example proc:ls
                  */
-                file: string;
+                name: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
-        responses: {
-            /** @description The file. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/javascript": string;
-                };
-            };
-            /** @description No such file. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    list_models: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Every deployed model (its latest version). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ModelInfo"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deploy_model: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** @description The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON. */
-        requestBody: {
-            content: {
-                "application/json": Record<string, unknown>;
-                /**
-                 * @example id: approval
-                 *     ver: "1"
-                 *     steps:
-                 *       - id: review
-                 *         uses: acts.core.irq
-                 *         params: { key: approve }
-                 *       - id: done
-                 *         uses: acts.transform.set
-                 *         params: { approved: true }
-                 */
-                "application/yaml": string;
-            };
-        };
-        responses: {
-            /** @description The deployed version (`unchanged` when it equals the latest, which is kept). */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ModelInfo"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    get_model: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The model id.
-                 * @example approval
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The model. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ModelDetail"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    remove_model: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The model id. */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Removed. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    list_versions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The model id. */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Each version with `latest`, `processes` and `unfinished`. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ModelVersionInfo"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    migrate_model: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The model id. */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MigrateRequest"];
-            };
-        };
-        responses: {
-            /** @description What happened (or would) to each live process of `from`. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["MigrationReport"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    get_version: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The model id. */
-                id: string;
-                /** @description The version (its revision). */
-                rev: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The version. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ModelDetail"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    remove_version: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The model id. */
-                id: string;
-                /** @description The version. */
-                rev: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Removed. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    list_processes: {
-        parameters: {
-            query?: {
-                /** @description In this state. */
-                state?: components["schemas"]["TaskState"];
-                /** @description Of this model. */
-                model?: string;
-                /** @description Started at or after (ms). */
-                started_after?: number;
-                /** @description Started before (ms). */
-                started_before?: number;
-                /**
-                 * @description Waiting for this: `concurrency` (parked, for a free slot of its
-                 *     concurrency key), `admission` (parked, for a place under the
-                 *     engine's cap) or `gate` (running, a task at a step's or act's
-                 *     concurrency or rate key).
-                 */
-                waiting_for?: components["schemas"]["WaitingFor"];
-                /** @description Of this concurrency key. */
-                concurrency_key?: string;
-                /** @description Ended with this error code. */
-                ecode?: string;
-                /** @description `asc` (oldest first, the default) or `desc`. */
-                order?: string;
-                /** @description At most this many (default 100; more than 1,000 is read as 1,000). */
-                limit?: number;
-                /** @description The cursor a previous page returned. */
-                cursor?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page and the number of matches. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcessPage"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    start_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["StartRequest"];
-            };
-        };
-        responses: {
-            /** @description The process (state `none` when it was parked at the admission cap). */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcInfo"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    query_processes: {
-        parameters: {
-            query?: {
-                /** @description Also count every match (`total`; operator). */
-                count?: boolean;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "limit": 10,
-                 *       "model": "approval",
-                 *       "state": "running"
-                 *     }
-                 */
-                "application/json": components["schemas"]["ProcessQuery"];
-            };
-        };
-        responses: {
-            /** @description One page (`total` with `count=true`). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcessPage"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    get_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The process and its tasks. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcessDetail"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    remove_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Removed. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    stuck_processes: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Quiet for longer than this many seconds (default: the engine's
-                 *     `stuck_after`; at most ten years).
-                 */
-                after_secs?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The stuck processes, longest quiet first, at most 1,000. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcInfo"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    abort_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Aborted. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    pause_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        /** @description Optional: why. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ControlRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Paused. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    unpause_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Resumed: due timeouts fire, held work runs. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    terminate_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        /** @description Optional: why. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ControlRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Terminated. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    rewind_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["RewindRequest"];
-            };
-        };
-        responses: {
-            /** @description Rewound. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    retry_process: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        /** @description Optional: what to run again, and vars to set. */
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["RetryRequest"] | null;
-            };
-        };
-        responses: {
-            /** @description Running again. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    process_model: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The model the process runs. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcessModel"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    inbox: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description At most 500, oldest process first. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["InboxTask"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    query_tasks: {
-        parameters: {
-            query?: {
-                /** @description Also count every match (`total`; operator). */
-                count?: boolean;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "answerable": true,
-                 *       "state": "interrupted"
-                 *     }
-                 */
-                "application/json": components["schemas"]["TaskQuery"];
-            };
-        };
-        responses: {
-            /** @description One page of tasks. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TaskPage"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    act: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The process id.
-                 * @example order_42
-                 */
-                pid: string;
-                /** @description The task id. */
-                tid: string;
-                /**
-                 * @description The action.
-                 * @example complete
-                 */
-                action: string;
-            };
-            cookie?: never;
-        };
-        /** @description The action's options (optional): `to` for back, `ecode`/`message` for error, the act for push, the answer's variables otherwise. */
+        /** @description The action's options (optional). */
         requestBody?: {
             content: {
                 /**
                  * @example {
-                 *       "approved": true
+                 *       "query": {
+                 *         "limit": 10,
+                 *         "offset": 0
+                 *       }
                  *     }
                  */
                 "application/json": Record<string, unknown> | null;
             };
         };
         responses: {
-            /** @description Applied. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    messages: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Message types (`workflow`, `step`, `branch`, `act`), a glob.
-                 * @example act
-                 */
-                type?: string;
-                /** @description Message states (`created`, `completed`, `error`, ...), a glob. */
-                state?: string;
-                /** @description Act keys, a glob. */
-                key?: string;
-                /** @description Packages (`acts.core.irq`), a glob. */
-                uses?: string;
-                /** @description Model ids, a glob. */
-                model?: string;
-                /**
-                 * @description Globs over the node's `options` as messages carry them, a JSON
-                 *     object of strings (`{"tag":"finance*"}`).
-                 * @example {"tag":"finance*"}
-                 */
-                options?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind. */
+            /** @description The action's data, in the reference's shape. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "application/json": unknown;
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
@@ -5423,1191 +2114,26 @@ export interface operations {
             };
         };
     };
-    remove: {
+    backup: {
         parameters: {
             query?: never;
-            header?: never;
-            path: {
-                /** @description The durable channel's id. */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Forgotten. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    stream: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Message types (`workflow`, `step`, `branch`, `act`), a glob.
-                 * @example act
-                 */
-                type?: string;
-                /** @description Message states (`created`, `completed`, `error`, ...), a glob. */
-                state?: string;
-                /** @description Act keys, a glob. */
-                key?: string;
-                /** @description Packages (`acts.core.irq`), a glob. */
-                uses?: string;
-                /** @description Model ids, a glob. */
-                model?: string;
-                /**
-                 * @description Globs over the node's `options` as messages carry them, a JSON
-                 *     object of strings (`{"tag":"finance*"}`).
-                 * @example {"tag":"finance*"}
-                 */
-                options?: string;
-            };
-            header?: never;
-            path: {
-                /**
-                 * @description The durable channel's id.
-                 * @example billing
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": string;
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    ack: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The durable channel's id. */
-                id: string;
-                /** @description The message id (the event's id). */
-                msg_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Acknowledged. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    deliveries: {
-        parameters: {
-            query?: {
-                /** @description Of this durable channel. */
-                channel?: string;
-                /** @description `pending`, `acked`, `failed` (the dead letters) or `closed`. */
-                state?: components["schemas"]["DeliveryState"];
-                /** @description At most this many (default 1,000; more is read as 1,000). */
-                limit?: number;
-                /** @description Where the previous page ended (its `x-acts-next` header). */
-                cursor?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One page of deliveries. */
-            200: {
-                headers: {
-                    /** @description The cursor of the next page, if any. */
-                    "x-acts-next"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeliveryInfo"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    query_deliveries: {
-        parameters: {
-            query?: {
-                /** @description Also count every match (`total`; operator). */
-                count?: boolean;
-            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "messages": true,
-                 *       "state": "failed"
-                 *     }
-                 */
-                "application/json": components["schemas"]["DeliveryQuery"];
+                "application/json": components["schemas"]["BackupRequest"];
             };
         };
         responses: {
-            /** @description One page of deliveries. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["DeliveryPage"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    discard: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The durable channel's id. */
-                channel: string;
-                /** @description The message id. */
-                msg_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Discarded. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    redeliver: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The durable channel's id. */
-                channel: string;
-                /** @description The message id. */
-                msg_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Pending again. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    triggers: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The triggers (schedules with their next and last runs). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TriggerInfo"][];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    start_trigger: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description `MODEL:TRIGGER`.
-                 * @example nightly:by_hand
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        /** @description The payload: any JSON (optional; none: the trigger's params). */
-        requestBody?: {
-            content: {
-                /**
-                 * @example {
-                 *       "rows": 10
-                 *     }
-                 */
-                "application/json": unknown;
-            };
-        };
-        responses: {
-            /** @description The process started. */
+            /** @description The copy, checked. */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProcInfo"];
-                };
-            };
-            /** @description A body, a parameter or a model that is not what the call takes. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description Tokens are configured and the request has none, or one the server
-             *     does not know.
-             */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The caller's roles do not allow the call, or the request comes
-             *     from a host or a web page the server does not serve.
-             */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such model, process, task, delivery or endpoint. */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /**
-             * @description The state does not allow the call (a duplicated pid, an action the
-             *     task's state refuses, a version in use).
-             */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body over the limit. */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A body whose `Content-Type` the call does not take. */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description More open streams than allowed. */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The engine failed in a way it did not expect. */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The store cannot answer, or the engine is stopping. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    hook: {
-        parameters: {
-            query?: {
-                /**
-                 * @description Wait up to this many milliseconds (at most 300,000)
-                 *     for the processes started to end, and answer with their outputs.
-                 */
-                wait_ms?: number;
-            };
-            header?: never;
-            path: {
-                /**
-                 * @description The hook's name.
-                 * @example order-placed
-                 */
-                name: string;
-            };
-            cookie?: never;
-        };
-        /** @description The payload: any JSON (optional). */
-        requestBody?: {
-            content: {
-                /**
-                 * @example {
-                 *       "order": 42
-                 *     }
-                 */
-                "application/json": unknown;
-            };
-        };
-        responses: {
-            /** @description The processes started (with `wait_ms`: once they ended or the time is up, with their states and outputs). */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ProcInfo"][];
+                    "application/json": components["schemas"]["BackupReply"];
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
@@ -7596,26 +3122,290 @@ export interface operations {
             };
         };
     };
-    backup: {
+    remove: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The durable channel's id. */
+                id: string;
+            };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["BackupRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description The copy, checked. */
-            201: {
+            /** @description Forgotten. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BackupReply"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    ack: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The durable channel's id. */
+                id: string;
+                /** @description The message id (the event's id). */
+                msg_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Acknowledged. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stream: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Message types (`workflow`, `step`, `branch`, `act`), a glob.
+                 * @example act
+                 */
+                type?: string;
+                /** @description Message states (`created`, `completed`, `error`, ...), a glob. */
+                state?: string;
+                /** @description Act keys, a glob. */
+                key?: string;
+                /** @description Packages (`acts.core.irq`), a glob. */
+                uses?: string;
+                /** @description Model ids, a glob. */
+                model?: string;
+                /**
+                 * @description Globs over the node's `options` as messages carry them, a JSON
+                 *     object of strings (`{"tag":"finance*"}`).
+                 * @example {"tag":"finance*"}
+                 */
+                options?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The durable channel's id.
+                 * @example billing
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
@@ -7719,41 +3509,33 @@ export interface operations {
             };
         };
     };
-    action: {
+    deliveries: {
         parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The action, `KIND:VERB`.
-                 * @example proc:ls
-                 */
-                name: string;
+            query?: {
+                /** @description Of this durable channel. */
+                channel?: string;
+                /** @description `pending`, `acked`, `failed` (the dead letters) or `closed`. */
+                state?: components["schemas"]["DeliveryState"];
+                /** @description At most this many (default 1,000; more is read as 1,000). */
+                limit?: number;
+                /** @description Where the previous page ended (its `x-acts-next` header). */
+                cursor?: string;
             };
+            header?: never;
+            path?: never;
             cookie?: never;
         };
-        /** @description The action's options (optional). */
-        requestBody?: {
-            content: {
-                /**
-                 * @example {
-                 *       "query": {
-                 *         "limit": 10,
-                 *         "offset": 0
-                 *       }
-                 *     }
-                 */
-                "application/json": Record<string, unknown> | null;
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description The action's data, in the reference's shape. */
+            /** @description One page of deliveries. */
             200: {
                 headers: {
+                    /** @description The cursor of the next page, if any. */
+                    "x-acts-next"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["DeliveryInfo"][];
                 };
             };
             /** @description A body, a parameter or a model that is not what the call takes. */
@@ -7848,6 +3630,4301 @@ export interface operations {
             };
             /** @description The store cannot answer, or the engine is stopping. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    query_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Also count every match (`total`; operator). */
+                count?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "messages": true,
+                 *       "state": "failed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeliveryQuery"];
+            };
+        };
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    discard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The durable channel's id. */
+                channel: string;
+                /** @description The message id. */
+                msg_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Discarded. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    redeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The durable channel's id. */
+                channel: string;
+                /** @description The message id. */
+                msg_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Pending again. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    hook: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Wait up to this many milliseconds (at most 300,000)
+                 *     for the processes started to end, and answer with their outputs.
+                 */
+                wait_ms?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The hook's name.
+                 * @example order-placed
+                 */
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** @description The payload: any JSON (optional). */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "order": 42
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The processes started (with `wait_ms`: once they ended or the time is up, with their states and outputs). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    inbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description At most 500, oldest process first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxTask"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoAmI"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    messages: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Message types (`workflow`, `step`, `branch`, `act`), a glob.
+                 * @example act
+                 */
+                type?: string;
+                /** @description Message states (`created`, `completed`, `error`, ...), a glob. */
+                state?: string;
+                /** @description Act keys, a glob. */
+                key?: string;
+                /** @description Packages (`acts.core.irq`), a glob. */
+                uses?: string;
+                /** @description Model ids, a glob. */
+                model?: string;
+                /**
+                 * @description Globs over the node's `options` as messages carry them, a JSON
+                 *     object of strings (`{"tag":"finance*"}`).
+                 * @example {"tag":"finance*"}
+                 */
+                options?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: one per message (`event:` its type, `id:` its id, `data:` a `Message` as JSON); `event: lagged` ends a stream whose client fell behind. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every deployed model (its latest version). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deploy_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON. */
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+                /**
+                 * @example id: approval
+                 *     ver: "1"
+                 *     steps:
+                 *       - id: review
+                 *         uses: acts.core.irq
+                 *         params: { key: approve }
+                 *       - id: done
+                 *         uses: acts.transform.set
+                 *         params: { approved: true }
+                 */
+                "application/yaml": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The deployed version (`unchanged` when it equals the latest, which is kept). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelInfo"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The model id.
+                 * @example approval
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelDetail"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    migrate_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MigrateRequest"];
+            };
+        };
+        responses: {
+            /** @description What happened (or would) to each live process of `from`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MigrationReport"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each version with `latest`, `processes` and `unfinished`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model id. */
+                id: string;
+                /** @description The version (its revision). */
+                rev: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelDetail"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model id. */
+                id: string;
+                /** @description The version. */
+                rev: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    openapi_json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI 3.1 document of this API. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+        };
+    };
+    list_processes: {
+        parameters: {
+            query?: {
+                /** @description In this state. */
+                state?: components["schemas"]["TaskState"];
+                /** @description Of this model. */
+                model?: string;
+                /** @description Started at or after (ms). */
+                started_after?: number;
+                /** @description Started before (ms). */
+                started_before?: number;
+                /**
+                 * @description Waiting for this: `concurrency` (parked, for a free slot of its
+                 *     concurrency key), `admission` (parked, for a place under the
+                 *     engine's cap) or `gate` (running, a task at a step's or act's
+                 *     concurrency or rate key).
+                 */
+                waiting_for?: components["schemas"]["WaitingFor"];
+                /** @description Of this concurrency key. */
+                concurrency_key?: string;
+                /** @description Ended with this error code. */
+                ecode?: string;
+                /** @description `asc` (oldest first, the default) or `desc`. */
+                order?: string;
+                /** @description At most this many (default 100; more than 1,000 is read as 1,000). */
+                limit?: number;
+                /** @description The cursor a previous page returned. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page and the number of matches. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcessPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRequest"];
+            };
+        };
+        responses: {
+            /** @description The process (state `none` when it was parked at the admission cap). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcInfo"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    query_processes: {
+        parameters: {
+            query?: {
+                /** @description Also count every match (`total`; operator). */
+                count?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 10,
+                 *       "model": "approval",
+                 *       "state": "running"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProcessQuery"];
+            };
+        };
+        responses: {
+            /** @description One page (`total` with `count=true`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcessPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process and its tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcessDetail"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    remove_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    abort_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Aborted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    process_model: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model the process runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcessModel"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pause_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: why. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Paused. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    unpause_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resumed: due timeouts fire, held work runs. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    retry_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: what to run again, and vars to set. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RetryRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Running again. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rewind_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RewindRequest"];
+            };
+        };
+        responses: {
+            /** @description Rewound. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    act: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+                /** @description The task id. */
+                tid: string;
+                /**
+                 * @description The action.
+                 * @example complete
+                 */
+                action: string;
+            };
+            cookie?: never;
+        };
+        /** @description The action's options (optional): `to` for back, `ecode`/`message` for error, the act for push, the answer's variables otherwise. */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "approved": true
+                 *     }
+                 */
+                "application/json": Record<string, unknown> | null;
+            };
+        };
+        responses: {
+            /** @description Applied. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    terminate_process: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The process id.
+                 * @example order_42
+                 */
+                pid: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: why. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ControlRequest"] | null;
+            };
+        };
+        responses: {
+            /** @description Terminated. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stuck_processes: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Quiet for longer than this many seconds (default: the engine's
+                 *     `stuck_after`; at most ten years).
+                 */
+                after_secs?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stuck processes, longest quiet first, at most 1,000. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    query_tasks: {
+        parameters: {
+            query?: {
+                /** @description Also count every match (`total`; operator). */
+                count?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "answerable": true,
+                 *       "state": "interrupted"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskQuery"];
+            };
+        };
+        responses: {
+            /** @description One page of tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskPage"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    triggers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The triggers (schedules with their next and last runs). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TriggerInfo"][];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_trigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description `MODEL:TRIGGER`.
+                 * @example nightly:by_hand
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The payload: any JSON (optional; none: the trigger's params). */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "rows": 10
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description The process started. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProcInfo"];
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    healthz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `ok` while the process runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example ok */
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text, version 0.0.4. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; version=0.0.4": string;
+                };
+            };
+            /** @description A body, a parameter or a model that is not what the call takes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description Tokens are configured and the request has none, or one the server
+             *     does not know.
+             */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The caller's roles do not allow the call, or the request comes
+             *     from a host or a web page the server does not serve.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such model, process, task, delivery or endpoint. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /**
+             * @description The state does not allow the call (a duplicated pid, an action the
+             *     task's state refuses, a version in use).
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body over the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A body whose `Content-Type` the call does not take. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description More open streams than allowed. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The engine failed in a way it did not expect. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The store cannot answer, or the engine is stopping. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example ready */
+                    "text/plain": string;
+                };
+            };
+            /** @description Not ready, and why. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    file: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description `app.js`, `bulk.js` or `app.css`.
+                 * @example app.js
+                 */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description No such file. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -35,7 +35,8 @@ pub const DEFAULT_BULK_RATE: u32 = 1000;
 /// The fastest pace a job may ask for (processes per second).
 pub const MAX_BULK_RATE: u32 = 100_000;
 /// The longest reason a pause or a termination may carry (bytes).
-const MAX_REASON: usize = 1024;
+/// The longest `reason` of a bulk job, in characters.
+pub const MAX_BULK_REASON: usize = 1024;
 
 /// What a bulk job does to each matching process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +95,11 @@ pub struct BulkRequest {
     pub action: BulkAction,
     /// Which processes (its `limit` and `cursor` are ignored: every match
     /// is handled).
-    #[serde(rename = "where", default)]
+    #[serde(
+        rename = "where",
+        default,
+        deserialize_with = "crate::engine::api::find::object_only"
+    )]
     pub query: ProcessQuery,
     /// Why (`pause`, `terminate`; recorded in each process's history).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,84 +184,6 @@ impl BulkRequest {
     /// The pace asked for.
     pub(super) fn rate(&self) -> u32 {
         self.per_second.unwrap_or(DEFAULT_BULK_RATE)
-    }
-
-    /// Fails with what is missing or wrong for this action.
-    fn check(&self) -> Result<(), EngineError> {
-        let bad = |m: String| Err(EngineError::Query(m));
-        let action = self.action.as_str();
-        let unfiltered = ProcessQuery {
-            limit: None,
-            cursor: None,
-            descending: false,
-            ..self.query.clone()
-        } == ProcessQuery::default();
-        if unfiltered && !self.all {
-            return bad(format!(
-                "a bulk {action} with no filter acts on every process: give a filter in `where` (model, state, ecode, ...) or `all: true`"
-            ));
-        }
-        if let Some(id) = &self.id
-            && (id.is_empty()
-                || id.len() > 64
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)))
-        {
-            return bad(format!(
-                "the job id '{id}' must be 1 to 64 letters, digits, '-' or '_'"
-            ));
-        }
-        let rate = self.rate();
-        if rate == 0 || rate > MAX_BULK_RATE {
-            return bad(format!(
-                "per_second is {rate}: give 1 to {MAX_BULK_RATE} processes per second"
-            ));
-        }
-        if self.reason.as_ref().is_some_and(|r| r.len() > MAX_REASON) {
-            return bad(format!("the reason is longer than {MAX_REASON} bytes"));
-        }
-        let uses = |given: bool, field: &str, actions: &str| {
-            if given {
-                bad(format!(
-                    "a bulk {action} takes no `{field}` (only {actions} do)"
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        let takes_vars = matches!(
-            self.action,
-            BulkAction::Retry | BulkAction::Rewind | BulkAction::Migrate
-        );
-        uses(
-            !self.vars.is_empty() && !takes_vars,
-            "vars",
-            "retry, rewind, migrate",
-        )?;
-        let takes_reason = matches!(self.action, BulkAction::Pause | BulkAction::Terminate);
-        uses(
-            self.reason.is_some() && !takes_reason,
-            "reason",
-            "pause, terminate",
-        )?;
-        uses(
-            self.step.is_some() && self.action != BulkAction::Rewind,
-            "step",
-            "rewind",
-        )?;
-        let migrate = self.action == BulkAction::Migrate;
-        uses(self.version.is_some() && !migrate, "version", "migrate")?;
-        uses(!self.map.is_empty() && !migrate, "map", "migrate")?;
-        match self.action {
-            BulkAction::Rewind if self.step.as_deref().is_none_or(str::is_empty) => {
-                bad("a bulk rewind needs `step`: the step to go back to".into())
-            }
-            BulkAction::Migrate if self.version.is_none() => {
-                bad("a bulk migrate needs `version`: the version to move to".into())
-            }
-            _ => Ok(()),
-        }
     }
 
     /// The query every page of the job reads (`limit` per page, from the

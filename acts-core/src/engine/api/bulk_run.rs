@@ -82,7 +82,7 @@ impl Executor {
         if row.total.is_none() {
             let total = match self.count_matching(&request.query).await {
                 Ok(n) => n as u64,
-                Err(e @ EngineError::Query(_)) => {
+                Err(e @ (EngineError::Query(_) | EngineError::Conflict(_))) => {
                     return self.end_bulk(&row, BulkState::Failed, Some(e)).await;
                 }
                 Err(e) => return Err(e),
@@ -101,7 +101,7 @@ impl Executor {
                 let q = request.page_query(PAGE, row.cursor.clone());
                 let page = match self.find_processes(&q).await {
                     Ok(p) => p,
-                    Err(e @ EngineError::Query(_)) => {
+                    Err(e @ (EngineError::Query(_) | EngineError::Conflict(_))) => {
                         return self.end_bulk(&row, BulkState::Failed, Some(e)).await;
                     }
                     Err(e) => return Err(e),

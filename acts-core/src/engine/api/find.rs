@@ -61,10 +61,22 @@ impl VarFilter {
     }
 
     /// The bounds: `eq` for both, else `min` and `max`.
+    /// (A whole number written with a fraction, `2.0`, is the integer it
+    /// equals: JSON has one kind of number.)
     fn bounds(&self) -> (Option<Value>, Option<Value>) {
+        // (beyond 2^53 a float is not exact: left as it is, refused)
+        const EXACT: f64 = 9_007_199_254_740_992.0;
+        let whole = |v: &Option<Value>| {
+            v.as_ref().map(|v| match v.as_f64() {
+                Some(f) if v.is_f64() && f.fract() == 0.0 && (-EXACT..=EXACT).contains(&f) => {
+                    Value::from(f as i64)
+                }
+                _ => v.clone(),
+            })
+        };
         match &self.eq {
-            Some(v) => (Some(v.clone()), Some(v.clone())),
-            None => (self.min.clone(), self.max.clone()),
+            Some(_) => (whole(&self.eq), whole(&self.eq)),
+            None => (whole(&self.min), whole(&self.max)),
         }
     }
 }
@@ -82,6 +94,20 @@ fn var_filter_object<'de, D: serde::Deserializer<'de>>(
         _ => Err(serde::de::Error::custom(
             "`var` must be an object ({\"name\", \"eq\"} or {\"name\", \"min\", \"max\"})",
         )),
+    }
+}
+
+/// A struct read from a JSON object only (a derived struct would also
+/// read an array of its fields in order): for the queries inside other
+/// requests (a bulk job's `where`, a task query's `process`).
+pub(crate) fn object_only<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    match Value::deserialize(d)? {
+        v @ Value::Object(_) => serde_json::from_value(v).map_err(serde::de::Error::custom),
+        _ => Err(serde::de::Error::custom("expected a JSON object")),
     }
 }
 
@@ -114,6 +140,8 @@ pub struct ProcessQuery {
     /// Waiting for this: parked (`concurrency`: its key has no free slot;
     /// `admission`: the engine is at its cap; both imply state `none`), or
     /// running with a task at a step's or act's key or rate (`gate`).
+    /// With a `state` no such process can be in (`concurrency` and
+    /// `running`, `gate` and `none`) nothing matches.
     pub waiting_for: Option<WaitingFor>,
     /// Walk the index backwards (newest, or largest value, first).
     pub descending: bool,
@@ -269,10 +297,18 @@ pub fn encode_cursor(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The shape of a process, delivery or bulk job query's cursor: hex of a
+/// key (every such text names a place: the page after that key), at most
+/// 4,096 characters.
+pub const CURSOR_PATTERN: &str = "^([0-9a-fA-F]{2}){0,2048}$";
+
 /// The bytes of `hex` ([`encode_cursor`]'s form), if it is hex of at most
 /// `max` characters.
 pub fn hex_bytes(hex: &str, max: usize) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) || hex.len() > max {
+    if !hex.len().is_multiple_of(2)
+        || hex.len() > max
+        || !hex.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return None;
     }
     (0..hex.len())
@@ -329,20 +365,13 @@ impl Executor {
         if let Some(r) = q.revision {
             query = query.filter(Filter::eq("rev", r));
         }
-        // Waiting for anything: parked.
+        // Waiting for anything: parked. A parked process has no task at a
+        // gate, and a process in any other state than `none` waits for
+        // nothing: such a query matches nothing (an empty last page).
         let state = match (q.state, q.waiting_for) {
-            (Some(TaskState::None), Some(WaitingFor::Gate)) => {
-                return Err(bad(
-                    "a parked process has no task at a gate; `waiting_for: gate` lists running processes".to_owned(),
-                ));
-            }
+            (Some(TaskState::None), Some(WaitingFor::Gate)) => return Ok(Page::new(vec![], None)),
             (s, Some(WaitingFor::Gate)) => s,
-            (Some(s), Some(_)) if s != TaskState::None => {
-                return Err(bad(format!(
-                    "a process in state '{}' waits for nothing; `waiting_for` lists parked processes (state none)",
-                    s.as_str()
-                )));
-            }
+            (Some(s), Some(_)) if s != TaskState::None => return Ok(Page::new(vec![], None)),
             (_, Some(_)) => Some(TaskState::None),
             (s, None) => s,
         };
@@ -372,6 +401,9 @@ impl Executor {
                         v.name
                     )));
                 };
+                // The request's own rules first (400), then what is
+                // deployed (409).
+                let range = var_range(mid, v)?;
                 self.check_indexed(mid, &v.name).await?;
                 // The row must still hold the value its entry says.
                 let (min, max) = v.bounds();
@@ -381,7 +413,7 @@ impl Executor {
                 if let Some(max) = max {
                     query = query.filter(Filter::Le(format!("indexed.{}", v.name), max));
                 }
-                Some(Walk::ProcVar(var_range(mid, v)?))
+                Some(Walk::ProcVar(range))
             }
             // In admission order, through the composite index of the state
             // or the model (only the entries of that state or model are
@@ -434,7 +466,7 @@ impl Executor {
         if model.declaration().index.iter().any(|n| n == name) {
             return Ok(());
         }
-        Err(bad(format!(
+        Err(EngineError::Conflict(format!(
             "model '{mid}' does not index '{name}' (its index: [{}]); add it to the model's `index:`",
             model.declaration().index.join(", ")
         )))
@@ -461,8 +493,11 @@ impl Executor {
         if !rows_needed {
             let walk = match (&q.var, &q.state, &q.model) {
                 (Some(v), None, Some(mid)) => {
+                    // The request's own rules first (400), then what is
+                    // deployed (409).
+                    let range = var_range(mid, v)?;
                     self.check_indexed(mid, &v.name).await?;
-                    Some(Walk::ProcVar(var_range(mid, v)?))
+                    Some(Walk::ProcVar(range))
                 }
                 (None, Some(st), None) => Some(Walk::ProcsInState(*st)),
                 (None, None, Some(m)) => Some(Walk::ProcsOfModel(m)),

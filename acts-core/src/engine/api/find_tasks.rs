@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::scheduler::{MessageType, TaskState};
 
 use crate::engine::api::executor::Executor;
-use crate::engine::api::find::{MAX_PAGE, ProcessQuery, count_pages, encode_cursor, hex_bytes};
+use crate::engine::api::find::{
+    MAX_PAGE, ProcessQuery, count_pages, decode_cursor, encode_cursor, hex_bytes,
+};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::{ProcInfo, TaskInfo};
 use crate::engine::types::page::Page;
@@ -30,7 +32,7 @@ pub const MAX_PROCESSES_PER_PAGE: usize = 1000;
 pub struct TaskQuery {
     /// The processes to look in (its order is the tasks' order; its
     /// `limit` and `cursor` are not used).
-    #[serde(deserialize_with = "process_query_object")]
+    #[serde(deserialize_with = "crate::engine::api::find::object_only")]
     pub process: ProcessQuery,
     /// In this state (`interrupt`: waiting for a client).
     pub state: Option<TaskState>,
@@ -60,18 +62,6 @@ pub struct TaskQuery {
     /// processes order by their processes, as the page does.
     #[serde(skip)]
     pub item_cursors: bool,
-}
-
-/// A process query as a JSON object only (a derived struct would also
-/// read an array of its fields in order: found by the API fuzzer).
-fn process_query_object<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ProcessQuery, D::Error> {
-    let value = serde_json::Value::deserialize(d)?;
-    if !value.is_object() {
-        return Err(serde::de::Error::custom(
-            "`process` must be an object (a process query)",
-        ));
-    }
-    serde_json::from_value(value).map_err(serde::de::Error::custom)
 }
 
 impl TaskQuery {
@@ -137,20 +127,26 @@ impl TaskQuery {
 const LAST_POS: u64 = 9_999_999_999;
 
 /// Where a task page ended: the process cursor before the process it
-/// ended in, and the last task returned of it.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// ended in, and the last task returned of it. Written `P` or `P-T`: the
+/// process cursor (hex) and the task's id as hex — so every text of that
+/// shape names a place (the OpenAPI document's pattern,
+/// [`TASK_CURSOR_PATTERN`]), not only the texts a page returned.
+#[derive(Debug, Default)]
 struct TaskCursor {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     p: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     t: Option<String>,
 }
 
+/// The shape of a task query's cursor (see [`TaskCursor`]).
+pub const TASK_CURSOR_PATTERN: &str = "^([0-9a-fA-F]{2}){0,2048}(-([0-9a-fA-F]{2}){0,256})?$";
+
 impl TaskCursor {
     fn encode(&self) -> String {
-        // A struct of strings always serializes.
-        encode_cursor(&serde_json::to_vec(self).unwrap_or_default())
+        let p = self.p.as_deref().unwrap_or_default();
+        match &self.t {
+            Some(t) => format!("{p}-{}", encode_cursor(t.as_bytes())),
+            None => p.to_owned(),
+        }
     }
 
     /// The cursor of task number `pos` of the process whose own cursor is
@@ -162,14 +158,24 @@ impl TaskCursor {
     }
 
     fn decode(c: &str) -> Result<Self, EngineError> {
+        let refused =
+            || EngineError::Query(format!("cursor '{c}' is not one a task query returned"));
         // An item's cursor ends with the page cursor it stands for.
-        let c = c.rsplit('.').next().unwrap_or(c);
-        // A process cursor (≤ 4,096 characters) inside JSON, as hex.
-        hex_bytes(c, 8192 + 64)
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or_else(|| {
-                EngineError::Query(format!("cursor '{c}' is not one a task query returned"))
-            })
+        let page = c.rsplit('.').next().unwrap_or(c);
+        let (p, t) = match page.split_once('-') {
+            Some((p, t)) => (p, Some(t)),
+            None => (page, None),
+        };
+        // A process cursor (at most 4,096 characters) and a task id.
+        hex_bytes(p, 4096).ok_or_else(refused)?;
+        let t = t
+            .map(|t| hex_bytes(t, 512).ok_or_else(refused))
+            .transpose()?
+            .map(|id| String::from_utf8_lossy(&id).into_owned());
+        Ok(Self {
+            p: (!p.is_empty()).then(|| p.to_owned()),
+            t,
+        })
     }
 }
 
@@ -213,6 +219,11 @@ impl Executor {
     /// the processes this executor may see are looked in.
     pub async fn find_tasks(&self, q: &TaskQuery) -> Result<Page<TaskInfo>, EngineError> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+        // The process query's own cursor is not used, but it is a cursor:
+        // one of another shape is refused as in a process query.
+        if let Some(c) = &q.process.cursor {
+            decode_cursor(c)?;
+        }
         let mut at = match &q.cursor {
             Some(c) => TaskCursor::decode(c)?,
             None => TaskCursor::default(),

@@ -12,6 +12,7 @@
 //! engine: it is the top).
 
 mod bulk;
+mod bulk_check;
 mod bulk_run;
 mod census;
 pub(crate) mod channel;
@@ -39,6 +40,7 @@ pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailu
 pub use crate::engine::types::page::Page;
 pub use bulk::{
     BulkAction, BulkItem, BulkJob, BulkPreview, BulkRequest, DEFAULT_BULK_RATE, MAX_BULK_RATE,
+    MAX_BULK_REASON,
 };
 pub use census::Census;
 pub use channel::Channel;
@@ -46,4 +48,4 @@ pub use engine::{Engine, EngineBuilder, EngineStats};
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessQuery, VarFilter};
 pub use find_deliveries::DeliveryQuery;
-pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TaskQuery};
+pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TASK_CURSOR_PATTERN, TaskQuery};

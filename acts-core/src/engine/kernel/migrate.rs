@@ -28,13 +28,13 @@ impl Kernel {
         by: Option<&str>,
     ) -> Result<MigrationReport, EngineError> {
         self.check_open()?;
+        let from = self.model_version(&plan.model, plan.from).await?;
         if plan.from == plan.to {
-            return Err(EngineError::Query(format!(
-                "model '{}': a migration goes from one version to another (both are {})",
+            return Err(EngineError::Conflict(format!(
+                "model '{}': the processes are on version {} already (a migration goes from one version to another)",
                 plan.model, plan.from
             )));
         }
-        let from = self.model_version(&plan.model, plan.from).await?;
         // Pinned: the new version is not removed while processes move to it.
         let (to, _pin) = self.pinned_version(&plan.model, plan.to).await?;
         check_map(plan, &to)?;
@@ -305,7 +305,7 @@ fn unmigratable(pid: &str, reason: String) -> ProcessMigration {
 /// Fails unless every node `plan`'s map sends to is in version `to`.
 fn check_map(plan: &MigrationPlan, to: &DeployedModel) -> Result<(), EngineError> {
     match plan.map.iter().find(|(_, new)| to.tree.find(new).is_none()) {
-        Some((old, new)) => Err(EngineError::Query(format!(
+        Some((old, new)) => Err(EngineError::Conflict(format!(
             "the map sends '{old}' to '{new}', which version {} of model '{}' does not have",
             plan.to, plan.model
         ))),

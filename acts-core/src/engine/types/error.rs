@@ -43,6 +43,12 @@ pub enum EngineError {
     /// to ask instead); nothing was read.
     #[error("query: {0}")]
     Query(String),
+    /// A well-formed request that does not fit what is deployed or stored
+    /// (a variable the model does not index, a migration map naming a
+    /// step the version lacks, a migration to the version the processes
+    /// are on); nothing changed.
+    #[error("{0}")]
+    Conflict(String),
     /// No process has that id.
     #[error("cannot find process '{0}'")]
     ProcessNotFound(String),
