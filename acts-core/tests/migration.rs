@@ -394,7 +394,7 @@ async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
     bad.map = BTreeMap::from([("ask".to_owned(), "nowhere".to_owned())]);
     assert!(matches!(
         exec.migrate(&bad, true).await,
-        Err(EngineError::Query(_))
+        Err(EngineError::Conflict(_))
     ));
     assert!(matches!(
         exec.migrate(&plan("r", 1, 9), true).await,
