@@ -107,7 +107,9 @@ where
 {
     match Value::deserialize(d)? {
         v @ Value::Object(_) => serde_json::from_value(v).map_err(serde::de::Error::custom),
-        _ => Err(serde::de::Error::custom("expected a JSON object")),
+        _ => Err(serde::de::Error::custom(
+            "must be an object (a process query), not an array or a single value",
+        )),
     }
 }
 
