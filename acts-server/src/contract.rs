@@ -12,9 +12,11 @@
 //! - a variable condition needs its model, and its bounds are of one kind;
 //! - a bulk job names a filter or `all: true`, and only the options its
 //!   action takes; its pace and reason have bounds;
-//! - a model is a mapping (its rules beyond the shape are MODEL.md's: the
-//!   one request the document describes in words only, answered `400
-//!   bad_model`).
+//!
+//! (What the handlers' annotations can say stays there: a model's body is
+//! a mapping whose rules are MODEL.md's — the one request the document
+//! describes in words, answered `400 bad_model`; a migration's model is
+//! the path's.)
 //!
 //! Rules that depend on what is deployed (a variable the model does not
 //! index, a migration to the version the processes are on) are answered
@@ -32,23 +34,6 @@ pub(crate) fn tighten(doc: &mut Value) {
         for (name, rules) in component_rules() {
             if let Some(Value::Object(schema)) = schemas.get_mut(name) {
                 merge(schema, &rules);
-            }
-        }
-    }
-    if let Some(Value::Object(props)) =
-        doc.pointer_mut("/components/schemas/MigrateRequest/properties")
-    {
-        props.remove("model");
-    }
-    let models = "/paths/~1api~1v1~1models/post/requestBody/content";
-    if let Some(Value::Object(content)) = doc.pointer_mut(models) {
-        for media in content.values_mut() {
-            if let Some(schema) = media.get_mut("schema") {
-                *schema = json!({
-                    "type": "object",
-                    "description": "A model (docs/MODEL.md): its shape here, its rules in MODEL.md \
-                                    (a model that breaks one is answered 400 bad_model, saying which)."
-                });
             }
         }
     }
@@ -216,12 +201,6 @@ fn component_rules() -> Vec<(&'static str, Value)> {
     migrate["properties"]["version"] =
         json!({"type": "integer", "minimum": 0, "maximum": u32::MAX});
     vec![
-        (
-            // (the model is the path's: a body may still name it, the same)
-            "MigrateRequest",
-            json!({"description": "A migration: the versions, the map and the vars (the model is the path's), \
-                                   and whether it is a dry run."}),
-        ),
         (
             "VarFilter",
             json!({

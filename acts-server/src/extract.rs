@@ -100,7 +100,7 @@ fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // again with such numbers as integers (only on this second try, so
     // the numbers of a body that reads as sent are kept as sent).
     let mut value = value;
-    if whole_numbers_as_integers(&mut value)
+    if acts::whole_numbers_as_integers(&mut value)
         && let Ok(t) = T::deserialize(&value)
     {
         return Ok(t);
@@ -108,36 +108,6 @@ fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Err(ApiError::bad_request(format!(
         "the request body is not valid JSON for this call: {first}"
     )))
-}
-
-/// Rewrites every number of `v` that is a whole float of at most 2^53
-/// (`10.0`, `1e3`) as that integer; whether any was.
-fn whole_numbers_as_integers(v: &mut serde_json::Value) -> bool {
-    use serde_json::{Number, Value};
-    // Beyond 2^53 a float is not exact: an integer too large for its
-    // field (read as a float) must stay refused.
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    match v {
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            let whole: Option<Number> =
-                (f.fract() == 0.0 && (-EXACT..=EXACT).contains(&f)).then(|| (f as i64).into());
-            match whole {
-                Some(w) => {
-                    *n = w;
-                    true
-                }
-                None => false,
-            }
-        }
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |any, item| whole_numbers_as_integers(item) | any),
-        Value::Object(fields) => fields
-            .values_mut()
-            .fold(false, |any, item| whole_numbers_as_integers(item) | any),
-        _ => false,
-    }
 }
 
 fn kind_of(v: &serde_json::Value) -> &'static str {

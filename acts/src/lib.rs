@@ -77,6 +77,7 @@ pub use acts_core::engine::{
     ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions,
     SealedData, SealedEntry, SpanExport, TASK_CURSOR_PATTERN, TaskInfo, TaskMoveInfo, TaskQuery,
     TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor, hex_bytes,
+    whole_numbers_as_integers,
 };
 pub use acts_core::model::{
     Act, Branch, Concurrency, ModelError, ModelLimits, Rate, Step, Trigger, UnknownKey, Vars,

@@ -65,6 +65,7 @@ pub use api::{
 pub use kernel::{EngineConfig, GateCourier, GateReply, GateRoute, PidFilter, SpanExport};
 pub use persist::format::STORE_FORMAT;
 pub use services::{LeaseConfig, LeaseInfo, MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
+pub use types::numbers::whole_numbers_as_integers;
 
 /// Test hooks (feature `testing`): the row types, so tests can read and
 /// plant what the engine stores. Not API — the storage schema changes

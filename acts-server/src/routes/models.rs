@@ -32,8 +32,8 @@ const EXAMPLE_MODEL: &str = "id: approval\nver: \"1\"\nsteps:\n  - id: review\n 
 #[utoipa::path(
     post, path = "/api/v1/models", tag = "models",
     request_body(
-        content((String = "application/yaml", example = json!(EXAMPLE_MODEL)), (Object = "application/json")),
-        description = "The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON."
+        content((Object = "application/yaml", example = json!(EXAMPLE_MODEL)), (Object = "application/json")),
+        description = "The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON — a mapping. Its shape is all the document says: its rules are docs/MODEL.md's, and a model that breaks one is answered 400 bad_model, naming the rule."
     ),
     responses(
         (status = 201, description = "The deployed version (`unchanged` when it equals the latest, which is kept).", body = ModelInfo),
@@ -86,14 +86,17 @@ fn model_json(info: ModelInfo, workflow: &Workflow) -> Json<ModelDetail> {
     })
 }
 
-/// A migration request: the plan (its model is the path's) and whether
-/// it is a dry run.
+/// A migration: the versions, the map and the vars (the model is the
+/// path's), and whether it is a dry run.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"from": 1, "to": 2, "map": {"review": "check"}, "dry_run": true}))]
 struct MigrateRequest {
-    /// The model (the path's; may be left out).
+    /// The model: the path's. Not in the document (JSON Schema cannot
+    /// compare a field with the path); a body naming the same model, as
+    /// earlier clients send, is taken.
     #[serde(default)]
+    #[schema(ignore)]
     model: Option<String>,
     /// The version whose live processes move.
     from: u32,

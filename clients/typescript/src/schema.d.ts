@@ -1313,7 +1313,8 @@ export interface components {
          */
         MessageType: "workflow" | "step" | "branch" | "act";
         /**
-         * @description A migration: the versions, the map and the vars (the model is the path's), and whether it is a dry run.
+         * @description A migration: the versions, the map and the vars (the model is the
+         *     path's), and whether it is a dry run.
          * @example {
          *       "dry_run": true,
          *       "from": 1,
@@ -4659,7 +4660,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON. */
+        /** @description The model: its YAML text (`application/yaml`, `application/x-yaml` or `text/yaml`), or the same as JSON — a mapping. Its shape is all the document says: its rules are docs/MODEL.md's, and a model that breaks one is answered 400 bad_model, naming the rule. */
         requestBody: {
             content: {
                 "application/json": Record<string, unknown>;

@@ -34,7 +34,6 @@ use crate::engine::types::page::Page;
 pub const DEFAULT_BULK_RATE: u32 = 1000;
 /// The fastest pace a job may ask for (processes per second).
 pub const MAX_BULK_RATE: u32 = 100_000;
-/// The longest reason a pause or a termination may carry (bytes).
 /// The longest `reason` of a bulk job, in characters.
 pub const MAX_BULK_REASON: usize = 1024;
 

@@ -23,6 +23,7 @@ use crate::engine::persist::rows::ProcRow;
 use crate::engine::persist::var_index::indexable;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::{ProcInfo, WaitingFor};
+use crate::engine::types::numbers::whole_numbers_as_integers;
 use crate::engine::types::page::Page;
 
 /// Most processes one page holds.
@@ -64,14 +65,10 @@ impl VarFilter {
     /// (A whole number written with a fraction, `2.0`, is the integer it
     /// equals: JSON has one kind of number.)
     fn bounds(&self) -> (Option<Value>, Option<Value>) {
-        // (beyond 2^53 a float is not exact: left as it is, refused)
-        const EXACT: f64 = 9_007_199_254_740_992.0;
         let whole = |v: &Option<Value>| {
-            v.as_ref().map(|v| match v.as_f64() {
-                Some(f) if v.is_f64() && f.fract() == 0.0 && (-EXACT..=EXACT).contains(&f) => {
-                    Value::from(f as i64)
-                }
-                _ => v.clone(),
+            v.clone().map(|mut v| {
+                whole_numbers_as_integers(&mut v);
+                v
             })
         };
         match &self.eq {
