@@ -359,3 +359,75 @@ async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_
     );
     engine.close().await;
 }
+
+/// The boot fills the wake index of a store written before it (and of a
+/// fresh one) before starts may run: a process started while the fill
+/// waited for the store kept its wake row, and a restart loaded nothing
+/// (found on PostgreSQL under load: the fill ran behind the first starts,
+/// overwrote a new process's row with "resume", and the next restart
+/// loaded it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_during_the_boot_fill_of_the_wake_index_keeps_its_wake_row() {
+    use acts_core::durable::Collection;
+    use acts_core::engine::testing::{MetaRow, WAKE_INDEX_COMPLETE, WakeRow};
+    use acts_testkit::GatedStore;
+    let mem = Arc::new(acts_store::MemoryStore::new());
+    let gated = Arc::new(GatedStore::from_arc(mem.clone()));
+    let clock = ManualClock::new(1_000);
+    let engine = Engine::builder()
+        .store(gated.clone())
+        .clock(Arc::new(clock.clone()))
+        .resume_on_start(false)
+        .start()
+        .await
+        .unwrap();
+    engine.executor().deploy_yaml(GIVES_UP).await.unwrap();
+    // The boot's fill has read that the index is not complete, and waits
+    // (it is to read the processes in flight next)...
+    gated.hold_gets_of(&Collection::<MetaRow>::row_key(WAKE_INDEX_COMPLETE));
+    let resume = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.resume().await })
+    };
+    tokio::time::timeout(GUARD, gated.wait_held_scans(1))
+        .await
+        .expect("the fill's read is held (hang guard)");
+    // ... while a process is started. It waits for the boot's count (so
+    // for the fill); an engine that let it run would have it committed
+    // well within a second, and the fill would then read it. (The second
+    // is the chance given to that wrong order, never what decides the
+    // outcome: every order must end with the process's own wake row.)
+    let mut start = {
+        let exec = engine.executor();
+        tokio::spawn(async move { exec.start("g", Vars::new()).await })
+    };
+    let early = tokio::time::timeout(Duration::from_secs(1), &mut start).await;
+    gated.release_scans();
+    resume.await.unwrap().unwrap();
+    let pid = match early {
+        Ok(started) => started,
+        Err(_) => tokio::time::timeout(GUARD, start)
+            .await
+            .expect("the start ends once the boot counted (hang guard)"),
+    }
+    .unwrap()
+    .unwrap()
+    .pid;
+    settle(&engine).await;
+    let wake = Collection::<WakeRow>::new(mem.clone())
+        .get(&pid)
+        .await
+        .unwrap()
+        .expect("a waiting process has a wake row");
+    assert_eq!(
+        (wake.due, wake.resume),
+        (Some(1_000 + 3_600_000), false),
+        "the row its own transition wrote"
+    );
+    engine.close().await;
+    let engine = engine_on(mem, &clock, 4096).await;
+    settle(&engine).await;
+    assert_eq!(engine.cache().resident_count(), 0, "nothing was loaded");
+    assert_eq!(engine.next_timer_of(&pid), Some(1_000 + 3_600_000));
+    engine.close().await;
+}

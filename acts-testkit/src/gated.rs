@@ -89,6 +89,9 @@ pub struct GatedStore<S> {
     /// Scans of ranges under this prefix are held *after* they read (see
     /// [`hold_scans_under`](GatedStore::hold_scans_under)).
     held_prefix: std::sync::Mutex<Option<Vec<u8>>>,
+    /// Point reads of this key are held *after* they read (see
+    /// [`hold_gets_of`](GatedStore::hold_gets_of)).
+    held_key: std::sync::Mutex<Option<Vec<u8>>>,
     held: Gate,
 }
 
@@ -105,6 +108,7 @@ impl<S: KvStore> GatedStore<S> {
             read: Gate::new(),
             write: Gate::new(),
             held_prefix: std::sync::Mutex::new(None),
+            held_key: std::sync::Mutex::new(None),
             held: Gate::new(),
         }
     }
@@ -163,12 +167,25 @@ impl<S: KvStore> GatedStore<S> {
         self.held.armed.send_replace(true);
     }
 
-    /// Releases the scans held by [`hold_scans_under`](Self::hold_scans_under)
-    /// and holds no more.
+    /// Holds every later point read of `key` *after* it has read, before
+    /// it returns, until [`release_scans`](Self::release_scans) (as
+    /// [`hold_scans_under`](Self::hold_scans_under) does for scans).
+    pub fn hold_gets_of(&self, key: &[u8]) {
+        if let Ok(mut k) = self.held_key.lock() {
+            *k = Some(key.to_vec());
+        }
+        self.held.armed.send_replace(true);
+    }
+
+    /// Releases the reads held by [`hold_scans_under`](Self::hold_scans_under)
+    /// and [`hold_gets_of`](Self::hold_gets_of), and holds no more.
     pub fn release_scans(&self) {
         self.held.armed.send_replace(false);
         if let Ok(mut p) = self.held_prefix.lock() {
             *p = None;
+        }
+        if let Ok(mut k) = self.held_key.lock() {
+            *k = None;
         }
     }
 
@@ -212,7 +229,16 @@ impl<S: KvStore> KvStore for GatedStore<S> {
 
     async fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         self.read.pass().await;
-        self.inner.get(key).await
+        let hold = self
+            .held_key
+            .lock()
+            .ok()
+            .is_some_and(|k| k.as_deref() == Some(key));
+        let value = self.inner.get(key).await;
+        if hold {
+            self.held.pass().await;
+        }
+        value
     }
 
     async fn get_many(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {

@@ -392,6 +392,48 @@ impl Kernel {
         })))
     }
 
+    /// A store written before the wake index existed (or a fresh one):
+    /// every in-flight process gets a wake row that says "resume" (its
+    /// resume transition then writes what it really needs), and the index
+    /// is marked complete in the last batch. (A process loaded on demand
+    /// meanwhile may have its row overwritten: it is resumed once more,
+    /// which writes its row again.)
+    async fn fill_wake_index(&self) -> Result<(), EngineError> {
+        let meta = Collection::<MetaRow>::new(self.store.clone());
+        if meta.get(WAKE_INDEX_COMPLETE).await?.is_some() {
+            return Ok(());
+        }
+        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let mut ids = Vec::new();
+        for state in IN_FLIGHT {
+            procs
+                .index_ids("state", state_index(state), |chunk| ids.extend(chunk))
+                .await?;
+        }
+        for chunk in ids.chunks(1024) {
+            let ops = chunk
+                .iter()
+                .map(|id| {
+                    Collection::<WakeRow>::put_row_op(&WakeRow {
+                        id: id.clone(),
+                        due: None,
+                        resume: true,
+                    })
+                })
+                .collect();
+            self.write(None, ops).await?;
+        }
+        self.write(
+            None,
+            vec![Collection::<MetaRow>::put_row_op(&MetaRow {
+                id: WAKE_INDEX_COMPLETE.to_owned(),
+                value: serde_json::Value::Bool(true),
+            })],
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Boot: counts the processes in flight; when more
     /// processes are in flight than the cap, the newest wait for places;
     /// timers of in-flight processes are armed from the wake index without
@@ -400,6 +442,16 @@ impl Kernel {
     /// in-flight one, once); then the parked ones start in free places,
     /// and outbox records are replayed.
     pub(crate) async fn resume_all(&self) -> Result<(), EngineError> {
+        // Starts wait for the count, and the wake index of an older store
+        // is filled before it ends: a process started meanwhile would
+        // have its fresh wake row overwritten by the fill's "resume" and
+        // be loaded again at the next start (found on PostgreSQL under
+        // load: the fill ran behind the first starts of a fresh store).
+        self.cache.begin_count();
+        if let Err(e) = self.fill_wake_index().await {
+            self.cache.end_count(None, Vec::new());
+            return Err(e);
+        }
         self.count_in_flight().await?;
         let procs = Collection::<ProcRow>::new(self.store.clone());
         if self.cache.count() > self.cache.cap() {
@@ -417,40 +469,6 @@ impl Kernel {
             let admitted = self.cache.cap();
             self.cache
                 .queue_resume(in_flight.into_iter().skip(admitted).map(|r| r.id));
-        }
-        let meta = Collection::<MetaRow>::new(self.store.clone());
-        if meta.get(WAKE_INDEX_COMPLETE).await?.is_none() {
-            // Written before the wake index: every in-flight process gets
-            // a wake row that says "resume" (its resume transition then
-            // writes what it really needs), and the index is marked
-            // complete in the last batch.
-            let mut ids = Vec::new();
-            for state in IN_FLIGHT {
-                procs
-                    .index_ids("state", state_index(state), |chunk| ids.extend(chunk))
-                    .await?;
-            }
-            for chunk in ids.chunks(1024) {
-                let ops = chunk
-                    .iter()
-                    .map(|id| {
-                        Collection::<WakeRow>::put_row_op(&WakeRow {
-                            id: id.clone(),
-                            due: None,
-                            resume: true,
-                        })
-                    })
-                    .collect();
-                self.write(None, ops).await?;
-            }
-            self.write(
-                None,
-                vec![Collection::<MetaRow>::put_row_op(&MetaRow {
-                    id: WAKE_INDEX_COMPLETE.to_owned(),
-                    value: serde_json::Value::Bool(true),
-                })],
-            )
-            .await?;
         }
         let mut resume = Vec::new();
         self.timers.begin_touch();
