@@ -38,14 +38,16 @@ cargo_test --all-targets "$@"
 cargo_test --doc
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 acts_bin="$target_dir/debug/acts"
+# acts-core's integration tests are one binary (core_suites); its engine
+# suites are picked by module.
 engine_suites() {
-  cargo_test --test cache_seed --test engine --test engine_features \
-    --test engine_guards --test delivery_trigger --test engine_guarantees --test reference_behaviour --test versions --test operator_controls --test queries --test listings --test retry --test fencing --test migration \
-    --test linear_cost --test script_values --test chain_outputs --test residency --test concurrency_keys --test gates --test bulk_jobs
+  cargo_test --test core_suites -- cache_seed:: engine:: engine_features:: \
+    engine_guards:: delivery_trigger:: engine_guarantees:: reference_behaviour:: versions:: operator_controls:: queries:: listings:: retry:: fencing:: migration:: \
+    linear_cost:: script_values:: chain_outputs:: residency:: concurrency_keys:: gates:: bulk_jobs::
 }
 echo "== the gate suite again with its keys kept at their homes (a cluster's protocol, through a courier)"
-ACTS_TEST_GATE_HOMES=1 cargo_test --test gates
-ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo_test --test gates
+ACTS_TEST_GATE_HOMES=1 cargo_test --test core_suites -- gates::
+ACTS_TEST_GATE_HOMES=1 ACTS_TEST_STORE=redb cargo_test --test core_suites -- gates::
 for backend in redb rocksdb; do
   echo "== the engine suites again on $backend (ACTS_TEST_STORE=$backend)"
   ACTS_TEST_STORE=$backend engine_suites

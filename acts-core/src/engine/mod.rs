@@ -23,7 +23,7 @@
 //!
 //! ## The rooms
 //!
-//! Each room's `mod.rs` says what it may use, and `tests/layout.rs`
+//! Each room's `mod.rs` says what it may use, and `tests/core_suites/layout.rs`
 //! checks that line against the imports. From the bottom:
 //!
 //! - `types`: the vocabulary every room shares — [`EngineError`], the

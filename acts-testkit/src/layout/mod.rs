@@ -41,6 +41,8 @@ pub struct Layout {
     /// (file, file it imports) → the first path of the file that does.
     why: BTreeMap<(ModPath, ModPath), String>,
     rules: rules::Rules,
+    /// File → every name its code uses (path segments, methods called).
+    names: BTreeMap<ModPath, BTreeSet<String>>,
 }
 
 impl Layout {
@@ -70,7 +72,18 @@ impl Layout {
             }
         }
         let rules = rules::rules(&modules);
-        Ok(Self { graph, why, rules })
+        let mut names: BTreeMap<ModPath, BTreeSet<String>> = BTreeMap::new();
+        for module in modules.values() {
+            let set = names.entry(module.file.clone()).or_default();
+            set.extend(module.refs.iter().flatten().cloned());
+            set.extend(module.methods.iter().cloned());
+        }
+        Ok(Self {
+            graph,
+            why,
+            rules,
+            names,
+        })
     }
 
     /// File → the files it imports from (module paths; the root is empty).
@@ -97,6 +110,19 @@ impl Layout {
                 text
             })
             .collect()
+    }
+
+    /// Every name the code of `file` uses (outside `#[cfg(test)]` items):
+    /// each segment of the paths it names — its own `use` lines', another
+    /// crate's, a macro call's — and each method it calls. What a rule
+    /// such as "only persist touches the store" looks for.
+    pub fn names(&self, file: &ModPath) -> Option<&BTreeSet<String>> {
+        self.names.get(file)
+    }
+
+    /// The files read (module paths; the root is empty).
+    pub fn files(&self) -> impl Iterator<Item = &ModPath> {
+        self.names.keys()
     }
 
     /// The first path by which `file` imports from `target`, if it does.

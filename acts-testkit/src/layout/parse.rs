@@ -46,6 +46,8 @@ pub(crate) struct Module {
     /// The paths its code names: in signatures, bodies, macro calls and its
     /// own (not re-exported) `use` lines.
     pub(crate) refs: Vec<Vec<String>>,
+    /// The methods its code calls (`x.name(..)`), by name.
+    pub(crate) methods: BTreeSet<String>,
     /// The text of its documentation's `May use:` paragraph, if it has one.
     pub(crate) may_use: Option<String>,
     /// The file it was read from.
@@ -326,6 +328,11 @@ impl<'ast> Visit<'ast> for Refs<'_> {
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         read_use(u, self.module);
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        self.module.methods.insert(call.method.to_string());
+        syn::visit::visit_expr_method_call(self, call);
     }
 
     fn visit_item_mod(&mut self, _: &'ast syn::ItemMod) {}

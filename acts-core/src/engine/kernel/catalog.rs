@@ -12,8 +12,8 @@ use parking_lot::RwLock;
 use crate::model::Workflow;
 use crate::tree::ModelTree;
 
-use crate::durable::Collection;
-use crate::engine::persist::rows::{ModelRow, ModelVersionRow, version_row_id};
+use crate::engine::persist::model_rows::ModelRows;
+use crate::engine::persist::rows::ModelRow;
 use crate::engine::types::error::EngineError;
 
 /// A deployed model version, ready to start processes from.
@@ -75,13 +75,11 @@ pub(crate) async fn stored_version(
     id: &str,
     revision: u32,
 ) -> Result<ModelRow, EngineError> {
-    let version = Collection::<ModelVersionRow>::new(store.clone())
-        .get(&version_row_id(id, revision))
-        .await?;
-    match version {
+    let stored = ModelRows::new(store);
+    match stored.version(id, revision).await? {
         Some(v) => Ok(ModelRow::from(&v)),
-        None => Collection::<ModelRow>::new(store.clone())
-            .get(id)
+        None => stored
+            .model(id)
             .await?
             .filter(|m| m.revision == revision)
             .ok_or_else(|| EngineError::VersionNotFound {
@@ -211,6 +209,8 @@ impl Drop for GoingMark {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::durable::Collection;
+    use crate::engine::persist::rows::ModelVersionRow;
     use acts_store::{KvStore, MemoryStore};
 
     fn row(revision: u32) -> ModelRow {

@@ -9,7 +9,6 @@ use acts_store::BatchOp;
 use serde_json::Value;
 use tracing::{Instrument, info_span, warn};
 
-use crate::durable::Collection;
 use crate::model::Vars;
 use crate::scheduler::{Action, Request, TaskError, TaskState};
 
@@ -18,6 +17,7 @@ use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::refill::FoundParked;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::stalled::Stalled;
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{ConcurrencySlot, ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::package::PackageContext;
@@ -143,7 +143,7 @@ impl Kernel {
             ..ProcRow::unstarted(pid, &model.row.id, model.row.revision, now, vars)
         };
         (
-            Collection::<ProcRow>::upsert_ops(None, &row),
+            ProcRows::insert_ops(&row),
             (now, pid.to_owned(), slot, order),
         )
     }

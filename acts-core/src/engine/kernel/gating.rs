@@ -10,9 +10,9 @@ use tracing::{debug, warn};
 
 use crate::scheduler::{Process, TaskGate};
 
-use crate::durable::Collection;
 use crate::engine::kernel::act_gates::{GateId, GateKeyUse};
 use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 
@@ -208,12 +208,7 @@ impl Kernel {
     async fn gated_rows(
         &self,
     ) -> Result<Vec<(String, crate::scheduler::GateUse, QueueOrder)>, EngineError> {
-        let mut pids = Vec::new();
-        Collection::<ProcRow>::new(self.store.clone())
-            .index_str_entries("gated", |entries| {
-                pids.extend(entries.iter().map(|(_, pid)| pid.clone()));
-            })
-            .await?;
+        let pids = ProcRows::new(&self.store).gated_ids().await?;
         let mut found = Vec::new();
         // One multi-read per thousand processes.
         for chunk in pids.chunks(1000) {

@@ -5,16 +5,18 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use crate::durable::{Collection, CollectionError, Filter, IndexValue, Query, Row};
+use crate::durable::{CollectionError, Row};
 use crate::scheduler::{Action, TaskState};
 
 use crate::engine::kernel::cache::{LoadCell, Lookup, ProcHandle};
 use crate::engine::kernel::handle::pid_hash;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
+use crate::engine::persist::boot_rows::BootRows;
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{
-    DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, MetaRow, OpRow, PROC_INDEX,
-    PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE, WakeRow,
+    DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, OpRow, PROC_INDEX,
+    PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE,
 };
 use crate::engine::types::error::EngineError;
 
@@ -28,11 +30,6 @@ const IN_FLIGHT: [TaskState; 4] = [
     TaskState::Pending,
     TaskState::Interrupt,
 ];
-
-/// The state index's value for `state`.
-fn state_index(state: TaskState) -> IndexValue {
-    IndexValue::Str(state.as_str().to_owned())
-}
 
 impl Kernel {
     // ---- loading and refilling ----------------------------------------------
@@ -207,9 +204,7 @@ impl Kernel {
         if !self.cache.begin_scan() {
             return Ok(());
         }
-        let rows = Collection::<ProcRow>::new(self.store.clone())
-            .query_all(&Query::new().filter(Filter::eq("state", "none")))
-            .await;
+        let rows = ProcRows::new(&self.store).in_state(TaskState::None).await;
         self.cache.end_scan(rows.is_ok());
         let rows = rows?;
         self.cache.note_parked(
@@ -223,14 +218,7 @@ impl Kernel {
     /// One bounded read of the rows [`resume_all`](Self::resume_all)
     /// reads, so that a store that cannot answer fails the start.
     pub(crate) async fn probe_resume(&self) -> Result<(), EngineError> {
-        Collection::<ProcRow>::new(self.store.clone())
-            .query(
-                &Query::new()
-                    .filter(Filter::eq("state", TaskState::Running.as_str()))
-                    .limit(1),
-            )
-            .await?;
-        Ok(())
+        Ok(ProcRows::new(&self.store).probe(TaskState::Running).await?)
     }
 
     /// Counts the processes in flight in the store (from the state index:
@@ -240,12 +228,12 @@ impl Kernel {
     /// meanwhile are left out, so the count is exact.
     pub(crate) async fn count_in_flight(&self) -> Result<(), EngineError> {
         self.cache.begin_count();
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = ProcRows::new(&self.store);
         let mut seen = Vec::new();
         let mut scanned = Ok(());
         for state in IN_FLIGHT {
             scanned = procs
-                .index_ids("state", state_index(state), |ids| {
+                .ids_in_state(state, |ids| {
                     seen.extend(ids.iter().map(|id| pid_hash(id)));
                 })
                 .await;
@@ -273,11 +261,7 @@ impl Kernel {
     /// The processes in flight that hold a slot of a concurrency key,
     /// `(key, pid)`: their entries in the sparse `slot` index.
     async fn key_holders(&self) -> Result<Vec<(String, String)>, CollectionError> {
-        let mut holders = Vec::new();
-        Collection::<ProcRow>::new(self.store.clone())
-            .index_str_entries("slot", |entries| holders.extend(entries))
-            .await?;
-        Ok(holders)
+        ProcRows::new(&self.store).slot_holders().await
     }
 
     /// An engine that resumes nothing (`resume_on_start(false)`) still
@@ -330,33 +314,23 @@ impl Kernel {
         generation: u64,
         entries_since: u64,
     ) -> Result<Option<acts_store::BatchOp>, EngineError> {
-        let meta = Collection::<MetaRow>::new(self.store.clone());
-        let stored = meta
-            .get(fact)
-            .await?
-            .and_then(|m| m.value.as_u64())
-            .unwrap_or(0);
+        let boot = BootRows::new(&self.store);
+        let stored = boot.fact(fact).await?.and_then(|v| v.as_u64()).unwrap_or(0);
         if stored >= generation {
             return Ok(None);
         }
         let mut filled = 0usize;
         // Written since `entries_since`, with every row: nothing to fill.
         if stored < entries_since {
-            let rows = Collection::<R>::new(self.store.clone());
-            let mut q = Query::new().limit(1024);
+            let mut after = None;
             loop {
-                let page = rows.query(&q).await?;
-                filled += page.rows.len();
-                let ops: Vec<_> = page
-                    .rows
-                    .iter()
-                    .flat_map(Collection::<R>::index_ops)
-                    .collect();
-                if !ops.is_empty() {
-                    self.write(None, ops).await?;
+                let page = boot.fill_page::<R>(after).await?;
+                filled += page.rows;
+                if !page.ops.is_empty() {
+                    self.write(None, page.ops).await?;
                 }
                 match page.next {
-                    Some(next) => q.after = Some(next),
+                    Some(next) => after = Some(next),
                     None => break,
                 }
             }
@@ -364,19 +338,13 @@ impl Kernel {
         // Entries of indexes the rows no longer keep: deleted, a batch per
         // chunk (nothing reads them; left, they would go stale).
         let mut retired = 0usize;
-        for range in Collection::<R>::retired_ranges() {
-            loop {
-                let keys = self.store.scan(range.clone().with_limit(1024)).await?;
-                if keys.is_empty() {
-                    break;
-                }
-                retired += keys.len();
-                let ops = keys
-                    .into_iter()
-                    .map(|p| acts_store::BatchOp::delete(p.key))
-                    .collect();
-                self.write(None, ops).await?;
+        loop {
+            let ops = boot.retired_entries::<R>().await?;
+            if ops.is_empty() {
+                break;
             }
+            retired += ops.len();
+            self.write(None, ops).await?;
         }
         if filled > 0 || retired > 0 {
             tracing::info!(
@@ -386,10 +354,10 @@ impl Kernel {
                 "filled in the indexes of an older store"
             );
         }
-        Ok(Some(Collection::<MetaRow>::put_row_op(&MetaRow {
-            id: fact.to_owned(),
-            value: serde_json::Value::from(generation),
-        })))
+        Ok(Some(BootRows::fact_op(
+            fact,
+            serde_json::Value::from(generation),
+        )))
     }
 
     /// A store written before the wake index existed (or a fresh one):
@@ -399,36 +367,28 @@ impl Kernel {
     /// meanwhile may have its row overwritten: it is resumed once more,
     /// which writes its row again.)
     async fn fill_wake_index(&self) -> Result<(), EngineError> {
-        let meta = Collection::<MetaRow>::new(self.store.clone());
-        if meta.get(WAKE_INDEX_COMPLETE).await?.is_some() {
+        if BootRows::new(&self.store)
+            .fact(WAKE_INDEX_COMPLETE)
+            .await?
+            .is_some()
+        {
             return Ok(());
         }
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = ProcRows::new(&self.store);
         let mut ids = Vec::new();
         for state in IN_FLIGHT {
-            procs
-                .index_ids("state", state_index(state), |chunk| ids.extend(chunk))
-                .await?;
+            procs.ids_in_state(state, |chunk| ids.extend(chunk)).await?;
         }
         for chunk in ids.chunks(1024) {
-            let ops = chunk
-                .iter()
-                .map(|id| {
-                    Collection::<WakeRow>::put_row_op(&WakeRow {
-                        id: id.clone(),
-                        due: None,
-                        resume: true,
-                    })
-                })
-                .collect();
+            let ops = chunk.iter().map(|id| BootRows::resume_op(id)).collect();
             self.write(None, ops).await?;
         }
         self.write(
             None,
-            vec![Collection::<MetaRow>::put_row_op(&MetaRow {
-                id: WAKE_INDEX_COMPLETE.to_owned(),
-                value: serde_json::Value::Bool(true),
-            })],
+            vec![BootRows::fact_op(
+                WAKE_INDEX_COMPLETE,
+                serde_json::Value::Bool(true),
+            )],
         )
         .await?;
         Ok(())
@@ -453,17 +413,13 @@ impl Kernel {
             return Err(e);
         }
         self.count_in_flight().await?;
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = ProcRows::new(&self.store);
         if self.cache.count() > self.cache.cap() {
             // Over the cap: the oldest are admitted, as the reference's
             // restore does (this reads the rows: only when over the cap).
             let mut in_flight = Vec::new();
             for state in IN_FLIGHT {
-                in_flight.extend(
-                    procs
-                        .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
-                        .await?,
-                );
+                in_flight.extend(procs.in_state(state).await?);
             }
             in_flight.sort_by(|a, b| (a.timestamp, &a.id).cmp(&(b.timestamp, &b.id)));
             let admitted = self.cache.cap();
@@ -472,9 +428,7 @@ impl Kernel {
         }
         let mut resume = Vec::new();
         self.timers.begin_touch();
-        let wakes = Collection::<WakeRow>::new(self.store.clone())
-            .query_all(&Query::new())
-            .await;
+        let wakes = BootRows::new(&self.store).wakes().await;
         let touched = self.timers.end_touch();
         for wake in wakes? {
             if touched.contains(&wake.id) {
@@ -523,9 +477,7 @@ impl Kernel {
     /// settled and only deletes the record. A record that fails again stays
     /// for the next try.
     pub(crate) async fn retry_outbox(&self) -> Result<(), EngineError> {
-        let ops = Collection::<OpRow>::new(self.store.clone())
-            .query_all(&Query::new().order_by("created_at", false))
-            .await?;
+        let ops = BootRows::new(&self.store).outbox().await?;
         for op in ops {
             if let Err(e) = self.apply_op(op).await {
                 warn!(error = %e, "outbox record not applied yet; retried on the next tick");
@@ -535,7 +487,7 @@ impl Kernel {
     }
 
     pub(crate) async fn replay_op(&self, id: &str) -> Result<(), EngineError> {
-        match Collection::<OpRow>::new(self.store.clone()).get(id).await? {
+        match BootRows::new(&self.store).outbox_record(id).await? {
             Some(op) => self.apply_op(op).await,
             None => Ok(()),
         }
@@ -544,7 +496,7 @@ impl Kernel {
     /// Applies an outbox record to its process; the record is deleted in
     /// the same batch (or alone, when the act was already settled).
     pub(crate) async fn apply_op(&self, op: OpRow) -> Result<(), EngineError> {
-        let delete = Collection::<OpRow>::delete_ops(&op);
+        let delete = BootRows::delete_outbox_ops(&op);
         let Ok(action) = op.action.parse::<Action>() else {
             return self.write(None, delete).await;
         };

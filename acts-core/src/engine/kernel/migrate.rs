@@ -7,13 +7,13 @@ use std::collections::HashMap;
 
 use acts_store::BatchOp;
 
-use crate::durable::{Collection, IndexValue};
 use crate::scheduler::TaskEvent;
 
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
 use crate::engine::persist::migrate::{Target, migrate_rows};
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::{MigrationPlan, MigrationReport, ProcessMigration, TaskMoveInfo};
@@ -39,14 +39,10 @@ impl Kernel {
         let (to, _pin) = self.pinned_version(&plan.model, plan.to).await?;
         check_map(plan, &to)?;
         self.check_vars_size("the migration's vars", &plan.vars)?;
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = ProcRows::new(&self.store);
         let mut pids = Vec::new();
         procs
-            .index_ids(
-                "version",
-                IndexValue::Str(format!("{}@{}", plan.model, plan.from)),
-                |chunk| pids.extend(chunk),
-            )
+            .ids_on_version(&plan.model, plan.from, |chunk| pids.extend(chunk))
             .await?;
         let mut processes = Vec::new();
         for pid in pids {
@@ -97,8 +93,7 @@ impl Kernel {
         // Taken before the read: a removal after it skips the write.
         let born = self.writer.epoch();
         let result = async {
-            let procs = Collection::<ProcRow>::new(self.store.clone());
-            let Some(stored) = procs.get(pid).await? else {
+            let Some(stored) = ProcRows::new(&self.store).get(pid).await? else {
                 return Ok(outcome(
                     "unmigratable",
                     Some("it was removed meanwhile".into()),
@@ -121,7 +116,7 @@ impl Kernel {
             for (k, v) in &plan.vars {
                 moved.start_vars.insert(k.clone(), v.clone());
             }
-            let mut ops = Collection::<ProcRow>::upsert_ops(Some(&stored), &moved);
+            let mut ops = ProcRows::update_ops(&stored, &moved);
             ops.extend(extra);
             self.write(Some((pid, born)), ops).await?;
             Ok(outcome("migrated", None))
@@ -147,8 +142,7 @@ impl Kernel {
         extra: Vec<BatchOp>,
     ) -> Result<ProcessMigration, EngineError> {
         self.check_open()?;
-        let procs = Collection::<ProcRow>::new(self.store.clone());
-        let row = procs
+        let row = ProcRows::new(&self.store)
             .get(pid)
             .await?
             .ok_or_else(|| EngineError::ProcessNotFound(pid.to_owned()))?;

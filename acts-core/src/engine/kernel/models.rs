@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use tracing::error;
 
-use crate::durable::{Collection, Query};
 use crate::model::{ModelError, SourceMap, Workflow, script_sites, validate};
 use crate::scheduler::ModelCatalog;
 use crate::script::ScriptError;
@@ -22,7 +21,8 @@ use crate::tree::ModelTree;
 
 use crate::engine::kernel::catalog::{DeployedModel, VersionPin};
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow, version_row_id};
+use crate::engine::persist::model_rows::ModelRows;
+use crate::engine::persist::rows::{ModelRow, ProcRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ModelInfo;
 
@@ -68,8 +68,8 @@ impl Kernel {
         }
         let mut tree = ModelTree::build(workflow)?;
         let _changes = self.models.changes.lock().await;
-        let models = Collection::<ModelRow>::new(self.store.clone());
-        let old = models.get(&workflow.id).await?;
+        let stored = ModelRows::new(&self.store);
+        let old = stored.model(&workflow.id).await?;
         if let Some(old) = old.as_ref().filter(|o| o.model == json) {
             return Ok(ModelInfo {
                 unchanged: true,
@@ -90,23 +90,15 @@ impl Kernel {
             deployed_at: self.now(),
             revision,
         };
-        let mut ops = Collection::<ModelRow>::upsert_ops(old.as_ref(), &row);
+        let mut ops = ModelRows::upsert_model_ops(old.as_ref(), &row);
         if let Some(o) = &old {
             // A store written before versions existed holds the previous
             // latest in the model row only: keep it as a version.
-            let versions = Collection::<ModelVersionRow>::new(self.store.clone());
-            if versions
-                .get(&version_row_id(&o.id, o.revision))
-                .await?
-                .is_none()
-            {
-                ops.extend(Collection::<ModelVersionRow>::upsert_ops(None, &o.into()));
+            if stored.version(&o.id, o.revision).await?.is_none() {
+                ops.extend(ModelRows::insert_version_ops(&o.into()));
             }
         }
-        ops.extend(Collection::<ModelVersionRow>::upsert_ops(
-            None,
-            &(&row).into(),
-        ));
+        ops.extend(ModelRows::insert_version_ops(&(&row).into()));
         // The model's triggers go in the same batch.
         ops.extend(self.hooks.trigger_ops(self, workflow).await?);
         self.write(None, ops).await?;
@@ -136,8 +128,8 @@ impl Kernel {
         if let Some(m) = self.deployed(id) {
             return Ok(m);
         }
-        let row = Collection::<ModelRow>::new(self.store.clone())
-            .get(id)
+        let row = ModelRows::new(&self.store)
+            .model(id)
             .await?
             .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
         let m = Arc::new(DeployedModel::from_row(row)?);
@@ -254,9 +246,7 @@ impl Kernel {
     /// whose stored form cannot be read is left out with an error in the
     /// log; using it reports why.
     pub(crate) async fn load_models(&self) -> Result<(), EngineError> {
-        let rows = Collection::<ModelRow>::new(self.store.clone())
-            .query_all(&Query::new())
-            .await?;
+        let rows = ModelRows::new(&self.store).models().await?;
         let mut loaded = Vec::with_capacity(rows.len());
         for row in rows {
             let id = row.id.clone();
@@ -313,12 +303,10 @@ impl Kernel {
             .into_iter()
             .filter_map(|id| self.packages.get(id))
             .map(|def| {
-                Collection::<crate::engine::persist::rows::PackageRow>::put_row_op(
-                    &crate::engine::persist::rows::PackageRow {
-                        builtin: builtin.contains(&def.id),
-                        package: def.clone(),
-                    },
-                )
+                ModelRows::put_package_op(&crate::engine::persist::rows::PackageRow {
+                    builtin: builtin.contains(&def.id),
+                    package: def.clone(),
+                })
             })
             .collect();
         self.write(None, ops).await

@@ -14,17 +14,16 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use acts_store::BatchOp;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use crate::durable::{Collection, Query};
 use crate::scheduler::{GatePass, Process, TaskGate};
 
 use crate::engine::kernel::act_gates::GateId;
 use crate::engine::kernel::gate_courier::{GateCall, gate_parts, part_of};
 use crate::engine::kernel::gating::ended_of;
 use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::boot_rows::BootRows;
 use crate::engine::persist::rows::QueueOrder;
 use crate::engine::persist::slot_rows::GateSeatRow;
 use crate::engine::types::error::EngineError;
@@ -307,7 +306,7 @@ impl Kernel {
             return Ok(json!({ "open": true }));
         }
         let row = GateSeatRow::new(&pid, &part, gate, order, open);
-        let put = vec![Collection::<GateSeatRow>::put_row_op(&row)];
+        let put = vec![BootRows::put_seat_op(&row)];
         if let Err(e) = self.write(None, put).await {
             let opened = self.gates.lock().ended(&pid, &part, now);
             self.seats_opened(opened).await;
@@ -326,8 +325,8 @@ impl Kernel {
             return;
         }
         let opened = self.gates.lock().ended(pid, part, self.now());
-        let key = Collection::<GateSeatRow>::row_key(&GateSeatRow::id_of(pid, part));
-        if let Err(e) = self.write(None, vec![BatchOp::delete(key)]).await {
+        let delete = BootRows::delete_seat_op(pid, part);
+        if let Err(e) = self.write(None, vec![delete]).await {
             // Freed in memory; after a restart the row is asked about
             // again (and freed: its task is gone).
             warn!(pid = %pid, part = %part, error = %e, "cannot delete a freed gate seat");
@@ -345,7 +344,7 @@ impl Kernel {
             let row = GateSeatRow::new(&pid, &part, gate, order, true);
             let mut wait = Duration::from_millis(50);
             loop {
-                let put = vec![Collection::<GateSeatRow>::put_row_op(&row)];
+                let put = vec![BootRows::put_seat_op(&row)];
                 match self.write(None, put).await {
                     Ok(()) => break,
                     // Closed (the home moved): the next home reads the
@@ -401,9 +400,7 @@ impl Kernel {
     /// ones are announced again (an answer lost in a crash), and the
     /// holders are asked about from now on.
     pub(crate) async fn seats_restore(&self) -> Result<(), EngineError> {
-        let rows = Collection::<GateSeatRow>::new(self.store.clone())
-            .query_all(&Query::new())
-            .await?;
+        let rows = BootRows::new(&self.store).gate_seats().await?;
         let granted: Vec<GateId> = rows
             .iter()
             .filter(|r| r.open)

@@ -29,7 +29,7 @@ use acts_store::{BatchOp, KvStore};
 use tokio::sync::OwnedMutexGuard;
 use tracing::{Instrument, info_span, warn};
 
-use crate::durable::{Collection, GroupCommitWriter, WriteBatch, WriteOutcome};
+use crate::durable::{GroupCommitWriter, WriteBatch, WriteOutcome};
 use crate::model::Vars;
 use crate::package::PackageRegistry;
 use crate::scheduler::{Action, ActionError, Process, Request, Services, TaskError, TaskState};
@@ -44,7 +44,8 @@ use crate::engine::kernel::stalled::StalledSet;
 use crate::engine::kernel::timers::{EngineTimers, TimerKey};
 use crate::engine::kernel::work::Work;
 use crate::engine::persist;
-use crate::engine::persist::rows::{DeliveryRow, OpRow};
+use crate::engine::persist::boot_rows::BootRows;
+use crate::engine::persist::rows::DeliveryRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::package::ActPackage;
 use crate::scheduler::seal::Seals;
@@ -440,7 +441,7 @@ impl Kernel {
         let return_op = terminal.then(|| persist::subflow_return(process)).flatten();
         let returned = return_op.is_some();
         if let Some(op) = &return_op {
-            extra.extend(Collection::<OpRow>::upsert_ops(None, op));
+            extra.extend(BootRows::insert_outbox_ops(op));
         }
         let next_timer = if terminal { None } else { process.next_timer() };
         let wake = persist::Wake::of(process, next_timer);

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde_json::Value;
 use tracing::{Instrument, debug, info_span};
 
-use crate::durable::Collection;
 use crate::model::{MAX_CONCURRENCY_KEY, Vars, variants_to_vars};
 use crate::scheduler::Process;
 use crate::script::{ScriptScope, substitute};
@@ -16,6 +15,7 @@ use crate::engine::kernel::cache::{Admission, ProcHandle};
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::Persisted;
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{ConcurrencySlot, ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
@@ -168,7 +168,7 @@ impl Kernel {
                     start_vars: vars,
                     ..base
                 };
-                let ops = Collection::<ProcRow>::upsert_ops(None, &row);
+                let ops = ProcRows::insert_ops(&row);
                 if let Err(e) = self.write(Some((&pid, handle.born)), ops).await {
                     self.cache.unpark(&pid);
                     return Err(e);
@@ -374,9 +374,7 @@ impl Kernel {
 
     /// The row of process `pid`, if stored.
     pub(crate) async fn proc_row(&self, pid: &str) -> Result<Option<ProcRow>, EngineError> {
-        Ok(Collection::<ProcRow>::new(self.store.clone())
-            .get(pid)
-            .await?)
+        Ok(ProcRows::new(&self.store).get(pid).await?)
     }
 }
 

@@ -11,11 +11,11 @@
 //! only then lifts the mark: a start either pinned before the mark (and
 //! the removal keeps its version) or finds nothing to start.
 
-use crate::durable::{Collection, Filter, IndexValue, Query};
-
 use crate::engine::kernel::catalog::GoingMark;
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow, version_row_id};
+use crate::engine::persist::model_rows::ModelRows;
+use crate::engine::persist::proc_rows::ProcRows;
+use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow};
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::{ModelInfo, ModelVersionInfo};
 
@@ -35,9 +35,7 @@ impl Kernel {
         id: &str,
         latest: Option<&ModelRow>,
     ) -> Result<Vec<ModelVersionRow>, EngineError> {
-        let mut rows = Collection::<ModelVersionRow>::new(self.store.clone())
-            .query_all(&Query::new().filter(Filter::eq("mid", id)))
-            .await?;
+        let mut rows = ModelRows::new(&self.store).versions(id).await?;
         if let Some(l) = latest
             && !rows.iter().any(|v| v.revision == l.revision)
         {
@@ -57,14 +55,10 @@ impl Kernel {
     /// The stored processes of version `revision` of model `id` (read
     /// through the process index, never a scan of all processes).
     async fn version_users(&self, id: &str, revision: u32) -> Result<Users, EngineError> {
-        let procs = Collection::<ProcRow>::new(self.store.clone());
+        let procs = ProcRows::new(&self.store);
         let mut ids = Vec::new();
         procs
-            .index_ids(
-                "version",
-                IndexValue::Str(format!("{id}@{revision}")),
-                |chunk| ids.extend(chunk),
-            )
+            .ids_on_version(id, revision, |chunk| ids.extend(chunk))
             .await?;
         let mut rows = Vec::with_capacity(ids.len());
         for pid in ids {
@@ -85,9 +79,7 @@ impl Kernel {
     /// Every stored version of model `id`, oldest first, with how many
     /// stored and unfinished processes run on each.
     pub(crate) async fn versions(&self, id: &str) -> Result<Vec<ModelVersionInfo>, EngineError> {
-        let latest = Collection::<ModelRow>::new(self.store.clone())
-            .get(id)
-            .await?;
+        let latest = ModelRows::new(&self.store).model(id).await?;
         let rows = self.stored_versions(id, latest.as_ref()).await?;
         if rows.is_empty() {
             return Err(EngineError::ModelNotFound(id.to_owned()));
@@ -116,8 +108,8 @@ impl Kernel {
     ) -> Result<bool, EngineError> {
         self.check_open()?;
         let _changes = self.models.changes.lock().await;
-        let versions = Collection::<ModelVersionRow>::new(self.store.clone());
-        let Some(row) = versions.get(&version_row_id(id, revision)).await? else {
+        let stored = ModelRows::new(&self.store);
+        let Some(row) = stored.version(id, revision).await? else {
             return Ok(false);
         };
         let refuse = |reason: String| EngineError::VersionInUse {
@@ -125,9 +117,7 @@ impl Kernel {
             revision,
             reason,
         };
-        let latest = Collection::<ModelRow>::new(self.store.clone())
-            .get(id)
-            .await?;
+        let latest = stored.model(id).await?;
         if latest.is_some_and(|l| l.revision == revision) {
             return Err(refuse(
                 "it is the model's latest version (deploy a newer one first, or remove the model)"
@@ -145,7 +135,7 @@ impl Kernel {
                 users.stored, users.unfinished
             )));
         }
-        self.write(None, Collection::<ModelVersionRow>::delete_ops(&row))
+        self.write(None, ModelRows::delete_version_ops(&row))
             .await?;
         self.models.older.write().remove(&(id.to_owned(), revision));
         Ok(true)
@@ -158,18 +148,15 @@ impl Kernel {
     pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
         self.check_open()?;
         let _changes = self.models.changes.lock().await;
-        let models = Collection::<ModelRow>::new(self.store.clone());
-        let Some(row) = models.get(id).await? else {
+        let stored = ModelRows::new(&self.store);
+        let Some(row) = stored.model(id).await? else {
             return Ok(false);
         };
         let versions = self.stored_versions(id, Some(&row)).await?;
         let revisions: Vec<u32> = versions.iter().map(|v| v.revision).collect();
         let (_mark, mut kept) = GoingMark::set(&self.models.pins, id, &revisions);
-        let mut ops = Collection::<ModelRow>::delete_ops(&row);
-        let only_in_model_row = Collection::<ModelVersionRow>::new(self.store.clone())
-            .get(&version_row_id(id, row.revision))
-            .await?
-            .is_none();
+        let mut ops = ModelRows::delete_model_ops(&row);
+        let only_in_model_row = stored.version(id, row.revision).await?.is_none();
         for v in &versions {
             let in_use =
                 kept.contains(&v.revision) || self.version_users(id, v.revision).await?.stored > 0;
@@ -178,10 +165,10 @@ impl Kernel {
                 (true, true) => kept.push(v.revision),
                 // Its processes need it once the model row is gone.
                 (true, false) => {
-                    ops.extend(Collection::<ModelVersionRow>::upsert_ops(None, v));
+                    ops.extend(ModelRows::insert_version_ops(v));
                     kept.push(v.revision);
                 }
-                (false, true) => ops.extend(Collection::<ModelVersionRow>::delete_ops(v)),
+                (false, true) => ops.extend(ModelRows::delete_version_ops(v)),
                 (false, false) => {}
             }
         }

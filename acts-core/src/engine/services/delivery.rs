@@ -20,11 +20,12 @@
 use acts_store::BatchOp;
 use tracing::{error, warn};
 
-use crate::durable::{Collection, Filter, Query};
 use crate::scheduler::{Message, MessageState, TaskState};
 
 use crate::engine::persist;
-use crate::engine::persist::rows::{ChannelRow, DeliveryRow, MessageRow, ProcRow, delivery_row_id};
+use crate::engine::persist::delivery_rows::DeliveryRows;
+use crate::engine::persist::proc_rows::ProcRows;
+use crate::engine::persist::rows::{ChannelRow, DeliveryRow, MessageRow};
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::filter::ChannelOptions;
@@ -47,22 +48,20 @@ impl On<'_> {
             id: id.to_owned(),
             options: options.clone(),
         };
-        self.write(None, vec![Collection::<ChannelRow>::put_row_op(&row)])
+        self.write(None, vec![DeliveryRows::put_channel_op(&row)])
             .await?;
         Ok(())
     }
 
     /// Forgets durable channel `id` and deletes its deliveries.
     pub(crate) async fn remove_channel(&self, id: &str) -> Result<bool, EngineError> {
-        let channels = Collection::<ChannelRow>::new(self.store().clone());
-        let existed = channels.get(id).await?.is_some();
+        let rows = DeliveryRows::new(self.store());
+        let existed = rows.channel(id).await?.is_some();
         self.emitter().unregister_durable(id);
-        let deliveries = Collection::<DeliveryRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("channel", id)))
-            .await?;
-        let mut ops = vec![BatchOp::delete(Collection::<ChannelRow>::row_key(id))];
+        let deliveries = rows.matching(Some(id), None).await?;
+        let mut ops = vec![DeliveryRows::delete_channel_op(id)];
         for d in &deliveries {
-            ops.extend(Collection::<DeliveryRow>::delete_ops(d));
+            ops.extend(DeliveryRows::delete_ops(d));
         }
         self.write(None, ops).await?;
         Ok(existed)
@@ -71,10 +70,7 @@ impl On<'_> {
     /// Registers the durable channels stored by earlier runs (no client
     /// connected yet: their deliveries are recorded, not sent).
     pub(crate) async fn load_channels(&self) -> Result<(), EngineError> {
-        let rows = Collection::<ChannelRow>::new(self.store().clone())
-            .query_all(&Query::new())
-            .await?;
-        for r in rows {
+        for r in DeliveryRows::new(self.store()).channels().await? {
             self.emitter().register_durable(&r.id, &r.options, None);
         }
         Ok(())
@@ -83,9 +79,7 @@ impl On<'_> {
     /// Every delivery of process `pid` (what a transition that ends tasks
     /// checks for pending ones to close).
     pub(crate) async fn deliveries_of(&self, pid: &str) -> Result<Vec<DeliveryRow>, EngineError> {
-        Ok(Collection::<DeliveryRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("pid", pid)))
-            .await?)
+        Ok(DeliveryRows::new(self.store()).of_process(pid).await?)
     }
 
     /// The rows that make `messages` durable for the durable channels they
@@ -134,7 +128,7 @@ impl On<'_> {
                     state: DeliveryState::Closed,
                     ..old.clone()
                 };
-                ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
+                ops.extend(DeliveryRows::update_ops(&old, &new));
             }
         }
         for m in messages {
@@ -142,14 +136,11 @@ impl On<'_> {
             if targets.is_empty() {
                 continue;
             }
-            ops.extend(Collection::<MessageRow>::upsert_ops(
-                None,
-                &MessageRow {
-                    id: m.id.clone(),
-                    pid: m.pid.clone(),
-                    message: m.clone(),
-                },
-            ));
+            ops.extend(DeliveryRows::insert_message_ops(&MessageRow {
+                id: m.id.clone(),
+                pid: m.pid.clone(),
+                message: m.clone(),
+            }));
             for (channel, live) in targets {
                 // A task that ends in this same transition leaves nothing
                 // of its earlier messages to re-send.
@@ -175,7 +166,7 @@ impl On<'_> {
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                     closes_with_task: m.state == MessageState::Created,
                 };
-                ops.extend(Collection::<DeliveryRow>::upsert_ops(None, &row));
+                ops.extend(DeliveryRows::insert_ops(&row));
             }
         }
         Ok(ops)
@@ -187,8 +178,7 @@ impl On<'_> {
         channel: &str,
         msg_id: &str,
     ) -> Result<(), EngineError> {
-        let rows = Collection::<DeliveryRow>::new(self.store().clone());
-        let Some(old) = rows.get(&delivery_row_id(channel, msg_id)).await? else {
+        let Some(old) = DeliveryRows::new(self.store()).get(channel, msg_id).await? else {
             return Err(EngineError::DeliveryNotFound {
                 channel: channel.to_owned(),
                 msg_id: msg_id.to_owned(),
@@ -204,18 +194,14 @@ impl On<'_> {
             state: DeliveryState::Acked,
             ..old.clone()
         };
-        self.write(
-            None,
-            Collection::<DeliveryRow>::upsert_ops(Some(&old), &new),
-        )
-        .await
+        self.write(None, DeliveryRows::update_ops(&old, &new)).await
     }
 
     /// A dead letter (a failed delivery) of `msg_id` to `channel`: the row,
     /// or why there is none to act on.
     async fn dead_letter(&self, channel: &str, msg_id: &str) -> Result<DeliveryRow, EngineError> {
-        let row = Collection::<DeliveryRow>::new(self.store().clone())
-            .get(&delivery_row_id(channel, msg_id))
+        let row = DeliveryRows::new(self.store())
+            .get(channel, msg_id)
             .await?
             .ok_or_else(|| EngineError::DeliveryNotFound {
                 channel: channel.to_owned(),
@@ -241,11 +227,8 @@ impl On<'_> {
             next_at: self.now(),
             ..old.clone()
         };
-        self.write(
-            None,
-            Collection::<DeliveryRow>::upsert_ops(Some(&old), &new),
-        )
-        .await?;
+        self.write(None, DeliveryRows::update_ops(&old, &new))
+            .await?;
         self.resend(vec![new], true).await?;
         Ok(())
     }
@@ -254,8 +237,7 @@ impl On<'_> {
     /// owed any more; its process can be swept).
     pub(crate) async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         let old = self.dead_letter(channel, msg_id).await?;
-        self.write(None, Collection::<DeliveryRow>::delete_ops(&old))
-            .await
+        self.write(None, DeliveryRows::delete_ops(&old)).await
     }
 
     /// Deliveries of `channel` (all channels if `None`) in `state` (all if
@@ -265,20 +247,9 @@ impl On<'_> {
         channel: Option<&str>,
         state: Option<DeliveryState>,
     ) -> Result<Vec<DeliveryRow>, EngineError> {
-        let mut q = Query::new();
-        if let Some(c) = channel {
-            q = q.filter(Filter::eq("channel", c));
-        }
-        if let Some(s) = state {
-            q = q.filter(Filter::eq("state", s.as_str()));
-        }
-        let mut rows = Collection::<DeliveryRow>::new(self.store().clone())
-            .query_all(&q)
-            .await?;
-        rows.sort_by(|a, b| {
-            (a.created_at, a.seq, &a.msg_id).cmp(&(b.created_at, b.seq, &b.msg_id))
-        });
-        Ok(rows)
+        Ok(DeliveryRows::new(self.store())
+            .matching(channel, state)
+            .await?)
     }
 
     /// Sends every pending delivery of `channel` to its connected client
@@ -306,13 +277,13 @@ impl On<'_> {
     async fn resend(&self, rows: Vec<DeliveryRow>, forced: bool) -> Result<usize, EngineError> {
         let now = self.now();
         let retry = self.config().delivery_retry.as_millis() as i64;
-        let messages = Collection::<MessageRow>::new(self.store().clone());
+        let stored = DeliveryRows::new(self.store());
         let mut ops = Vec::new();
         let mut sent = 0;
         for old in rows {
-            let Some(msg) = messages.get(&old.msg_id).await? else {
+            let Some(msg) = stored.message(&old.msg_id).await? else {
                 error!(channel = %old.channel, msg_id = %old.msg_id, "delivery without its message row: removed");
-                ops.extend(Collection::<DeliveryRow>::delete_ops(&old));
+                ops.extend(DeliveryRows::delete_ops(&old));
                 continue;
             };
             if !forced && old.tries >= self.config().delivery_max_tries {
@@ -321,7 +292,7 @@ impl On<'_> {
                     state: DeliveryState::Failed,
                     ..old.clone()
                 };
-                ops.extend(Collection::<DeliveryRow>::upsert_ops(Some(&old), &new));
+                ops.extend(DeliveryRows::update_ops(&old, &new));
                 continue;
             }
             if self.emitter().resend(&old.channel, &msg.message) {
@@ -331,7 +302,7 @@ impl On<'_> {
                     next_at: now + retry,
                     ..old.clone()
                 };
-                ops.push(Collection::<DeliveryRow>::put_row_op(&new));
+                ops.push(DeliveryRows::rewrite_op(&new));
             }
         }
         self.write(None, ops).await?;
@@ -345,16 +316,13 @@ impl On<'_> {
             return Ok(0);
         };
         let cutoff = self.now() - retention.as_millis() as i64;
-        let procs = Collection::<ProcRow>::new(self.store().clone());
-        let deliveries = Collection::<DeliveryRow>::new(self.store().clone());
+        let procs = ProcRows::new(self.store());
+        let deliveries = DeliveryRows::new(self.store());
         let mut swept = 0;
         for state in TaskState::ALL.into_iter().filter(|s| s.is_terminal()) {
-            let rows = procs
-                .query_all(&Query::new().filter(Filter::eq("state", state.as_str())))
-                .await?;
+            let rows = procs.in_state(state).await?;
             for row in rows.into_iter().filter(|r| r.end_time <= cutoff) {
-                let by_pid = Query::new().filter(Filter::eq("pid", row.id.as_str()));
-                let owed = deliveries.query_all(&by_pid).await?;
+                let owed = deliveries.of_process(&row.id).await?;
                 if owed
                     .iter()
                     .any(|d| matches!(d.state, DeliveryState::Pending | DeliveryState::Failed))
@@ -383,16 +351,12 @@ impl On<'_> {
         pid: &str,
         deliveries: &[DeliveryRow],
     ) -> Result<Vec<BatchOp>, EngineError> {
-        let by_pid = Query::new().filter(Filter::eq("pid", pid));
         let mut ops = Vec::new();
         for d in deliveries {
-            ops.extend(Collection::<DeliveryRow>::delete_ops(d));
+            ops.extend(DeliveryRows::delete_ops(d));
         }
-        for m in Collection::<MessageRow>::new(self.store().clone())
-            .query_all(&by_pid)
-            .await?
-        {
-            ops.extend(Collection::<MessageRow>::delete_ops(&m));
+        for m in DeliveryRows::new(self.store()).messages_of(pid).await? {
+            ops.extend(DeliveryRows::delete_message_ops(&m));
         }
         Ok(ops)
     }
@@ -400,9 +364,7 @@ impl On<'_> {
     /// The ops that delete every message and delivery of process `pid`
     /// (what removing the process removes with it).
     pub(crate) async fn process_message_ops(&self, pid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        let deliveries = Collection::<DeliveryRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("pid", pid)))
-            .await?;
+        let deliveries = DeliveryRows::new(self.store()).of_process(pid).await?;
         self.message_delete_ops(pid, &deliveries).await
     }
 
@@ -417,14 +379,11 @@ impl On<'_> {
         if let Err(e) = self.resend_due().await {
             warn!(error = %e, "re-sending deliveries failed; retried on the next tick");
         }
-        if let Err(e) = self.retry_outbox().await {
+        // Outbox records applied again; queued and parked work whose load
+        // failed earlier gets its place; processes whose automatic
+        // transition failed run again.
+        if let Err(e) = self.kernel_housekeeping().await {
             warn!(error = %e, "reading the outbox failed; retried on the next tick");
-        }
-        // Queued and parked work whose load failed earlier gets its place;
-        // processes whose automatic transition failed run again.
-        self.refill();
-        if let Some(rt) = self.this() {
-            rt.retry_stalled().await;
         }
         if let Err(e) = self.report_stuck().await {
             warn!(error = %e, "checking for stuck processes failed; retried on the next tick");
@@ -445,6 +404,6 @@ impl On<'_> {
         if due && let Err(e) = self.sweep().await {
             warn!(error = %e, "sweeping finished processes failed; retried on the next tick");
         }
-        self.arm_housekeeping();
+        self.rearm_housekeeping();
     }
 }

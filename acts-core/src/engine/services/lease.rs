@@ -19,12 +19,11 @@
 
 use std::time::Duration;
 
-use acts_store::keys::KeyBuilder;
-use acts_store::{BatchOp, Condition};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::engine::kernel::config::HeldLease;
 pub use crate::engine::kernel::config::LeaseConfig;
+use crate::engine::persist::lease_rows::{LeaseRows, StoredLease};
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
 
@@ -41,15 +40,6 @@ pub struct LeaseInfo {
     pub expires_at: i64,
 }
 
-/// A lease as stored (its own shape: [`LeaseInfo`] may grow without
-/// changing what is stored).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct StoredLease {
-    pub(crate) owner: String,
-    pub(crate) epoch: u64,
-    pub(crate) expires_at: i64,
-}
-
 impl From<StoredLease> for LeaseInfo {
     fn from(l: StoredLease) -> Self {
         Self {
@@ -60,42 +50,21 @@ impl From<StoredLease> for LeaseInfo {
     }
 }
 
-/// Most bytes of a stored lease (a bigger one is damage, not a lease).
-const MAX_LEASE_BYTES: usize = 4096;
-
-fn epoch_key() -> Vec<u8> {
-    KeyBuilder::new().str("fence").str("epoch").finish()
-}
-
-fn lease_key() -> Vec<u8> {
-    KeyBuilder::new().str("fence").str("lease").finish()
-}
-
-/// The epoch number of a stored fence: `N:TOKEN` (or a bare `N`, as
-/// stores written before the token kept it).
-fn epoch_number(stored: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(stored).ok()?;
-    text.split_once(':').map_or(text, |(n, _)| n).parse().ok()
-}
-
-fn corrupt(what: &str) -> EngineError {
-    EngineError::Corrupt(format!(
-        "the store's {what} is unreadable; repair it (or delete it if no node owns the store)"
-    ))
+/// The lease `config.node` holds at `epoch`, expiring a TTL after
+/// `expires_from`.
+fn lease_of(config: &LeaseConfig, epoch: u64, expires_from: i64) -> StoredLease {
+    let ttl = i64::try_from(config.ttl.as_millis()).unwrap_or(i64::MAX);
+    StoredLease {
+        owner: config.node.clone(),
+        epoch,
+        expires_at: expires_from.saturating_add(ttl),
+    }
 }
 
 impl On<'_> {
     /// The store's lease as stored (`None`: no node ever owned it).
     pub(crate) async fn read_lease(&self) -> Result<Option<StoredLease>, EngineError> {
-        let Some(bytes) = self.store().get(&lease_key()).await? else {
-            return Ok(None);
-        };
-        if bytes.len() > MAX_LEASE_BYTES {
-            return Err(corrupt("lease"));
-        }
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|_| corrupt("lease"))
+        LeaseRows::new(self.store()).lease().await
     }
 
     /// Fails with [`EngineError::LeaseHeld`] if a node's lease on the
@@ -129,27 +98,19 @@ impl On<'_> {
                 remaining_ms: l.expires_at - now,
             });
         }
-        let stored = self.store().get(&epoch_key()).await?;
-        let epoch = match &stored {
-            Some(b) => epoch_number(b).ok_or_else(|| corrupt("epoch"))?,
-            None => 0,
-        };
-        let next = epoch + 1;
-        let condition = match stored {
-            Some(b) => Condition::equals(epoch_key(), b),
-            None => Condition::absent(epoch_key()),
-        };
+        let rows = LeaseRows::new(self.store());
+        let epoch = rows.epoch().await?;
+        let next = epoch.number + 1;
         // The fence is the epoch and a token drawn now: should a store
         // forget this raise (a failover losing the last unreplicated
         // writes) and another node raise the same number, the two fences
         // still differ, so this node's writes can never land under the
         // other's (found by the cluster simulation, `acts-sim --cluster`).
         let fence = format!("{next}:{}", crate::tree::long_id());
-        let ops = vec![
-            BatchOp::put(epoch_key(), fence.clone()),
-            BatchOp::put(lease_key(), self.lease_bytes(config, next, now)),
-        ];
-        if !self.store().batch_if(vec![condition], ops).await? {
+        if !rows
+            .raise(epoch, &fence, &lease_of(config, next, now))
+            .await?
+        {
             // Another node raised the epoch between the read and the batch.
             let l = self.read_lease().await?;
             let until = l.as_ref().map_or(now, |l| l.expires_at);
@@ -161,24 +122,13 @@ impl On<'_> {
             });
         }
         self.writer()
-            .set_fence(Some(Condition::equals(epoch_key(), fence)));
+            .set_fence(Some(LeaseRows::fence_condition(&fence)));
         *self.services.lease.lock() = Some(HeldLease {
             config: config.clone(),
             epoch: next,
         });
         tracing::info!(node = %config.node, epoch = next, "took the store's lease");
         Ok(next)
-    }
-
-    fn lease_bytes(&self, config: &LeaseConfig, epoch: u64, expires_from: i64) -> Vec<u8> {
-        let ttl = i64::try_from(config.ttl.as_millis()).unwrap_or(i64::MAX);
-        let info = StoredLease {
-            owner: config.node.clone(),
-            epoch,
-            expires_at: expires_from.saturating_add(ttl),
-        };
-        // A struct of a string and numbers always serializes.
-        serde_json::to_vec(&info).unwrap_or_default()
     }
 
     /// Renews this node's lease (a fenced write: refused, and this node
@@ -188,8 +138,8 @@ impl On<'_> {
         let Some(held) = self.services.lease.lock().clone() else {
             return Ok(());
         };
-        let bytes = self.lease_bytes(&held.config, held.epoch, self.now());
-        self.write(None, vec![BatchOp::put(lease_key(), bytes)])
+        let lease = lease_of(&held.config, held.epoch, self.now());
+        self.write(None, vec![LeaseRows::put_lease_op(&lease)])
             .await
     }
 
@@ -205,9 +155,9 @@ impl On<'_> {
         }
         let mut lapsed = held.config.clone();
         lapsed.ttl = Duration::ZERO;
-        let bytes = self.lease_bytes(&lapsed, held.epoch, self.now());
+        let lease = lease_of(&lapsed, held.epoch, self.now());
         match self
-            .write(None, vec![BatchOp::put(lease_key(), bytes)])
+            .write(None, vec![LeaseRows::put_lease_op(&lease)])
             .await
         {
             Ok(()) => {
@@ -228,43 +178,23 @@ impl On<'_> {
         if !held.config.background_renewal {
             return;
         }
-        let Some(rt) = self.this() else {
-            return;
-        };
         let every = (held.config.ttl / 3).max(Duration::from_millis(10));
-        let weak = std::sync::Arc::downgrade(&rt);
-        let services = self.services.me.clone();
-        drop(rt);
+        let background = self.background();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let (Some(rt), Some(services)) = (weak.upgrade(), services.upgrade()) else {
-                    return;
-                };
-                if rt.is_closed() {
-                    return;
-                }
-                if let Err(e) = On::new(&rt, &services).renew_lease().await {
-                    tracing::error!(error = %e, "renewing the store's lease failed");
-                    if matches!(e, EngineError::Fenced(_)) {
-                        return;
+                let renewed = background.run(async |on| on.renew_lease().await).await;
+                match renewed {
+                    None => return,
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => {
+                        tracing::error!(error = %e, "renewing the store's lease failed");
+                        if matches!(e, EngineError::Fenced(_)) {
+                            return;
+                        }
                     }
                 }
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::epoch_number;
-
-    #[test]
-    fn a_fence_reads_as_its_epoch_with_or_without_its_token() {
-        assert_eq!(epoch_number(b"7:Ab3dE6gHxx"), Some(7));
-        assert_eq!(epoch_number(b"12"), Some(12));
-        assert_eq!(epoch_number(b"x:1"), None);
-        assert_eq!(epoch_number(b""), None);
-        assert_eq!(epoch_number(&[0xff, b'1']), None);
     }
 }

@@ -5,15 +5,18 @@
 //! readiness (whether the next transition can commit).
 //!
 //! Each service is a set of methods of [`On`] (the services acting on one
-//! kernel); the kernel calls them only through the
+//! kernel, `on.rs`: the one file that holds the kernel, handing out the
+//! few capabilities the services use); the kernel calls them only through the
 //! [`ServiceHooks`](crate::engine::kernel::hooks::ServiceHooks) that
-//! [`Services`] implements, which the builder passes in.
+//! [`Services`] implements (`hooks.rs`), which the builder passes in.
 //!
 //! May use: `kernel`, `persist` and `types`.
 
 pub(crate) mod bulk_runs;
 pub(crate) mod delivery;
+mod hooks;
 pub(crate) mod lease;
+mod on;
 pub(crate) mod readiness;
 pub(crate) mod sealed;
 pub(crate) mod stuck;
@@ -23,44 +26,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Weak};
 
-use acts_store::BatchOp;
-use async_trait::async_trait;
-
-use crate::model::Workflow;
-use crate::scheduler::Message;
 use crate::time::TimerId;
 
 use crate::engine::kernel::config::HeldLease;
-use crate::engine::kernel::hooks::ServiceHooks;
-use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::DeliveryRow;
-use crate::engine::types::error::EngineError;
 
 pub use lease::{LeaseConfig, LeaseInfo};
+pub(crate) use on::On;
 pub use sealed::{MAX_TTL_SECS, SealOptions, SealedData, SealedEntry};
-
-/// The services acting on one kernel (`On::new(&kernel,
-/// &services).ack_delivery(..)`): they use the kernel through its API
-/// (runs of transitions, its store, its settings) and keep their own state
-/// in [`Services`]; the kernel knows them only through [`ServiceHooks`].
-pub(crate) struct On<'k> {
-    kernel: &'k Kernel,
-    services: &'k Services,
-}
-
-impl<'k> On<'k> {
-    pub(crate) fn new(kernel: &'k Kernel, services: &'k Services) -> Self {
-        Self { kernel, services }
-    }
-}
-
-impl std::ops::Deref for On<'_> {
-    type Target = Kernel;
-
-    fn deref(&self) -> &Kernel {
-        self.kernel
-    }
-}
 
 /// The services of one engine: what they keep beyond the kernel (the
 /// sealed-data registry, the lease held, the housekeeping and schedule
@@ -121,58 +93,5 @@ impl Services {
     /// The bulk jobs being worked on here.
     pub(crate) fn bulk_runs(&self) -> &bulk_runs::BulkRuns {
         &self.bulk_runs
-    }
-}
-
-#[async_trait]
-impl ServiceHooks<Kernel> for Services {
-    async fn deliveries_of(&self, k: &Kernel, pid: &str) -> Result<Vec<DeliveryRow>, EngineError> {
-        On::new(k, self).deliveries_of(pid).await
-    }
-
-    async fn delivery_ops(
-        &self,
-        k: &Kernel,
-        messages: &[Message],
-        known_pending: Option<Vec<DeliveryRow>>,
-    ) -> Result<Vec<BatchOp>, EngineError> {
-        On::new(k, self).delivery_ops(messages, known_pending).await
-    }
-
-    async fn process_message_ops(
-        &self,
-        k: &Kernel,
-        pid: &str,
-    ) -> Result<Vec<BatchOp>, EngineError> {
-        On::new(k, self).process_message_ops(pid).await
-    }
-
-    async fn trigger_ops(
-        &self,
-        k: &Kernel,
-        workflow: &Workflow,
-    ) -> Result<Vec<BatchOp>, EngineError> {
-        On::new(k, self).trigger_ops(workflow).await
-    }
-
-    async fn trigger_delete_ops(&self, k: &Kernel, mid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        On::new(k, self).trigger_delete_ops(mid).await
-    }
-
-    async fn arm_schedules(&self, k: &Kernel) -> Result<(), EngineError> {
-        On::new(k, self).arm_schedules().await
-    }
-
-    async fn fire_schedules(&self, k: &Kernel) {
-        On::new(k, self).fire_schedules().await
-    }
-
-    async fn housekeeping(&self, k: &Kernel, force: bool) {
-        self.sealed.sweep(k.now());
-        On::new(k, self).housekeeping(force).await
-    }
-
-    async fn release_lease(&self, k: &Kernel) {
-        On::new(k, self).release_lease().await
     }
 }

@@ -9,16 +9,9 @@
 //!
 //! [`KvStore::health`]: acts_store::KvStore::health
 
-use acts_store::BatchOp;
-use acts_store::keys::KeyBuilder;
-
+use crate::engine::persist::lease_rows::health_probe_op;
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
-
-/// The key a probe commit writes (the time of the probe, ms).
-fn probe_key() -> Vec<u8> {
-    KeyBuilder::new().str("health").str("probe").finish()
-}
 
 impl On<'_> {
     /// `Ok` when the next transition can commit; else why not.
@@ -26,9 +19,8 @@ impl On<'_> {
         self.check_open()?;
         self.store().health().await?;
         if self.writer().failing().is_some() {
-            let now = self.clock().now_millis().to_string();
-            self.write(None, vec![BatchOp::put(probe_key(), now)])
-                .await?;
+            let probe = health_probe_op(self.clock().now_millis());
+            self.write(None, vec![probe]).await?;
         }
         Ok(())
     }

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::durable::Collection;
 use crate::scheduler::{Message, MessageState, MessageType};
 
+use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::ProcRow;
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
@@ -36,9 +36,9 @@ impl On<'_> {
         let bound = self
             .now()
             .saturating_sub(i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
-        let procs = Collection::<ProcRow>::new(self.store().clone());
+        let procs = ProcRows::new(self.store());
         let mut rows = Vec::new();
-        for pid in procs.index_ids_below("quiet", bound, limit).await? {
+        for pid in procs.quiet_before(bound, limit).await? {
             // A row changed since its index entry was read is checked again.
             if let Some(r) = procs.get(&pid).await?
                 && r.quiet_since.is_some_and(|q| q < bound)

@@ -17,11 +17,11 @@ use acts_store::BatchOp;
 use serde_json::Value;
 use tracing::warn;
 
-use crate::durable::{Collection, Filter, Query};
 use crate::model::{Vars, Workflow};
 
 use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist::rows::TriggerRow;
+use crate::engine::persist::trigger_rows::TriggerRows;
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
@@ -45,9 +45,8 @@ impl On<'_> {
         &self,
         workflow: &Workflow,
     ) -> Result<Vec<BatchOp>, EngineError> {
-        let triggers = Collection::<TriggerRow>::new(self.store().clone());
-        let old = triggers
-            .query_all(&Query::new().filter(Filter::eq("mid", workflow.id.as_str())))
+        let old = TriggerRows::new(self.store())
+            .of_model(&workflow.id)
             .await?;
         let now = self.now();
         let mut ops = Vec::new();
@@ -80,24 +79,19 @@ impl On<'_> {
                 next_run,
                 last_run,
             };
-            ops.extend(Collection::<TriggerRow>::upsert_ops(previous, &row));
+            ops.extend(TriggerRows::upsert_ops(previous, &row));
             keep.push(id);
         }
         for o in old.iter().filter(|o| !keep.contains(&o.id)) {
-            ops.extend(Collection::<TriggerRow>::delete_ops(o));
+            ops.extend(TriggerRows::delete_ops(o));
         }
         Ok(ops)
     }
 
     /// The deletes of every trigger of model `mid`.
     pub(crate) async fn trigger_delete_ops(&self, mid: &str) -> Result<Vec<BatchOp>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("mid", mid)))
-            .await?;
-        Ok(rows
-            .iter()
-            .flat_map(Collection::<TriggerRow>::delete_ops)
-            .collect())
+        let rows = TriggerRows::new(self.store()).of_model(mid).await?;
+        Ok(rows.iter().flat_map(TriggerRows::delete_ops).collect())
     }
 
     /// Starts the model of trigger `trigger_id` (`<model>:<trigger>`) with `payload` (null:
@@ -109,7 +103,7 @@ impl On<'_> {
         payload: Value,
         by: Option<&str>,
     ) -> Result<ProcInfo, EngineError> {
-        let row = Collection::<TriggerRow>::new(self.store().clone())
+        let row = TriggerRows::new(self.store())
             .get(trigger_id)
             .await?
             .ok_or_else(|| EngineError::TriggerNotFound(trigger_id.to_owned()))?;
@@ -154,9 +148,7 @@ impl On<'_> {
         payload: Value,
         by: Option<&str>,
     ) -> Result<Vec<ProcInfo>, EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("kind", "hook")))
-            .await?;
+        let rows = TriggerRows::new(self.store()).of_kind("hook").await?;
         let mut started = Vec::new();
         for r in rows.into_iter().filter(|r| r.trigger == name) {
             started.push(self.start_trigger(&r.id, payload.clone(), by).await?);
@@ -177,10 +169,9 @@ impl On<'_> {
     }
 
     async fn fire_due_schedules(&self) -> Result<(), EngineError> {
-        let triggers = Collection::<TriggerRow>::new(self.store().clone());
         let now = self.now();
-        let due: Vec<TriggerRow> = triggers
-            .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
+        let due: Vec<TriggerRow> = TriggerRows::new(self.store())
+            .of_kind("schedule")
             .await?
             .into_iter()
             .filter(|r| r.next_run > 0 && r.next_run <= now)
@@ -197,7 +188,7 @@ impl On<'_> {
                 next_run,
                 ..row.clone()
             };
-            self.write(None, vec![Collection::<TriggerRow>::put_row_op(&new)])
+            self.write(None, vec![TriggerRows::rewrite_op(&new)])
                 .await?;
         }
         Ok(())
@@ -205,9 +196,7 @@ impl On<'_> {
 
     /// Arms the schedule timer for the earliest `next_run`.
     pub(crate) async fn arm_schedules(&self) -> Result<(), EngineError> {
-        let rows = Collection::<TriggerRow>::new(self.store().clone())
-            .query_all(&Query::new().filter(Filter::eq("kind", "schedule")))
-            .await?;
+        let rows = TriggerRows::new(self.store()).of_kind("schedule").await?;
         let due = rows.iter().map(|r| r.next_run).filter(|n| *n > 0).min();
         self.arm_schedules_at(due);
         Ok(())

@@ -9,7 +9,7 @@
 //! writes that step's latest task (spec §1.8). Runs on every backend
 //! (`scripts/test.sh`'s engine suites).
 
-mod common;
+use crate::common;
 
 use common::*;
 

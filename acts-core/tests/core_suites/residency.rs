@@ -5,7 +5,7 @@
 //! fire from the timer index, and a restart arms those timers and counts
 //! the admitted processes without loading any of them.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

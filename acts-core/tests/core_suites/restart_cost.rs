@@ -4,7 +4,7 @@
 //! state index and loads none. Counted with the testkit's `CountingStore`,
 //! not timed.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

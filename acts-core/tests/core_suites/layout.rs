@@ -4,8 +4,8 @@
 //! defined) and every room uses only what its `May use:` line names
 //! (`layout/rules.rs`, with `acts_testkit::layout`); no source file (below
 //! a crate's `src/`; tests are not held to it) is longer than 600 lines;
-//! the engine's types keep their impls in their rooms; the api room reads
-//! the store only through persist.
+//! the engine's types keep their impls in their rooms; the api, the kernel
+//! and the services read and write rows only through persist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -218,29 +218,185 @@ fn every_inherent_impl_is_in_the_room_of_its_type_and_the_kernel_has_no_public_f
     }
 }
 
-#[test]
-fn the_api_room_reads_the_store_only_through_the_kernel_or_persist() {
-    let api = workspace().join("acts-core/src/engine/api");
-    let mut files = Vec::new();
-    rust_files(&api, &mut files);
-    assert!(files.len() >= 5, "the api room's files are found");
-    for f in files {
-        let text = std::fs::read_to_string(&f).expect("readable");
-        let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
-        for forbidden in ["Collection", ".scan(", ".get_many(", "keys::"] {
-            assert!(
-                !code.contains(forbidden),
-                "{}: '{forbidden}' — the api room reads rows through persist (`Reads`) or the kernel",
-                f.display()
-            );
+/// What only persist (and `durable`, below it) may name: the collections
+/// and their index reads, the store's raw reads and conditional batch, and
+/// its key encoding.
+const ROW_ACCESS: [&str; 7] = [
+    "Collection",
+    "batch_if",
+    "scan",
+    "get_many",
+    "KeyBuilder",
+    "KeyReader",
+    "index_ids",
+];
+
+/// The names of `ROW_ACCESS` the files of `rooms` (module paths below
+/// `engine`) use — however they reach them: a `use` line, a glob, an
+/// alias, a method call — one line each; and how many files were read.
+fn row_access_outside_persist(src: &Path, rooms: &[&str]) -> (Vec<String>, usize) {
+    let layout = acts_testkit::layout::Layout::read(src).expect("the crate reads");
+    let mut found = Vec::new();
+    let mut seen = 0;
+    for file in layout.files() {
+        let in_room = file.first().is_some_and(|f| f == "engine")
+            && file.get(1).is_some_and(|r| rooms.contains(&r.as_str()));
+        if !in_room {
+            continue;
         }
-        // Only the engine's own accessor hands the store to the embedder.
-        if !f.ends_with("engine.rs") {
-            assert!(
-                !code.contains(".store()"),
-                "{}: the store itself — read it through persist (`Reads`) or the kernel",
-                f.display()
-            );
+        seen += 1;
+        let names = layout.names(file).expect("a file read");
+        for n in ROW_ACCESS.iter().filter(|n| names.contains(**n)) {
+            found.push(format!("{}: names `{n}`", file.join("::")));
         }
     }
+    (found, seen)
+}
+
+#[test]
+fn only_persist_touches_rows_and_keys_the_api_the_kernel_and_the_services_go_through_it() {
+    let src = workspace().join("acts-core").join("src");
+    let (found, seen) = row_access_outside_persist(&src, &["api", "kernel", "services"]);
+    assert!(seen >= 40, "the rooms' files are read ({seen})");
+    assert!(
+        found.is_empty(),
+        "rows are read and written through persist's row stores (`Reads`, `ProcRows`, \
+         `DeliveryRows`, ...), not collections or the raw store:\n{}",
+        found.join("\n")
+    );
+    // Only the engine's own accessor hands the store to the embedder.
+    let api = src.join("engine/api");
+    let mut files = Vec::new();
+    rust_files(&api, &mut files);
+    for f in files.iter().filter(|f| !f.ends_with("engine.rs")) {
+        let text = std::fs::read_to_string(f).expect("readable");
+        let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
+        assert!(
+            !code.contains(".store()"),
+            "{}: the store itself — read it through persist (`Reads`) or the kernel",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn the_row_access_rule_sees_a_method_call_a_glob_and_an_alias() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let src = dir.path();
+    let files = [
+        ("lib.rs", "mod durable;\nmod engine;\n"),
+        (
+            "durable/mod.rs",
+            "mod collection;\npub use collection::*;\n",
+        ),
+        ("durable/collection.rs", "pub struct Collection;\n"),
+        (
+            "engine/mod.rs",
+            "mod kernel;\nmod persist;\nmod services;\nmod api;\n",
+        ),
+        ("engine/persist.rs", "use crate::durable::Collection;\n"),
+        (
+            "engine/kernel/mod.rs",
+            "//! May use: `persist`.\nmod a;\nmod b;\nmod c;\nmod d;\nmod e;\nmod f;\nmod g;\n",
+        ),
+        ("engine/kernel/a.rs", "fn f(s: &S) { s.batch_if(); }\n"),
+        (
+            "engine/kernel/b.rs",
+            "use crate::durable::*;\nfn f(_: Collection) {}\n",
+        ),
+        (
+            "engine/kernel/c.rs",
+            "use crate::durable::Collection as Rows;\nfn f(_: Rows) {}\n",
+        ),
+        (
+            "engine/kernel/d.rs",
+            "fn f() { let _ = acts_store::keys::KeyBuilder::new(); }\n",
+        ),
+        (
+            "engine/kernel/e.rs",
+            "#[cfg(test)]\nmod tests { fn f(s: &S) { s.scan(); } }\nfn g(s: &S) { s.get_many(); }\n",
+        ),
+        (
+            "engine/kernel/f.rs",
+            "#[cfg(test)]\nmod tests { fn f(s: &S) { s.scan(); } }\n",
+        ),
+        ("engine/kernel/g.rs", "fn f(s: &S) { s.get(); }\n"),
+        (
+            "engine/services/mod.rs",
+            "//! May use: `kernel`.\nmod a;\nmod b;\nmod c;\nmod d;\nmod e;\nmod f;\nmod g;\n",
+        ),
+        ("engine/services/a.rs", ""),
+        ("engine/services/b.rs", ""),
+        ("engine/services/c.rs", ""),
+        ("engine/services/d.rs", ""),
+        ("engine/services/e.rs", ""),
+        ("engine/services/f.rs", ""),
+        ("engine/services/g.rs", ""),
+        ("engine/api/mod.rs", "//! May use: `kernel`.\n"),
+    ];
+    for (name, text) in files {
+        let path = src.join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a folder");
+        std::fs::write(path, text).expect("written");
+    }
+    let (found, seen) = row_access_outside_persist(src, &["api", "kernel", "services"]);
+    assert_eq!(seen, 17, "every file of the three rooms is read");
+    let text = found.join("\n");
+    assert!(
+        text.contains("engine::kernel::a: names `batch_if`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("engine::kernel::b: names `Collection`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("engine::kernel::c: names `Collection`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("engine::kernel::d: names `KeyBuilder`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("engine::kernel::e: names `get_many`"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("engine::kernel::f"),
+        "a test module is not code: {text}"
+    );
+    assert!(!text.contains("engine::kernel::g"), "{text}");
+    assert!(!text.contains("persist"), "persist may: {text}");
+}
+
+#[test]
+fn the_services_reach_the_kernel_only_through_on() {
+    let layout = acts_testkit::layout::Layout::read(&workspace().join("acts-core/src"))
+        .expect("the crate reads");
+    let shared: Vec<String> = ["engine", "kernel", "shared"].map(str::to_owned).into();
+    let mut seen = 0;
+    for file in layout
+        .files()
+        .filter(|f| f.starts_with(&["engine".to_owned(), "services".to_owned()]))
+    {
+        seen += 1;
+        let names = layout.names(file).expect("a file read");
+        let name = file.join("::");
+        assert!(
+            !names.contains("Deref"),
+            "{name}: a Deref in the services' room (they reach the kernel through `On`'s methods)"
+        );
+        // `on.rs` holds the kernel; `hooks.rs` names it as the hooks' type.
+        if file.last().is_some_and(|l| l == "on" || l == "hooks") {
+            continue;
+        }
+        let imports = layout.graph().get(file);
+        assert!(
+            !names.contains("Kernel") && !imports.is_some_and(|i| i.contains(&shared)),
+            "{name}: uses the kernel itself ({}); the services use what `services/on.rs` hands out",
+            layout.why(file, &shared).unwrap_or("Kernel")
+        );
+    }
+    assert!(seen >= 8, "the services' files are read ({seen})");
 }

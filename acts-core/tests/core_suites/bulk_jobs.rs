@@ -6,7 +6,7 @@
 //! a bulk retry that never retries a process twice. Runs on every backend
 //! (`scripts/test.sh`'s engine suites) but the crash test.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

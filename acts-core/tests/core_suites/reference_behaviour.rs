@@ -2,7 +2,7 @@
 //! one place where the engine differed from the reference (or from what
 //! the reference documents), with the behaviour now expected.
 
-mod common;
+use crate::common;
 use common::*;
 
 use acts_core::engine::{ChannelOptions, Engine};

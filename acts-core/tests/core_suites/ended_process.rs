@@ -4,7 +4,7 @@
 //! catch's interrupt stayed open, and answering it returned `Ok` and sent a
 //! `completed` message for a process that had already aborted.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

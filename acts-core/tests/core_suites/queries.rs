@@ -5,7 +5,7 @@
 //! counting store). Runs on every backend (`ACTS_TEST_STORE`) but the
 //! counting test.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The engine end to end on the in-memory store: deploy, start, answer
 //! interrupts, hear messages, and continue after a restart.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

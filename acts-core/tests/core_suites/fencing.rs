@@ -6,7 +6,7 @@
 //! gated store) — and the old owner steps down. Runs on every backend
 //! (`ACTS_TEST_STORE`): two engines share one store.
 
-mod common;
+use crate::common;
 
 use acts_testkit::models::ASKING as ASK;
 use std::sync::Arc;

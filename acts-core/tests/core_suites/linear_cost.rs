@@ -3,7 +3,7 @@
 //! which holds the process's data, grows with the data itself). Not timed:
 //! row sizes pin the mechanism (`benches/README.md` has the timings).
 
-mod common;
+use crate::common;
 use common::*;
 
 use acts_core::durable::Collection;

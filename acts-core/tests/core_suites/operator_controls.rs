@@ -5,7 +5,7 @@
 //! `CrashStore`). Runs on every backend (`ACTS_TEST_STORE`) but the crash
 //! tests, which need the crash store.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

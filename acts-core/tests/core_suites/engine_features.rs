@@ -2,7 +2,7 @@
 //! subflow, timeouts on a manual clock, application packages, back and
 //! cancel, parking over the cap, start-time input checks.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! start (proved with the gated store). Runs on every backend
 //! (`ACTS_TEST_STORE`).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! loses all of it). Runs on every backend (`ACTS_TEST_STORE`) but the
 //! crash test.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

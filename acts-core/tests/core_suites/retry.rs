@@ -6,7 +6,7 @@
 //! right before loses all of it. Runs on every backend (`ACTS_TEST_STORE`)
 //! but the crash test.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! restarts, with the admission cap, for subflow children and retries.
 //! Runs on every backend (`scripts/test.sh`'s engine suites).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! fresh burst after a restart. Runs on every backend (`scripts/test.sh`'s
 //! engine suites).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::{Arc, OnceLock};

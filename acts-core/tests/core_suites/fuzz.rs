@@ -6,7 +6,7 @@
 //!
 //! `PROPTEST_CASES` sets the cases per property (CI: the default below); a
 //! long run is `PROPTEST_CASES=100000 cargo test --release -p acts-core
-//! --test fuzz` (see `docs/TESTING.md`).
+//! --test core_suites -- fuzz::` (see `docs/TESTING.md`).
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! deterministic. Concurrency is driven with the testkit's gated and
 //! failing stores, never with sleeps.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

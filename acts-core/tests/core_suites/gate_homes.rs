@@ -4,7 +4,7 @@
 //! the home asks its slots' holders again now and then, hears `gone`,
 //! and lets the next waiter run. (Real time: the home asks every 10 s.)
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! after a removal, and a write that was skipped is never an `Ok`.
 //! Runs on every backend (`ACTS_TEST_STORE`).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! wrong state, or with invalid options gets a clear error — and changes
 //! nothing (the task tree and the store are as before).
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::time::Duration;

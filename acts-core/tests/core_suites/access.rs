@@ -3,7 +3,7 @@
 //! processes they started or were addressed by, and that every action is
 //! recorded with who applied it — across a restart too.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! and snapshot sealing with TTL. The housekeeping pass is run explicitly
 //! (its timer is set far away), so every step is deterministic.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::sync::Arc;

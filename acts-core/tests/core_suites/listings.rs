@@ -6,7 +6,7 @@
 //! an index — the reads counted on the testkit). Runs on every backend
 //! (`ACTS_TEST_STORE`) but the counting test.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! `exposes` filters the process outputs, as in the reference. Runs on
 //! every backend (`scripts/test.sh`'s engine suites).
 
-mod common;
+use crate::common;
 
 use common::*;
 
