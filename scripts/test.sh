@@ -17,7 +17,8 @@
 # TypeScript and Python clients against it (scripts/test-clients.sh).
 #
 # Every cargo invocation here is `cargo_test`: the whole workspace
-# (`--workspace`, then `--test NAME` to pick suites) with the same features
+# (`--workspace`, then `--test NAME -- MODULE::` to pick suites: each
+# crate's integration tests are one binary, NAME_suites) with the same features
 # (`acts-cli/redis`: the CLI's tests on private Redis servers and
 # clusters), so each resolves the same build and nothing is built twice
 # (RocksDB's C++ above all); the scripts that need the `acts` binary get
@@ -78,7 +79,7 @@ trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; scripts/redi
 pg_url=$(scripts/postgres.sh start "$pg_dir")
 ACTS_TEST_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" engine_suites
 echo "== the cluster's ownership tests with the nodes on PostgreSQL"
-ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo_test --test ownership --test catalog_order --test step_gates --test cluster_bulk_jobs
+ACTS_TEST_CLUSTER_STORE=postgres ACTS_TEST_POSTGRES_URL="$pg_url" cargo_test --test cluster_suites -- ownership:: catalog_order:: step_gates:: cluster_bulk_jobs::
 scripts/postgres.sh stop "$pg_dir"
 echo "== acts test examples/ docs/MODEL.md"
 "$acts_bin" test examples/ docs/MODEL.md --config docs/examples.config.yaml

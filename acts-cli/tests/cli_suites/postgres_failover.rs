@@ -1,0 +1,155 @@
+//! A PostgreSQL primary's crash under a cluster of real `acts serve
+//! --cluster` processes: a primary and a streaming standby on loopback
+//! (acts-testkit's `PostgresPair`), two nodes on them through a multi-host
+//! URL (`target_session_attrs=read-write`), processes that each ask one
+//! question, answered through the nodes while the primary's WAL senders
+//! are stopped, then the primary killed with SIGKILL and the standby
+//! promoted. The nodes find the new primary and go on.
+//!
+//! With a synchronous standby no answer is acknowledged while the standby
+//! cannot have it, and every acknowledged answer is in its process — seen
+//! through the nodes that lived through the failover and through a node
+//! started afresh on the promoted server (the store's truth). With an
+//! asynchronous standby the same run loses acknowledged answers: the test
+//! shows the window the synchronous setting closes.
+//!
+//! `ACTS_FAILOVER_ANSWERS` sets how many answers each run makes (default
+//! 60).
+#![cfg(feature = "postgres")]
+
+use crate::support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acts_testkit::postgres_pair::PostgresPair;
+use support::nodes::{
+    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, lost_answers, settled, start_all,
+};
+
+fn answers() -> usize {
+    std::env::var("ACTS_FAILOVER_ANSWERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60)
+}
+
+/// Runs `asks` processes on two nodes over a primary and its standby,
+/// kills the primary while they are being answered — after a window in
+/// which its WAL senders were stopped — promotes the standby, and reports
+/// which acknowledged answers the processes lost.
+async fn through_a_primary_crash(synchronous: bool, asks: usize) -> FailoverReport {
+    let mut pair = tokio::task::block_in_place(|| PostgresPair::start(synchronous))
+        .unwrap_or_else(|e| panic!("a private primary and standby: {e}"));
+    let store = pair.url_of("failover");
+    let http = reqwest::Client::new();
+    let n1 = NodeProc::spawn(&store, "n1");
+    let n2 = NodeProc::spawn(&store, "n2");
+    settled(&http, &n1.url, &["n1", "n2"]).await;
+    deploy(&http, &n1.url, ASK).await;
+    let nodes = vec![n1.url.clone(), n2.url.clone()];
+    let work: Vec<(String, &'static str)> = (0..asks).map(|i| (format!("ask{i}"), "ask")).collect();
+    start_all(&http, &nodes, &work).await;
+    let started = Instant::now();
+    let acked: Acked = Arc::default();
+    // A quarter answered before the window, the rest during and after it.
+    answer_all(&http, &nodes, &acked, 0..asks / 4)
+        .await
+        .expect("answering before the window");
+    // The window: nothing the primary commits reaches the standby. A
+    // synchronous primary acknowledges none of it (each commit waits for
+    // the standby) for the 5 s the window lasts; an asynchronous one goes
+    // on (at least three answers, before the crash).
+    tokio::task::block_in_place(|| pair.stop_replication())
+        .unwrap_or_else(|e| panic!("stopping the WAL senders: {e}"));
+    let stopped = Instant::now();
+    let driving = tokio::spawn({
+        let (http, nodes, acked) = (http.clone(), nodes.clone(), acked.clone());
+        async move { answer_all(&http, &nodes, &acked, asks / 4..asks).await }
+    });
+    loop {
+        let in_window = acked
+            .lock()
+            .expect("acked")
+            .iter()
+            .filter(|(_, _, sent)| *sent >= stopped)
+            .count();
+        let done = if synchronous {
+            assert_eq!(
+                in_window, 0,
+                "acknowledged by a synchronous primary whose standby cannot have it"
+            );
+            stopped.elapsed() >= Duration::from_secs(5)
+        } else {
+            in_window >= 3
+        };
+        if done {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(90),
+            "no answers were acknowledged while the WAL senders were stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::task::block_in_place(|| {
+        pair.kill_primary()
+            .unwrap_or_else(|e| panic!("killing the primary: {e}"));
+        pair.promote_standby()
+            .unwrap_or_else(|e| panic!("promoting the standby: {e}"));
+    });
+    driving
+        .await
+        .expect("the answering task")
+        .expect("answering through the failover");
+    let acked = acked.lock().expect("acked").clone();
+    // Through the nodes that lived through the failover…
+    let mut lost = lost_answers(&http, &nodes, &acked).await;
+    drop((n1, n2));
+    // …and through a node that knows only what the promoted server has.
+    let fresh = NodeProc::spawn(&store, "n3");
+    settled(&http, &fresh.url, &["n3"]).await;
+    for l in lost_answers(&http, std::slice::from_ref(&fresh.url), &acked).await {
+        if !lost.contains(&l) {
+            lost.push(l);
+        }
+    }
+    FailoverReport {
+        acknowledged: acked.len(),
+        lost,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_crash_loses_no_acknowledged_answer_with_a_synchronous_standby() {
+    let asks = answers();
+    let asynchronous = through_a_primary_crash(false, asks).await;
+    eprintln!(
+        "primary crash, asynchronous standby: {} of {asks} answers acknowledged, {} lost ({:.1} s): {:?}",
+        asynchronous.acknowledged,
+        asynchronous.lost.len(),
+        asynchronous.seconds,
+        asynchronous.lost
+    );
+    let synchronous = through_a_primary_crash(true, asks).await;
+    eprintln!(
+        "primary crash, synchronous standby: {} of {asks} answers acknowledged, {} lost ({:.1} s)",
+        synchronous.acknowledged,
+        synchronous.lost.len(),
+        synchronous.seconds
+    );
+    assert!(
+        !asynchronous.lost.is_empty(),
+        "with an asynchronous standby, the answers only the killed primary had are lost"
+    );
+    assert_eq!(
+        synchronous.acknowledged, asks,
+        "every question was answered"
+    );
+    assert!(
+        synchronous.lost.is_empty(),
+        "lost with a synchronous standby: {:?}",
+        synchronous.lost
+    );
+}
