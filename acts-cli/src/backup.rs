@@ -4,7 +4,7 @@
 //! `--backup-dir` — verified by opening the copy and counting what it
 //! holds; and a copy put back in place of a stopped store.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use acts::Census;
@@ -30,24 +30,12 @@ fn file_scheme(url: &str) -> Result<&'static str, Failure> {
         Err(Failure::input(format!(
             "cannot back up or restore '{shown}' with acts: {}",
             match shown.split(':').next().unwrap_or_default() {
-                "redis" | "redis+cluster" => {
-                    "Redis keeps its own backups (BGSAVE, then copy its dump.rdb; docs/OPERATIONS.md, \"Backups\")"
-                }
-                "postgres" | "postgresql" => {
-                    "PostgreSQL keeps its own backups (pg_dump, or base backups with the WAL archived; docs/OPERATIONS.md, \"Backups\")"
-                }
+                "redis" | "redis+cluster" => acts::backup_advice("redis"),
+                "postgres" | "postgresql" => acts::backup_advice("postgres"),
                 _ => "only the file stores (redb:PATH, rocksdb:PATH) are copied by acts",
             }
         )))
     }
-}
-
-/// The path of a file store's URL (without its options).
-fn store_path(url: &str) -> Option<PathBuf> {
-    let rest = url
-        .strip_prefix("redb:")
-        .or_else(|| url.strip_prefix("rocksdb:"))?;
-    Some(PathBuf::from(rest.split_once('?').map_or(rest, |(p, _)| p)))
 }
 
 /// Opens the copy at `url` (nothing resumed) and counts what it holds.
@@ -126,7 +114,7 @@ pub(crate) async fn backup_on_server(
 /// lives (which must not exist: nothing is written over).
 pub(crate) async fn restore(url: &str, from: &Path, json_out: bool) -> Result<u8, Failure> {
     let scheme = file_scheme(url)?;
-    let target = store_path(url).unwrap_or_default();
+    let target = crate::owner::store_file(url).unwrap_or_default();
     if !from.exists() {
         return Err(Failure::input(format!(
             "{}: no such backup",

@@ -204,6 +204,29 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write everything the store holds (models and versions, processes,
+    /// deliveries, channels, triggers, indexes) to a file another store
+    /// can import: how a store moves to another backend (redb to
+    /// PostgreSQL, say). The store must not be served meanwhile.
+    Export {
+        /// The file to write (it must not exist).
+        #[arg(long, value_name = "PATH")]
+        to: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fill an empty store (--store) from a file `acts export` wrote, then
+    /// open and count it. Cut short, the same command goes on where it
+    /// stopped.
+    Import {
+        /// The export.
+        #[arg(long, value_name = "PATH")]
+        from: PathBuf,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Look at a cluster of `acts serve --cluster` nodes (through any
     /// node: --server URL).
     #[command(subcommand)]

@@ -38,6 +38,14 @@ pub async fn dispatch(args: Cli) -> Result<u8, Failure> {
             on_the_store_only(server, "restore")?;
             crate::backup::restore(&args.store, &from, json).await
         }
+        Command::Export { to, json } => {
+            on_the_store_only(server, "export")?;
+            crate::export::export(&args.store, &to, json).await
+        }
+        Command::Import { from, json } => {
+            on_the_store_only(server, "import")?;
+            crate::export::import(&args.store, &from, json).await
+        }
         Command::Cluster(ClusterCommand::Status { json }) => {
             crate::cluster::status(server, token, json).await
         }

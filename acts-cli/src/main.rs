@@ -3,13 +3,17 @@
 //! Runs workflows from YAML files on a durable store in one command
 //! (`acts run MODEL.yml --auto`), and inspects and drives the processes of
 //! a store (`deploy`, `start`, `ps`, `show`, `act`, `resume`, `models`),
-//! and serves the HTTP API over a store (`serve`, from `acts-server`).
+//! serves the HTTP API over a store (`serve`, from `acts-server`), and
+//! backs a store up or moves it to another backend (`backup`, `restore`,
+//! `export`, `import`).
 //!
 //! **Layering rule:** it holds no engine logic of its own. Of the
 //! workspace it depends on the facade `acts` (the engine and the stores),
 //! `acts-server` (`acts serve`, the OpenAPI document), `acts-cluster`
-//! (`acts serve --cluster`) and `acts-packages` (`acts.core.http`,
-//! `acts.app.shell`); of the rest on clap, tokio, serde, reqwest (the
+//! (`acts serve --cluster`), `acts-packages` (`acts.core.http`,
+//! `acts.app.shell`) and `acts-store` (the pairs `acts export` and `acts
+//! import` move, read through the store contract); of the rest on clap,
+//! tokio, serde, base64 and sha2 (the export file), reqwest (the
 //! client of `--server`), axum (the test servers of `acts test`) and
 //! tracing-subscriber. Its files use no room rules (the crate is flat); the
 //! layout test keeps them free of import cycles.
@@ -37,6 +41,7 @@ mod commands;
 mod config;
 mod doctests;
 mod driver;
+mod export;
 mod failure;
 mod local;
 mod mockserve;

@@ -10,11 +10,18 @@ use serde_json::{Value, json};
 
 /// The owner file of a store URL, for file stores.
 fn owner_file(url: &str) -> Option<PathBuf> {
+    let mut file = store_file(url)?.into_os_string();
+    file.push(".owner");
+    Some(PathBuf::from(file))
+}
+
+/// The file (redb) or folder (RocksDB) of a file store's URL, without its
+/// options; `None` for a store that is not a file.
+pub(crate) fn store_file(url: &str) -> Option<PathBuf> {
     let rest = url
         .strip_prefix("redb:")
         .or_else(|| url.strip_prefix("rocksdb:"))?;
-    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
-    Some(PathBuf::from(format!("{path}.owner")))
+    Some(PathBuf::from(rest.split_once('?').map_or(rest, |(p, _)| p)))
 }
 
 /// The record of the store this process holds (removed by [`release`]).

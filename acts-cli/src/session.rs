@@ -28,15 +28,11 @@ pub(crate) async fn open_engine(
 /// they need themselves), owning the store by `lease` if given; with the
 /// packages that reach outside (`acts.core.http`, `acts.app.shell`)
 /// configured by `packages`.
-pub(crate) async fn open_engine_with(
-    url: &str,
-    clock: Option<ManualClock>,
-    resume: bool,
-    lease: Option<acts::LeaseConfig>,
-    packages: &PackagesConfig,
-) -> Result<Engine, Failure> {
+/// Opens the store at `url` (nothing more: no engine), with the errors a
+/// user can act on (a store in use names who holds it).
+pub(crate) async fn open_store(url: &str) -> Result<Arc<dyn acts::KvStore>, Failure> {
     let shown = acts::redacted_url(url);
-    let store = acts::open_store(url).await.map_err(|e| match e {
+    acts::open_store(url).await.map_err(|e| match e {
         OpenStoreError::Store(ref s)
             if matches!(s.kind(), ErrorKind::Corruption | ErrorKind::InvalidInput) =>
         {
@@ -48,7 +44,17 @@ pub(crate) async fn open_engine_with(
         )),
         OpenStoreError::Store(_) => Failure::run(format!("cannot open store '{shown}': {e}")),
         other => Failure::input(other.to_string()),
-    })?;
+    })
+}
+
+pub(crate) async fn open_engine_with(
+    url: &str,
+    clock: Option<ManualClock>,
+    resume: bool,
+    lease: Option<acts::LeaseConfig>,
+    packages: &PackagesConfig,
+) -> Result<Engine, Failure> {
+    let store = open_store(url).await?;
     crate::owner::hold(url);
     let mut builder = Engine::builder()
         .store(store)

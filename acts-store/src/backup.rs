@@ -14,21 +14,28 @@ pub struct BackupInfo {
     pub bytes: u64,
 }
 
-/// The error of a backend that keeps its backups its own way (a server):
-/// what to use instead.
-pub fn no_online_copy(backend: &'static str) -> StoreError {
-    let instead = match backend {
+/// How to back up a store of `backend` (`redis`, `postgres`, ...) that
+/// acts does not copy itself — the one wording the store's error, the
+/// CLI and the server's API give.
+pub fn backup_advice(backend: &str) -> &'static str {
+    match backend {
         "redis" => {
-            "Redis keeps its own: BGSAVE (or the AOF) on the server, then copy its dump.rdb \
-             (docs/OPERATIONS.md, \"Backups\")"
+            "Redis keeps its own backups: BGSAVE (or the AOF) on the server, then copy its \
+             dump.rdb (docs/OPERATIONS.md, \"Backups\")"
         }
         "postgres" => {
-            "PostgreSQL keeps its own: pg_dump, or base backups with the WAL archived \
+            "PostgreSQL keeps its own backups: pg_dump, or base backups with the WAL archived \
              (docs/OPERATIONS.md, \"Backups\")"
         }
         "memory" => "it lives in this process only; there is nothing on disk to copy",
         _ => "stop what uses it and copy what it holds",
-    };
+    }
+}
+
+/// The error of a backend that keeps its backups its own way (a server):
+/// what to use instead ([`backup_advice`]).
+pub fn no_online_copy(backend: &'static str) -> StoreError {
+    let instead = backup_advice(backend);
     StoreError::new(
         backend,
         StoreOp::Backup,

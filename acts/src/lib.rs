@@ -92,6 +92,7 @@ pub use acts_core::scheduler::{
 pub use acts_core::script::ScriptLimits;
 pub use acts_core::time::{Clock, ManualClock, SystemClock};
 pub use acts_core::tree::long_id;
+pub use acts_store::backup::backup_advice;
 pub use acts_store::{
     BackupInfo, ErrorKind as StoreErrorKind, KvStore, MemoryStore, Persistence, StoreError,
     redacted_url,

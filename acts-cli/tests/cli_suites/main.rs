@@ -18,6 +18,7 @@ mod full_disk;
 mod grpc_channel;
 mod local_access;
 mod logs;
+mod moving;
 mod operations_doc;
 mod otel;
 mod postgres_backup;

@@ -159,9 +159,8 @@ fn not_supported(message: impl Into<String>) -> ApiError {
 
 /// What to use instead on a store acts does not copy itself.
 fn acts_store_advice(backend: &str) -> String {
-    match backend {
-        "redis" => "the store is on Redis, which keeps its own backups: BGSAVE (or the AOF), then copy its dump.rdb (docs/OPERATIONS.md)".into(),
-        "postgres" => "the store is on PostgreSQL, which keeps its own backups: pg_dump, or base backups with the WAL archived (docs/OPERATIONS.md)".into(),
-        other => format!("the {other} store has no backup in acts"),
-    }
+    format!(
+        "the store is on {backend}, which acts does not copy: {}",
+        acts::backup_advice(backend)
+    )
 }
