@@ -1,9 +1,11 @@
 //! The online copy of a redb store: one read transaction (a snapshot: the
 //! store as of one commit) copied into a new redb file while commits go
 //! on — redb's readers never hold its writers back — written under a
-//! temporary name, synced, and renamed into place.
+//! temporary name, synced slice by slice (paced: it rests as long as each
+//! slice took), and renamed into place.
 
 use std::path::Path;
+use std::time::Instant;
 
 use acts_store::backup::{check_target, partial_path, size_on_disk, sync_parent};
 use acts_store::{BackupInfo, StoreOp, StoreResult};
@@ -13,8 +15,8 @@ use crate::error::{BACKEND, map_err};
 use crate::{Inner, TABLE};
 
 /// How many pairs one write transaction of the copy holds (its dirty pages
-/// stay in memory until it commits).
-const PAIRS_PER_COMMIT: usize = 10_000;
+/// stay in memory until it commits, then reach the disk in one sync).
+const PAIRS_PER_COMMIT: usize = 2_000;
 
 impl Inner {
     /// Copies the store as of one moment to `to` (see the module doc).
@@ -33,6 +35,7 @@ impl Inner {
             let mut pairs = 0u64;
             let mut iter = table.iter().map_err(|e| self.fail(op, e))?;
             loop {
+                let slice = Instant::now();
                 // Each slice committed and synced as it is written (redb's
                 // default durability): the copy's writes reach the disk a
                 // few MB at a time, not in one long sync at the end that
@@ -56,6 +59,12 @@ impl Inner {
                 if done {
                     break;
                 }
+                // Paced: the copy rests as long as its slice took, so it
+                // works at most half the time and the store's own commits
+                // keep a core and the disk (on two cores an unpaced copy
+                // doubled the clients' round-trip p99: benches/README.md,
+                // "Online backups").
+                std::thread::sleep(slice.elapsed());
             }
             Ok(pairs)
         });
