@@ -11,6 +11,7 @@
 //! May use: `types`, `persist`, `kernel`, `services` (every room of the
 //! engine: it is the top).
 
+mod builder;
 mod bulk;
 mod bulk_check;
 mod bulk_run;
@@ -38,13 +39,14 @@ pub use crate::engine::types::info::{
 };
 pub use crate::engine::types::package::{ActPackage, PackageContext, PackageFailure};
 pub use crate::engine::types::page::Page;
+pub use builder::EngineBuilder;
 pub use bulk::{
     BulkAction, BulkItem, BulkJob, BulkPreview, BulkRequest, DEFAULT_BULK_RATE, MAX_BULK_RATE,
     MAX_BULK_REASON,
 };
 pub use census::Census;
 pub use channel::Channel;
-pub use engine::{Engine, EngineBuilder, EngineStats};
+pub use engine::{Engine, EngineStats};
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessQuery, VarFilter};
 pub use find_deliveries::DeliveryQuery;
