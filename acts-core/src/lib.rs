@@ -27,7 +27,7 @@
 //! `model/mod.rs`, then `model/workflow.rs` and `model/validate.rs`;
 //! `tree/mod.rs`; `script/mod.rs`; `package/mod.rs`; `durable/mod.rs`;
 //! `time/mod.rs`; `scheduler/process/mod.rs` for how a workflow runs;
-//! `engine/mod.rs` (the rooms), then `engine/kernel/shared.rs` for how it
+//! `engine/mod.rs` (the rooms), then `engine/kernel/transition.rs` for how it
 //! runs durably.
 
 pub mod durable;

@@ -7,7 +7,8 @@ use acts_store::BatchOp;
 use crate::model::Vars;
 use crate::scheduler::{Action, ActionError, Process, Services};
 
-use crate::engine::kernel::shared::{Kernel, Outcome};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::kernel::transition::Outcome;
 use crate::engine::types::access::Principal;
 use crate::engine::types::error::EngineError;
 

@@ -35,6 +35,7 @@ pub(crate) mod stalled;
 pub(crate) mod start;
 pub(crate) mod timers;
 pub(crate) mod token_bucket;
+pub(crate) mod transition;
 pub(crate) mod versions;
 pub(crate) mod work;
 

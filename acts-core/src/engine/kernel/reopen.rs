@@ -14,7 +14,8 @@
 use acts_store::BatchOp;
 
 use crate::engine::kernel::cache::Admission;
-use crate::engine::kernel::shared::{Kernel, Outcome};
+use crate::engine::kernel::shared::Kernel;
+use crate::engine::kernel::transition::Outcome;
 use crate::engine::types::error::EngineError;
 use crate::scheduler::{Process, Services};
 
