@@ -74,9 +74,11 @@ pub use types::numbers::whole_numbers_as_integers;
 pub mod testing {
     pub use super::api::ProcHandle;
     pub use super::persist::bulk_rows::{BulkItemRow, BulkJobRow};
+    pub use super::persist::delivery_rows::{ChannelRow, DeliveryRow, MessageRow, delivery_row_id};
+    pub use super::persist::model_rows::{ModelRow, PackageRow};
     pub use super::persist::rows::{
-        ChannelRow, ConcurrencySlot, DeliveryRow, MessageRow, MetaRow, ModelRow, NodeRow, OpRow,
-        PROC_INDEX, PackageRow, ProcRow, TaskRow, TriggerRow, VarsRow, WAKE_INDEX_COMPLETE,
-        WakeRow, delivery_row_id, node_row_id, task_row_id,
+        ConcurrencySlot, MetaRow, NodeRow, OpRow, PROC_INDEX, ProcRow, TaskRow, VarsRow,
+        WAKE_INDEX_COMPLETE, WakeRow, node_row_id, task_row_id,
     };
+    pub use super::persist::trigger_rows::TriggerRow;
 }

@@ -14,7 +14,8 @@ use crate::model::{Vars, Workflow};
 use crate::scheduler::{Action, TaskError, TaskState};
 
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::{ModelRow, PackageRow, TriggerRow};
+use crate::engine::persist::model_rows::{ModelRow, PackageRow};
+use crate::engine::persist::trigger_rows::TriggerRow;
 use crate::engine::services::{On, Services};
 use crate::engine::types::access::Principal;
 use crate::engine::types::error::EngineError;
@@ -372,7 +373,7 @@ impl Executor {
     /// (counted from the state index; no delivery row is read).
     pub async fn count_deliveries(&self, state: DeliveryState) -> Result<usize, EngineError> {
         self.need_operator("reading deliveries")?;
-        self.count_in_state::<crate::engine::persist::rows::DeliveryRow>(state.as_str())
+        self.count_in_state::<crate::engine::persist::delivery_rows::DeliveryRow>(state.as_str())
             .await
     }
 

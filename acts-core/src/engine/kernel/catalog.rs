@@ -12,8 +12,8 @@ use parking_lot::RwLock;
 use crate::model::Workflow;
 use crate::tree::ModelTree;
 
+use crate::engine::persist::model_rows::ModelRow;
 use crate::engine::persist::model_rows::ModelRows;
-use crate::engine::persist::rows::ModelRow;
 use crate::engine::types::error::EngineError;
 
 /// A deployed model version, ready to start processes from.
@@ -210,7 +210,7 @@ impl Drop for GoingMark {
 mod tests {
     use super::*;
     use crate::durable::Collection;
-    use crate::engine::persist::rows::ModelVersionRow;
+    use crate::engine::persist::model_rows::ModelVersionRow;
     use acts_store::{KvStore, MemoryStore};
 
     fn row(revision: u32) -> ModelRow {

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use crate::model::Workflow;
 use crate::scheduler::Message;
 
-use crate::engine::persist::rows::DeliveryRow;
+use crate::engine::persist::delivery_rows::DeliveryRow;
 use crate::engine::types::error::EngineError;
 
 /// The services as the kernel calls them (each call gets the kernel `K`

@@ -13,10 +13,13 @@ use crate::engine::kernel::handle::pid_hash;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist;
 use crate::engine::persist::boot_rows::BootRows;
+use crate::engine::persist::delivery_rows::{
+    DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow,
+};
 use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{
-    DELIVERY_INDEX, DELIVERY_INDEX_GENERATION, DeliveryRow, OpRow, PROC_INDEX,
-    PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow, WAKE_INDEX_COMPLETE,
+    OpRow, PROC_INDEX, PROC_INDEX_ENTRIES_SINCE, PROC_INDEX_GENERATION, ProcRow,
+    WAKE_INDEX_COMPLETE,
 };
 use crate::engine::types::error::EngineError;
 

@@ -21,8 +21,9 @@ use crate::tree::ModelTree;
 
 use crate::engine::kernel::catalog::{DeployedModel, VersionPin};
 use crate::engine::kernel::shared::Kernel;
+use crate::engine::persist::model_rows::ModelRow;
 use crate::engine::persist::model_rows::ModelRows;
-use crate::engine::persist::rows::{ModelRow, ProcRow};
+use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ModelInfo;
 
@@ -303,7 +304,7 @@ impl Kernel {
             .into_iter()
             .filter_map(|id| self.packages.get(id))
             .map(|def| {
-                ModelRows::put_package_op(&crate::engine::persist::rows::PackageRow {
+                ModelRows::put_package_op(&crate::engine::persist::model_rows::PackageRow {
                     builtin: builtin.contains(&def.id),
                     package: def.clone(),
                 })

@@ -35,7 +35,7 @@ use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist;
 use crate::engine::persist::boot_rows::BootRows;
-use crate::engine::persist::rows::DeliveryRow;
+use crate::engine::persist::delivery_rows::DeliveryRow;
 use crate::engine::types::error::EngineError;
 
 /// What a transition closure may return.

@@ -14,8 +14,9 @@
 use crate::engine::kernel::catalog::GoingMark;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::model_rows::ModelRows;
+use crate::engine::persist::model_rows::{ModelRow, ModelVersionRow};
 use crate::engine::persist::proc_rows::ProcRows;
-use crate::engine::persist::rows::{ModelRow, ModelVersionRow, ProcRow};
+use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::{ModelInfo, ModelVersionInfo};
 

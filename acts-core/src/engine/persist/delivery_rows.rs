@@ -6,10 +6,97 @@ use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
 
-use crate::durable::{Collection, CollectionError, Filter, Query};
+use serde::{Deserialize, Serialize};
 
-use crate::engine::persist::rows::{ChannelRow, DeliveryRow, MessageRow, delivery_row_id};
+use crate::durable::{Collection, CollectionError, Filter, IndexValue, Query, impl_row};
+
 use crate::engine::types::info::DeliveryState;
+
+/// A message a process emitted, kept while durable channels have not
+/// settled its deliveries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageRow {
+    /// The message id.
+    pub id: String,
+    /// Its process.
+    pub pid: String,
+    /// The message.
+    pub message: crate::scheduler::Message,
+}
+
+impl_row!(MessageRow, "messages", version = 1, |r| r.id.clone(), {
+    "pid" => IndexValue::Str(r.pid.clone()),
+});
+
+/// One message owed to one durable channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    /// The channel id.
+    pub channel: String,
+    /// The message id.
+    pub msg_id: String,
+    /// The message's process.
+    pub pid: String,
+    /// The message's task.
+    #[serde(default)]
+    pub tid: String,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// How many times it was sent.
+    pub tries: u32,
+    /// When it is re-sent next (ms on the engine clock).
+    pub next_at: i64,
+    /// When it was created (ms).
+    pub created_at: i64,
+    /// Creation order within the same millisecond (messages of one
+    /// transition keep their order).
+    #[serde(default)]
+    pub seq: u64,
+    /// Whether the delivery is settled (closed) when its task ends: the
+    /// task's `created` message (an interrupt's question) goes stale once
+    /// it is answered; an end message (a step's `error`, a process's end
+    /// before a retry) stays owed until acknowledged. Rows written before
+    /// this field was added read as closable, as they were treated.
+    #[serde(default = "closable_by_default")]
+    pub closes_with_task: bool,
+}
+
+fn closable_by_default() -> bool {
+    true
+}
+
+/// The row id of the delivery of message `msg_id` to channel `channel`.
+pub fn delivery_row_id(channel: &str, msg_id: &str) -> String {
+    format!("{channel}/{msg_id}")
+}
+
+impl_row!(DeliveryRow, "deliveries", version = 1, |r| delivery_row_id(&r.channel, &r.msg_id), {
+    "channel" => IndexValue::Str(r.channel.clone()),
+    "pid" => IndexValue::Str(r.pid.clone()),
+    "state" => IndexValue::Str(r.state.as_str().to_owned()),
+    // Listings of one state or one channel, oldest first.
+    "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
+    "channel_time" => IndexValue::Pair(r.channel.clone(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
+});
+
+/// The [`MetaRow`] that says every delivery row's index entries include
+/// those of [`DELIVERY_INDEX_GENERATION`] (see [`PROC_INDEX`]).
+pub const DELIVERY_INDEX: &str = "delivery_index";
+
+/// The generation of [`DeliveryRow`]'s index set.
+pub const DELIVERY_INDEX_GENERATION: u64 = 2;
+
+/// A durable channel's registration: its filters keep recording
+/// deliveries while its client is away (e.g. across an engine restart).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelRow {
+    /// The channel id.
+    pub id: String,
+    /// Its filters.
+    pub options: crate::engine::types::filter::ChannelOptions,
+}
+
+impl_row!(ChannelRow, "channels", version = 1, |r| r.id.clone(), {});
 
 /// The channel, delivery and message rows of one store.
 pub(crate) struct DeliveryRows<'s> {

@@ -4,7 +4,10 @@
 
 use crate::model::Vars;
 
-use crate::engine::persist::rows::{DeliveryRow, ModelRow, PackageRow, ProcRow, TriggerRow};
+use crate::engine::persist::delivery_rows::DeliveryRow;
+use crate::engine::persist::model_rows::{ModelRow, PackageRow};
+use crate::engine::persist::rows::ProcRow;
+use crate::engine::persist::trigger_rows::TriggerRow;
 use crate::engine::types::info::DeliveryState;
 use crate::engine::types::info::{
     DeliveryInfo, ModelInfo, PackageInfo, ProcInfo, TriggerInfo, set,

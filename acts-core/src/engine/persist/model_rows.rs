@@ -7,9 +7,103 @@ use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
 
-use crate::durable::{Collection, CollectionError, Filter, Query};
+use serde::{Deserialize, Serialize};
 
-use crate::engine::persist::rows::{ModelRow, ModelVersionRow, PackageRow, version_row_id};
+use crate::durable::{Collection, CollectionError, Filter, IndexValue, Query, impl_row};
+
+/// A deployed model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRow {
+    /// Model id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Version.
+    pub ver: String,
+    /// The model as JSON (what a process of it is built from).
+    pub model: String,
+    /// When it was (last) deployed, ms on the engine clock.
+    pub deployed_at: i64,
+    /// How many times it was deployed.
+    pub revision: u32,
+}
+
+impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
+    "deployed_at" => IndexValue::Int(r.deployed_at),
+});
+
+/// One version of a model: what a deploy that changed the model's content
+/// stored. A process runs the version it started on (its
+/// [`ProcRow::rev`]) to its end, whatever is deployed later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelVersionRow {
+    /// Model id.
+    pub mid: String,
+    /// The engine's revision number of this version (1, 2, …).
+    pub revision: u32,
+    /// Display name.
+    pub name: String,
+    /// The model's own `ver`.
+    pub ver: String,
+    /// The model as JSON.
+    pub model: String,
+    /// When it was deployed, ms on the engine clock.
+    pub deployed_at: i64,
+}
+
+/// The row id of version `revision` of model `mid` (zero-padded, so a
+/// model's versions sort by revision).
+pub fn version_row_id(mid: &str, revision: u32) -> String {
+    format!("{mid}@{revision:010}")
+}
+
+impl_row!(ModelVersionRow, "model_versions", version = 1, |r| version_row_id(&r.mid, r.revision), {
+    "mid" => IndexValue::Str(r.mid.clone()),
+});
+
+impl From<&ModelVersionRow> for ModelRow {
+    fn from(v: &ModelVersionRow) -> Self {
+        ModelRow {
+            id: v.mid.clone(),
+            name: v.name.clone(),
+            ver: v.ver.clone(),
+            model: v.model.clone(),
+            deployed_at: v.deployed_at,
+            revision: v.revision,
+        }
+    }
+}
+
+impl From<&ModelRow> for ModelVersionRow {
+    fn from(m: &ModelRow) -> Self {
+        ModelVersionRow {
+            mid: m.id.clone(),
+            revision: m.revision,
+            name: m.name.clone(),
+            ver: m.ver.clone(),
+            model: m.model.clone(),
+            deployed_at: m.deployed_at,
+        }
+    }
+}
+
+/// A package the engine knows (built-in or registered by the
+/// application), published at start so tools can list them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackageRow {
+    /// The definition.
+    pub package: crate::package::PackageDefinition,
+    /// Whether it is built in.
+    pub builtin: bool,
+}
+
+impl_row!(
+    PackageRow,
+    "packages",
+    version = 1,
+    |r| r.package.id.clone(),
+    {}
+);
 
 /// The model, version and package rows of one store.
 pub(crate) struct ModelRows<'s> {

@@ -12,7 +12,8 @@ use acts_store::{KvStore, ScanRange, StoreError};
 use crate::durable::{Collection, CollectionError, IndexValue, Page, Query, Row};
 use crate::scheduler::{Message, TaskState};
 
-use crate::engine::persist::rows::{DeliveryRow, MessageRow, ProcRow};
+use crate::engine::persist::delivery_rows::{DeliveryRow, MessageRow};
+use crate::engine::persist::rows::ProcRow;
 use crate::engine::persist::var_index::var_prefix;
 use crate::engine::types::info::DeliveryState;
 

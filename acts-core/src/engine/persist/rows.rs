@@ -1,7 +1,8 @@
-//! The engine's row types, one [`Row`] per collection.
+//! The rows of processes and of the store's own facts, one [`Row`] per
+//! collection (the rows of models, deliveries and triggers are beside
+//! their row stores: `model_rows.rs`, `delivery_rows.rs`,
+//! `trigger_rows.rs`).
 //!
-//! - [`ModelRow`]: a deployed model's latest version (its JSON text).
-//! - [`ModelVersionRow`]: every version of a model (what processes run).
 //! - [`ProcRow`]: a process — state, times, environment and the dynamic
 //!   nodes of its tree. A row in state `none` is *parked*: stored, not yet
 //!   started (its start options wait in `start_vars`).
@@ -23,88 +24,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::durable::{IndexValue, impl_row};
-use crate::engine::types::info::DeliveryState;
 use crate::model::Vars;
 use crate::scheduler::{TaskError, TaskState};
 use crate::tree::NodeData;
 
 pub use super::slot_rows::{ConcurrencySlot, QueueOrder};
-
-/// A deployed model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelRow {
-    /// Model id.
-    pub id: String,
-    /// Display name.
-    pub name: String,
-    /// Version.
-    pub ver: String,
-    /// The model as JSON (what a process of it is built from).
-    pub model: String,
-    /// When it was (last) deployed, ms on the engine clock.
-    pub deployed_at: i64,
-    /// How many times it was deployed.
-    pub revision: u32,
-}
-
-impl_row!(ModelRow, "models", version = 1, |r| r.id.clone(), {
-    "deployed_at" => IndexValue::Int(r.deployed_at),
-});
-
-/// One version of a model: what a deploy that changed the model's content
-/// stored. A process runs the version it started on (its
-/// [`ProcRow::rev`]) to its end, whatever is deployed later.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelVersionRow {
-    /// Model id.
-    pub mid: String,
-    /// The engine's revision number of this version (1, 2, …).
-    pub revision: u32,
-    /// Display name.
-    pub name: String,
-    /// The model's own `ver`.
-    pub ver: String,
-    /// The model as JSON.
-    pub model: String,
-    /// When it was deployed, ms on the engine clock.
-    pub deployed_at: i64,
-}
-
-/// The row id of version `revision` of model `mid` (zero-padded, so a
-/// model's versions sort by revision).
-pub fn version_row_id(mid: &str, revision: u32) -> String {
-    format!("{mid}@{revision:010}")
-}
-
-impl_row!(ModelVersionRow, "model_versions", version = 1, |r| version_row_id(&r.mid, r.revision), {
-    "mid" => IndexValue::Str(r.mid.clone()),
-});
-
-impl From<&ModelVersionRow> for ModelRow {
-    fn from(v: &ModelVersionRow) -> Self {
-        ModelRow {
-            id: v.mid.clone(),
-            name: v.name.clone(),
-            ver: v.ver.clone(),
-            model: v.model.clone(),
-            deployed_at: v.deployed_at,
-            revision: v.revision,
-        }
-    }
-}
-
-impl From<&ModelRow> for ModelVersionRow {
-    fn from(m: &ModelRow) -> Self {
-        ModelVersionRow {
-            mid: m.id.clone(),
-            revision: m.revision,
-            name: m.name.clone(),
-            ver: m.ver.clone(),
-            model: m.model.clone(),
-            deployed_at: m.deployed_at,
-        }
-    }
-}
 
 /// A process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -454,136 +378,3 @@ impl_row!(OpRow, "ops", version = 1, |r| r.id.clone(), {
     "created_at" => IndexValue::Int(r.created_at),
     "pid" => IndexValue::Str(r.pid.clone()),
 });
-
-/// A message a process emitted, kept while durable channels have not
-/// settled its deliveries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MessageRow {
-    /// The message id.
-    pub id: String,
-    /// Its process.
-    pub pid: String,
-    /// The message.
-    pub message: crate::scheduler::Message,
-}
-
-impl_row!(MessageRow, "messages", version = 1, |r| r.id.clone(), {
-    "pid" => IndexValue::Str(r.pid.clone()),
-});
-
-/// One message owed to one durable channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeliveryRow {
-    /// The channel id.
-    pub channel: String,
-    /// The message id.
-    pub msg_id: String,
-    /// The message's process.
-    pub pid: String,
-    /// The message's task.
-    #[serde(default)]
-    pub tid: String,
-    /// Where it stands.
-    pub state: DeliveryState,
-    /// How many times it was sent.
-    pub tries: u32,
-    /// When it is re-sent next (ms on the engine clock).
-    pub next_at: i64,
-    /// When it was created (ms).
-    pub created_at: i64,
-    /// Creation order within the same millisecond (messages of one
-    /// transition keep their order).
-    #[serde(default)]
-    pub seq: u64,
-    /// Whether the delivery is settled (closed) when its task ends: the
-    /// task's `created` message (an interrupt's question) goes stale once
-    /// it is answered; an end message (a step's `error`, a process's end
-    /// before a retry) stays owed until acknowledged. Rows written before
-    /// this field was added read as closable, as they were treated.
-    #[serde(default = "closable_by_default")]
-    pub closes_with_task: bool,
-}
-
-fn closable_by_default() -> bool {
-    true
-}
-
-/// The row id of the delivery of message `msg_id` to channel `channel`.
-pub fn delivery_row_id(channel: &str, msg_id: &str) -> String {
-    format!("{channel}/{msg_id}")
-}
-
-impl_row!(DeliveryRow, "deliveries", version = 1, |r| delivery_row_id(&r.channel, &r.msg_id), {
-    "channel" => IndexValue::Str(r.channel.clone()),
-    "pid" => IndexValue::Str(r.pid.clone()),
-    "state" => IndexValue::Str(r.state.as_str().to_owned()),
-    // Listings of one state or one channel, oldest first.
-    "state_time" => IndexValue::Pair(r.state.as_str().to_owned(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
-    "channel_time" => IndexValue::Pair(r.channel.clone(), r.created_at, i64::try_from(r.seq).unwrap_or(i64::MAX)),
-});
-
-/// The [`MetaRow`] that says every delivery row's index entries include
-/// those of [`DELIVERY_INDEX_GENERATION`] (see [`PROC_INDEX`]).
-pub const DELIVERY_INDEX: &str = "delivery_index";
-
-/// The generation of [`DeliveryRow`]'s index set.
-pub const DELIVERY_INDEX_GENERATION: u64 = 2;
-
-/// A durable channel's registration: its filters keep recording
-/// deliveries while its client is away (e.g. across an engine restart).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChannelRow {
-    /// The channel id.
-    pub id: String,
-    /// Its filters.
-    pub options: crate::engine::types::filter::ChannelOptions,
-}
-
-impl_row!(ChannelRow, "channels", version = 1, |r| r.id.clone(), {});
-
-/// A model's trigger (`on:`), with the schedule state of cron triggers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TriggerRow {
-    /// `<model id>:<trigger id>`.
-    pub id: String,
-    /// The model.
-    pub mid: String,
-    /// The trigger id.
-    pub trigger: String,
-    /// `manual`, `hook`, `schedule`, ...
-    pub kind: String,
-    /// Default start params.
-    pub params: serde_json::Value,
-    /// Cron expression (schedules).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
-    /// When it fires next (ms; 0: never).
-    pub next_run: i64,
-    /// When it last fired (ms; 0: never).
-    pub last_run: i64,
-}
-
-// Stored under the collection's first name, `events`, so stores written
-// before the rename keep their triggers and schedules.
-impl_row!(TriggerRow, "events", version = 1, |r| r.id.clone(), {
-    "kind" => IndexValue::Str(r.kind.clone()),
-    "mid" => IndexValue::Str(r.mid.clone()),
-});
-
-/// A package the engine knows (built-in or registered by the
-/// application), published at start so tools can list them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PackageRow {
-    /// The definition.
-    pub package: crate::package::PackageDefinition,
-    /// Whether it is built in.
-    pub builtin: bool,
-}
-
-impl_row!(
-    PackageRow,
-    "packages",
-    version = 1,
-    |r| r.package.id.clone(),
-    {}
-);

@@ -5,9 +5,38 @@ use std::sync::Arc;
 
 use acts_store::{BatchOp, KvStore};
 
-use crate::durable::{Collection, CollectionError, Filter, Query};
+use serde::{Deserialize, Serialize};
 
-use crate::engine::persist::rows::TriggerRow;
+use crate::durable::{Collection, CollectionError, Filter, IndexValue, Query, impl_row};
+
+/// A model's trigger (`on:`), with the schedule state of cron triggers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriggerRow {
+    /// `<model id>:<trigger id>`.
+    pub id: String,
+    /// The model.
+    pub mid: String,
+    /// The trigger id.
+    pub trigger: String,
+    /// `manual`, `hook`, `schedule`, ...
+    pub kind: String,
+    /// Default start params.
+    pub params: serde_json::Value,
+    /// Cron expression (schedules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// When it fires next (ms; 0: never).
+    pub next_run: i64,
+    /// When it last fired (ms; 0: never).
+    pub last_run: i64,
+}
+
+// Stored under the collection's first name, `events`, so stores written
+// before the rename keep their triggers and schedules.
+impl_row!(TriggerRow, "events", version = 1, |r| r.id.clone(), {
+    "kind" => IndexValue::Str(r.kind.clone()),
+    "mid" => IndexValue::Str(r.mid.clone()),
+});
 
 /// The trigger rows of one store.
 pub(crate) struct TriggerRows<'s> {

@@ -24,8 +24,8 @@ use crate::scheduler::{Message, MessageState, TaskState};
 
 use crate::engine::persist;
 use crate::engine::persist::delivery_rows::DeliveryRows;
+use crate::engine::persist::delivery_rows::{ChannelRow, DeliveryRow, MessageRow};
 use crate::engine::persist::proc_rows::ProcRows;
-use crate::engine::persist::rows::{ChannelRow, DeliveryRow, MessageRow};
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::filter::ChannelOptions;

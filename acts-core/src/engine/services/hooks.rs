@@ -10,7 +10,7 @@ use crate::scheduler::Message;
 
 use crate::engine::kernel::hooks::ServiceHooks;
 use crate::engine::kernel::shared::Kernel;
-use crate::engine::persist::rows::DeliveryRow;
+use crate::engine::persist::delivery_rows::DeliveryRow;
 use crate::engine::services::{On, Services};
 use crate::engine::types::error::EngineError;
 

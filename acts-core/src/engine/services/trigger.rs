@@ -20,7 +20,7 @@ use tracing::warn;
 use crate::model::{Vars, Workflow};
 
 use crate::engine::kernel::timers::TimerKey;
-use crate::engine::persist::rows::TriggerRow;
+use crate::engine::persist::trigger_rows::TriggerRow;
 use crate::engine::persist::trigger_rows::TriggerRows;
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
