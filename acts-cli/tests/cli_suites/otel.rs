@@ -210,17 +210,26 @@ async fn a_process_is_one_trace_continuing_its_caller_across_a_restart() {
         Some(json!({"approved": true})),
     )
     .await;
+    // Every span the tree is checked on: the process's, the gRPC call's
+    // and the answering request's — exported in batches of their own, in
+    // any order (on a busy machine the request's batch can come after
+    // the workflow's), so the check waits for all of them.
     let done = |spans: &[Span]| {
         let grpc = spans.iter().any(|s| s.name == "acts.grpc.ActsService/Send");
-        grpc && spans.iter().any(|s| {
-            s.name == "workflow traced" && attr(s, "acts.pid").as_deref() == Some("traced_1")
-        })
+        let answer = spans
+            .iter()
+            .any(|s| s.name.starts_with("POST ") && hex(&s.trace_id) == ANSWER_TRACE);
+        grpc && answer
+            && spans.iter().any(|s| {
+                s.name == "workflow traced" && attr(s, "acts.pid").as_deref() == Some("traced_1")
+            })
     };
+    // A clean stop flushes what the server still holds.
+    assert_eq!(support::stop(server), Some(0));
     let Some(spans) = receiver.until(Duration::from_secs(120), done).await else {
         let names: Vec<String> = receiver.spans().into_iter().map(|s| s.name).collect();
-        panic!("no workflow span of traced_1 in two minutes; got: {names:?}");
+        panic!("no workflow, gRPC and answer spans of traced_1 in two minutes; got: {names:?}");
     };
-    assert_eq!(support::stop(server), Some(0));
     check_tree(&spans, &irq);
 }
 
