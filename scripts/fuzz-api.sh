@@ -18,7 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 acts=${1:-}
 if [ -z "$acts" ]; then
-  cargo build --quiet -p acts-cli
+  # The build scripts/test.sh makes (the same features: nothing built twice).
+  cargo build --quiet --workspace --features acts-cli/redis --bin acts
   acts="${CARGO_TARGET_DIR:-target}/debug/acts"
 fi
 st="${ACTS_VENV:-$HOME/.cache/acts-venv}/bin/st"

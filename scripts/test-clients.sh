@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-}"
 if [ -z "$bin" ]; then
-  cargo build --quiet -p acts-cli
+  # The build scripts/test.sh makes (the same features: nothing built twice).
+  cargo build --quiet --workspace --features acts-cli/redis --bin acts
   bin="${CARGO_TARGET_DIR:-target}/debug/acts"
 fi
 bin=$(realpath "$bin")
