@@ -14,8 +14,8 @@
 //! ```
 //!
 //! An export reads a store nobody serves (an engine that resumes nothing
-//! holds it meanwhile) and is written to `PATH.partial`, renamed when
-//! whole. An import fills an empty store; each batch records how far it
+//! holds it meanwhile) and is written to `.NAME.partial` beside it (as a
+//! backup is), synced, and renamed when whole. An import fills an empty store; each batch records how far it
 //! got (a pair of its own in the target), so an import cut short (Ctrl-C,
 //! a crash, a store outage) goes on from there when run again with the
 //! same file. At the end the pair count and checksum are compared, the
@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use acts::{Clock, SystemClock};
+use acts_store::backup::{partial_path, sync_parent};
 use acts_store::keys::KeyBuilder;
 use acts_store::{BatchOp, KvStore, ScanRange};
 use base64::Engine as _;
@@ -117,18 +119,6 @@ impl Checksum {
     }
 }
 
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn partial_of(to: &Path) -> PathBuf {
-    let mut name = to.as_os_str().to_owned();
-    name.push(".partial");
-    PathBuf::from(name)
-}
-
 /// `acts export --to PATH`: every pair of the store into a new file.
 pub(crate) async fn export(url: &str, to: &Path, json_out: bool) -> Result<u8, Failure> {
     if to.exists() {
@@ -156,7 +146,7 @@ pub(crate) async fn export(url: &str, to: &Path, json_out: bool) -> Result<u8, F
     drop(store);
     crate::owner::release();
     let end = written.inspect_err(|_| {
-        let _ = std::fs::remove_file(partial_of(to));
+        let _ = std::fs::remove_file(partial_path(to));
     })?;
     let millis = started.elapsed().as_millis();
     report(
@@ -179,7 +169,7 @@ async fn write_export(
     url: &str,
     to: &Path,
 ) -> Result<End, Failure> {
-    let partial = partial_of(to);
+    let partial = partial_path(to);
     let io = |e: std::io::Error| Failure::run(format!("cannot write {}: {e}", partial.display()));
     let file = std::fs::File::create(&partial).map_err(io)?;
     let mut out = BufWriter::new(file);
@@ -188,7 +178,7 @@ async fn write_export(
         id: nanoid::nanoid!(),
         written_by: format!("acts {}", env!("CARGO_PKG_VERSION")),
         source: acts::redacted_url(url),
-        created_at: now_millis(),
+        created_at: SystemClock.now_millis(),
     };
     line(&mut out, &header).map_err(io)?;
     let mut sum = Checksum::new();
@@ -226,6 +216,7 @@ async fn write_export(
     let file = out.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     std::fs::rename(&partial, to)
+        .and_then(|()| sync_parent(to))
         .map_err(|e| Failure::run(format!("cannot put the export at {}: {e}", to.display())))?;
     Ok(end)
 }
