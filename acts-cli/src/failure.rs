@@ -30,9 +30,14 @@ impl Failure {
 
     /// Stopped by Ctrl-C (exit 130).
     pub(crate) fn stopped() -> Self {
+        Self::stopped_saying("stopped; the store keeps every process: `acts resume` continues them")
+    }
+
+    /// Stopped by Ctrl-C (exit 130), saying what is left and what to do.
+    pub(crate) fn stopped_saying(message: &str) -> Self {
         Self {
             code: 130,
-            message: "stopped; the store keeps every process: `acts resume` continues them".into(),
+            message: message.into(),
         }
     }
 

@@ -217,12 +217,22 @@ fn main() -> ExitCode {
             std::task::Poll::Ready(ctrl_c.as_mut().poll(cx).is_ready())
         })
         .await;
+        let stopped = || match &args.command {
+            cli::Command::Import { .. } => Failure::stopped_saying(
+                "stopped; the store keeps the batches imported so far: the same `acts import` goes on where it stopped",
+            ),
+            cli::Command::Export { .. } => Failure::stopped_saying(
+                "stopped; no export was written (run it again; a `.NAME.partial` beside it is what was left)",
+            ),
+            _ => Failure::stopped(),
+        };
         if early {
-            return Err(Failure::stopped());
+            return Err(stopped());
         }
         // `serve` stops on Ctrl-C/SIGTERM itself, gracefully (it finishes
         // the requests in flight and closes the store).
         let graceful = matches!(args.command, cli::Command::Serve { .. });
+        let on_stop = stopped();
         let command = tokio::spawn(commands::dispatch(args));
         if graceful {
             return command
@@ -231,7 +241,7 @@ fn main() -> ExitCode {
         }
         tokio::select! {
             r = command => r.unwrap_or_else(|e| Err(Failure::run(format!("the command failed: {e}")))),
-            _ = ctrl_c => Err(Failure::stopped()),
+            _ = ctrl_c => Err(on_stop),
         }
     });
     if let Some(t) = &telemetry {

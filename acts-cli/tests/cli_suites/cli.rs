@@ -519,7 +519,7 @@ fn interactive_approval(store: &str) -> std::process::Child {
 
 /// Sends SIGINT (what Ctrl-C sends) to `child` and waits for it (within a
 /// hang guard), returning its exit code.
-fn interrupt(child: &mut std::process::Child) -> Option<i32> {
+pub(crate) fn interrupt(child: &mut std::process::Child) -> Option<i32> {
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

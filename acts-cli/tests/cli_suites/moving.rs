@@ -212,3 +212,94 @@ fn damaged_files_full_stores_and_newer_versions_are_refused_with_what_to_do() {
     );
     assert!(err.contains("cannot read the export"), "{err}");
 }
+
+/// An export of `n` made-up pairs with a true end line (a store of no
+/// models and no processes): big enough that an import takes a while.
+fn made_up_export(path: &Path, n: usize) {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    use std::io::Write as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("created"));
+    let header = serde_json::json!({"acts_export": 1, "id": "made-up", "written_by": "a test",
+        "source": "memory:", "created_at": 0});
+    writeln!(out, "{header}").expect("written");
+    let (mut sum, mut bytes) = (sha2::Sha256::new(), 0u64);
+    for i in 0..n {
+        let (k, v) = (format!("zz-test/{i:08}").into_bytes(), vec![b'v'; 200]);
+        sum.update((k.len() as u64).to_be_bytes());
+        sum.update(&k);
+        sum.update((v.len() as u64).to_be_bytes());
+        sum.update(&v);
+        bytes += (k.len() + v.len()) as u64;
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({"k": b64.encode(&k), "v": b64.encode(&v)})
+        )
+        .expect("written");
+    }
+    let sha: String = sum.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let end = serde_json::json!({"end": {"pairs": n, "bytes": bytes, "sha256": sha,
+        "holds": {"models": 0, "processes": 0, "by_state": {}}}});
+    writeln!(out, "{end}").expect("written");
+}
+
+/// Ctrl-C in the middle of an import (every interleaving accepted: it may
+/// also have ended first): it stops with exit 130 saying the same command
+/// goes on, and the same command does, to every pair.
+#[test]
+fn ctrl_c_during_an_import_says_how_to_go_on_and_the_same_command_does() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("big.jsonl");
+    let n = 200_000;
+    made_up_export(&file, n);
+    let target = format!("redb:{}", dir.path().join("target.redb").display());
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acts"))
+        .args([
+            "--store",
+            &target,
+            "import",
+            "--from",
+            path(&file),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("acts starts");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let code = crate::cli::interrupt(&mut child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("read");
+    match code {
+        Some(130) => {
+            assert!(err.contains("the same `acts import` goes on"), "{err}");
+            let taken = import(&target, &file);
+            assert_eq!(taken["pairs"], n, "{taken}");
+            assert!(
+                taken["resumed_after"]
+                    .as_u64()
+                    .is_some_and(|p| p < n as u64),
+                "{taken}"
+            );
+        }
+        Some(0) => {} // it ended before the signal
+        other => panic!("import stopped with {other:?}: {err}"),
+    }
+    // Every pair of the file (beside them, the facts the count's start
+    // records in a store that had none), and no import record left.
+    let pairs = all_pairs(&target);
+    let made_up = pairs
+        .iter()
+        .filter(|(k, _)| k.starts_with(b"zz-test/"))
+        .count();
+    assert_eq!(made_up, n, "every pair of the file");
+    assert!(
+        !pairs
+            .iter()
+            .any(|(k, _)| k.windows(8).any(|w| w == b"progress")),
+        "the import's record is gone"
+    );
+}
