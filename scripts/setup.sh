@@ -8,6 +8,8 @@
 #                   headless Chromium through WebDriver
 #   postgresql    - the PostgreSQL backend's tests start a private server
 #                   (initdb + pg_ctl on a loopback port, as the postgres user)
+#   patroni, etcd-server - the PostgreSQL failover test runs a pair
+#                   managed by Patroni with etcd (acts-testkit's patroni.rs)
 #   python3-venv  - a private Python environment ($ACTS_VENV, default
 #                   ~/.cache/acts-venv) holding schemathesis (the API fuzzer
 #                   of scripts/fuzz-api.sh) and openapi-spec-validator (checks
@@ -26,6 +28,8 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v patroni >/dev/null 2>&1 || missing+=(patroni)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 venv="${ACTS_VENV:-$HOME/.cache/acts-venv}"

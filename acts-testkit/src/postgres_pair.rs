@@ -7,10 +7,10 @@
 //! promote the standby. Clients find the primary through a multi-host URL
 //! with `target_session_attrs=read-write`.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::postgres_server::{PostgresServer, folder, run};
+use crate::process_tree::{kill_postmaster, stop_wal_senders};
 
 /// How long the standby may take to stream from the primary (a hang
 /// guard, not a timing assumption).
@@ -100,17 +100,7 @@ impl PostgresPair {
             .primary
             .postmaster_pid()
             .ok_or("the primary is not running")?;
-        let senders: Vec<u32> = children_of(pid)
-            .into_iter()
-            .filter(|c| command_line(*c).contains("walsender"))
-            .collect();
-        if senders.is_empty() {
-            return Err("the primary has no WAL sender".into());
-        }
-        for s in senders {
-            signal("-STOP", s)?;
-        }
-        Ok(())
+        stop_wal_senders(pid)
     }
 
     /// Kills every process of the primary with `SIGKILL` (as a machine
@@ -120,23 +110,8 @@ impl PostgresPair {
             .primary
             .postmaster_pid()
             .ok_or("the primary is not running")?;
-        // Stopped first, the postmaster forks no new process while its
-        // children are listed and killed (one may end by itself meanwhile).
-        signal("-STOP", pid)?;
-        let mut all = children_of(pid);
-        for p in &all {
-            let _ = signal("-KILL", *p);
-        }
-        signal("-KILL", pid)?;
-        all.push(pid);
+        kill_postmaster(pid)?;
         self.primary.forget_running();
-        let started = Instant::now();
-        while all.iter().any(|p| is_alive(*p)) {
-            if started.elapsed() > STREAM_GUARD {
-                return Err("the primary's processes outlived SIGKILL".into());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
         Ok(())
     }
 
@@ -154,51 +129,4 @@ impl PostgresPair {
         run(promote, "pg_ctl promote")?;
         Ok(())
     }
-}
-
-/// The processes whose parent is `pid` (from `/proc`).
-fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|p| parent_of(*p) == Some(pid))
-        .collect()
-}
-
-/// The parent of `pid`: the field after the state in `/proc/PID/stat`
-/// (after the command name's closing parenthesis).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Whether `pid` runs (a zombie waiting for its parent does not).
-fn is_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let (_, rest) = s.rsplit_once(')')?;
-            rest.split_whitespace()
-                .next()
-                .map(|st| st != "Z" && st != "X")
-        })
-        .unwrap_or(false)
-}
-
-/// `pid`'s command line as `ps` shows it (PostgreSQL sets it to what the
-/// process does: `postgres: walsender ...`).
-fn command_line(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
-        .unwrap_or_default()
-}
-
-fn signal(sig: &str, pid: u32) -> Result<(), String> {
-    let mut c = Command::new("kill");
-    c.args([sig, &pid.to_string()]);
-    run(c, &format!("kill {sig} {pid}")).map(|_| ())
 }

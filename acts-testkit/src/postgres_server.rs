@@ -81,7 +81,7 @@ pub fn hand_to_server_user(path: &Path) -> Result<(), String> {
 }
 
 /// Whether this process runs as root (PostgreSQL then runs as `postgres`).
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()

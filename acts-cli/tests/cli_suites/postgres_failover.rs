@@ -13,6 +13,11 @@
 //! asynchronous standby the same run loses acknowledged answers: the test
 //! shows the window the synchronous setting closes.
 //!
+//! The same run on a pair managed by Patroni with etcd (acts-testkit's
+//! `PatroniPair`, `synchronous_mode`): the test only kills the leader's
+//! node; Patroni promotes the synchronous standby on its own, and the
+//! nodes find it.
+//!
 //! `ACTS_FAILOVER_ANSWERS` sets how many answers each run makes (default
 //! 60).
 #![cfg(feature = "postgres")]
@@ -22,6 +27,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use acts_testkit::patroni::PatroniPair;
 use acts_testkit::postgres_pair::PostgresPair;
 use support::nodes::{
     ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, lost_answers, settled, start_all,
@@ -34,13 +40,58 @@ fn answers() -> usize {
         .unwrap_or(60)
 }
 
-/// Runs `asks` processes on two nodes over a primary and its standby,
-/// kills the primary while they are being answered — after a window in
-/// which its WAL senders were stopped — promotes the standby, and reports
-/// which acknowledged answers the processes lost.
-async fn through_a_primary_crash(synchronous: bool, asks: usize) -> FailoverReport {
-    let mut pair = tokio::task::block_in_place(|| PostgresPair::start(synchronous))
-        .unwrap_or_else(|e| panic!("a private primary and standby: {e}"));
+/// A primary and its standby a test can cut off and fail over.
+trait Failover {
+    fn url_of(&self, ns: &str) -> String;
+    /// Stops the primary's WAL senders.
+    fn stop_replication(&self) -> Result<(), String>;
+    /// Kills the primary; a standby is promoted (by the test or by the
+    /// pair's own manager).
+    fn fail_over(&mut self) -> Result<(), String>;
+}
+
+impl Failover for PostgresPair {
+    fn url_of(&self, ns: &str) -> String {
+        PostgresPair::url_of(self, ns)
+    }
+    fn stop_replication(&self) -> Result<(), String> {
+        PostgresPair::stop_replication(self)
+    }
+    fn fail_over(&mut self) -> Result<(), String> {
+        self.kill_primary()?;
+        self.promote_standby()
+    }
+}
+
+/// The Patroni pair, and the leader it lost (its name and timeline).
+struct Patroni {
+    pair: PatroniPair,
+    killed: Option<(String, u64)>,
+}
+
+impl Failover for Patroni {
+    fn url_of(&self, ns: &str) -> String {
+        self.pair.url_of(ns)
+    }
+    fn stop_replication(&self) -> Result<(), String> {
+        self.pair.stop_replication()
+    }
+    /// Only kills the leader's node: promoting is Patroni's work.
+    fn fail_over(&mut self) -> Result<(), String> {
+        self.killed = Some(self.pair.kill_leader()?);
+        Ok(())
+    }
+}
+
+/// Runs `asks` processes on two nodes over `pair`, kills the primary while
+/// they are being answered — after a window in which its WAL senders were
+/// stopped — gets the standby promoted, and reports which acknowledged
+/// answers the processes lost.
+async fn through_a_primary_crash(
+    pair: &mut impl Failover,
+    synchronous: bool,
+    asks: usize,
+) -> FailoverReport {
     let store = pair.url_of("failover");
     let http = reqwest::Client::new();
     let n1 = NodeProc::spawn(&store, "n1");
@@ -92,12 +143,8 @@ async fn through_a_primary_crash(synchronous: bool, asks: usize) -> FailoverRepo
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tokio::task::block_in_place(|| {
-        pair.kill_primary()
-            .unwrap_or_else(|e| panic!("killing the primary: {e}"));
-        pair.promote_standby()
-            .unwrap_or_else(|e| panic!("promoting the standby: {e}"));
-    });
+    tokio::task::block_in_place(|| pair.fail_over())
+        .unwrap_or_else(|e| panic!("failing the primary over: {e}"));
     driving
         .await
         .expect("the answering task")
@@ -124,7 +171,10 @@ async fn through_a_primary_crash(synchronous: bool, asks: usize) -> FailoverRepo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_crash_loses_no_acknowledged_answer_with_a_synchronous_standby() {
     let asks = answers();
-    let asynchronous = through_a_primary_crash(false, asks).await;
+    let mut pair = tokio::task::block_in_place(|| PostgresPair::start(false))
+        .unwrap_or_else(|e| panic!("a private primary and standby: {e}"));
+    let asynchronous = through_a_primary_crash(&mut pair, false, asks).await;
+    drop(pair);
     eprintln!(
         "primary crash, asynchronous standby: {} of {asks} answers acknowledged, {} lost ({:.1} s): {:?}",
         asynchronous.acknowledged,
@@ -132,7 +182,10 @@ async fn a_primary_crash_loses_no_acknowledged_answer_with_a_synchronous_standby
         asynchronous.seconds,
         asynchronous.lost
     );
-    let synchronous = through_a_primary_crash(true, asks).await;
+    let mut pair = tokio::task::block_in_place(|| PostgresPair::start(true))
+        .unwrap_or_else(|e| panic!("a private primary and standby: {e}"));
+    let synchronous = through_a_primary_crash(&mut pair, true, asks).await;
+    drop(pair);
     eprintln!(
         "primary crash, synchronous standby: {} of {asks} answers acknowledged, {} lost ({:.1} s)",
         synchronous.acknowledged,
@@ -151,5 +204,31 @@ async fn a_primary_crash_loses_no_acknowledged_answer_with_a_synchronous_standby
         synchronous.lost.is_empty(),
         "lost with a synchronous standby: {:?}",
         synchronous.lost
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patroni_promotes_the_synchronous_standby_and_no_acknowledged_answer_is_lost() {
+    let asks = answers();
+    let pair = tokio::task::block_in_place(PatroniPair::start)
+        .unwrap_or_else(|e| panic!("a Patroni pair with etcd: {e}"));
+    let mut patroni = Patroni { pair, killed: None };
+    let report = through_a_primary_crash(&mut patroni, true, asks).await;
+    eprintln!(
+        "Patroni failover: {} of {asks} answers acknowledged, {} lost ({:.1} s)",
+        report.acknowledged,
+        report.lost.len(),
+        report.seconds
+    );
+    // Patroni, not the test, promoted the other node, on a new timeline.
+    let (gone, timeline) = patroni.killed.clone().expect("the leader was killed");
+    let leader = tokio::task::block_in_place(|| patroni.pair.wait_promoted(&gone, timeline))
+        .unwrap_or_else(|e| panic!("Patroni promoted no standby: {e}"));
+    assert_ne!(leader, gone, "the killed node cannot lead");
+    assert_eq!(report.acknowledged, asks, "every question was answered");
+    assert!(
+        report.lost.is_empty(),
+        "lost through Patroni's failover: {:?}",
+        report.lost
     );
 }
