@@ -4,7 +4,8 @@
 # conformance, property, fault, crash-matrix, CLI and doc tests of every
 # crate and backend; among them a PostgreSQL primary's crash under a
 # cluster of `acts serve` nodes with a synchronous and an asynchronous
-# standby, restores from a dump and to a point in time, and a cluster of
+# standby and through a failover by Patroni with etcd, restores from a
+# dump and to a point in time, a Redis master failed over by Sentinel, and a cluster of
 # `acts serve --cluster` nodes through node and Redis master crashes on
 # private Redis Clusters), then the engine suites (the reference's cache
 # scenarios, engine features, guards, deliveries/triggers) again on redb,

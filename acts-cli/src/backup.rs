@@ -30,7 +30,7 @@ fn file_scheme(url: &str) -> Result<&'static str, Failure> {
         Err(Failure::input(format!(
             "cannot back up or restore '{shown}' with acts: {}",
             match shown.split(':').next().unwrap_or_default() {
-                "redis" | "redis+cluster" => acts::backup_advice("redis"),
+                "redis" | "redis+sentinel" | "redis+cluster" => acts::backup_advice("redis"),
                 "postgres" | "postgresql" => acts::backup_advice("postgres"),
                 _ => "only the file stores (redb:PATH, rocksdb:PATH) are copied by acts",
             }

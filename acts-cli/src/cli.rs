@@ -19,8 +19,10 @@ pub enum LogFormat {
 pub struct Cli {
     /// The store: memory:, redb:PATH (options ?fsync=false, ?cache_mb=N),
     /// rocksdb:PATH (?sync=false), redis://HOST:PORT/NAMESPACE,
-    /// redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE (both need the `redis`
-    /// feature) or postgres://USER@HOST:PORT/DB?namespace=NAME (several
+    /// redis+sentinel://HOST:PORT,HOST:PORT/MASTER/NAMESPACE,
+    /// redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE (the three need the
+    /// `redis` feature; ?wait_replicas=N acknowledges a write once N
+    /// replicas have it) or postgres://USER@HOST:PORT/DB?namespace=NAME (several
     /// hosts: HOST:PORT,HOST:PORT and &target_session_attrs=read-write).
     #[arg(
         long,
@@ -141,6 +143,7 @@ pub enum Command {
         lease_ttl: u64,
         /// Join a cluster of engine nodes on this shared store instead of
         /// serving --store: redis://HOST:PORT/NAME,
+        /// redis+sentinel://HOST:PORT,.../MASTER/NAME,
         /// redis+cluster://HOST:PORT,.../NAME or
         /// postgres://USER@HOST:PORT/DB?namespace=NAME (memory: for a
         /// one-process trial). Needs --node; every node accepts every call and routes

@@ -1,5 +1,6 @@
 //! The connection every call of a store goes through — to one server (a
-//! connection manager that reconnects) or to a Redis Cluster — and the
+//! connection manager that reconnects), to the master a group of Redis
+//! Sentinels names (`sentinel.rs`), or to a Redis Cluster — and the
 //! count of its traffic ([`StoreIo`]): each request that waits for an
 //! answer is a round trip, a pipeline's commands are counted one by one,
 //! the bytes out are the requests as packed on the wire, the bytes in the
@@ -14,10 +15,13 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::RoutingInfo;
 use redis::{Arg, Cmd, RedisResult, Value};
 
-/// One server, or a Redis Cluster.
+use crate::sentinel::SentinelLink;
+
+/// One server, the master Sentinel names, or a Redis Cluster.
 #[derive(Clone)]
 pub(crate) enum Link {
     Single(ConnectionManager),
+    Sentinel(SentinelLink),
     Cluster(ClusterConnection),
 }
 
@@ -99,6 +103,7 @@ impl ConnectionLike for Conn {
         let io = self.io.clone();
         let sent = match &mut self.link {
             Link::Single(c) => c.req_packed_command(cmd),
+            Link::Sentinel(c) => c.req_packed_command(cmd),
             Link::Cluster(c) => c.req_packed_command(cmd),
         };
         Box::pin(async move {
@@ -119,6 +124,7 @@ impl ConnectionLike for Conn {
         let io = self.io.clone();
         let sent = match &mut self.link {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         };
         Box::pin(async move {
@@ -131,6 +137,7 @@ impl ConnectionLike for Conn {
     fn get_db(&self) -> i64 {
         match &self.link {
             Link::Single(c) => c.get_db(),
+            Link::Sentinel(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
         }
     }

@@ -17,6 +17,13 @@ pub(crate) fn map_err(op: StoreOp, e: redis::RedisError) -> StoreError {
             ErrorKind::Unavailable,
             format!("the Redis server is unreachable: {text}"),
         )
+    } else if matches!(e.code(), Some("READONLY" | "MASTERDOWN")) {
+        (
+            ErrorKind::Unavailable,
+            format!(
+                "the Redis server is not a master that can take writes now (a failover?): {text}"
+            ),
+        )
     } else if text.contains("ACTSCORRUPT") || text.contains("WRONGTYPE") {
         (
             ErrorKind::Corruption,

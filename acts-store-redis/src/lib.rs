@@ -1,7 +1,9 @@
 //! # acts-store-redis: Redis backend, for stores shared by several services
 //!
-//! A [`KvStore`] on a Redis server ([`RedisStore::connect`]) or a Redis
-//! Cluster ([`RedisStore::connect_cluster`]). Every key lives under
+//! A [`KvStore`] on a Redis server ([`RedisStore::connect`]), on the
+//! master a group of Redis Sentinels watches
+//! ([`RedisStore::connect_sentinel`], followed through failovers), or on a
+//! Redis Cluster ([`RedisStore::connect_cluster`]). Every key lives under
 //! a *namespace*, so several engines (or test runs) share one server without
 //! seeing each other's data.
 //!
@@ -40,21 +42,24 @@
 //!   the last snapshot can be lost. For a workflow store that must never lose
 //!   an acknowledged transition, run Redis with `appendfsync always`.
 //! - **Faults.** A dropped connection is re-established by the client's
-//!   connection manager. While the server is unreachable every call fails
+//!   connection manager (on Sentinel, the master is looked up again). While the server is unreachable every call fails
 //!   within [`RedisOptions::op_timeout`] with a retryable
 //!   [`StoreError`] (`Unavailable` or `Timeout`);
 //!   once the server is back, calls succeed again.
 //!
 //! ## Where to start reading
 //!
-//! [`RedisStore::connect`] (and `connect_cluster`), then the `KvStore`
-//! impl; the two Lua scripts are in `scripts.rs` and errors are mapped in
-//! `error.rs`. `tests/cluster.rs` runs the conformance suite on a private
-//! 3 + 3 cluster.
+//! [`RedisStore::connect`] (and `connect_sentinel`, `connect_cluster`),
+//! then the `KvStore` impl; the two Lua scripts are in `scripts.rs`, the
+//! connections in `conn.rs` and `sentinel.rs`, and errors are mapped in
+//! `error.rs`. The `cluster` and `sentinel` test modules run the
+//! conformance suite on a private 3 + 3 cluster and on a master with a
+//! replica and three sentinels.
 
 mod conn;
 mod error;
 mod scripts;
+mod sentinel;
 mod settings;
 
 use std::ops::Bound;
@@ -186,6 +191,47 @@ impl RedisStore {
         Self::on(Conn::new(Link::Single(conn)), namespace, &options)
             .await
             .map_err(|e| e.context(acts_store::redacted_url(url)))
+    }
+
+    /// Connects to the master named `master` that the Redis Sentinels at
+    /// `sentinels` (`redis://HOST:PORT` each; one reachable sentinel is
+    /// enough) watch, and uses `namespace` for every key. After a failover
+    /// the store asks the sentinels again and writes to the promoted
+    /// replica; a call made while the master fails over fails retryably.
+    /// With [`RedisOptions::wait_replicas`], a write is acknowledged only
+    /// once a replica has it, so a failover loses none.
+    pub async fn connect_sentinel(
+        sentinels: &[String],
+        master: &str,
+        namespace: &str,
+        options: RedisOptions,
+    ) -> StoreResult<Self> {
+        let op = StoreOp::Open;
+        check_namespace(namespace)?;
+        let shown = format!(
+            "master '{master}' of the sentinels {}",
+            sentinels
+                .iter()
+                .map(|n| acts_store::redacted_url(n))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let link = tokio::time::timeout(
+            options.op_timeout,
+            sentinel::SentinelLink::connect(
+                sentinels,
+                master,
+                options.connect_timeout,
+                options.op_timeout,
+            ),
+        )
+        .await
+        .map_err(|_| timeout_err(op, options.op_timeout).context(&shown))?
+        .map_err(|e| map_err(op, e).context(&shown))?;
+        tracing::debug!(sentinels = %shown, namespace, "connected redis sentinel store");
+        Self::on(Conn::new(Link::Sentinel(link)), namespace, &options)
+            .await
+            .map_err(|e| e.context(&shown))
     }
 
     /// Connects to the Redis Cluster that `nodes` (`redis://HOST:PORT`
@@ -388,7 +434,7 @@ impl RedisStore {
             .max(1);
         let cmd = redis::cmd("WAIT").arg(replicas).arg(millis).clone();
         let acked: i64 = match &self.conn.link {
-            Link::Single(_) => {
+            Link::Single(_) | Link::Sentinel(_) => {
                 let mut c = self.conn.clone();
                 self.run(op, cmd.query_async(&mut c)).await?
             }

@@ -234,7 +234,7 @@ async fn evicted_keys(conn: &Conn) -> Option<u64> {
     let mut cmd = redis::cmd("INFO");
     cmd.arg("stats");
     let texts: Vec<String> = match &conn.link {
-        Link::Single(_) => {
+        Link::Single(_) | Link::Sentinel(_) => {
             let mut c = conn.clone();
             vec![cmd.query_async(&mut c).await.ok()?]
         }
@@ -283,10 +283,14 @@ async fn read(conn: &Conn) -> redis::RedisResult<Vec<(String, HashMap<String, St
         cmd.arg(s);
     }
     match &conn.link {
-        Link::Single(_) => {
+        Link::Single(_) | Link::Sentinel(_) => {
             let mut c = conn.clone();
             let value: Value = cmd.query_async(&mut c).await?;
-            Ok(vec![("the server".to_owned(), pairs(value)?)])
+            let node = match &conn.link {
+                Link::Sentinel(s) => format!("the master '{}' the sentinels name", s.master()),
+                _ => "the server".to_owned(),
+            };
+            Ok(vec![(node, pairs(value)?)])
         }
         Link::Cluster(c) => {
             use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};

@@ -83,6 +83,10 @@ mod tests {
             ("redb:acts.db", "redb:acts.db"),
             ("memory:", "memory:"),
             ("redis+cluster://a:1,b:2/ns", "redis+cluster://a:1,b:2/ns"),
+            (
+                "redis+sentinel://:s3cret@a:1,b:2/m/ns",
+                "redis+sentinel://:***@a:1,b:2/m/ns",
+            ),
         ];
         for (url, shown) in cases {
             assert_eq!(redacted_url(url), shown, "{url}");

@@ -32,7 +32,10 @@
 //!   `n` steps).
 //! - [`redis_server`]: starts a private `redis-server` on a free loopback port
 //!   for the Redis backend's tests; [`redis_cluster`]: a private Redis
-//!   Cluster (3 masters, 3 replicas) on loopback ports.
+//!   Cluster (3 masters, 3 replicas) on loopback ports; [`redis_sentinel`]:
+//!   a master, its replica and three Sentinels that fail it over.
+//! - [`patroni`]: a PostgreSQL pair managed by Patroni with etcd
+//!   (synchronous mode), whose leader a test kills.
 //! - [`postgres_server`]: a private PostgreSQL server (`initdb`, `pg_ctl`,
 //!   `fsync=on`); [`postgres_pair`]: a primary and a streaming standby
 //!   (synchronous or not) a failover test can cut off, kill and promote.
@@ -59,6 +62,7 @@ pub mod postgres_pair;
 pub mod postgres_server;
 mod process_tree;
 pub mod redis_cluster;
+pub mod redis_sentinel;
 pub mod redis_server;
 mod slow;
 

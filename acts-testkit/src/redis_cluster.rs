@@ -33,7 +33,7 @@ fn free_cluster_port() -> Result<u16, String> {
     free_port_with(Some(10_000))
 }
 
-fn redis_cli(args: &[&str]) -> Result<String, String> {
+pub(crate) fn redis_cli(args: &[&str]) -> Result<String, String> {
     let out = Command::new("redis-cli")
         .args(args)
         .stdin(Stdio::null())
@@ -238,34 +238,7 @@ impl RedisCluster {
     /// stream to its stopped replicas, so what the node acknowledges after
     /// it stays in its own output buffer.
     pub fn fill(&self, port: u16, key: &str, bytes: usize) -> Result<(), String> {
-        use std::io::Write as _;
-        let mut child = Command::new("redis-cli")
-            .args(["-p", &port.to_string(), "-x", "SET", key])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("redis-cli: {e}"))?;
-        let mut stdin = child.stdin.take().ok_or("redis-cli has no stdin")?;
-        let chunk = vec![b'x'; 1 << 20];
-        for _ in 0..bytes.div_ceil(chunk.len()) {
-            stdin
-                .write_all(&chunk)
-                .map_err(|e| format!("writing to redis-cli: {e}"))?;
-        }
-        drop(stdin);
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("redis-cli: {e}"))?;
-        let answer = String::from_utf8_lossy(&out.stdout);
-        if out.status.success() && answer.trim() == "OK" {
-            Ok(())
-        } else {
-            Err(format!(
-                "SET {key} on port {port}: {answer}{}",
-                String::from_utf8_lossy(&out.stderr)
-            ))
-        }
+        fill_on(port, key, bytes)
     }
 
     /// Stops (SIGSTOP) or continues (SIGCONT) the node on `port`: a
@@ -375,5 +348,38 @@ impl Drop for RedisCluster {
                 let _ = child.wait();
             }
         }
+    }
+}
+
+/// `SET key` to `bytes` bytes on the server on `port` (see
+/// [`RedisCluster::fill`]).
+pub(crate) fn fill_on(port: u16, key: &str, bytes: usize) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "-x", "SET", key])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("redis-cli: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("redis-cli has no stdin")?;
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..bytes.div_ceil(chunk.len()) {
+        stdin
+            .write_all(&chunk)
+            .map_err(|e| format!("writing to redis-cli: {e}"))?;
+    }
+    drop(stdin);
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("redis-cli: {e}"))?;
+    let answer = String::from_utf8_lossy(&out.stdout);
+    if out.status.success() && answer.trim() == "OK" {
+        Ok(())
+    } else {
+        Err(format!(
+            "SET {key} on port {port}: {answer}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }

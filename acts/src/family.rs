@@ -121,6 +121,7 @@ impl StoreFamily {
 }
 
 /// Opens the family a cluster URL names: `redis://HOST:PORT/NAME`,
+/// `redis+sentinel://HOST:PORT,.../MASTER/NAME`,
 /// `redis+cluster://HOST:PORT,.../NAME` (the `redis` feature),
 /// `postgres://USER@HOST:PORT/DB?namespace=NAME` (the `postgres` feature;
 /// each member a table), or
@@ -133,12 +134,16 @@ pub async fn open_store_family(url: &str) -> Result<StoreFamily, OpenStoreError>
     if url.starts_with("redb:") || url.starts_with("rocksdb:") {
         return Err(OpenStoreError::BadOption {
             url: acts_store::redacted_url(url),
-            message: "a cluster needs a store every node reaches: redis://HOST:PORT/NAME or \
-                      redis+cluster://HOST:PORT,.../NAME (an embedded file belongs to one process)"
+            message: "a cluster needs a store every node reaches: redis://HOST:PORT/NAME, \
+                      redis+sentinel://HOST:PORT,.../MASTER/NAME, \
+                      redis+cluster://HOST:PORT,.../NAME or postgres://... (an embedded file belongs to one process)"
                 .into(),
         });
     }
-    if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
+    if url.starts_with("redis://")
+        || url.starts_with("redis+sentinel://")
+        || url.starts_with("redis+cluster://")
+    {
         return open_redis_family(url).await;
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {

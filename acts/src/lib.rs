@@ -115,7 +115,7 @@ pub enum OpenStoreError {
     /// The URL names no known store (the URL as shown: its password, if
     /// any, replaced by `***`, as in every variant).
     #[error(
-        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE, redis+cluster://HOST:PORT,.../NAMESPACE or postgres://USER@HOST:PORT/DB?namespace=NAME"
+        "unknown store URL '{0}': use memory:, redb:PATH, rocksdb:PATH, redis://HOST:PORT/NAMESPACE, redis+sentinel://HOST:PORT,.../MASTER/NAMESPACE, redis+cluster://HOST:PORT,.../NAMESPACE or postgres://USER@HOST:PORT/DB?namespace=NAME"
     )]
     UnknownScheme(String),
     /// The store's backend was not compiled in.
@@ -190,9 +190,16 @@ fn unknown_option(url: &str, key: &str, known: &str) -> OpenStoreError {
 ///   server (feature `redis`); a server that evicts keys
 ///   (`maxmemory-policy` other than `noeviction`) is refused unless
 ///   `?allow_eviction=true`;
+/// - `redis+sentinel://HOST:PORT,HOST:PORT,.../MASTER/NAMESPACE` — keys
+///   under `NAMESPACE` on the master named `MASTER` that the Redis
+///   Sentinels at the addresses watch, followed through failovers (feature
+///   `redis`);
 /// - `redis+cluster://HOST:PORT,HOST:PORT,.../NAMESPACE` — keys under
 ///   `NAMESPACE` on a Redis Cluster (any reachable node finds the rest; the
 ///   namespace lives in one slot; feature `redis`).
+///
+/// The Redis URLs take `?wait_replicas=N` (a write is acknowledged once N
+/// replicas have it), `wait_ms=MS` and `allow_eviction=true`.
 pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if url == "memory:" || url == "memory" {
         return Ok(Arc::new(MemoryStore::new()));
@@ -203,7 +210,10 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     if let Some(rest) = url.strip_prefix("rocksdb:") {
         return open_rocksdb(url, rest);
     }
-    if url.starts_with("redis://") || url.starts_with("redis+cluster://") {
+    if url.starts_with("redis://")
+        || url.starts_with("redis+cluster://")
+        || url.starts_with("redis+sentinel://")
+    {
         return open_redis(url).await;
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -293,12 +303,25 @@ async fn open_redis(url: &str) -> Result<Arc<dyn KvStore>, OpenStoreError> {
     Ok(Arc::new(open_redis_store(url).await?))
 }
 
-/// The Redis store a `redis://` or `redis+cluster://` URL names.
+/// How a Redis URL reaches the server.
+#[cfg(feature = "redis")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RedisShape {
+    Single,
+    Sentinel,
+    Cluster,
+}
+
+/// The Redis store a `redis://`, `redis+sentinel://` or `redis+cluster://`
+/// URL names.
 #[cfg(feature = "redis")]
 async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, OpenStoreError> {
-    let (cluster, rest) = match url.strip_prefix("redis+cluster://") {
-        Some(rest) => (true, rest),
-        None => (false, &url["redis://".len()..]),
+    let (shape, rest) = if let Some(rest) = url.strip_prefix("redis+cluster://") {
+        (RedisShape::Cluster, rest)
+    } else if let Some(rest) = url.strip_prefix("redis+sentinel://") {
+        (RedisShape::Sentinel, rest)
+    } else {
+        (RedisShape::Single, &url["redis://".len()..])
     };
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let mut options = acts_store_redis::RedisOptions::default();
@@ -333,34 +356,62 @@ async fn open_redis_store(url: &str) -> Result<acts_store_redis::RedisStore, Ope
             }
         }
     }
-    let (hosts, namespace) = rest.split_once('/').unwrap_or((rest, ""));
-    if namespace.is_empty() || namespace.contains('/') {
-        return Err(OpenStoreError::BadOption {
-            url: acts_store::redacted_url(url),
-            message: if cluster {
-                "name one namespace after the nodes: redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE"
-            } else {
-                "name one namespace after the address: redis://HOST:PORT/NAMESPACE"
-            }
-            .into(),
-        });
-    }
-    if !cluster {
-        let server = format!("redis://{hosts}/");
-        return Ok(acts_store_redis::RedisStore::connect_with(&server, namespace, options).await?);
-    }
-    let nodes: Vec<String> = hosts
+    let bad = |message: &str| OpenStoreError::BadOption {
+        url: acts_store::redacted_url(url),
+        message: message.into(),
+    };
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    // `USER:PASSWORD@` before the addresses is every address's.
+    let (auth, addr_list) = match hosts.rsplit_once('@') {
+        Some((auth, list)) => (format!("{auth}@"), list),
+        None => (String::new(), hosts),
+    };
+    let addrs: Vec<String> = addr_list
         .split(',')
         .filter(|h| !h.is_empty())
-        .map(|h| format!("redis://{h}/"))
+        .map(|h| format!("redis://{auth}{h}/"))
         .collect();
-    if nodes.is_empty() {
-        return Err(OpenStoreError::BadOption {
-            url: acts_store::redacted_url(url),
-            message: "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE".into(),
-        });
+    match shape {
+        RedisShape::Single => {
+            if path.is_empty() || path.contains('/') {
+                return Err(bad(
+                    "name one namespace after the address: redis://HOST:PORT/NAMESPACE",
+                ));
+            }
+            let server = format!("redis://{hosts}/");
+            Ok(acts_store_redis::RedisStore::connect_with(&server, path, options).await?)
+        }
+        RedisShape::Sentinel => {
+            let (master, namespace) = path.split_once('/').unwrap_or(("", ""));
+            if addrs.is_empty()
+                || master.is_empty()
+                || namespace.is_empty()
+                || namespace.contains('/')
+            {
+                return Err(bad(
+                    "name the sentinels, the master's name and one namespace: \
+                     redis+sentinel://HOST:PORT,HOST:PORT/MASTER/NAMESPACE",
+                ));
+            }
+            Ok(
+                acts_store_redis::RedisStore::connect_sentinel(&addrs, master, namespace, options)
+                    .await?,
+            )
+        }
+        RedisShape::Cluster => {
+            if path.is_empty() || path.contains('/') {
+                return Err(bad(
+                    "name one namespace after the nodes: redis+cluster://HOST:PORT,HOST:PORT/NAMESPACE",
+                ));
+            }
+            if addrs.is_empty() {
+                return Err(bad(
+                    "name at least one node: redis+cluster://HOST:PORT,.../NAMESPACE",
+                ));
+            }
+            Ok(acts_store_redis::RedisStore::connect_cluster(&addrs, path, options).await?)
+        }
     }
-    Ok(acts_store_redis::RedisStore::connect_cluster(&nodes, namespace, options).await?)
 }
 
 #[cfg(not(feature = "redis"))]
@@ -431,6 +482,41 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("unknown option 'speed'"), "{err}");
+    }
+
+    #[cfg(feature = "redis")]
+    #[tokio::test]
+    async fn a_sentinel_url_names_the_sentinels_the_master_and_a_namespace() {
+        for bad in [
+            "redis+sentinel://127.0.0.1:1/ns",
+            "redis+sentinel:///acts/ns",
+            "redis+sentinel://127.0.0.1:1/acts/",
+            "redis+sentinel://127.0.0.1:1/acts/ns/more",
+        ] {
+            let err = open_store(bad).await.err().unwrap().to_string();
+            assert!(
+                err.contains("redis+sentinel://HOST:PORT,HOST:PORT/MASTER/NAMESPACE"),
+                "{bad}: {err}"
+            );
+        }
+        let err = open_store("redis+sentinel://127.0.0.1:1/acts/ns?speed=max")
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("unknown option 'speed'"), "{err}");
+        // No sentinel there: the error names the master and the sentinels.
+        let err = open_store("redis+sentinel://127.0.0.1:1,127.0.0.1:2/acts/ns")
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains(
+                "master 'acts' of the sentinels redis://127.0.0.1:1/,redis://127.0.0.1:2/"
+            ),
+            "{err}"
+        );
     }
 
     #[cfg(not(feature = "rocksdb"))]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use acts_testkit::redis_cluster::RedisCluster;
 use serde_json::{Value, json};
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, PARTITIONS, TTL_SECS, answer_all, api, deploy,
+    ASK, Acked, FailoverReport, NodeProc, PARTITIONS, TTL_SECS, answer_all, api, deploy, env_count,
     lost_answers, process, settled, start_all, try_api,
 };
 use tokio::task::JoinSet;
@@ -190,13 +190,6 @@ async fn check_outcomes(http: &reqwest::Client, nodes: &[String], work: &[(Strin
 
 fn process_count() -> usize {
     env_count("ACTS_CLUSTER_PROCESSES", 10_000)
-}
-
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

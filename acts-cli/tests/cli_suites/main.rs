@@ -23,6 +23,7 @@ mod operations_doc;
 mod otel;
 mod postgres_backup;
 mod postgres_failover;
+mod redis_sentinel_failover;
 mod redis_settings;
 mod scripting;
 mod secrets;

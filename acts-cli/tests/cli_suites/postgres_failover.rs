@@ -30,14 +30,12 @@ use std::time::{Duration, Instant};
 use acts_testkit::patroni::PatroniPair;
 use acts_testkit::postgres_pair::PostgresPair;
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, lost_answers, settled, start_all,
+    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, env_count, lost_answers, settled,
+    start_all,
 };
 
 fn answers() -> usize {
-    std::env::var("ACTS_FAILOVER_ANSWERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60)
+    env_count("ACTS_FAILOVER_ANSWERS", 60)
 }
 
 /// A primary and its standby a test can cut off and fail over.

@@ -45,4 +45,7 @@ fn a_password_in_a_store_url_is_never_shown() {
     // password (a node list's URLs each redacted).
     let said = failure_of("redis+cluster://:s3cret@127.0.0.1:1,127.0.0.1:2/ns");
     assert!(!said.contains("s3cret"), "{said}");
+    // The sentinels' password, handed to every sentinel and the master.
+    let said = failure_of("redis+sentinel://:s3cret@127.0.0.1:1,127.0.0.1:2/acts/ns");
+    assert!(!said.contains("s3cret"), "{said}");
 }

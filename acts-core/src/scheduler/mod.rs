@@ -28,6 +28,7 @@ mod scope_size;
 pub use scope_size::json_len;
 pub mod seal;
 mod state;
+mod task_data;
 mod task_error;
 mod task_event;
 mod task_marks;
@@ -42,6 +43,7 @@ pub use process::{
 };
 pub use scope::Scope;
 pub use state::TaskState;
+pub use task_data::is_reserved;
 pub use task_error::TaskError;
 pub use task_event::TaskEvent;
-pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable, is_reserved};
+pub use tasks::{Dirty, Sign, Task, TaskIx, TaskTable};

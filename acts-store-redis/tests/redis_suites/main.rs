@@ -5,5 +5,6 @@
 mod cluster;
 mod conformance;
 mod faults;
+mod sentinel;
 mod settings;
 mod traffic;

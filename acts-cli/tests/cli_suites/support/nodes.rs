@@ -401,3 +401,11 @@ pub async fn lost_answers(
     }
     lost
 }
+
+/// The count in environment variable `name`, or `default`.
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
