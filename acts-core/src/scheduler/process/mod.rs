@@ -4,9 +4,10 @@
 //! task); [`Process::run`] works the queue until every task is terminal or
 //! waits for a client, collecting the messages for clients. No I/O here:
 //! the engine persists the state and delivers the messages after that.
-//! May use: of the rest of the scheduler, its task table (`tasks`), task
-//! states (`state`), errors (`task_error`), events (`task_event`),
-//! messages (`message`), seals (`seal`) and trace (`trace`).
+//! May use: of the rest of the scheduler, its task table (`tasks`) and
+//! its data-scope rules (`task_data`), task states (`state`), errors
+//! (`task_error`), events (`task_event`), messages (`message`), seals
+//! (`seal`) and trace (`trace`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
