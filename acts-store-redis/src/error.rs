@@ -17,6 +17,14 @@ pub(crate) fn map_err(op: StoreOp, e: redis::RedisError) -> StoreError {
             ErrorKind::Unavailable,
             format!("the Redis server is unreachable: {text}"),
         )
+    } else if e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {
+        (
+            ErrorKind::Unavailable,
+            format!(
+                "no master of that name answers through the sentinels (a failover in \
+                 progress, or a wrong master name in the URL): {text}"
+            ),
+        )
     } else if matches!(e.code(), Some("READONLY" | "MASTERDOWN")) {
         (
             ErrorKind::Unavailable,

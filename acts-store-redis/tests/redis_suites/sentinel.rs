@@ -57,6 +57,20 @@ fn the_conformance_suite_passes_through_sentinel() {
         .filter_map(|(name, r)| r.err().map(|e| format!("{name}: {e}")))
         .collect();
     assert!(failed.is_empty(), "failed through sentinel: {failed:#?}");
+    // A master name the sentinels do not know: retryable (a failover
+    // looks the same for a moment), and the message says both.
+    let rt = tokio::runtime::Runtime::new().expect("a runtime");
+    let err = rt
+        .block_on(RedisStore::connect_sentinel(
+            &group.sentinel_urls(),
+            "nosuch",
+            "ns",
+            RedisOptions::default(),
+        ))
+        .expect_err("no master is called nosuch");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.to_string().contains("master 'nosuch'"), "{err}");
+    assert!(err.to_string().contains("wrong master name"), "{err}");
 }
 
 fn options() -> RedisOptions {
