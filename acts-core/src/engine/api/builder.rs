@@ -191,7 +191,7 @@ impl EngineBuilder {
         engine.rt.fill_indexes(format.record_op()).await?;
         format.log_upgrade();
         engine.rt.publish_packages().await?;
-        engine.rt.load_models().await?;
+        engine.rt.catalog().load().await?;
         On::new(&engine.rt, &engine.services)
             .load_channels()
             .await?;

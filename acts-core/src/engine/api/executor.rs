@@ -140,14 +140,14 @@ impl Executor {
 
     /// A deployed model and its definition.
     pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
-        let m = self.rt.model(id).await?;
+        let m = self.rt.catalog().model(id).await?;
         Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
     /// Model `id`'s summary (its name, version, deploys), without reading
     /// its definition back: what a listing shows of it.
     pub async fn model_info(&self, id: &str) -> Result<ModelInfo, EngineError> {
-        Ok(ModelInfo::from(&self.rt.model(id).await?.row))
+        Ok(ModelInfo::from(&self.rt.catalog().model(id).await?.row))
     }
 
     /// Every deployed model, oldest deploy first.
@@ -181,7 +181,7 @@ impl Executor {
         id: &str,
         revision: u32,
     ) -> Result<(ModelInfo, Workflow), EngineError> {
-        let m = self.rt.model_version(id, revision).await?;
+        let m = self.rt.catalog().model_version(id, revision).await?;
         Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
@@ -275,7 +275,7 @@ impl Executor {
                 row.audience.iter().map(String::as_str),
             )?;
         }
-        let deployed = self.rt.deployed_of(&row).await?;
+        let deployed = self.rt.catalog().deployed_of(&row).await?;
         self.rt.definition(&deployed).await
     }
 

@@ -461,7 +461,7 @@ impl Executor {
     /// Fails unless model `mid` declares `name` in its `index:` (from the
     /// catalog in memory: no store read).
     async fn check_indexed(&self, mid: &str, name: &str) -> Result<(), EngineError> {
-        let model = self.rt.model(mid).await?;
+        let model = self.rt.catalog().model(mid).await?;
         if model.declaration().index.iter().any(|n| n == name) {
             return Ok(());
         }

@@ -1,19 +1,26 @@
 //! The model catalog in memory: the deployed model versions
 //! ([`DeployedModel`]), the latest of each model and the older ones
-//! processes run on ([`Catalog`]), and the pins that keep a start's version
-//! from being deleted ([`VersionPin`]; how removals use them:
-//! `versions.rs`).
+//! processes run on ([`Catalog`]: what a start, a load or a migration
+//! reads, pinned or not — from memory, else from the store's model rows),
+//! and the pins that keep a start's version from being deleted
+//! ([`VersionPin`]; how removals use them: `versions.rs`). Deploying and
+//! removing (which write) stay with the kernel (`models.rs`,
+//! `versions.rs`) and tell the catalog what changed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use acts_store::KvStore;
+
 use crate::model::Workflow;
+use crate::scheduler::ModelCatalog;
 use crate::tree::ModelTree;
 
 use crate::engine::persist::model_rows::ModelRow;
 use crate::engine::persist::model_rows::ModelRows;
+use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
 
 /// A deployed model version, ready to start processes from.
@@ -99,19 +106,219 @@ fn parse_row(row: &ModelRow) -> Result<Workflow, EngineError> {
     })
 }
 
-/// The deployed models in memory.
-#[derive(Default)]
+/// The deployed models in memory, and the reads that fill it from the
+/// store's model rows (its one capability: reading them).
 pub(crate) struct Catalog {
+    store: Arc<dyn KvStore>,
     /// The latest version of every deployed model, by id.
-    pub(crate) latest: RwLock<HashMap<String, Arc<DeployedModel>>>,
+    latest: RwLock<HashMap<String, Arc<DeployedModel>>>,
     /// Older versions that loaded processes run on, by (id, revision).
-    pub(crate) older: RwLock<HashMap<(String, u32), Arc<DeployedModel>>>,
+    older: RwLock<HashMap<(String, u32), Arc<DeployedModel>>>,
     /// Orders deploys and removals (each reads the stored versions, then
     /// writes): an async lock held across that read and write, which is
     /// its point. Transitions never take it.
-    pub(crate) changes: tokio::sync::Mutex<()>,
+    changes: tokio::sync::Mutex<()>,
     /// The versions starts are using right now (see [`VersionPin`]).
-    pub(crate) pins: Arc<parking_lot::Mutex<Pins>>,
+    pins: Arc<parking_lot::Mutex<Pins>>,
+}
+
+impl ModelCatalog for Catalog {
+    fn has_model(&self, id: &str) -> bool {
+        self.latest.read().contains_key(id)
+    }
+}
+
+impl Catalog {
+    /// An empty catalog over the model rows of `store`.
+    pub(crate) fn new(store: Arc<dyn KvStore>) -> Self {
+        Self {
+            store,
+            latest: RwLock::default(),
+            older: RwLock::default(),
+            changes: tokio::sync::Mutex::new(()),
+            pins: Arc::default(),
+        }
+    }
+
+    /// Orders a deploy or a removal against the others (held across its
+    /// read of the stored versions and its write).
+    pub(crate) async fn lock_changes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.changes.lock().await
+    }
+
+    /// `deployed` becomes its model's latest version; the one it replaces
+    /// is kept (processes may still run it).
+    pub(crate) fn publish(&self, deployed: Arc<DeployedModel>) {
+        let id = deployed.row.id.clone();
+        if let Some(prev) = self.latest.write().insert(id, deployed) {
+            let key = (prev.row.id.clone(), prev.row.revision);
+            self.older.write().insert(key, prev);
+        }
+    }
+
+    /// Marks `revisions` of model `id` as being deleted (see
+    /// [`GoingMark`]); the revisions a start holds.
+    pub(crate) fn mark_going(&self, id: &str, revisions: &[u32]) -> (GoingMark, Vec<u32>) {
+        GoingMark::set(&self.pins, id, revisions)
+    }
+
+    /// Forgets version `revision` of model `id` (deleted).
+    pub(crate) fn forget_version(&self, id: &str, revision: u32) {
+        self.older.write().remove(&(id.to_owned(), revision));
+    }
+
+    /// Model `id` is removed: no latest version; of its versions only
+    /// `kept` (processes run on them) stay known.
+    pub(crate) fn retire(&self, id: &str, kept: &[u32]) {
+        if let Some(prev) = self.latest.write().remove(id) {
+            self.older
+                .write()
+                .insert((id.to_owned(), prev.row.revision), prev);
+        }
+        self.older
+            .write()
+            .retain(|(mid, rev), _| mid != id || kept.contains(rev));
+    }
+
+    /// The latest version of model `id`, from the in-memory catalog, else
+    /// read from the store (a model the start could not read: the error
+    /// says why).
+    pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
+        if let Some(m) = self.deployed(id) {
+            return Ok(m);
+        }
+        let row = ModelRows::new(&self.store)
+            .model(id)
+            .await?
+            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
+        let m = Arc::new(DeployedModel::from_row(row)?);
+        self.latest.write().insert(id.to_owned(), m.clone());
+        Ok(m)
+    }
+
+    /// Version `revision` of model `id` (the latest, a kept older one, or
+    /// read from the store and kept).
+    pub(crate) async fn model_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<Arc<DeployedModel>, EngineError> {
+        if let Some(m) = self.deployed(id).filter(|m| m.row.revision == revision) {
+            return Ok(m);
+        }
+        let key = (id.to_owned(), revision);
+        if let Some(m) = self.older.read().get(&key) {
+            return Ok(m.clone());
+        }
+        let row = stored_version(&self.store, id, revision).await?;
+        let m = Arc::new(DeployedModel::from_row(row)?);
+        self.older.write().insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// The model tree a stored process runs: its version's, or — for a
+    /// process stored before versions existed — built from the model it
+    /// carries.
+    pub(crate) async fn tree_of(&self, row: &ProcRow) -> Result<Arc<ModelTree>, EngineError> {
+        Ok(self.deployed_of(row).await?.tree.clone())
+    }
+
+    /// The model version a stored process runs (see [`Catalog::tree_of`]).
+    pub(crate) async fn deployed_of(
+        &self,
+        row: &ProcRow,
+    ) -> Result<Arc<DeployedModel>, EngineError> {
+        if row.model.is_empty() {
+            return self
+                .model_version(&row.mid, row.rev)
+                .await
+                .map_err(|e| match e {
+                    EngineError::VersionNotFound { .. } => EngineError::Corrupt(format!(
+                        "process '{}': its model '{}' version {} is not stored",
+                        row.id, row.mid, row.rev
+                    )),
+                    other => other,
+                });
+        }
+        let legacy = ModelRow {
+            id: row.mid.clone(),
+            name: String::new(),
+            ver: String::new(),
+            model: row.model.clone(),
+            deployed_at: 0,
+            revision: 0,
+        };
+        DeployedModel::from_row(legacy)
+            .map(Arc::new)
+            .map_err(|e| EngineError::Corrupt(format!("process '{}': {e}", row.id)))
+    }
+
+    /// Model `id` if it is deployed, without touching the store: the
+    /// catalog holds every deployed model (read at start, kept in step by
+    /// deploy and remove), so a transition never reads a model under its
+    /// lane.
+    pub(crate) fn deployed(&self, id: &str) -> Option<Arc<DeployedModel>> {
+        self.latest.read().get(id).cloned()
+    }
+
+    /// The latest version of model `id`, pinned (see [`VersionPin`]):
+    /// what a start uses until its process row is durable.
+    pub(crate) async fn pinned_latest(
+        &self,
+        id: &str,
+    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
+        self.model(id).await?;
+        self.pin_deployed(id)
+            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))
+    }
+
+    /// The latest version of model `id` from the catalog, pinned; `None`
+    /// if it is not deployed (or being removed). Looked up and pinned under
+    /// the catalog's lock, so a removal either sees the pin or the lookup
+    /// fails.
+    pub(crate) fn pin_deployed(&self, id: &str) -> Option<(Arc<DeployedModel>, VersionPin)> {
+        let latest = self.latest.read();
+        let m = latest.get(id)?.clone();
+        let pin = VersionPin::take(&self.pins, id, m.row.revision)?;
+        Some((m, pin))
+    }
+
+    /// Version `revision` of model `id`, pinned.
+    pub(crate) async fn pinned_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
+        // Pinned first: a removal that started earlier refuses the pin, one
+        // that finished earlier left nothing to read.
+        let pin = VersionPin::take(&self.pins, id, revision).ok_or_else(|| {
+            EngineError::VersionNotFound {
+                model: id.to_owned(),
+                revision,
+            }
+        })?;
+        let m = self.model_version(id, revision).await?;
+        Ok((m, pin))
+    }
+
+    /// Reads every deployed model into the catalog (at start). A model
+    /// whose stored form cannot be read is left out with an error in the
+    /// log; using it reports why.
+    pub(crate) async fn load(&self) -> Result<(), EngineError> {
+        let rows = ModelRows::new(&self.store).models().await?;
+        let mut loaded = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id = row.id.clone();
+            match DeployedModel::from_row(row) {
+                Ok(m) => loaded.push((id, Arc::new(m))),
+                Err(e) => {
+                    tracing::error!(model = %id, error = %e, "a deployed model cannot be read")
+                }
+            }
+        }
+        self.latest.write().extend(loaded);
+        Ok(())
+    }
 }
 
 type VersionKey = (String, u32);

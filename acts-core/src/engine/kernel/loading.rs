@@ -153,7 +153,7 @@ impl Kernel {
             return Ok(None);
         };
         let state = stored.row.state;
-        let model = self.tree_of(&stored.row).await?;
+        let model = self.models.tree_of(&stored.row).await?;
         let (process, persisted) = persist::rebuild(stored, model).map_err(EngineError::Corrupt)?;
         let handle = ProcHandle::new(process, persisted, born);
         self.instances.track(&handle);

@@ -28,7 +28,7 @@ impl Kernel {
         by: Option<&str>,
     ) -> Result<MigrationReport, EngineError> {
         self.check_open()?;
-        let from = self.model_version(&plan.model, plan.from).await?;
+        let from = self.models.model_version(&plan.model, plan.from).await?;
         if plan.from == plan.to {
             return Err(EngineError::Conflict(format!(
                 "model '{}': the processes are on version {} already (a migration goes from one version to another)",
@@ -36,7 +36,7 @@ impl Kernel {
             )));
         }
         // Pinned: the new version is not removed while processes move to it.
-        let (to, _pin) = self.pinned_version(&plan.model, plan.to).await?;
+        let (to, _pin) = self.models.pinned_version(&plan.model, plan.to).await?;
         check_map(plan, &to)?;
         self.check_vars_size("the migration's vars", &plan.vars)?;
         let procs = ProcRows::new(&self.store);
@@ -161,8 +161,8 @@ impl Kernel {
             map: map.clone(),
             vars: vars.clone(),
         };
-        let from = self.model_version(&plan.model, plan.from).await?;
-        let (target, _pin) = self.pinned_version(&plan.model, to).await?;
+        let from = self.models.model_version(&plan.model, plan.from).await?;
+        let (target, _pin) = self.models.pinned_version(&plan.model, to).await?;
         check_map(&plan, &target)?;
         self.migrate_one(&row, &from, &target, &plan, false, by, extra)
             .await

@@ -1,37 +1,27 @@
-//! The model catalog: deploying, reading and removing models and their
-//! versions (and publishing the package definitions for tools). The
-//! catalog in memory holds the latest version of every deployed model
-//! (read at start, kept in step by deploy and remove), so a transition
-//! asks it — never the store — which models a subflow may start; older
-//! versions are read when a process of one is loaded, and kept.
+//! Deploying models: validation, the scripts' syntax, the stored version
+//! and its triggers in one batch (and publishing the package definitions
+//! for tools). What is deployed is read through the catalog
+//! ([`Catalog`](crate::engine::kernel::catalog::Catalog): in memory, kept
+//! in step by deploy and remove), so a transition asks it — never the
+//! store — which models a subflow may start.
 //!
 //! A deploy whose content equals the latest version changes nothing; any
 //! other deploy stores a new version (the next revision). A process runs
-//! the version it started on to its end ([`ProcRow::rev`]), so a version
-//! that unfinished processes use is never deleted.
+//! the version it started on to its end (`ProcRow::rev`), so a version
+//! that unfinished processes use is never deleted (`versions.rs`).
 
 use std::sync::Arc;
 
-use tracing::error;
-
 use crate::model::{ModelError, SourceMap, Workflow, script_sites, validate};
-use crate::scheduler::ModelCatalog;
 use crate::script::ScriptError;
 use crate::tree::ModelTree;
 
-use crate::engine::kernel::catalog::{DeployedModel, VersionPin};
+use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::model_rows::ModelRow;
 use crate::engine::persist::model_rows::ModelRows;
-use crate::engine::persist::rows::ProcRow;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ModelInfo;
-
-impl ModelCatalog for Kernel {
-    fn has_model(&self, id: &str) -> bool {
-        self.models.latest.read().contains_key(id)
-    }
-}
 
 impl Kernel {
     /// Validates and stores a model. Content equal to the model's latest
@@ -68,7 +58,7 @@ impl Kernel {
             .into());
         }
         let mut tree = ModelTree::build(workflow)?;
-        let _changes = self.models.changes.lock().await;
+        let _changes = self.models.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let old = stored.model(&workflow.id).await?;
         if let Some(old) = old.as_ref().filter(|o| o.model == json) {
@@ -108,156 +98,8 @@ impl Kernel {
         }
         let info = ModelInfo::from(&row);
         tree.revision = revision;
-        let deployed = Arc::new(DeployedModel::new(row, tree));
-        if let Some(prev) = self
-            .models
-            .latest
-            .write()
-            .insert(workflow.id.clone(), deployed)
-        {
-            // Processes may still run the version this one replaces.
-            let key = (prev.row.id.clone(), prev.row.revision);
-            self.models.older.write().insert(key, prev);
-        }
+        self.models.publish(Arc::new(DeployedModel::new(row, tree)));
         Ok(info)
-    }
-
-    /// The latest version of model `id`, from the in-memory catalog, else
-    /// read from the store (a model the start could not read: the error
-    /// says why).
-    pub(crate) async fn model(&self, id: &str) -> Result<Arc<DeployedModel>, EngineError> {
-        if let Some(m) = self.deployed(id) {
-            return Ok(m);
-        }
-        let row = ModelRows::new(&self.store)
-            .model(id)
-            .await?
-            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))?;
-        let m = Arc::new(DeployedModel::from_row(row)?);
-        self.models.latest.write().insert(id.to_owned(), m.clone());
-        Ok(m)
-    }
-
-    /// Version `revision` of model `id` (the latest, a kept older one, or
-    /// read from the store and kept).
-    pub(crate) async fn model_version(
-        &self,
-        id: &str,
-        revision: u32,
-    ) -> Result<Arc<DeployedModel>, EngineError> {
-        if let Some(m) = self.deployed(id).filter(|m| m.row.revision == revision) {
-            return Ok(m);
-        }
-        let key = (id.to_owned(), revision);
-        if let Some(m) = self.models.older.read().get(&key) {
-            return Ok(m.clone());
-        }
-        let row = super::catalog::stored_version(&self.store, id, revision).await?;
-        let m = Arc::new(DeployedModel::from_row(row)?);
-        self.models.older.write().insert(key, m.clone());
-        Ok(m)
-    }
-
-    /// The model tree a stored process runs: its version's, or — for a
-    /// process stored before versions existed — built from the model it
-    /// carries.
-    pub(crate) async fn tree_of(&self, row: &ProcRow) -> Result<Arc<ModelTree>, EngineError> {
-        Ok(self.deployed_of(row).await?.tree.clone())
-    }
-
-    /// The model version a stored process runs (see [`Kernel::tree_of`]).
-    pub(crate) async fn deployed_of(
-        &self,
-        row: &ProcRow,
-    ) -> Result<Arc<DeployedModel>, EngineError> {
-        if row.model.is_empty() {
-            return self
-                .model_version(&row.mid, row.rev)
-                .await
-                .map_err(|e| match e {
-                    EngineError::VersionNotFound { .. } => EngineError::Corrupt(format!(
-                        "process '{}': its model '{}' version {} is not stored",
-                        row.id, row.mid, row.rev
-                    )),
-                    other => other,
-                });
-        }
-        let legacy = ModelRow {
-            id: row.mid.clone(),
-            name: String::new(),
-            ver: String::new(),
-            model: row.model.clone(),
-            deployed_at: 0,
-            revision: 0,
-        };
-        DeployedModel::from_row(legacy)
-            .map(Arc::new)
-            .map_err(|e| EngineError::Corrupt(format!("process '{}': {e}", row.id)))
-    }
-
-    /// Model `id` if it is deployed, without touching the store: the
-    /// catalog holds every deployed model (read at start, kept in step by
-    /// deploy and remove), so a transition never reads a model under its
-    /// lane.
-    pub(crate) fn deployed(&self, id: &str) -> Option<Arc<DeployedModel>> {
-        self.models.latest.read().get(id).cloned()
-    }
-
-    /// The latest version of model `id`, pinned (see [`VersionPin`]):
-    /// what a start uses until its process row is durable.
-    pub(crate) async fn pinned_latest(
-        &self,
-        id: &str,
-    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
-        self.model(id).await?;
-        self.pin_deployed(id)
-            .ok_or_else(|| EngineError::ModelNotFound(id.to_owned()))
-    }
-
-    /// The latest version of model `id` from the catalog, pinned; `None`
-    /// if it is not deployed (or being removed). Looked up and pinned under
-    /// the catalog's lock, so a removal either sees the pin or the lookup
-    /// fails.
-    pub(crate) fn pin_deployed(&self, id: &str) -> Option<(Arc<DeployedModel>, VersionPin)> {
-        let latest = self.models.latest.read();
-        let m = latest.get(id)?.clone();
-        let pin = VersionPin::take(&self.models.pins, id, m.row.revision)?;
-        Some((m, pin))
-    }
-
-    /// Version `revision` of model `id`, pinned.
-    pub(crate) async fn pinned_version(
-        &self,
-        id: &str,
-        revision: u32,
-    ) -> Result<(Arc<DeployedModel>, VersionPin), EngineError> {
-        // Pinned first: a removal that started earlier refuses the pin, one
-        // that finished earlier left nothing to read.
-        let pin = VersionPin::take(&self.models.pins, id, revision).ok_or_else(|| {
-            EngineError::VersionNotFound {
-                model: id.to_owned(),
-                revision,
-            }
-        })?;
-        let m = self.model_version(id, revision).await?;
-        Ok((m, pin))
-    }
-
-    /// Reads every deployed model into the catalog (at start). A model
-    /// whose stored form cannot be read is left out with an error in the
-    /// log; using it reports why.
-    pub(crate) async fn load_models(&self) -> Result<(), EngineError> {
-        let rows = ModelRows::new(&self.store).models().await?;
-        let mut loaded = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id = row.id.clone();
-            match DeployedModel::from_row(row) {
-                Ok(m) => loaded.push((id, Arc::new(m))),
-                Err(e) => error!(model = %id, error = %e, "a deployed model cannot be read"),
-            }
-        }
-        self.models.latest.write().extend(loaded);
-        Ok(())
     }
 
     /// Every script of `workflow` parses: a syntax error is a deploy error

@@ -90,6 +90,7 @@ impl Kernel {
         hooks: Arc<dyn ServiceHooks<Kernel>>,
     ) -> Arc<Self> {
         let writer = GroupCommitWriter::start(store.clone(), config.writer);
+        let models = crate::engine::kernel::catalog::Catalog::new(store.clone());
         Arc::new_cyclic(|me| Self {
             store,
             writer,
@@ -106,7 +107,7 @@ impl Kernel {
             hooks,
             work: Work::default(),
             stalled: StalledSet::default(),
-            models: Default::default(),
+            models,
             gates: parking_lot::Mutex::new(crate::engine::kernel::act_gates::ActGates::new(
                 clock.now_millis(),
             )),
@@ -118,6 +119,11 @@ impl Kernel {
         })
     }
 
+    /// The deployed models: what starts, loads and migrations read.
+    pub(crate) fn catalog(&self) -> &crate::engine::kernel::catalog::Catalog {
+        &self.models
+    }
+
     pub(crate) fn this(&self) -> Option<Arc<Kernel>> {
         self.me.upgrade()
     }
@@ -127,7 +133,7 @@ impl Kernel {
             scripts: &self.scripts,
             packages: &self.packages,
             seals: Some(&*self.seals),
-            models: Some(self),
+            models: Some(&self.models),
             limits: self.config.run_limits,
             interest: self.emitter.interest(),
         }

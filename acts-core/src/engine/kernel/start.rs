@@ -39,8 +39,8 @@ impl Kernel {
         self.check_vars_size("the start options", &vars)?;
         // Pinned until the process row naming the version is durable.
         let (model, _pin) = match revision {
-            None => self.pinned_latest(model_id).await?,
-            Some(r) => self.pinned_version(model_id, r).await?,
+            None => self.models.pinned_latest(model_id).await?,
+            Some(r) => self.models.pinned_version(model_id, r).await?,
         };
         let external_pid = match vars.get("pid") {
             Some(Value::String(p)) => Some(check_pid(p)?.to_owned()),
@@ -310,8 +310,8 @@ impl Kernel {
         vars: &Vars,
     ) -> Result<Option<String>, EngineError> {
         let model = match revision {
-            None => self.model(model_id).await?,
-            Some(r) => self.model_version(model_id, r).await?,
+            None => self.models.model(model_id).await?,
+            Some(r) => self.models.model_version(model_id, r).await?,
         };
         Ok(self.evaluate_key(&model, vars)?.map(|s| s.key))
     }

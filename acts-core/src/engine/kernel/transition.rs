@@ -146,7 +146,7 @@ impl Kernel {
                         child_pid,
                         to,
                         options,
-                    } => match self.pin_deployed(to).map_or_else(
+                    } => match self.models.pin_deployed(to).map_or_else(
                         // Removed since the core checked (a race with
                         // `remove_model`): fail the act as the core does.
                         || Err(EngineError::ModelNotFound(to.clone())),

@@ -11,7 +11,6 @@
 //! only then lifts the mark: a start either pinned before the mark (and
 //! the removal keeps its version) or finds nothing to start.
 
-use crate::engine::kernel::catalog::GoingMark;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::persist::model_rows::ModelRows;
 use crate::engine::persist::model_rows::{ModelRow, ModelVersionRow};
@@ -108,7 +107,7 @@ impl Kernel {
         revision: u32,
     ) -> Result<bool, EngineError> {
         self.check_open()?;
-        let _changes = self.models.changes.lock().await;
+        let _changes = self.models.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let Some(row) = stored.version(id, revision).await? else {
             return Ok(false);
@@ -125,7 +124,7 @@ impl Kernel {
                     .into(),
             ));
         }
-        let (_mark, pinned) = GoingMark::set(&self.models.pins, id, &[revision]);
+        let (_mark, pinned) = self.models.mark_going(id, &[revision]);
         if !pinned.is_empty() {
             return Err(refuse("a process is starting on it; try again".into()));
         }
@@ -138,7 +137,7 @@ impl Kernel {
         }
         self.write(None, ModelRows::delete_version_ops(&row))
             .await?;
-        self.models.older.write().remove(&(id.to_owned(), revision));
+        self.models.forget_version(id, revision);
         Ok(true)
     }
 
@@ -148,14 +147,14 @@ impl Kernel {
     /// [`Kernel::remove_version`]). Returns whether it existed.
     pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
         self.check_open()?;
-        let _changes = self.models.changes.lock().await;
+        let _changes = self.models.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let Some(row) = stored.model(id).await? else {
             return Ok(false);
         };
         let versions = self.stored_versions(id, Some(&row)).await?;
         let revisions: Vec<u32> = versions.iter().map(|v| v.revision).collect();
-        let (_mark, mut kept) = GoingMark::set(&self.models.pins, id, &revisions);
+        let (_mark, mut kept) = self.models.mark_going(id, &revisions);
         let mut ops = ModelRows::delete_model_ops(&row);
         let only_in_model_row = stored.version(id, row.revision).await?.is_none();
         for v in &versions {
@@ -175,16 +174,7 @@ impl Kernel {
         }
         ops.extend(self.hooks.trigger_delete_ops(self, id).await?);
         self.write(None, ops).await?;
-        if let Some(prev) = self.models.latest.write().remove(id) {
-            self.models
-                .older
-                .write()
-                .insert((id.to_owned(), prev.row.revision), prev);
-        }
-        self.models
-            .older
-            .write()
-            .retain(|(mid, rev), _| mid != id || kept.contains(rev));
+        self.models.retire(id, &kept);
         Ok(true)
     }
 }
