@@ -165,9 +165,12 @@ fn every_inherent_impl_is_in_the_room_of_its_type_and_the_kernel_has_no_public_f
             for kind in [
                 "pub struct ",
                 "pub(crate) struct ",
+                "pub(super) struct ",
                 "struct ",
                 "pub enum ",
                 "pub(crate) enum ",
+                "pub(super) enum ",
+                "enum ",
             ] {
                 if let Some(rest) = line.strip_prefix(kind) {
                     let name: String = rest
