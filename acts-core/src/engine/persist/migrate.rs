@@ -24,8 +24,9 @@ use crate::model::Vars;
 use crate::scheduler::{Process, TaskEvent, TaskState};
 use crate::tree::{ModelTree, NodeData};
 
-use super::process::{StoredProcess, Wake, implied_acts, rebuild, transition_ops};
+use super::process::{Wake, transition_ops};
 use super::rows::{NodeRow, ProcRow, TaskRow};
+use super::stored_process::{StoredProcess, implied_acts, rebuild};
 
 /// An active task and where it goes.
 #[derive(Debug, Clone, PartialEq)]

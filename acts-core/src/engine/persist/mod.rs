@@ -17,7 +17,9 @@ pub(crate) mod process;
 pub(crate) mod reads;
 pub(crate) mod rows;
 pub(crate) mod slot_rows;
+pub(crate) mod stored_process;
 pub(crate) mod trigger_rows;
 pub(crate) mod var_index;
 
 pub(crate) use process::*;
+pub(crate) use stored_process::*;
