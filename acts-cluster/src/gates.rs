@@ -1,13 +1,13 @@
 //! The gates of steps and acts (`concurrency:` and `rate:`) across the
 //! cluster: each key is kept by the partition it hashes to (its home);
 //! the engines ask it through the courier each partition's engine gets
-//! (`acts::GateCourier`, made in `node.rs`; the protocol is the engine's),
+//! (`acts::GateCourier`, made here by [`courier`]; the protocol is the engine's),
 //! which carries their gate calls here: to the engine of a partition —
 //! this node's, or over HTTP to the node that owns it (`POST
 //! /api/v1/cluster/gates`, pinned to the partition and proven with the
 //! cluster's node secret, so no client can forge one).
 //!
-//! May use: the `node` and the `call` helpers.
+//! May use: the `node`, the `call` helpers and the `placement`.
 
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -15,8 +15,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use std::sync::{Arc, Weak};
+
 use crate::call::{PARTITION, Target, error, pinned_partition};
-use crate::node::ClusterNode;
+use crate::node::{ClusterNode, Inner};
+use crate::placement::{key_partition, partition_of};
 
 /// Proves a gate call comes from a node of the cluster.
 const SECRET: &str = "x-acts-node-secret";
@@ -150,4 +153,43 @@ mod tests {
         h.insert(SECRET, "s3cret".parse().unwrap());
         assert!(proven(&h, "s3cret"));
     }
+}
+
+/// The courier of the engines of `node`'s partitions.
+pub(crate) fn courier(node: &Arc<Inner>) -> acts::GateCourier {
+    acts::GateCourier::new(Arc::new(Route {
+        node: Arc::downgrade(node),
+    }))
+}
+
+struct Route {
+    node: Weak<Inner>,
+}
+
+impl acts::GateRoute for Route {
+    fn to_key_home(&self, key: &str, call: serde_json::Value) -> acts::GateReply {
+        let node = self.node.clone();
+        let key = key.to_owned();
+        Box::pin(async move {
+            let node = alive(&node)?;
+            let p = key_partition(&key, node.partitions());
+            node.gate_call(p, call).await
+        })
+    }
+
+    fn to_process(&self, pid: &str, call: serde_json::Value) -> acts::GateReply {
+        let node = self.node.clone();
+        let pid = pid.to_owned();
+        Box::pin(async move {
+            let node = alive(&node)?;
+            let p = partition_of(&pid, node.partitions());
+            node.gate_call(p, call).await
+        })
+    }
+}
+
+fn alive(node: &Weak<Inner>) -> Result<ClusterNode, String> {
+    node.upgrade()
+        .map(|inner| ClusterNode { inner })
+        .ok_or_else(|| "the node has left the cluster".to_owned())
 }

@@ -50,6 +50,7 @@ mod fanout;
 mod forward;
 mod front;
 mod gates;
+mod holding;
 mod merge;
 mod meta;
 mod metrics;

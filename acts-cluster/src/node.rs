@@ -1,24 +1,25 @@
 //! [`ClusterNode`]: one engine node of a cluster — its membership, the
-//! partitions it owns (one leased, fenced engine each), and the periodic
+//! partitions it owns (one leased, fenced engine each; taking and letting
+//! go of them: `holding.rs`), and the periodic
 //! [`tick`](ClusterNode::tick) that keeps both in step with the cluster.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use acts::{Engine, EngineError, LeaseConfig, PidFilter, StoreFamily};
+use acts::{Engine, StoreFamily};
 use acts_server::ServerOptions;
 use axum::Router;
 use parking_lot::{Mutex, RwLock};
 use tokio::task::JoinHandle;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::catalog;
 use crate::config::ClusterConfig;
 use crate::error::ClusterError;
 use crate::meta::{ClusterInfo, HeldPartition, Member, Meta};
-use crate::placement::{key_partition, owner_of, partition_of};
+use crate::placement::{owner_of, partition_of};
 
 /// A partition this node holds.
 #[derive(Clone)]
@@ -56,7 +57,7 @@ pub(crate) struct State {
 pub(crate) struct Inner {
     pub(crate) config: ClusterConfig,
     pub(crate) info: ClusterInfo,
-    family: StoreFamily,
+    pub(crate) family: StoreFamily,
     pub(crate) meta: Meta,
     /// Who may call this node, and the one stream budget all its
     /// partitions share.
@@ -76,7 +77,7 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     ticker: Mutex<Option<JoinHandle<()>>>,
     /// Counts the partitions taken (numbers each [`Held::holding`]).
-    takings: std::sync::atomic::AtomicU64,
+    pub(crate) takings: std::sync::atomic::AtomicU64,
 }
 
 /// One engine node of a cluster. Cheap to clone.
@@ -289,142 +290,6 @@ impl ClusterNode {
         Ok(())
     }
 
-    /// Drops the partitions whose engine was fenced off (another node took
-    /// them while this one was frozen or cut off) or lost its lease.
-    async fn drop_lost_partitions(&self) {
-        let held: Vec<(u32, Engine)> = self
-            .inner
-            .state
-            .read()
-            .held
-            .iter()
-            .map(|(p, h)| (*p, h.engine.clone()))
-            .collect();
-        for (p, engine) in held {
-            let lost = if engine.is_fenced() {
-                true
-            } else if self.inner.config.background {
-                false
-            } else {
-                matches!(
-                    engine.renew_lease().await,
-                    Err(EngineError::Fenced(_) | EngineError::LeaseHeld { .. })
-                )
-            };
-            if lost {
-                warn!(
-                    partition = p,
-                    "another node took this partition over; stepping down from it"
-                );
-                self.inner.state.write().held.remove(&p);
-                engine.close().await;
-            }
-        }
-    }
-
-    /// Takes partition `p` if its lease is free: starts its engine (which
-    /// takes the lease, raising the epoch, and resumes the partition's
-    /// in-flight processes as a restart does) and brings its models up to
-    /// the catalog. `Ok(false)`: another node's lease still runs.
-    async fn take(&self, p: u32) -> Result<bool, ClusterError> {
-        let config = &self.inner.config;
-        let store = self.inner.family.member(&format!("p{p}")).await?;
-        let mut engine_config = config.engine.clone();
-        engine_config.lease = Some({
-            let mut v = LeaseConfig::new(&config.node);
-            v.ttl = config.lease_ttl;
-            v.background_renewal = config.background;
-            v
-        });
-        // Schedules fire once per cluster: on partition 0's owner.
-        engine_config.run_schedules = config.engine.run_schedules && p == 0;
-        let partitions = self.inner.info.partitions;
-        engine_config.pid_filter = Some(PidFilter::new(move |pid| {
-            partition_of(pid, partitions) == p
-        }));
-        // The concurrency keys hashing here are counted here only.
-        engine_config.key_home = Some(PidFilter::new(move |key| {
-            key_partition(key, partitions) == p
-        }));
-        // A step's or act's key is kept by the partition it hashes to;
-        // the others ask it (`gates.rs`).
-        engine_config.gate_courier = Some(courier(&self.inner));
-        let started = config
-            .packages
-            .iter()
-            .fold(Engine::builder(), |b, p| b.package(p.clone()))
-            .store(store)
-            .clock(config.clock.clone())
-            .config(engine_config)
-            .start()
-            .await;
-        let engine = match started {
-            Ok(engine) => engine,
-            Err(EngineError::LeaseHeld {
-                owner,
-                remaining_ms,
-                ..
-            }) => {
-                debug!(partition = p, owner = %owner, remaining_ms, "partition still leased");
-                return Ok(false);
-            }
-            Err(source) => {
-                return Err(ClusterError::Engine {
-                    partition: p,
-                    source,
-                });
-            }
-        };
-        // Until it is held, nothing else closes this engine: on any error
-        // it is closed here (handing its lease over), never left running.
-        let catalog = async {
-            let seq = self.inner.meta.catalog_seq().await?;
-            // (the compacted catalog: its snapshot and what came after)
-            let changes = self.inner.meta.changes_since(0, seq).await?.changes;
-            catalog::catch_up(&engine.executor(), p, &changes)
-                .await
-                .map_err(|source| ClusterError::Engine {
-                    partition: p,
-                    source,
-                })?;
-            Ok::<_, ClusterError>((seq, changes))
-        };
-        let (seq, changes) = match catalog.await {
-            Ok(c) => c,
-            Err(e) => {
-                engine.close().await;
-                return Err(e);
-            }
-        };
-        let synced = changes.last().map_or(seq, |(s, _)| (*s).max(seq));
-        let epoch = engine.lease_epoch().unwrap_or(0);
-        let router = acts_server::router_with(engine.clone(), self.inner.server.clone());
-        info!(partition = p, epoch, "took the partition");
-        let holding = self.inner.takings.fetch_add(1, Ordering::Relaxed);
-        self.inner.state.write().held.insert(
-            p,
-            Held {
-                engine,
-                router,
-                epoch,
-                synced,
-                holding,
-            },
-        );
-        Ok(true)
-    }
-
-    /// Hands partition `p` over: closes its engine (the writes in flight
-    /// finish; the lease expires at once, so its new owner takes it on its
-    /// next tick).
-    async fn hand_over(&self, p: u32) {
-        let held = self.inner.state.write().held.remove(&p);
-        if let Some(held) = held {
-            info!(partition = p, "handing the partition over");
-            held.engine.close().await;
-        }
-    }
-
     /// Applies the catalog changes each held partition has not applied.
     pub(crate) async fn sync_catalog(&self) -> Result<(), ClusterError> {
         let seq = self.inner.meta.catalog_seq().await?;
@@ -536,43 +401,4 @@ impl ClusterNode {
 /// The lease TTL in ms.
 pub(crate) fn ttl_ms(config: &ClusterConfig) -> i64 {
     i64::try_from(config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The courier of the engines of `node`'s partitions.
-fn courier(node: &Arc<Inner>) -> acts::GateCourier {
-    acts::GateCourier::new(Arc::new(Route {
-        node: Arc::downgrade(node),
-    }))
-}
-
-struct Route {
-    node: Weak<Inner>,
-}
-
-impl acts::GateRoute for Route {
-    fn to_key_home(&self, key: &str, call: serde_json::Value) -> acts::GateReply {
-        let node = self.node.clone();
-        let key = key.to_owned();
-        Box::pin(async move {
-            let node = alive(&node)?;
-            let p = key_partition(&key, node.partitions());
-            node.gate_call(p, call).await
-        })
-    }
-
-    fn to_process(&self, pid: &str, call: serde_json::Value) -> acts::GateReply {
-        let node = self.node.clone();
-        let pid = pid.to_owned();
-        Box::pin(async move {
-            let node = alive(&node)?;
-            let p = partition_of(&pid, node.partitions());
-            node.gate_call(p, call).await
-        })
-    }
-}
-
-fn alive(node: &Weak<Inner>) -> Result<ClusterNode, String> {
-    node.upgrade()
-        .map(|inner| ClusterNode { inner })
-        .ok_or_else(|| "the node has left the cluster".to_owned())
 }
