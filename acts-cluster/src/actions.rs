@@ -32,7 +32,7 @@ pub(crate) async fn route(node: &ClusterNode, call: Call, name: &str) -> Respons
     };
     let pid = options.get("pid").and_then(Value::as_str);
     match name {
-        "model:deploy" | "model:rm" => crate::fanout::catalog_change(node, call).await,
+        "model:deploy" | "model:rm" => crate::model_changes::catalog_change(node, call).await,
         "proc:start" => start(node, call, options).await,
         "proc:start_from_model" => start_from_model(node, call, options).await,
         "proc:ls" | "task:ls" => match filtered_pid(&options) {
@@ -187,7 +187,7 @@ async fn start_from_model(
     let mut deploy = call.clone();
     deploy.uri = axum::http::Uri::from_static("/api/v1/actions/model:deploy");
     deploy.body = Bytes::from(json!({ "model": yaml }).to_string());
-    let deployed = crate::fanout::catalog_change(node, deploy).await;
+    let deployed = crate::model_changes::catalog_change(node, deploy).await;
     if !deployed.status().is_success() {
         return deployed;
     }

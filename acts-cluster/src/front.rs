@@ -197,7 +197,7 @@ async fn dispatch(State(node): State<ClusterNode>, req: Request) -> Response {
             let p = node.any_partition();
             node.on_partition(p, &call).await.into_response()
         }
-        Route::Catalog => crate::fanout::catalog_change(&node, call).await,
+        Route::Catalog => crate::model_changes::catalog_change(&node, call).await,
         Route::Paged {
             items,
             cursor_in_body,

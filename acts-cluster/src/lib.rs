@@ -54,6 +54,7 @@ mod holding;
 mod merge;
 mod meta;
 mod metrics;
+mod model_changes;
 mod node;
 pub mod placement;
 mod status;
