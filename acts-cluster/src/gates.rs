@@ -138,23 +138,6 @@ fn proven(headers: &HeaderMap, secret: &str) -> bool {
             == 0
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_exact_secret_proves_a_call() {
-        let mut h = HeaderMap::new();
-        assert!(!proven(&h, "s3cret"));
-        h.insert(SECRET, "s3cre".parse().unwrap());
-        assert!(!proven(&h, "s3cret"));
-        h.insert(SECRET, "s3crex".parse().unwrap());
-        assert!(!proven(&h, "s3cret"));
-        h.insert(SECRET, "s3cret".parse().unwrap());
-        assert!(proven(&h, "s3cret"));
-    }
-}
-
 /// The courier of the engines of `node`'s partitions.
 pub(crate) fn courier(node: &Arc<Inner>) -> acts::GateCourier {
     acts::GateCourier::new(Arc::new(Route {
@@ -192,4 +175,21 @@ fn alive(node: &Weak<Inner>) -> Result<ClusterNode, String> {
     node.upgrade()
         .map(|inner| ClusterNode { inner })
         .ok_or_else(|| "the node has left the cluster".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_secret_proves_a_call() {
+        let mut h = HeaderMap::new();
+        assert!(!proven(&h, "s3cret"));
+        h.insert(SECRET, "s3cre".parse().unwrap());
+        assert!(!proven(&h, "s3cret"));
+        h.insert(SECRET, "s3crex".parse().unwrap());
+        assert!(!proven(&h, "s3cret"));
+        h.insert(SECRET, "s3cret".parse().unwrap());
+        assert!(proven(&h, "s3cret"));
+    }
 }
