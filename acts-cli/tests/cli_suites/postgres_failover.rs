@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use acts_testkit::patroni::PatroniPair;
 use acts_testkit::postgres_pair::PostgresPair;
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, env_count, lost_answers, settled,
-    start_all,
+    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, drive_window, env_count,
+    lost_answers, settled, start_all,
 };
 
 fn answers() -> usize {
@@ -116,31 +116,13 @@ async fn through_a_primary_crash(
         let (http, nodes, acked) = (http.clone(), nodes.clone(), acked.clone());
         async move { answer_all(&http, &nodes, &acked, asks / 4..asks).await }
     });
-    loop {
-        let in_window = acked
-            .lock()
-            .expect("acked")
-            .iter()
-            .filter(|(_, _, sent)| *sent >= stopped)
-            .count();
-        let done = if synchronous {
-            assert_eq!(
-                in_window, 0,
-                "acknowledged by a synchronous primary whose standby cannot have it"
-            );
-            stopped.elapsed() >= Duration::from_secs(5)
-        } else {
-            in_window >= 3
-        };
-        if done {
-            break;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(90),
-            "no answers were acknowledged while the WAL senders were stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    drive_window(
+        &acked,
+        stopped,
+        synchronous,
+        "acknowledged by a synchronous primary whose standby cannot have it",
+    )
+    .await;
     tokio::task::block_in_place(|| pair.fail_over())
         .unwrap_or_else(|e| panic!("failing the primary over: {e}"));
     driving

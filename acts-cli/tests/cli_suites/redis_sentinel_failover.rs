@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use acts_testkit::redis_sentinel::RedisSentinel;
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, env_count, lost_answers, settled,
-    start_all,
+    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, drive_window, env_count,
+    lost_answers, settled, start_all,
 };
 
 /// Runs `asks` processes on two nodes over the master the sentinels name
@@ -68,31 +68,13 @@ async fn through_a_sentinel_failover(options: &str, asks: usize) -> FailoverRepo
         let (http, nodes, acked) = (http.clone(), nodes.clone(), acked.clone());
         async move { answer_all(&http, &nodes, &acked, asks / 4..asks).await }
     });
-    loop {
-        let in_window = acked
-            .lock()
-            .expect("acked")
-            .iter()
-            .filter(|(_, _, sent)| *sent >= stopped)
-            .count();
-        let done = if wait {
-            assert_eq!(
-                in_window, 0,
-                "acknowledged with WAIT while the only replica is stopped"
-            );
-            stopped.elapsed() >= Duration::from_secs(5)
-        } else {
-            in_window >= 3
-        };
-        if done {
-            break;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(90),
-            "no answers were acknowledged while the replica was stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    drive_window(
+        &acked,
+        stopped,
+        wait,
+        "acknowledged with WAIT while the only replica is stopped",
+    )
+    .await;
     tokio::task::block_in_place(|| {
         let old = group.kill_master()?;
         group.freeze(replica, false)?;

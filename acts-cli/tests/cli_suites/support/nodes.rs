@@ -409,3 +409,33 @@ pub fn env_count(name: &str, default: usize) -> usize {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// Drives a window that began at `stopped` (a standby or replica cut
+/// off) while answers are being sent: with `safe`, asserts for the 5 s
+/// the window lasts that no answer sent in it is acknowledged (`unsafe_ack`
+/// is the failure's message); without, waits until at least three are (a
+/// hang guard of 90 s).
+pub async fn drive_window(acked: &Acked, stopped: Instant, safe: bool, unsafe_ack: &str) {
+    loop {
+        let in_window = acked
+            .lock()
+            .expect("acked")
+            .iter()
+            .filter(|(_, _, sent)| *sent >= stopped)
+            .count();
+        let done = if safe {
+            assert_eq!(in_window, 0, "{unsafe_ack}");
+            stopped.elapsed() >= Duration::from_secs(5)
+        } else {
+            in_window >= 3
+        };
+        if done {
+            return;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(90),
+            "no answers were acknowledged in the window"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
