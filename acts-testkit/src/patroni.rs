@@ -22,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::postgres_server::{bin_dir, folder, is_root, run};
-use crate::process_tree::{kill_postmaster, stop_wal_senders};
+use crate::process_tree::{kill_postmaster, postmaster_of, processes_naming, stop_wal_senders};
 use crate::redis_server::free_port;
 
 /// How long the pair may take to elect a leader and stream to its
@@ -248,11 +248,15 @@ postgresql:
                 let log = std::fs::read_to_string(self.dir.path().join(format!("{n}.log")))
                     .unwrap_or_default();
                 let lines: Vec<&str> = log.lines().collect();
-                let tail = lines[lines.len().saturating_sub(6)..].join("\n");
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
                 format!("{n}.log ends:\n{tail}")
             })
             .collect::<Vec<_>>()
             .join("\n")
+            + &format!(
+                "\nits processes (pid, state, command):\n{}",
+                processes_naming(self.dir.path())
+            )
     }
 
     /// The members as `patronictl list` shows them now.
@@ -305,7 +309,7 @@ postgresql:
     /// commit.
     pub fn stop_replication(&self) -> Result<(), String> {
         let leader = self.leader()?;
-        let pid = postmaster_pid(&leader.data).ok_or("the leader's server is not running")?;
+        let pid = postmaster_of(&leader.data).ok_or("the leader's server is not running")?;
         stop_wal_senders(pid)
     }
 
@@ -374,16 +378,10 @@ fn kill_node(node: &mut Node) -> Result<(), String> {
         let _ = patroni.kill();
         let _ = patroni.wait();
     }
-    match postmaster_pid(&node.data) {
-        Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => kill_postmaster(pid),
-        _ => Ok(()),
+    match postmaster_of(&node.data) {
+        Some(pid) => kill_postmaster(pid),
+        None => Ok(()),
     }
-}
-
-/// The postmaster's pid from the data folder's `postmaster.pid`.
-fn postmaster_pid(data: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
-    text.lines().next()?.trim().parse().ok()
 }
 
 /// The `postgres` user's uid and gid.

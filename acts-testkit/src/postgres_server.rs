@@ -251,8 +251,7 @@ impl PostgresServer {
     /// The process id of a private server's postmaster, from its
     /// `postmaster.pid`.
     pub(crate) fn postmaster_pid(&self) -> Option<u32> {
-        let text = std::fs::read_to_string(self.data()?.join("postmaster.pid")).ok()?;
-        text.lines().next()?.trim().parse().ok()
+        crate::process_tree::postmaster_of(self.data()?)
     }
 
     /// Marks a server killed from outside as stopped.

@@ -2,6 +2,7 @@
 //! lost: a process's children (from `/proc`), whether it still runs, its
 //! command line, and `kill -SIG PID`.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -95,4 +96,48 @@ pub(crate) fn stop_wal_senders(pid: u32) -> Result<(), String> {
         signal("-STOP", s)?;
     }
     Ok(())
+}
+
+/// The pid of the postmaster running on data folder `data`, from its
+/// `postmaster.pid` — only while that process is a PostgreSQL server on
+/// `data` (its command line names the folder). A server killed with
+/// `SIGKILL` leaves its `postmaster.pid` behind, and on a busy machine its
+/// pid is soon another process's: that one is never signalled.
+pub(crate) fn postmaster_of(data: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
+    let pid: u32 = text.lines().next()?.trim().parse().ok()?;
+    let data = data.to_str()?;
+    (is_alive(pid) && command_line(pid).contains(data)).then_some(pid)
+}
+
+/// Every process whose command line names `dir`, with its state (`T`:
+/// stopped, `D`: waiting on the disk, ...): for a failure's message.
+pub(crate) fn processes_naming(dir: &Path) -> String {
+    let Some(dir) = dir.to_str() else {
+        return String::new();
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return String::new();
+    };
+    let mut out = Vec::new();
+    for pid in entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        let cmd = command_line(pid);
+        if cmd.contains(dir) {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let (_, rest) = s.rsplit_once(')')?;
+                    rest.split_whitespace().next().map(str::to_owned)
+                })
+                .unwrap_or_default();
+            out.push(format!(
+                "{pid} {state} {}",
+                cmd.chars().take(160).collect::<String>()
+            ));
+        }
+    }
+    out.join("\n")
 }

@@ -25,7 +25,7 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use acts_testkit::patroni::PatroniPair;
 use acts_testkit::postgres_pair::PostgresPair;

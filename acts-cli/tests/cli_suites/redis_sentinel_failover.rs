@@ -19,7 +19,7 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use acts_testkit::redis_sentinel::RedisSentinel;
 use support::nodes::{
