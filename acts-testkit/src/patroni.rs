@@ -204,7 +204,11 @@ postgresql:
         let root = self.dir.path().to_owned();
         let node = &mut self.nodes[i];
         let mut c = Command::new("patroni");
+        // Its own folder as the working directory: the test's may be one
+        // the `postgres` user cannot enter (a clone under /root), and
+        // Patroni starts PostgreSQL through a process that changes into it.
         c.arg(&node.config)
+            .current_dir(&root)
             .env("HOME", &root)
             .stdin(Stdio::null())
             .stdout(log_file(&root, node.name)?)
