@@ -6,8 +6,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::postgres_server::run;
-
 /// The processes whose parent is `pid` (from `/proc`).
 pub(crate) fn children_of(pid: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -50,9 +48,15 @@ fn command_line(pid: u32) -> String {
 }
 
 pub(crate) fn signal(sig: &str, pid: u32) -> Result<(), String> {
-    let mut c = Command::new("kill");
-    c.args([sig, &pid.to_string()]);
-    run(c, &format!("kill {sig} {pid}")).map(|_| ())
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .map_err(|e| format!("kill {sig} {pid}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill {sig} {pid}: {status}"))
+    }
 }
 
 /// Kills a PostgreSQL postmaster and every process of it with `SIGKILL`

@@ -217,10 +217,7 @@ impl RedisSentinel {
             .and_then(|s| s.child.as_ref())
             .map(Child::id)
             .ok_or_else(|| format!("no running server on port {port}"))?;
-        let sig = if frozen { "-STOP" } else { "-CONT" };
-        let mut c = Command::new("kill");
-        c.args([sig, &pid.to_string()]);
-        crate::postgres_server::run(c, &format!("kill {sig} {pid}")).map(|_| ())
+        crate::process_tree::signal(if frozen { "-STOP" } else { "-CONT" }, pid)
     }
 
     /// Writes `bytes` bytes to `key` on the server on `port`: a large
