@@ -252,16 +252,7 @@ impl RedisCluster {
             .and_then(|n| n.child.as_ref())
             .map(Child::id)
             .ok_or_else(|| format!("no running node on port {port}"))?;
-        let sig = if frozen { "-STOP" } else { "-CONT" };
-        let status = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()
-            .map_err(|e| format!("kill {sig} {pid}: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("kill {sig} {pid}: {status}"))
-        }
+        crate::process_tree::signal(if frozen { "-STOP" } else { "-CONT" }, pid)
     }
 
     /// Kills the node on `port` (SIGKILL: a crash — what it had not
