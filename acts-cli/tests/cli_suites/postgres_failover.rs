@@ -24,14 +24,13 @@
 
 use crate::support;
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use acts_testkit::patroni::PatroniPair;
 use acts_testkit::postgres_pair::PostgresPair;
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, drive_window, env_count,
-    lost_answers, settled, start_all,
+    AskingNodes, FailoverReport, NodeProc, answer_all, drive_window, env_count, lost_answers,
+    settled, two_nodes_asking,
 };
 
 fn answers() -> usize {
@@ -92,19 +91,14 @@ async fn through_a_primary_crash(
 ) -> FailoverReport {
     let store = pair.url_of("failover");
     let http = reqwest::Client::new();
-    let n1 = NodeProc::spawn(&store, "n1");
-    let n2 = NodeProc::spawn(&store, "n2");
-    settled(&http, &n1.url, &["n1", "n2"]).await;
-    deploy(&http, &n1.url, ASK).await;
-    let nodes = vec![n1.url.clone(), n2.url.clone()];
-    let work: Vec<(String, &'static str)> = (0..asks).map(|i| (format!("ask{i}"), "ask")).collect();
-    start_all(&http, &nodes, &work).await;
-    let started = Instant::now();
-    let acked: Acked = Arc::default();
     // A quarter answered before the window, the rest during and after it.
-    answer_all(&http, &nodes, &acked, 0..asks / 4)
-        .await
-        .expect("answering before the window");
+    let AskingNodes {
+        n1,
+        n2,
+        nodes,
+        acked,
+        started,
+    } = two_nodes_asking(&http, &store, asks).await;
     // The window: nothing the primary commits reaches the standby. A
     // synchronous primary acknowledges none of it (each commit waits for
     // the standby) for the 5 s the window lasts; an asynchronous one goes

@@ -18,13 +18,12 @@
 
 use crate::support;
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use acts_testkit::redis_sentinel::RedisSentinel;
 use support::nodes::{
-    ASK, Acked, FailoverReport, NodeProc, answer_all, deploy, drive_window, env_count,
-    lost_answers, settled, start_all,
+    AskingNodes, FailoverReport, answer_all, drive_window, env_count, lost_answers,
+    two_nodes_asking,
 };
 
 /// Runs `asks` processes on two nodes over the master the sentinels name
@@ -37,19 +36,14 @@ async fn through_a_sentinel_failover(options: &str, asks: usize) -> FailoverRepo
         .unwrap_or_else(|e| panic!("a master, its replica and three sentinels: {e}"));
     let store = format!("{}{options}", group.store_url("failover"));
     let http = reqwest::Client::new();
-    let n1 = NodeProc::spawn(&store, "n1");
-    let n2 = NodeProc::spawn(&store, "n2");
-    settled(&http, &n1.url, &["n1", "n2"]).await;
-    deploy(&http, &n1.url, ASK).await;
-    let nodes = vec![n1.url.clone(), n2.url.clone()];
-    let work: Vec<(String, &'static str)> = (0..asks).map(|i| (format!("ask{i}"), "ask")).collect();
-    start_all(&http, &nodes, &work).await;
-    let started = Instant::now();
-    let acked: Acked = Arc::default();
     // A quarter answered before the window, the rest during and after it.
-    answer_all(&http, &nodes, &acked, 0..asks / 4)
-        .await
-        .expect("answering before the window");
+    let AskingNodes {
+        n1,
+        n2,
+        nodes,
+        acked,
+        started,
+    } = two_nodes_asking(&http, &store, asks).await;
     // The window: the replica is stopped. Without WAIT answers are
     // acknowledged all the same (at least three, before the crash); with
     // WAIT none can be for the 5 s the window lasts.

@@ -439,3 +439,41 @@ pub async fn drive_window(acked: &Acked, stopped: Instant, safe: bool, unsafe_ac
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Two `acts serve --cluster` nodes asking questions: see
+/// [`two_nodes_asking`].
+pub struct AskingNodes {
+    pub n1: NodeProc,
+    pub n2: NodeProc,
+    /// Their URLs.
+    pub nodes: Vec<String>,
+    /// The answers acknowledged so far.
+    pub acked: Acked,
+    /// When the answering began.
+    pub started: Instant,
+}
+
+/// Two nodes `n1`, `n2` on `store`, the [`ASK`] model deployed, `asks`
+/// processes `ask{i}` started, and the first quarter of them answered
+/// (before a failover test's window).
+pub async fn two_nodes_asking(http: &reqwest::Client, store: &str, asks: usize) -> AskingNodes {
+    let n1 = NodeProc::spawn(store, "n1");
+    let n2 = NodeProc::spawn(store, "n2");
+    settled(http, &n1.url, &["n1", "n2"]).await;
+    deploy(http, &n1.url, ASK).await;
+    let nodes = vec![n1.url.clone(), n2.url.clone()];
+    let work: Vec<(String, &'static str)> = (0..asks).map(|i| (format!("ask{i}"), "ask")).collect();
+    start_all(http, &nodes, &work).await;
+    let started = Instant::now();
+    let acked: Acked = Arc::default();
+    answer_all(http, &nodes, &acked, 0..asks / 4)
+        .await
+        .expect("answering before the window");
+    AskingNodes {
+        n1,
+        n2,
+        nodes,
+        acked,
+        started,
+    }
+}
