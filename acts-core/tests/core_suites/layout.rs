@@ -403,3 +403,59 @@ fn the_services_reach_the_kernel_only_through_on() {
     }
     assert!(seen >= 8, "the services' files are read ({seen})");
 }
+
+#[test]
+fn the_kernels_parts_reach_the_engine_only_through_their_capability_traits() {
+    let layout = acts_testkit::layout::Layout::read(&workspace().join("acts-core/src"))
+        .expect("the crate reads");
+    let kernel: Vec<String> = ["engine", "kernel"].map(str::to_owned).into();
+    // The parts whose logic moved off `Kernel`, each reaching the engine
+    // through the host trait it defines (implemented in kernel/hosts.rs).
+    for (part, host) in [
+        ("gates", "GateHost"),
+        ("recovery", "RecoveryHost"),
+        ("catalog", "CatalogHost"),
+    ] {
+        let mut room = kernel.clone();
+        room.push(part.to_owned());
+        let Some(Some(allowed)) = layout.rooms().get(&room) else {
+            panic!("engine::kernel::{part} is a room with a May use: line");
+        };
+        for coordinator in [
+            "shared",
+            "hosts",
+            "transition",
+            "loading",
+            "start",
+            "follow_up",
+        ] {
+            assert!(
+                !allowed.contains(coordinator),
+                "engine::kernel::{part} may use `{coordinator}`: a part reaches the engine \
+                 through {host}, not the kernel's own files"
+            );
+        }
+        let mut files = 0;
+        for file in layout.files().filter(|f| f.starts_with(&room)) {
+            files += 1;
+            let names = layout.names(file).expect("a file read");
+            assert!(
+                !names.contains("Kernel"),
+                "{}: names the kernel; a part uses {host}",
+                file.join("::")
+            );
+        }
+        assert!(
+            files >= 2,
+            "engine::kernel::{part}'s files are read ({files})"
+        );
+        let defines = layout
+            .files()
+            .filter(|f| f.starts_with(&room))
+            .any(|f| layout.names(f).is_some_and(|n| n.contains(host)));
+        assert!(
+            defines,
+            "engine::kernel::{part} names its capability {host}"
+        );
+    }
+}

@@ -188,16 +188,20 @@ impl EngineBuilder {
         }
         // The format recorded with the indexes' facts, after what they
         // vouch for.
-        engine.rt.fill_indexes(format.record_op()).await?;
+        engine
+            .rt
+            .recovery()
+            .fill_indexes(format.record_op())
+            .await?;
         format.log_upgrade();
-        engine.rt.publish_packages().await?;
+        engine.rt.catalog().publish_packages().await?;
         engine.rt.catalog().load().await?;
         On::new(&engine.rt, &engine.services)
             .load_channels()
             .await?;
         // Before any process runs: the slots and queues of steps' and
         // acts' concurrency keys, from the processes in flight.
-        engine.rt.count_gates().await?;
+        engine.rt.gates().restore().await?;
         if self.resume {
             // Ready at once: a bounded read proves the store answers (a
             // down store fails the start, never looks like "nothing to
@@ -206,20 +210,24 @@ impl EngineBuilder {
             // the ones with work to resume resumed in the background, with
             // the parked ones and the outbox; any process is loaded on
             // demand meanwhile (one instance per pid, as always).
-            engine.rt.probe_resume().await?;
+            engine.rt.recovery().probe_resume().await?;
             engine.rt.cache().begin_count();
             let rt = engine.rt.clone();
             let jobs = engine.executor();
             engine.rt.spawn(async move {
                 // Then the bulk jobs go on where they were.
-                if until_done(&rt, "resuming stored processes", || rt.resume_all()).await {
+                if until_done(&rt, "resuming stored processes", || {
+                    rt.recovery().resume_all()
+                })
+                .await
+                {
                     until_done(&rt, "resuming bulk jobs", || jobs.resume_bulk_jobs()).await;
                 }
             });
         } else {
             // Nothing is resumed, but a keyed start must still find the
             // slots its key's processes in flight hold.
-            engine.rt.count_key_holders().await?;
+            engine.rt.recovery().count_key_holders().await?;
         }
         engine.services.arm_schedules(&engine.rt).await?;
         engine.rt.arm_housekeeping();

@@ -204,7 +204,7 @@ impl Engine {
     /// The concurrency and rate keys of steps and acts in use: how many
     /// tasks of each hold a slot and how many wait.
     pub fn gate_keys(&self) -> Vec<crate::engine::api::GateKeyUse> {
-        self.rt.gate_keys()
+        self.rt.gates().keys()
     }
 
     /// Answers a call of the gate protocol another engine of this store
@@ -216,7 +216,7 @@ impl Engine {
         call: serde_json::Value,
     ) -> Result<serde_json::Value, EngineError> {
         self.rt.check_open()?;
-        self.rt.gate_call(call).await
+        self.rt.gates().call(call).await
     }
 
     /// The resident set.
@@ -252,7 +252,7 @@ impl Engine {
     /// with `resume_on_start(false)` before that engine takes work. The
     /// running bulk jobs go on too (in the background).
     pub async fn resume(&self) -> Result<(), EngineError> {
-        self.rt.resume_all().await?;
+        self.rt.recovery().resume_all().await?;
         self.executor().resume_bulk_jobs().await
     }
 
@@ -260,7 +260,7 @@ impl Engine {
     /// store for parked rows; a pass already running or a full set makes
     /// this return at once).
     pub async fn start_parked(&self) -> Result<(), EngineError> {
-        self.rt.start_parked().await
+        self.rt.recovery().start_parked().await
     }
 
     /// Whether the engine has nothing in progress: no background work

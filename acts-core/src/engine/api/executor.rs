@@ -121,7 +121,11 @@ impl Executor {
     /// for processes started afterwards).
     pub async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
         self.need_admin("deploying a model")?;
-        let mut info = self.rt.deploy(workflow, &Default::default()).await?;
+        let mut info = self
+            .rt
+            .catalog()
+            .deploy(workflow, &Default::default())
+            .await?;
         info.warnings = crate::model::lint(workflow, &[]);
         Ok(info)
     }
@@ -133,7 +137,11 @@ impl Executor {
     pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
         self.need_admin("deploying a model")?;
         let loaded = Workflow::load_yaml_within(text, &self.rt.config().model_limits)?;
-        let mut info = self.rt.deploy(&loaded.workflow, &loaded.source).await?;
+        let mut info = self
+            .rt
+            .catalog()
+            .deploy(&loaded.workflow, &loaded.source)
+            .await?;
         info.warnings = crate::model::lint(&loaded.workflow, &loaded.unknown_keys);
         Ok(info)
     }
@@ -165,14 +173,14 @@ impl Executor {
     /// [`versions`](Self::versions)). Returns whether it existed.
     pub async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
         self.need_admin("removing a model")?;
-        self.rt.remove_model(id).await
+        self.rt.catalog().remove_model(id).await
     }
 
     /// Every stored version of model `id`, oldest first: its revision,
     /// `ver`, when it was deployed, whether new processes start on it, and
     /// how many stored (and unfinished) processes run on it.
     pub async fn versions(&self, id: &str) -> Result<Vec<ModelVersionInfo>, EngineError> {
-        self.rt.versions(id).await
+        self.rt.catalog().versions(id).await
     }
 
     /// Version `revision` of model `id` and its definition.
@@ -204,7 +212,7 @@ impl Executor {
     /// whether it existed.
     pub async fn remove_version(&self, id: &str, revision: u32) -> Result<bool, EngineError> {
         self.need_admin("removing a model version")?;
-        self.rt.remove_version(id, revision).await
+        self.rt.catalog().remove_version(id, revision).await
     }
 
     // ---- processes ----------------------------------------------------------

@@ -24,10 +24,10 @@ mod find_deliveries;
 mod find_tasks;
 mod operate;
 
-pub use crate::engine::kernel::act_gates::GateKeyUse;
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
 pub use crate::engine::kernel::cache::{Cache, KeyUse};
+pub use crate::engine::kernel::gates::act_gates::GateKeyUse;
 pub use crate::engine::types::access::{Principal, ROLE_ADMIN, ROLE_OPERATOR, USER_ACTIONS};
 pub use crate::engine::types::bulk::{BulkOutcome, BulkState};
 pub use crate::engine::types::error::EngineError;

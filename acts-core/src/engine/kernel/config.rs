@@ -89,7 +89,7 @@ pub struct EngineConfig {
     /// keeps every key). A cluster gives each partition's engine one:
     /// each key's slots and bucket are kept by its home engine, asked
     /// through the courier (see [`GateCourier`]).
-    pub gate_courier: Option<super::gate_courier::GateCourier>,
+    pub gate_courier: Option<super::gates::courier::GateCourier>,
     /// Where the spans of ended tasks go (see
     /// [`trace`](crate::scheduler::trace)); `None` (the default): no
     /// span is built.

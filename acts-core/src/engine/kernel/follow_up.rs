@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use acts_store::BatchOp;
 use serde_json::Value;
-use tracing::{Instrument, info_span, warn};
+use tracing::warn;
 
 use crate::model::Vars;
-use crate::scheduler::{Action, Request, TaskError, TaskState};
+use crate::scheduler::{Request, TaskState};
 
 use crate::engine::kernel::cache::ProcHandle;
 use crate::engine::kernel::catalog::DeployedModel;
@@ -20,7 +20,6 @@ use crate::engine::kernel::stalled::Stalled;
 use crate::engine::persist::proc_rows::ProcRows;
 use crate::engine::persist::rows::{ConcurrencySlot, ProcRow, QueueOrder};
 use crate::engine::types::error::EngineError;
-use crate::engine::types::package::PackageContext;
 
 /// A subflow child parked by a transition: its admission time, pid,
 /// concurrency slot and queue order.
@@ -210,7 +209,11 @@ impl Kernel {
                 } => {
                     let rt = rt.clone();
                     let pid = pid.to_owned();
-                    self.spawn(async move { rt.run_package(pid, tid, uses, params, inputs).await });
+                    self.spawn(async move {
+                        rt.package_runs
+                            .run(&*rt, pid, tid, uses, params, inputs)
+                            .await
+                    });
                 }
             }
         }
@@ -220,7 +223,7 @@ impl Kernel {
             let rt2 = rt.clone();
             let pid = pid.to_owned();
             self.spawn(async move {
-                if let Err(e) = rt2.replay_op(&pid).await {
+                if let Err(e) = rt2.recovery.replay_op(&pid).await {
                     warn!(pid = %pid, error = %e, "subflow return not applied yet");
                 }
             });
@@ -231,75 +234,6 @@ impl Kernel {
         }
         if refill {
             rt.refill();
-        }
-    }
-
-    pub(crate) async fn run_package(
-        self: Arc<Self>,
-        pid: String,
-        tid: String,
-        uses: String,
-        params: Value,
-        inputs: Vars,
-    ) {
-        let Some(package) = self.app_packages.get(&uses).cloned() else {
-            let err = TaskError::new(
-                "package",
-                format!("package '{uses}' is not registered with this engine"),
-            );
-            let _ = self
-                .act(&pid, &tid, Action::Error, err.to_vars(), None)
-                .await;
-            return;
-        };
-        let ctx = PackageContext {
-            pid: pid.clone(),
-            tid: tid.clone(),
-            params,
-            inputs,
-        };
-        let mut closing = self.closing.subscribe();
-        let mut guard = self.package_runs.start(&pid, &tid);
-        let run = package
-            .run(ctx)
-            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses));
-        let result = tokio::select! {
-            r = run => r,
-            // The engine closes: the run is dropped (the act stays running
-            // in the store, and a restart runs it again, as after a crash).
-            _ = closing.wait_for(|c| *c) => return,
-            // The act ended otherwise (answered, skipped, aborted; its
-            // process ended): the run is dropped, which stops it.
-            () = guard.cancelled() => {
-                tracing::info!(pid = %pid, tid = %tid, uses = %uses, "package run given up: its act ended");
-                return;
-            }
-        };
-        drop(guard);
-        let (action, options) = match result {
-            Ok(vars) => (Action::Complete, vars),
-            Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),
-        };
-        match self.act(&pid, &tid, action, options, None).await {
-            Ok(()) => {}
-            // Outputs over the vars limit fail the act, which would
-            // otherwise wait for a result that can never be stored.
-            Err(EngineError::TooLarge { size, limit, .. }) => {
-                let err = TaskError::new(
-                    "package.too_large",
-                    format!(
-                        "package '{uses}' returned {size} bytes of outputs, more than the \
-                         engine's max_vars_bytes ({limit})"
-                    ),
-                );
-                if let Err(e) = self
-                    .act(&pid, &tid, Action::Error, err.to_vars(), None)
-                    .await
-                {
-                    warn!(pid = %pid, tid = %tid, error = %e, "package failure not applied");
-                }
-            }
-            Err(e) => warn!(pid = %pid, tid = %tid, error = %e, "package result not applied"),
         }
     }
 }

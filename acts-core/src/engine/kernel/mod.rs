@@ -7,7 +7,6 @@
 //! [`ServiceHooks`](hooks::ServiceHooks) the builder passes in (never the
 //! services' code or the api's).
 
-pub(crate) mod act_gates;
 pub(crate) mod actions;
 pub(crate) mod cache;
 pub(crate) mod catalog;
@@ -15,29 +14,27 @@ pub(crate) mod config;
 pub(crate) mod emitter;
 pub(crate) mod fair_queue;
 pub(crate) mod follow_up;
-pub(crate) mod gate_courier;
-pub(crate) mod gating;
+pub(crate) mod gates;
 pub(crate) mod handle;
 pub(crate) mod hooks;
+pub(crate) mod hosts;
 pub(crate) mod instances;
 pub(crate) mod key_slots;
 pub(crate) mod loading;
 pub(crate) mod migrate;
-pub(crate) mod models;
 pub(crate) mod package_runs;
 pub(crate) mod parts;
+pub(crate) mod placement;
+pub(crate) mod recovery;
 pub(crate) mod refill;
-pub(crate) mod remote_gates;
 pub(crate) mod remove;
 pub(crate) mod reopen;
 pub(crate) mod shared;
 pub(crate) mod stalled;
 pub(crate) mod start;
 pub(crate) mod timers;
-pub(crate) mod token_bucket;
 pub(crate) mod transition;
-pub(crate) mod versions;
 pub(crate) mod work;
 
 pub use config::{EngineConfig, PidFilter, SpanExport};
-pub use gate_courier::{GateCourier, GateReply, GateRoute};
+pub use gates::courier::{GateCourier, GateReply, GateRoute};

@@ -4,19 +4,51 @@
 //! working for an act that no longer waits for it. Giving up drops the
 //! run, which stops what it started (the shell package kills the script's
 //! process group when its run is dropped).
+//!
+//! A run applies its result to its act through the capability the kernel
+//! hands it, [`PackageHost`] (an action on an act, the engine's closing).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use async_trait::async_trait;
+use serde_json::Value;
 use tokio::sync::oneshot;
+use tracing::{Instrument, info_span, warn};
+
+use crate::model::Vars;
+use crate::scheduler::{Action, TaskError};
+
+use crate::engine::types::error::EngineError;
+use crate::engine::types::package::{ActPackage, PackageContext};
+
+/// What a package run needs of the engine (the kernel implements it).
+#[async_trait]
+pub(crate) trait PackageHost: Send + Sync {
+    /// Applies `action` with `options` to act `tid` of `pid` (the
+    /// application's own action, in a transition of the process).
+    async fn act(
+        &self,
+        pid: &str,
+        tid: &str,
+        action: Action,
+        options: Vars,
+    ) -> Result<(), EngineError>;
+    /// Resolves to `true` once the engine closes.
+    fn closing(&self) -> tokio::sync::watch::Receiver<bool>;
+}
 
 /// The cancel switches of one process's running acts: by act, the run's
 /// number and its switch.
 type Switches = HashMap<String, (u64, oneshot::Sender<()>)>;
 
-/// The running packages' cancel switches, by process and act.
+/// The application packages and their runs' cancel switches, by process
+/// and act.
 #[derive(Default)]
 pub(crate) struct PackageRuns {
+    /// The application packages registered with the engine, by name.
+    apps: HashMap<String, Arc<dyn ActPackage>>,
     runs: parking_lot::Mutex<HashMap<String, Switches>>,
     next: AtomicU64,
     /// Runs not yet finished: while none runs, giving one up (asked on
@@ -35,6 +67,82 @@ pub(crate) struct RunGuard<'a> {
 }
 
 impl PackageRuns {
+    /// The runs of application packages `apps`.
+    pub(crate) fn new(apps: HashMap<String, Arc<dyn ActPackage>>) -> Self {
+        Self {
+            apps,
+            ..Default::default()
+        }
+    }
+
+    /// Runs application package `uses` for act `tid` of `pid` and applies
+    /// its result to the act (in a transition, through `host`); given up
+    /// when the act ends otherwise or the engine closes.
+    pub(crate) async fn run(
+        &self,
+        host: &dyn PackageHost,
+        pid: String,
+        tid: String,
+        uses: String,
+        params: Value,
+        inputs: Vars,
+    ) {
+        let Some(package) = self.apps.get(&uses).cloned() else {
+            let err = TaskError::new(
+                "package",
+                format!("package '{uses}' is not registered with this engine"),
+            );
+            let _ = host.act(&pid, &tid, Action::Error, err.to_vars()).await;
+            return;
+        };
+        let ctx = PackageContext {
+            pid: pid.clone(),
+            tid: tid.clone(),
+            params,
+            inputs,
+        };
+        let mut closing = host.closing();
+        let mut guard = self.start(&pid, &tid);
+        let run = package
+            .run(ctx)
+            .instrument(info_span!("package", pid = %pid, tid = %tid, uses = %uses));
+        let result = tokio::select! {
+            r = run => r,
+            // The engine closes: the run is dropped (the act stays running
+            // in the store, and a restart runs it again, as after a crash).
+            _ = closing.wait_for(|c| *c) => return,
+            // The act ended otherwise (answered, skipped, aborted; its
+            // process ended): the run is dropped, which stops it.
+            () = guard.cancelled() => {
+                tracing::info!(pid = %pid, tid = %tid, uses = %uses, "package run given up: its act ended");
+                return;
+            }
+        };
+        drop(guard);
+        let (action, options) = match result {
+            Ok(vars) => (Action::Complete, vars),
+            Err(f) => (Action::Error, TaskError::new(f.ecode, f.message).to_vars()),
+        };
+        match host.act(&pid, &tid, action, options).await {
+            Ok(()) => {}
+            // Outputs over the vars limit fail the act, which would
+            // otherwise wait for a result that can never be stored.
+            Err(EngineError::TooLarge { size, limit, .. }) => {
+                let err = TaskError::new(
+                    "package.too_large",
+                    format!(
+                        "package '{uses}' returned {size} bytes of outputs, more than the \
+                         engine's max_vars_bytes ({limit})"
+                    ),
+                );
+                if let Err(e) = host.act(&pid, &tid, Action::Error, err.to_vars()).await {
+                    warn!(pid = %pid, tid = %tid, error = %e, "package failure not applied");
+                }
+            }
+            Err(e) => warn!(pid = %pid, tid = %tid, error = %e, "package result not applied"),
+        }
+    }
+
     /// Notes the run of act `tid` of process `pid`.
     pub(crate) fn start(&self, pid: &str, tid: &str) -> RunGuard<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);

@@ -17,8 +17,11 @@ use crate::engine::kernel::cache::Cache;
 use crate::engine::kernel::catalog::DeployedModel;
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
+use crate::engine::kernel::gates::Gates;
 #[cfg(feature = "testing")]
 use crate::engine::kernel::instances::Instances;
+use crate::engine::kernel::placement::Placement;
+use crate::engine::kernel::recovery::Recovery;
 use crate::engine::kernel::shared::Kernel;
 use crate::engine::kernel::timers::TimerKey;
 use crate::engine::persist::reads::Reads;
@@ -42,9 +45,24 @@ impl Kernel {
         &self.cache
     }
 
+    /// The gates of steps and acts.
+    pub(crate) fn gates(&self) -> &Gates {
+        &self.gates
+    }
+
+    /// Bringing back what the store holds: boot, the outbox, parked rows.
+    pub(crate) fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
     /// Channels and the fan-out of committed messages.
     pub(crate) fn emitter(&self) -> &Arc<Emitter> {
         &self.emitter
+    }
+
+    /// Where a start goes: its key's slot, its place in the queue.
+    pub(crate) fn placement(&self) -> Placement<'_> {
+        Placement::new(&self.scripts, self.config.key_home.as_ref())
     }
 
     /// The settings.
@@ -136,7 +154,7 @@ impl Kernel {
     /// When the earliest timer of process `pid` is due (a step timeout).
     pub(crate) fn next_timer_of(&self, pid: &str) -> Option<i64> {
         // A task of it waiting for a token waits for the gate timer.
-        let gated = self.gates.lock().has(pid);
+        let gated = self.gates.holds(pid);
         self.timers.next_due_matching(|k| match k {
             TimerKey::Process(p) => p == pid,
             TimerKey::Gates => gated,

@@ -37,7 +37,7 @@ impl Kernel {
             }
         }
         self.arm_timer(pid, None);
-        self.release_all_gates(pid);
+        self.gates.release_all(pid);
         self.cache.evict(pid);
         self.cache.unpark(pid);
         let queued = self.cache.unqueue(pid);

@@ -19,9 +19,12 @@ use crate::script::ScriptEngine;
 use crate::time::{Clock, TimerService};
 
 use crate::engine::kernel::cache::Cache;
+use crate::engine::kernel::catalog::{Catalog, CatalogHost};
 use crate::engine::kernel::config::EngineConfig;
 use crate::engine::kernel::emitter::Emitter;
+use crate::engine::kernel::gates::{GateHost, Gates};
 use crate::engine::kernel::hooks::ServiceHooks;
+use crate::engine::kernel::recovery::{Recovery, RecoveryHost};
 use crate::engine::kernel::stalled::StalledSet;
 use crate::engine::kernel::timers::{EngineTimers, TimerKey};
 use crate::engine::kernel::work::Work;
@@ -41,7 +44,6 @@ pub(crate) struct Kernel {
     pub(in crate::engine::kernel) cache: Cache,
     pub(in crate::engine::kernel) scripts: ScriptEngine,
     pub(in crate::engine::kernel) packages: PackageRegistry,
-    pub(in crate::engine::kernel) app_packages: HashMap<String, Arc<dyn ActPackage>>,
     pub(in crate::engine::kernel) clock: Arc<dyn Clock>,
     /// The timer service, processes' timeouts, the housekeeping timer.
     pub(in crate::engine::kernel) timers: EngineTimers,
@@ -59,12 +61,11 @@ pub(crate) struct Kernel {
     /// timer) failed on the store: retried on the housekeeping tick.
     pub(in crate::engine::kernel) stalled: StalledSet,
     /// The deployed models and the versions processes run on.
-    pub(in crate::engine::kernel) models: crate::engine::kernel::catalog::Catalog,
-    /// The slots and buckets of steps' and acts' gates (`gating.rs`).
-    pub(in crate::engine::kernel) gates:
-        parking_lot::Mutex<crate::engine::kernel::act_gates::ActGates>,
-    /// The gates kept by their keys' homes (`remote_gates.rs`).
-    pub(in crate::engine::kernel) remote: crate::engine::kernel::gate_courier::RemoteGates,
+    pub(in crate::engine::kernel) models: Catalog,
+    /// The gates of steps and acts, here or at their keys' homes.
+    pub(in crate::engine::kernel) gates: Gates,
+    /// Bringing back what the store holds (boot, outbox, parked rows).
+    pub(in crate::engine::kernel) recovery: Recovery,
     /// Every process instance built (tracked with feature `testing`).
     pub(in crate::engine::kernel) instances: crate::engine::kernel::instances::Instances,
     closed: AtomicBool,
@@ -90,7 +91,9 @@ impl Kernel {
         hooks: Arc<dyn ServiceHooks<Kernel>>,
     ) -> Arc<Self> {
         let writer = GroupCommitWriter::start(store.clone(), config.writer);
-        let models = crate::engine::kernel::catalog::Catalog::new(store.clone());
+        let store_for_gates = store.clone();
+        let store_for_recovery = store.clone();
+        let store_for_catalog = store.clone();
         Arc::new_cyclic(|me| Self {
             store,
             writer,
@@ -98,7 +101,6 @@ impl Kernel {
             instances: Default::default(),
             scripts,
             packages,
-            app_packages,
             clock: clock.clone(),
             timers: EngineTimers::new(timers),
             emitter: Arc::new(Emitter::default()),
@@ -107,20 +109,24 @@ impl Kernel {
             hooks,
             work: Work::default(),
             stalled: StalledSet::default(),
-            models,
-            gates: parking_lot::Mutex::new(crate::engine::kernel::act_gates::ActGates::new(
+            models: Catalog::new(store_for_catalog, me.clone() as Weak<dyn CatalogHost>),
+            gates: Gates::new(
+                store_for_gates,
+                config.gate_courier.clone(),
+                config.key_home.is_some(),
                 clock.now_millis(),
-            )),
-            remote: Default::default(),
+                me.clone() as Weak<dyn GateHost>,
+            ),
+            recovery: Recovery::new(store_for_recovery, me.clone() as Weak<dyn RecoveryHost>),
             closed: AtomicBool::new(false),
             closing: tokio::sync::watch::Sender::new(false),
-            package_runs: Default::default(),
+            package_runs: crate::engine::kernel::package_runs::PackageRuns::new(app_packages),
             me: me.clone(),
         })
     }
 
     /// The deployed models: what starts, loads and migrations read.
-    pub(crate) fn catalog(&self) -> &crate::engine::kernel::catalog::Catalog {
+    pub(crate) fn catalog(&self) -> &Catalog {
         &self.models
     }
 

@@ -152,8 +152,9 @@ impl Kernel {
                         || Err(EngineError::ModelNotFound(to.clone())),
                         |(m, pin)| {
                             let parent_key = process.concurrency_key.as_deref();
-                            let slot = self.child_slot(&m, options, parent_key)?;
-                            Ok(((slot, self.queue_order(&m, options)?), m, pin))
+                            let placement = self.placement();
+                            let slot = placement.child_slot(&m, options, parent_key)?;
+                            Ok(((slot, placement.queue_order(&m, options)?), m, pin))
                         },
                     ) {
                         Ok((queued, m, pin)) => {
@@ -177,11 +178,11 @@ impl Kernel {
                         }
                     },
                     Request::RunPackage { .. } => requests.push(r),
-                    Request::Gate { tid, gate } if self.gates_remote() => {
+                    Request::Gate { tid, gate } if self.gates.remote() => {
                         remote_asks.push((tid.clone(), gate.clone()));
                     }
-                    Request::Gate { tid, .. } if self.config.key_home.is_some() => {
-                        let refusal = crate::engine::kernel::act_gates::NOT_ON_A_CLUSTER;
+                    Request::Gate { tid, .. } if self.gates.refuses() => {
+                        let refusal = crate::engine::kernel::gates::NOT_ON_A_CLUSTER;
                         if process.refuse_gate(tid, refusal, svc) {
                             messages.extend(process.take_messages());
                             spans.extend(process.take_spans(traced));
@@ -189,7 +190,7 @@ impl Kernel {
                     }
                     Request::Gate { tid, gate } => {
                         let order = slot.persisted.row.order.as_ref();
-                        let (open, new) = self.ask_gate(&pid, tid, gate, order);
+                        let (open, new) = self.gates.ask(&pid, tid, gate, order);
                         if new {
                             asked.push(tid.clone());
                         }
@@ -259,13 +260,13 @@ impl Kernel {
             }
             warn!(pid = %pid, error = %e, "transition not committed; process discarded");
             drop(guard);
-            self.release_gates(&pid, &asked);
+            self.gates.release(&pid, &asked);
             self.refill();
             return Err(e);
         }
         // Durable: now the world may hear of it.
         handle.commits.fetch_add(1, Ordering::AcqRel);
-        let gates_ended = self.gates_ended(process, terminal);
+        let gates_ended = self.gates.ended(process, terminal);
         self.work.committed();
         self.emitter.deliver(&messages);
         if let Some(export) = &self.config.spans {
@@ -291,8 +292,8 @@ impl Kernel {
             .then(|| slot.persisted.row.order.clone())
             .flatten();
         drop(guard);
-        self.release_gates(&pid, &gates_ended);
-        self.ask_homes(&pid, remote_asks, order.as_ref());
+        self.gates.release(&pid, &gates_ended);
+        self.gates.ask_homes(&pid, remote_asks, order.as_ref());
         self.unload_over_limit();
         self.after_commit(&pid, requests, children, terminal, returned);
         if continues && let Some(rt) = self.this() {
@@ -317,7 +318,10 @@ impl Kernel {
             }
             TimerKey::Schedules => self.hooks.fire_schedules(self).await,
             TimerKey::Housekeeping => self.hooks.housekeeping(self, false).await,
-            TimerKey::Gates => self.on_gate_timer(),
+            TimerKey::Gates => {
+                self.timers.gate_timer_fired();
+                self.gates.on_timer();
+            }
         }
     }
 

@@ -114,7 +114,7 @@ impl<'k> On<'k> {
     /// processes whose automatic transition failed run again; then the
     /// next pass is armed (`rearm`).
     pub(super) async fn kernel_housekeeping(&self) -> Result<(), EngineError> {
-        let outbox = self.kernel.retry_outbox().await;
+        let outbox = self.kernel.recovery().retry_outbox().await;
         self.kernel.refill();
         if let Some(k) = self.kernel.this() {
             k.retry_stalled().await;

@@ -8,8 +8,8 @@
 //! and then so a lost end frees its slot).
 //!
 //! Used only when the engine has a courier
-//! ([`EngineConfig::gate_courier`](super::EngineConfig)); without one
-//! `gating.rs` keeps every key here.
+//! ([`EngineConfig::gate_courier`](crate::engine::kernel::EngineConfig)); without one
+//! `local.rs` keeps every key here.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -19,10 +19,10 @@ use tracing::{debug, warn};
 
 use crate::scheduler::{GatePass, Process, TaskGate};
 
-use crate::engine::kernel::act_gates::GateId;
-use crate::engine::kernel::gate_courier::{GateCall, gate_parts, part_of};
-use crate::engine::kernel::gating::ended_of;
-use crate::engine::kernel::shared::Kernel;
+use super::act_gates::GateId;
+use super::courier::{GateCall, gate_parts, part_of};
+use super::local::ended_of;
+use super::{GateChange, GateHost, GateRead, Gates};
 use crate::engine::persist::boot_rows::BootRows;
 use crate::engine::persist::rows::QueueOrder;
 use crate::engine::persist::slot_rows::GateSeatRow;
@@ -38,17 +38,12 @@ enum To<'a> {
     Process(&'a str),
 }
 
-impl Kernel {
-    /// Whether gates are kept by their keys' homes (a courier is set).
-    pub(crate) fn gates_remote(&self) -> bool {
-        self.config.gate_courier.is_some()
-    }
-
+impl Gates {
     /// Answers a call of the protocol from another engine (or this one).
-    pub(crate) async fn gate_call(&self, call: Value) -> Result<Value, EngineError> {
+    pub(crate) async fn call(&self, call: Value) -> Result<Value, EngineError> {
         let call: GateCall = serde_json::from_value(call)
             .map_err(|e| EngineError::Corrupt(format!("an unreadable gate call: {e}")))?;
-        if !self.gates_remote() {
+        if !self.remote() {
             return Err(EngineError::Corrupt(
                 "a gate call to an engine without a gate courier (not a cluster's)".into(),
             ));
@@ -95,9 +90,7 @@ impl Kernel {
     }
 
     fn spawn_pass(&self, pid: String, tid: String, gate: TaskGate, order: QueueOrder, from: usize) {
-        if let Some(rt) = self.this() {
-            self.spawn(async move { rt.pass_parts(pid, tid, gate, order, from).await });
-        }
+        self.spawn_with(|h| async move { h.gates().pass_parts(pid, tid, gate, order, from).await });
     }
 
     /// Asks the parts of a task's gate from `from` on, in order; opens the
@@ -123,7 +116,7 @@ impl Kernel {
                 _ => return,
             }
         }
-        self.open_gate(pid, tid).await;
+        self.open(pid, tid).await;
     }
 
     /// A home granted part `part` of one of this engine's tasks.
@@ -133,7 +126,12 @@ impl Kernel {
         };
         let tid = tid.to_owned();
         // Read first: a holder asked again changes nothing.
-        let seen = self.with_process(&pid, |p| p.gate_pass(&tid, n)).await?;
+        let Some(host) = self.host() else {
+            return Err(EngineError::Closed);
+        };
+        let of = tid.clone();
+        let read: GateRead = Box::new(move |p| p.gate_pass(&of, n));
+        let seen = host.read_of(&pid, read).await?;
         let pass = match seen.unwrap_or(GatePass::Gone) {
             GatePass::Opens => self.open_granted(&pid, &tid, n).await?,
             other => other,
@@ -160,29 +158,26 @@ impl Kernel {
     /// Opens task `tid` of `pid`, whose last part was granted: what it is
     /// then.
     async fn open_granted(&self, pid: &str, tid: &str, n: usize) -> Result<GatePass, EngineError> {
-        let Some(handle) = self.handle(pid).await? else {
-            return Ok(GatePass::Gone);
+        let Some(host) = self.host() else {
+            return Err(EngineError::Closed);
         };
         let of = tid.to_owned();
-        let opened = self
-            .transition(&handle, Vec::new(), move |p, svc| {
-                Ok(if p.open_gate(&of, svc) {
-                    GatePass::Runs
-                } else {
-                    p.gate_pass(&of, n)
-                })
-            })
-            .await;
-        match opened {
-            Ok(pass) => Ok(pass),
-            Err(EngineError::ProcessNotFound(_) | EngineError::Removed(_)) => Ok(GatePass::Gone),
-            Err(e) => Err(e),
-        }
+        let change: GateChange = Box::new(move |p, svc| {
+            if p.open_gate(&of, svc) {
+                GatePass::Runs
+            } else {
+                p.gate_pass(&of, n)
+            }
+        });
+        Ok(host
+            .transition_of(pid, change)
+            .await?
+            .unwrap_or(GatePass::Gone))
     }
 
     /// The gated tasks of `process` that ended with the transition just
     /// committed (all of them when it ended).
-    pub(crate) fn remote_gates_ended(&self, process: &Process, terminal: bool) -> Vec<String> {
+    pub(super) fn remote_ended(&self, process: &Process, terminal: bool) -> Vec<String> {
         let asked = self.remote.asked.lock();
         let Some(mine) = asked.get(&process.pid) else {
             return Vec::new();
@@ -192,7 +187,7 @@ impl Kernel {
 
     /// Tasks `tids` of `pid` ended (`None`: every one, the process went):
     /// their homes free their places.
-    pub(crate) fn remote_release(&self, pid: &str, tids: Option<&[String]>) {
+    pub(super) fn remote_release(&self, pid: &str, tids: Option<&[String]>) {
         let gone: Vec<(String, TaskGate)> = {
             let mut asked = self.remote.asked.lock();
             let Some(mine) = asked.get_mut(pid) else {
@@ -213,18 +208,14 @@ impl Kernel {
             }
             gone
         };
-        let Some(rt) = self.this() else {
-            return;
-        };
         for (tid, gate) in gone {
             for (part, home, _) in gate_parts(&tid, &gate) {
-                let rt = rt.clone();
                 let call = GateCall::End {
                     pid: pid.to_owned(),
                     part,
                 };
-                self.spawn(async move {
-                    rt.deliver(To::Home(&home), &call).await;
+                self.spawn_with(|h| async move {
+                    h.gates().deliver(To::Home(&home), &call).await;
                 });
             }
         }
@@ -233,7 +224,7 @@ impl Kernel {
     /// At a start: the gated tasks found in the process rows are this
     /// engine's again; the waiting ones ask their homes again (a place
     /// granted before is granted again).
-    pub(crate) fn remote_restore(
+    pub(super) fn remote_restore(
         &self,
         found: Vec<(String, crate::scheduler::GateUse, QueueOrder)>,
     ) {
@@ -253,7 +244,7 @@ impl Kernel {
     /// Sends `call` until it is answered (a courier that cannot reach the
     /// other engine is tried again, backing off) or this engine closes.
     async fn deliver(&self, to: To<'_>, call: &GateCall) -> Option<Value> {
-        let courier = self.config.gate_courier.clone()?;
+        let courier = self.courier.clone()?;
         let body = serde_json::to_value(call).ok()?;
         let mut wait = Duration::from_millis(50);
         loop {
@@ -286,6 +277,14 @@ impl Kernel {
 
     // ---- the home's side ----
 
+    /// Writes a seat row's change, durable when this returns.
+    async fn write(&self, ops: Vec<acts_store::BatchOp>) -> Result<(), EngineError> {
+        match self.host() {
+            Some(host) => host.write(ops).await,
+            None => Err(EngineError::Closed),
+        }
+    }
+
     /// Part `part` of a task of `pid` asks for its place here.
     async fn seat_ask(
         &self,
@@ -296,24 +295,24 @@ impl Kernel {
     ) -> Result<Value, EngineError> {
         let _one = self.remote.seats.lock().await;
         let now = self.now();
-        if let Some((_, _, open)) = self.gates.lock().gate_of(&pid, &part) {
+        if let Some((_, _, open)) = self.table.lock().gate_of(&pid, &part) {
             return Ok(json!({ "open": open }));
         }
-        let open = self.gates.lock().ask(&pid, &part, &gate, &order, now);
+        let open = self.table.lock().ask(&pid, &part, &gate, &order, now);
         if open && gate.key.is_none() {
             // A token spent: nothing to keep (a lost answer costs one).
-            self.gates.lock().ended(&pid, &part, now);
+            self.table.lock().ended(&pid, &part, now);
             return Ok(json!({ "open": true }));
         }
         let row = GateSeatRow::new(&pid, &part, gate, order, open);
         let put = vec![BootRows::put_seat_op(&row)];
-        if let Err(e) = self.write(None, put).await {
-            let opened = self.gates.lock().ended(&pid, &part, now);
+        if let Err(e) = self.write(put).await {
+            let opened = self.table.lock().ended(&pid, &part, now);
             self.seats_opened(opened).await;
             return Err(e);
         }
         if !open {
-            self.arm_gate_timer();
+            self.arm_timer();
         }
         Ok(json!({ "open": open }))
     }
@@ -321,12 +320,12 @@ impl Kernel {
     /// The task of part `part` of `pid` ended: its place is free.
     async fn seat_end(&self, pid: &str, part: &str) {
         let _one = self.remote.seats.lock().await;
-        if !self.gates.lock().knows(pid, part) {
+        if !self.table.lock().knows(pid, part) {
             return;
         }
-        let opened = self.gates.lock().ended(pid, part, self.now());
+        let opened = self.table.lock().ended(pid, part, self.now());
         let delete = BootRows::delete_seat_op(pid, part);
-        if let Err(e) = self.write(None, vec![delete]).await {
+        if let Err(e) = self.write(vec![delete]).await {
             // Freed in memory; after a restart the row is asked about
             // again (and freed: its task is gone).
             warn!(pid = %pid, part = %part, error = %e, "cannot delete a freed gate seat");
@@ -338,14 +337,14 @@ impl Kernel {
     /// granted, then its task's engine told.
     async fn seats_opened(&self, opened: Vec<GateId>) {
         for (pid, part) in opened {
-            let Some((gate, order, _)) = self.gates.lock().gate_of(&pid, &part) else {
+            let Some((gate, order, _)) = self.table.lock().gate_of(&pid, &part) else {
                 continue;
             };
             let row = GateSeatRow::new(&pid, &part, gate, order, true);
             let mut wait = Duration::from_millis(50);
             loop {
                 let put = vec![BootRows::put_seat_op(&row)];
-                match self.write(None, put).await {
+                match self.write(put).await {
                     Ok(()) => break,
                     // Closed (the home moved): the next home reads the
                     // row as waiting and grants it again.
@@ -362,9 +361,7 @@ impl Kernel {
     }
 
     fn spawn_announce(&self, pid: String, part: String) {
-        if let Some(rt) = self.this() {
-            self.spawn(async move { rt.announce(pid, part).await });
-        }
+        self.spawn_with(|h| async move { h.gates().announce(pid, part).await });
     }
 
     /// Tells the task's engine its place is granted; a task that is gone
@@ -379,7 +376,7 @@ impl Kernel {
         };
         let gone = answer.get("task").and_then(Value::as_str) == Some("gone");
         let token = self
-            .gates
+            .table
             .lock()
             .gate_of(&pid, &part)
             .is_some_and(|(g, _, _)| g.key.is_none());
@@ -389,17 +386,17 @@ impl Kernel {
     }
 
     /// The rate timer fired on a home: the tasks whose token came.
-    pub(crate) async fn seats_refill(&self) {
+    pub(super) async fn seats_refill(&self) {
         let _one = self.remote.seats.lock().await;
-        let opened = self.gates.lock().refill(self.now());
+        let opened = self.table.lock().refill(self.now());
         self.seats_opened(opened).await;
-        self.arm_gate_timer();
+        self.arm_timer();
     }
 
     /// At a start: the seats kept here hold and queue again; the granted
     /// ones are announced again (an answer lost in a crash), and the
     /// holders are asked about from now on.
-    pub(crate) async fn seats_restore(&self) -> Result<(), EngineError> {
+    pub(super) async fn seats_restore(&self) -> Result<(), EngineError> {
         let rows = BootRows::new(&self.store).gate_seats().await?;
         let granted: Vec<GateId> = rows
             .iter()
@@ -419,15 +416,15 @@ impl Kernel {
             .collect();
         {
             let _one = self.remote.seats.lock().await;
-            let opened = self.gates.lock().restore(found, self.now());
+            let opened = self.table.lock().restore(found, self.now());
             self.seats_opened(opened).await;
         }
         for (pid, part) in granted {
             self.spawn_announce(pid, part);
         }
-        self.arm_gate_timer();
-        if let Some(rt) = self.this() {
-            tokio::spawn(ask_holders(Arc::downgrade(&rt)));
+        self.arm_timer();
+        if let Some(host) = self.host() {
+            tokio::spawn(ask_holders(Arc::downgrade(&host)));
         }
         Ok(())
     }
@@ -436,18 +433,19 @@ impl Kernel {
 /// Every [`ASK_HOLDERS_EVERY`], while the engine lives: the holders of
 /// the slots kept here are announced again (a task that is gone frees
 /// its slot: its end was lost).
-async fn ask_holders(kernel: Weak<Kernel>) {
+async fn ask_holders(host: Weak<dyn GateHost>) {
     loop {
         tokio::time::sleep(ASK_HOLDERS_EVERY).await;
-        let Some(k) = kernel.upgrade() else {
+        let Some(k) = host.upgrade() else {
             return;
         };
         if k.is_closed() {
             return;
         }
-        let holders = k.gates.lock().slot_holders();
+        let gates = k.gates();
+        let holders = gates.table.lock().slot_holders();
         for (pid, part) in holders {
-            k.spawn_announce(pid, part);
+            gates.spawn_announce(pid, part);
         }
     }
 }

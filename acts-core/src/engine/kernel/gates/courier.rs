@@ -3,7 +3,7 @@
 //! a **home** engine that keeps its slots and its bucket (the engine its
 //! key hashes to), and the engine of a gated task asks that home for its
 //! place. The engines talk through a [`GateCourier`] the cluster gives
-//! them ([`EngineConfig::gate_courier`](super::EngineConfig)): it carries
+//! them ([`EngineConfig::gate_courier`](crate::engine::kernel::EngineConfig)): it carries
 //! a [`GateCall`] (as JSON) to the key's home or to a process's engine,
 //! which answers it with [`Engine::gate_call`](crate::Engine::gate_call).
 //!
@@ -47,7 +47,7 @@ pub trait GateRoute: Send + Sync + 'static {
     fn to_process(&self, pid: &str, call: Value) -> GateReply;
 }
 
-/// The courier of gate calls ([`EngineConfig::gate_courier`](super::EngineConfig)).
+/// The courier of gate calls ([`EngineConfig::gate_courier`](crate::engine::kernel::EngineConfig)).
 #[derive(Clone)]
 pub struct GateCourier(Arc<dyn GateRoute>);
 
@@ -128,10 +128,10 @@ pub(crate) struct RemoteGates {
     /// One seat change at a time: the memory table and the seat rows
     /// change in one order (held across the row's write: that is its
     /// point; no other lock is taken under it across an await).
-    pub(crate) seats: tokio::sync::Mutex<()>,
+    pub(super) seats: tokio::sync::Mutex<()>,
     /// The gated tasks of this engine's processes that asked homes:
     /// pid → tid → (gate, queue order).
-    pub(crate) asked: parking_lot::Mutex<HashMap<String, AskedTasks>>,
+    pub(super) asked: parking_lot::Mutex<HashMap<String, AskedTasks>>,
 }
 
 /// A process's tasks that asked homes: tid → (gate, queue order).

@@ -1,9 +1,8 @@
 //! Deploying models: validation, the scripts' syntax, the stored version
 //! and its triggers in one batch (and publishing the package definitions
-//! for tools). What is deployed is read through the catalog
-//! ([`Catalog`](crate::engine::kernel::catalog::Catalog): in memory, kept
-//! in step by deploy and remove), so a transition asks it — never the
-//! store — which models a subflow may start.
+//! for tools). What is deployed is read through the [`Catalog`] (in
+//! memory, kept in step by deploy and remove), so a transition asks it —
+//! never the store — which models a subflow may start.
 //!
 //! A deploy whose content equals the latest version changes nothing; any
 //! other deploy stores a new version (the next revision). A process runs
@@ -13,17 +12,16 @@
 use std::sync::Arc;
 
 use crate::model::{ModelError, SourceMap, Workflow, script_sites, validate};
-use crate::script::ScriptError;
+use crate::script::{ScriptEngine, ScriptError};
 use crate::tree::ModelTree;
 
-use crate::engine::kernel::catalog::DeployedModel;
-use crate::engine::kernel::shared::Kernel;
+use super::{Catalog, DeployedModel};
 use crate::engine::persist::model_rows::ModelRow;
 use crate::engine::persist::model_rows::ModelRows;
 use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ModelInfo;
 
-impl Kernel {
+impl Catalog {
     /// Validates and stores a model. Content equal to the model's latest
     /// version changes nothing (the same version is returned); any other
     /// content becomes a new version, which processes started afterwards
@@ -33,32 +31,32 @@ impl Kernel {
         workflow: &Workflow,
         source: &SourceMap,
     ) -> Result<ModelInfo, EngineError> {
-        self.check_open()?;
+        let host = self.host()?;
+        host.check_open()?;
         let json = workflow.to_json();
-        if json.len() > self.config.model_limits.max_bytes {
+        if json.len() > host.max_model_bytes() {
             return Err(EngineError::TooLarge {
                 what: format!("model '{}'", workflow.id),
                 size: json.len(),
-                limit: self.config.model_limits.max_bytes,
+                limit: host.max_model_bytes(),
                 setting: "model_limits.max_bytes",
             });
         }
-        validate(workflow, source, &self.packages)?;
-        self.check_scripts(workflow, source)?;
-        if self.config.key_home.is_some()
-            && self.config.gate_courier.is_none()
+        validate(workflow, source, host.packages())?;
+        check_scripts(host.scripts(), workflow, source)?;
+        if let Some(refusal) = host.gate_refusal()
             && crate::model::has_node_gates(workflow)
         {
             return Err(crate::model::ModelError::Invalid {
                 model: workflow.id.clone(),
                 node: None,
                 location: None,
-                message: crate::engine::kernel::act_gates::NOT_ON_A_CLUSTER.into(),
+                message: refusal.into(),
             }
             .into());
         }
         let mut tree = ModelTree::build(workflow)?;
-        let _changes = self.models.lock_changes().await;
+        let _changes = self.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let old = stored.model(&workflow.id).await?;
         if let Some(old) = old.as_ref().filter(|o| o.model == json) {
@@ -78,7 +76,7 @@ impl Kernel {
             name: workflow.name.clone(),
             ver: workflow.ver.clone(),
             model: json,
-            deployed_at: self.now(),
+            deployed_at: host.now(),
             revision,
         };
         let mut ops = ModelRows::upsert_model_ops(old.as_ref(), &row);
@@ -91,46 +89,15 @@ impl Kernel {
         }
         ops.extend(ModelRows::insert_version_ops(&(&row).into()));
         // The model's triggers go in the same batch.
-        ops.extend(self.hooks.trigger_ops(self, workflow).await?);
-        self.write(None, ops).await?;
+        ops.extend(host.trigger_ops(workflow).await?);
+        host.write(ops).await?;
         if workflow.on.iter().any(|t| t.kind == "schedule") {
-            self.hooks.arm_schedules(self).await?;
+            host.arm_schedules().await?;
         }
         let info = ModelInfo::from(&row);
         tree.revision = revision;
-        self.models.publish(Arc::new(DeployedModel::new(row, tree)));
+        self.publish(Arc::new(DeployedModel::new(row, tree)));
         Ok(info)
-    }
-
-    /// Every script of `workflow` parses: a syntax error is a deploy error
-    /// quoting the user's own text and where it is, not a run-time failure
-    /// about a brace the user never wrote.
-    fn check_scripts(&self, workflow: &Workflow, source: &SourceMap) -> Result<(), EngineError> {
-        for site in script_sites(workflow) {
-            let Err(e) = self.scripts.check_syntax(&site.text) else {
-                continue;
-            };
-            let message = match e {
-                ScriptError::Syntax { message, .. } => message,
-                other => return Err(EngineError::Script(other.to_string())),
-            };
-            let location = match site.key {
-                "if" | "while" => source.find(site.key, &site.text),
-                _ => source.find("id", &site.node.id),
-            };
-            return Err(ModelError::Invalid {
-                model: workflow.id.clone(),
-                node: Some(site.node),
-                location,
-                message: format!(
-                    "{} `{}` is not valid JavaScript: {message}",
-                    site.key,
-                    site.text.trim()
-                ),
-            }
-            .into());
-        }
-        Ok(())
     }
 
     /// Stores the definition of every package the engine knows (one
@@ -140,11 +107,12 @@ impl Kernel {
             .into_iter()
             .map(|d| d.id)
             .collect();
-        let ops = self
-            .packages
+        let host = self.host()?;
+        let packages = host.packages();
+        let ops = packages
             .ids()
             .into_iter()
-            .filter_map(|id| self.packages.get(id))
+            .filter_map(|id| packages.get(id))
             .map(|def| {
                 ModelRows::put_package_op(&crate::engine::persist::model_rows::PackageRow {
                     builtin: builtin.contains(&def.id),
@@ -152,6 +120,41 @@ impl Kernel {
                 })
             })
             .collect();
-        self.write(None, ops).await
+        host.write(ops).await
     }
+}
+
+/// Every script of `workflow` parses: a syntax error is a deploy error
+/// quoting the user's own text and where it is, not a run-time failure
+/// about a brace the user never wrote.
+fn check_scripts(
+    scripts: &ScriptEngine,
+    workflow: &Workflow,
+    source: &SourceMap,
+) -> Result<(), EngineError> {
+    for site in script_sites(workflow) {
+        let Err(e) = scripts.check_syntax(&site.text) else {
+            continue;
+        };
+        let message = match e {
+            ScriptError::Syntax { message, .. } => message,
+            other => return Err(EngineError::Script(other.to_string())),
+        };
+        let location = match site.key {
+            "if" | "while" => source.find(site.key, &site.text),
+            _ => source.find("id", &site.node.id),
+        };
+        return Err(ModelError::Invalid {
+            model: workflow.id.clone(),
+            node: Some(site.node),
+            location,
+            message: format!(
+                "{} `{}` is not valid JavaScript: {message}",
+                site.key,
+                site.text.trim()
+            ),
+        }
+        .into());
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@
 //! only then lifts the mark: a start either pinned before the mark (and
 //! the removal keeps its version) or finds nothing to start.
 
-use crate::engine::kernel::shared::Kernel;
+use super::Catalog;
 use crate::engine::persist::model_rows::ModelRows;
 use crate::engine::persist::model_rows::{ModelRow, ModelVersionRow};
 use crate::engine::persist::proc_rows::ProcRows;
@@ -26,7 +26,7 @@ struct Users {
     example: Option<String>,
 }
 
-impl Kernel {
+impl Catalog {
     /// The stored versions of model `id`, oldest first; for a store written
     /// before versions existed, the latest (kept in the model row only)
     /// too.
@@ -47,7 +47,7 @@ impl Kernel {
 
     /// The highest revision model `id` ever had among its stored versions
     /// (0 if none): a new deploy of a removed model continues after it.
-    pub(crate) async fn last_revision(&self, id: &str) -> Result<u32, EngineError> {
+    pub(super) async fn last_revision(&self, id: &str) -> Result<u32, EngineError> {
         let versions = self.stored_versions(id, None).await?;
         Ok(versions.last().map_or(0, |v| v.revision))
     }
@@ -106,8 +106,9 @@ impl Kernel {
         id: &str,
         revision: u32,
     ) -> Result<bool, EngineError> {
-        self.check_open()?;
-        let _changes = self.models.lock_changes().await;
+        let host = self.host()?;
+        host.check_open()?;
+        let _changes = self.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let Some(row) = stored.version(id, revision).await? else {
             return Ok(false);
@@ -124,7 +125,7 @@ impl Kernel {
                     .into(),
             ));
         }
-        let (_mark, pinned) = self.models.mark_going(id, &[revision]);
+        let (_mark, pinned) = self.mark_going(id, &[revision]);
         if !pinned.is_empty() {
             return Err(refuse("a process is starting on it; try again".into()));
         }
@@ -135,26 +136,26 @@ impl Kernel {
                 users.stored, users.unfinished
             )));
         }
-        self.write(None, ModelRows::delete_version_ops(&row))
-            .await?;
-        self.models.forget_version(id, revision);
+        host.write(ModelRows::delete_version_ops(&row)).await?;
+        self.forget_version(id, revision);
         Ok(true)
     }
 
     /// Removes model `id`: no process can start from it any more. Its
     /// versions go too, but for those stored processes run on or a start
     /// is using (they stay, listed by `versions`, until removed with
-    /// [`Kernel::remove_version`]). Returns whether it existed.
+    /// [`Catalog::remove_version`]). Returns whether it existed.
     pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
-        self.check_open()?;
-        let _changes = self.models.lock_changes().await;
+        let host = self.host()?;
+        host.check_open()?;
+        let _changes = self.lock_changes().await;
         let stored = ModelRows::new(&self.store);
         let Some(row) = stored.model(id).await? else {
             return Ok(false);
         };
         let versions = self.stored_versions(id, Some(&row)).await?;
         let revisions: Vec<u32> = versions.iter().map(|v| v.revision).collect();
-        let (_mark, mut kept) = self.models.mark_going(id, &revisions);
+        let (_mark, mut kept) = self.mark_going(id, &revisions);
         let mut ops = ModelRows::delete_model_ops(&row);
         let only_in_model_row = stored.version(id, row.revision).await?.is_none();
         for v in &versions {
@@ -172,9 +173,9 @@ impl Kernel {
                 (false, false) => {}
             }
         }
-        ops.extend(self.hooks.trigger_delete_ops(self, id).await?);
-        self.write(None, ops).await?;
-        self.models.retire(id, &kept);
+        ops.extend(host.trigger_delete_ops(id).await?);
+        host.write(ops).await?;
+        self.retire(id, &kept);
         Ok(true)
     }
 }

@@ -18,8 +18,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::token_bucket::Bucket;
 use crate::engine::kernel::fair_queue::FairQueue;
-use crate::engine::kernel::token_bucket::Bucket;
 use crate::engine::persist::rows::QueueOrder;
 use crate::scheduler::{GateUse, TaskGate};
 
