@@ -1,4 +1,4 @@
-//! The gate protocol between engines (`gate_courier.rs`) when a call is
+//! The gate protocol between engines (`kernel/gates/courier.rs`) when a call is
 //! lost: a task's end that never reaches its key's home (its node died
 //! between its commit and the call) does not hold the slot for good —
 //! the home asks its slots' holders again now and then, hears `gone`,

@@ -35,7 +35,7 @@ pub struct ConcurrencySlot {
 }
 
 /// A place a key's home engine keeps for a task of another engine's
-/// process (`gate_courier.rs`): a slot held or a place in a queue. Read
+/// process (`kernel/gates/courier.rs`): a slot held or a place in a queue. Read
 /// back at a start, so a home that moves hands its slots and queues over.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateSeatRow {

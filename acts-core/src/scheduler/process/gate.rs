@@ -141,7 +141,7 @@ impl Process {
 
     /// What task `tid` is when part `part` of its gate has its place at
     /// its key's home (a cluster's engines, see the engine's
-    /// `gate_courier.rs`); nothing changes.
+    /// `kernel/gates/courier.rs`); nothing changes.
     pub fn gate_pass(&self, tid: &str, part: usize) -> GatePass {
         let Some(t) = self.tasks.find_id(tid) else {
             return GatePass::Gone;

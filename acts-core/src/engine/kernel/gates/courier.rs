@@ -7,7 +7,7 @@
 //! a [`GateCall`] (as JSON) to the key's home or to a process's engine,
 //! which answers it with [`Engine::gate_call`](crate::Engine::gate_call).
 //!
-//! The protocol (`remote_gates.rs` is both sides of it):
+//! The protocol (`remote.rs` is both sides of it):
 //! - a task's gate is asked in parts: its concurrency key's slot, then —
 //!   holding it — its rate key's token (each part at its key's home);
 //! - the home keeps what it grants as a **seat** row in its own store

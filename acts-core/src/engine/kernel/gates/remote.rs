@@ -1,5 +1,5 @@
 //! Both sides of the gate protocol between the engines of one store
-//! (`gate_courier.rs` describes it): the **task's** side (ask each part
+//! (`courier.rs` describes it): the **task's** side (ask each part
 //! of a task's gate of its key's home after the commit that made it wait,
 //! open it when the last part is granted, tell the homes when it ends)
 //! and the **home's** side (keep the key's slots, queues and bucket in
