@@ -229,7 +229,8 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
         TaskState::Interrupt,
     ] {
         for p in exec
-            .processes(Some(state), None)
+            .proc()
+            .list(Some(state), None)
             .await
             .map_err(Failure::engine)?
         {

@@ -272,14 +272,22 @@ impl Driver {
         };
         Ok(match verb {
             Verb::Ignore => Applied::Taken,
-            Verb::Act(action) => {
-                outcome(self.exec.act(&pid, &tid, action, answer.vars.clone()).await)
-            }
-            Verb::Push => match self.exec.task(&i.pid, &i.tid).await {
+            Verb::Act(action) => outcome(
+                self.exec
+                    .act()
+                    .apply(&pid, &tid, action, answer.vars.clone())
+                    .await,
+            ),
+            Verb::Push => match self.exec.task().get(&i.pid, &i.tid).await {
                 Err(e) => Applied::Refused(e.to_string()),
                 Ok(act) => match act.parent {
                     None => Applied::Refused(format!("act '{}' has no step to push to", i.nid)),
-                    Some(step) => outcome(self.exec.push(&i.pid, &step, answer.vars.clone()).await),
+                    Some(step) => outcome(
+                        self.exec
+                            .act()
+                            .push(&i.pid, &step, answer.vars.clone())
+                            .await,
+                    ),
                 },
             },
         })
@@ -290,7 +298,8 @@ impl Driver {
     pub async fn answer_waiting(&mut self, pid: &str) -> Result<(), Failure> {
         let tasks = self
             .exec
-            .tasks(pid)
+            .task()
+            .list(pid)
             .await
             .map_err(|e| Failure::run(e.to_string()))?;
         self.pids.insert(pid.to_owned());
@@ -440,7 +449,8 @@ impl Driver {
         for pid in roots {
             let info = self
                 .exec
-                .process(&pid)
+                .proc()
+                .get(&pid)
                 .await
                 .map_err(|e| Failure::run(e.to_string()))?;
             let state = if stalled.contains(&pid) {

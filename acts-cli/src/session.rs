@@ -95,7 +95,7 @@ pub(crate) async fn deploy_file(
     strict: bool,
 ) -> Result<acts::ModelInfo, Failure> {
     let text = read_model_file(path, strict)?;
-    let info = exec.deploy_yaml(&text).await.map_err(|e| match e {
+    let info = exec.model().deploy_yaml(&text).await.map_err(|e| match e {
         EngineError::Model(_) | EngineError::TooLarge { .. } => {
             Failure::input(format!("{}: {e}", path.display()))
         }
@@ -165,7 +165,7 @@ pub(crate) async fn run_model(
         Err(f) => return refused_or(f, "invalid", &model_name),
     };
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let started = match exec.start(&info.id, run.vars.clone()).await {
+    let started = match exec.proc().start(&info.id, run.vars.clone()).await {
         Ok(p) => p,
         Err(e) => return refused_or(Failure::action(e), "rejected", &info.id),
     };

@@ -217,7 +217,10 @@ pub(crate) async fn concurrency_key(node: &ClusterNode, body: &Value) -> Option<
         .cloned()
         .unwrap_or_default();
     let exec = engine.executor();
-    exec.concurrency_key(model, revision, &vars).await.ok()?
+    exec.proc()
+        .concurrency_key(model, revision, &vars)
+        .await
+        .ok()?
 }
 
 /// What a merged listing's rows are.

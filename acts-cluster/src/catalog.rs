@@ -23,7 +23,7 @@ use crate::meta::CatalogOp;
 /// The definition model `id` has on the partition `exec` acts on, as
 /// stored (JSON); `None` when it has no such model.
 async fn current_json(exec: &Executor, id: &str) -> Result<Option<String>, EngineError> {
-    match exec.model(id).await {
+    match exec.model().get(id).await {
         Ok((_, workflow)) => Ok(Some(workflow.to_json())),
         Err(EngineError::ModelNotFound(_)) => Ok(None),
         Err(e) => Err(e),
@@ -40,16 +40,18 @@ pub(crate) async fn apply(
 ) -> Result<(), EngineError> {
     let outcome = match op {
         CatalogOp::Deploy { json, model } => match Workflow::from_json(json) {
-            Ok(workflow) => exec.deploy(&workflow).await.map(drop),
+            Ok(workflow) => exec.model().deploy(&workflow).await.map(drop),
             Err(e) => {
                 warn!(partition, model = %model, error = %e, "a catalog model does not load; skipped");
                 Ok(())
             }
         },
-        CatalogOp::Remove { model } => exec.remove_model(model).await.map(drop),
-        CatalogOp::RemoveVersion { model, revision } => {
-            exec.remove_version(model, *revision).await.map(drop)
-        }
+        CatalogOp::Remove { model } => exec.model().remove(model).await.map(drop),
+        CatalogOp::RemoveVersion { model, revision } => exec
+            .model()
+            .remove_version(model, *revision)
+            .await
+            .map(drop),
     };
     match outcome {
         Err(e) if is_store_fault(&e) => Err(e),

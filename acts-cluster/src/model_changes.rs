@@ -145,7 +145,7 @@ async fn deployed(
     let Some(engine) = node.engine(p) else {
         return Ok(None);
     };
-    match engine.executor().model(id).await {
+    match engine.executor().model().get(id).await {
         Ok((_, workflow)) => Ok(Some(CatalogOp::Deploy {
             model: id.to_owned(),
             json: workflow.to_json(),

@@ -32,11 +32,11 @@ impl Metrics {
         let exec = engine.executor();
         // Counted from the deliveries' state index (keys only); a store
         // that cannot answer leaves the last figures in place.
-        let pending = exec.count_deliveries(DeliveryState::Pending).await.ok();
-        let dead = exec.count_deliveries(DeliveryState::Failed).await.ok();
+        let pending = exec.msg().count(DeliveryState::Pending).await.ok();
+        let dead = exec.msg().count(DeliveryState::Failed).await.ok();
         let mut by_state = Vec::new();
         for state in acts::TaskState::ALL {
-            if let Ok(n) = exec.count_processes(state).await {
+            if let Ok(n) = exec.proc().count(state).await {
                 by_state.push((state.as_str(), n));
             }
         }

@@ -409,7 +409,7 @@ impl Subscription {
             let Some((x, seen)) = &mut self.visible_to else {
                 return Ok(m);
             };
-            if seen.contains(&m.pid) || x.may_see_process(&m.pid).await.unwrap_or(false) {
+            if seen.contains(&m.pid) || x.proc().may_see(&m.pid).await.unwrap_or(false) {
                 seen.insert(m.pid.clone());
                 return Ok(m);
             }

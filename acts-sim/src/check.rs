@@ -381,7 +381,7 @@ async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
         ));
     }
     let exec = sim.engine.executor();
-    let tasks = retry(|| exec.tasks(crate::sim::PID))
+    let tasks = retry(|| exec.task().list(crate::sim::PID))
         .await
         .map_err(|e| format!("reading the tasks: {e}"))?;
     sim.engine.housekeeping().await;

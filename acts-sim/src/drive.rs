@@ -75,20 +75,21 @@ pub async fn drive(
             }
         }
         if !deployed {
-            let child = !spec.uses_subflow() || exec.deploy_yaml(spec.child_model()).await.is_ok();
-            deployed = child && exec.deploy_yaml(&spec.model()).await.is_ok();
+            let child =
+                !spec.uses_subflow() || exec.model().deploy_yaml(spec.child_model()).await.is_ok();
+            deployed = child && exec.model().deploy_yaml(&spec.model()).await.is_ok();
             if !deployed {
                 stuck(&mut idle_rounds, heal, "the deploy keeps failing")?;
                 continue;
             }
         }
         if !started {
-            match exec.process(PID).await {
+            match exec.proc().get(PID).await {
                 Ok(_) => started = true,
                 Err(EngineError::ProcessNotFound(_)) => {
                     let mut v = Vars::new();
                     v.insert("pid".into(), json!(PID));
-                    match exec.start("main", v).await {
+                    match exec.proc().start("main", v).await {
                         Ok(_) | Err(EngineError::Duplicated(_)) => started = true,
                         Err(e) if transient(&e) => {}
                         Err(e) => return Err(format!("start: {e}")),
@@ -102,7 +103,7 @@ pub async fn drive(
             }
             continue;
         }
-        let (info, tasks) = match (exec.process(PID).await, exec.tasks(PID).await) {
+        let (info, tasks) = match (exec.proc().get(PID).await, exec.task().list(PID).await) {
             (Ok(i), Ok(t)) => (i, t),
             (Err(e), _) | (_, Err(e)) if transient(&e) => {
                 stuck(&mut idle_rounds, heal, "the process cannot be read")?;
@@ -123,7 +124,7 @@ pub async fn drive(
             let retried = if spec.grammar.v4() {
                 bulk(sim, BulkAction::Retry, None, v).await
             } else {
-                exec.retry_process(PID, None, v).await
+                exec.proc().retry(PID, None, v).await
             };
             match retried {
                 Ok(()) => {
@@ -159,7 +160,7 @@ pub async fn drive(
             let resumed = if spec.grammar.v4() {
                 bulk(sim, BulkAction::Resume, None, Vars::new()).await
             } else {
-                exec.unpause_process(PID).await
+                exec.proc().unpause(PID).await
             };
             match resumed {
                 Ok(()) => {
@@ -203,7 +204,7 @@ pub async fn drive(
                 // Nothing waits for the client: the engine is working (a
                 // subflow child, a continuation) or it is stuck.
                 sim.clock.advance(Duration::from_secs(60));
-                let others = match exec.processes(None, None).await {
+                let others = match exec.proc().list(None, None).await {
                     Ok(all) => all
                         .iter()
                         .map(|p| format!("{} {}", p.pid, p.state))

@@ -139,21 +139,21 @@ pub async fn orphans(store: &Arc<dyn KvStore>) -> Result<(), String> {
 pub async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), String> {
     let sim = Sim::open(store.clone(), 1_000_000, &|| false).await?;
     let exec = sim.engine.executor();
-    let all = retry(|| exec.processes(None, None))
+    let all = retry(|| exec.proc().list(None, None))
         .await
         .map_err(|e| format!("listing: {e}"))?;
     for p in &all {
-        retry(|| exec.remove_process(&p.pid))
+        retry(|| exec.proc().remove(&p.pid))
             .await
             .map_err(|e| format!("removing {}: {e}", p.pid))?;
     }
     // The bulk jobs (grammar 4's operator), each with its records.
-    let jobs = retry(|| exec.bulk_jobs(Some(1000), None))
+    let jobs = retry(|| exec.bulk().list(Some(1000), None))
         .await
         .map_err(|e| format!("listing the bulk jobs: {e}"))?
         .items;
     for j in &jobs {
-        retry(|| exec.remove_bulk(&j.id))
+        retry(|| exec.bulk().remove(&j.id))
             .await
             .map_err(|e| format!("removing bulk job {}: {e}", j.id))?;
     }

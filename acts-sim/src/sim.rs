@@ -102,11 +102,11 @@ impl Sim {
         // acks, and waiting for a timeout moves the clock by hours) is a
         // dead letter: an operator redelivers it, as after an outage.
         let exec = engine.executor();
-        let dead = retry(|| exec.deliveries(Some("client"), Some(DeliveryState::Failed)))
+        let dead = retry(|| exec.msg().list(Some("client"), Some(DeliveryState::Failed)))
             .await
             .map_err(|e| format!("dead letters: {e}"))?;
         for d in dead {
-            retry(|| exec.redeliver("client", &d.msg_id))
+            retry(|| exec.msg().redeliver("client", &d.msg_id))
                 .await
                 .map_err(|e| format!("redeliver: {e}"))?;
         }

@@ -110,7 +110,7 @@ pub(crate) async fn act_once(
             trace.note(format!("{key}#{occurrence}: rewind to {to}"));
             let mut v = Vars::new();
             v.insert("rewound".into(), json!(true));
-            let res = exec.rewind_process(PID, &to, v).await;
+            let res = exec.proc().rewind(PID, &to, v).await;
             if let Some(step) = outcome(res, trace, ("$", "rewind"))? {
                 return Ok(step);
             }
@@ -120,7 +120,7 @@ pub(crate) async fn act_once(
             let res = if spec.grammar.v4() {
                 bulk(sim, BulkAction::Terminate, Some("sim"), Vars::new()).await
             } else {
-                exec.terminate_process(PID, "sim").await
+                exec.proc().terminate(PID, "sim").await
             };
             if let Some(step) = outcome(res, trace, ("$", "terminate"))? {
                 return Ok(step);
@@ -143,7 +143,7 @@ pub(crate) async fn act_once(
             let res = if spec.grammar.v4() {
                 bulk(sim, BulkAction::Pause, Some(&reason), Vars::new()).await
             } else {
-                exec.pause_process(PID, &reason).await
+                exec.proc().pause(PID, &reason).await
             };
             if let Some(step) = outcome(res, trace, ("$", "pause"))? {
                 return Ok(step);
@@ -158,7 +158,7 @@ pub(crate) async fn act_once(
             if let Some(d) = done {
                 let dkey = d.key.clone().unwrap_or_default();
                 trace.note(format!("{key}#{occurrence}: cancel {dkey}"));
-                let res = exec.cancel(PID, &d.tid).await;
+                let res = exec.act().cancel(PID, &d.tid).await;
                 if let Some(step) = outcome(res, trace, (&d.tid, "cancel"))? {
                     return Ok(step);
                 }
@@ -174,7 +174,7 @@ pub(crate) async fn act_once(
                 let mut act = Vars::new();
                 act.insert("uses".into(), json!("acts.core.irq"));
                 act.insert("params".into(), json!({ "key": pushed_key }));
-                match exec.push(PID, &step, act).await {
+                match exec.act().push(PID, &step, act).await {
                     Ok(()) => {
                         trace.done(&step, "push");
                         return Ok(Step::Acted);
@@ -190,7 +190,7 @@ pub(crate) async fn act_once(
             trace.note(format!("{key}#{occurrence}: set process vars"));
             let mut v = Vars::new();
             v.insert(format!("v_{key}"), json!(occurrence));
-            let res = exec.set_process_vars(PID, &t.tid, v).await;
+            let res = exec.act().set_process_vars(PID, &t.tid, v).await;
             if let Some(step) = outcome(res, trace, (&t.tid, "set_process_vars"))? {
                 return Ok(step);
             }
@@ -228,7 +228,7 @@ pub(crate) async fn act_once(
             }
         }
         trace.note(format!("{key}#{occurrence}: {}", action.as_str()));
-        return match exec.act(PID, &t.tid, action, options).await {
+        return match exec.act().apply(PID, &t.tid, action, options).await {
             Ok(()) => {
                 trace.done(&t.tid, action.as_str());
                 Ok(Step::Acted)
@@ -238,7 +238,11 @@ pub(crate) async fn act_once(
                 // Not possible as the process stands (e.g. a back to a
                 // step that did not run): complete it instead.
                 trace.note(format!("  refused ({refused}); complete instead"));
-                match exec.act(PID, &t.tid, Action::Complete, Vars::new()).await {
+                match exec
+                    .act()
+                    .apply(PID, &t.tid, Action::Complete, Vars::new())
+                    .await
+                {
                     Ok(()) => {
                         trace.done(&t.tid, Action::Complete.as_str());
                         Ok(Step::Acted)
@@ -270,7 +274,7 @@ pub(crate) async fn bulk(
         .vars(vars)
         .per_second(MAX_BULK_RATE);
     request.reason = reason.map(str::to_owned);
-    let job = exec.bulk_start(request).await?;
+    let job = exec.bulk().start(request).await?;
     if let Err(e) = settle(&sim.engine).await {
         return Err(EngineError::Query(format!(
             "the bulk job did not settle: {e}"
@@ -278,7 +282,7 @@ pub(crate) async fn bulk(
     }
     // Once the job is stored, what it did is read back whatever the store
     // does meanwhile (a read that fails must not hide a pause it made).
-    let job = retry(|| exec.bulk_job(&job.id)).await?;
+    let job = retry(|| exec.bulk().get(&job.id)).await?;
     if !job.state.is_final() {
         return Err(EngineError::Busy {
             pid: PID.into(),
@@ -286,7 +290,7 @@ pub(crate) async fn bulk(
             waited: std::time::Duration::ZERO,
         });
     }
-    let items = retry(|| exec.bulk_items(&job.id, None, None, None))
+    let items = retry(|| exec.bulk().items(&job.id, None, None, None))
         .await?
         .items;
     match items.iter().find(|i| i.pid == PID) {
@@ -308,7 +312,10 @@ pub(crate) async fn bulk(
 /// whether it moved.
 async fn migrate(sim: &Sim, spec: &Spec, info: &ProcInfo) -> Result<bool, EngineError> {
     let exec = sim.engine.executor();
-    let next = exec.deploy_yaml(&spec.model_as_version("2")).await?;
+    let next = exec
+        .model()
+        .deploy_yaml(&spec.model_as_version("2"))
+        .await?;
     if next.revision == info.model_rev {
         return Ok(false);
     }
@@ -322,7 +329,7 @@ async fn migrate(sim: &Sim, spec: &Spec, info: &ProcInfo) -> Result<bool, Engine
         v.vars = vars;
         v
     };
-    let report = exec.migrate(&plan, false).await?;
+    let report = exec.model().migrate(&plan, false).await?;
     Ok(report
         .processes
         .iter()

@@ -30,7 +30,7 @@ pub async fn census_of(url: &str) -> Result<Census, CensusError> {
         .resume_on_start(false)
         .start()
         .await?;
-    let census = engine.executor().census().await;
+    let census = engine.executor().proc().census().await;
     engine.close().await;
     Ok(census?)
 }

@@ -28,7 +28,7 @@
 //! let store = acts::open_store("memory:").await?;
 //! let engine = Engine::builder().store(store).start().await?;
 //! let exec = engine.executor();
-//! exec.deploy_yaml(r#"
+//! exec.model().deploy_yaml(r#"
 //! id: approval
 //! ver: "1"
 //! steps:
@@ -42,21 +42,21 @@
 //!
 //! // Hear the interrupt request, answer it.
 //! let mut messages = engine.channel(ChannelOptions::default()).subscribe();
-//! let proc = exec.start("approval", Vars::new()).await?;
+//! let proc = exec.proc().start("approval", Vars::new()).await?;
 //! let irq = loop {
 //!     let m = messages.recv().await.expect("engine running");
 //!     if m.key.as_deref() == Some("approve") && m.state == "created" { break m; }
 //! };
 //! let mut answer = Vars::new();
 //! answer.insert("who".into(), "ada".into());
-//! exec.complete(&proc.pid, &irq.tid, answer).await?;
+//! exec.act().complete(&proc.pid, &irq.tid, answer).await?;
 //!
 //! // The process ends; read its outputs.
 //! loop {
 //!     let m = messages.recv().await.expect("engine running");
 //!     if m.r#type == "workflow" && m.state == "completed" { break; }
 //! }
-//! let outputs = exec.process(&proc.pid).await?.outputs;
+//! let outputs = exec.proc().get(&proc.pid).await?.outputs;
 //! assert_eq!(outputs["approved_by"], "ada");
 //! engine.close().await;
 //! # Ok(()) }
@@ -68,16 +68,17 @@ use std::sync::Arc;
 // here; `tests/public_api.rs` keeps the list in `public-api.txt`).
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
-    ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
-    CURSOR_PATTERN, Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo,
-    DeliveryQuery, DeliveryState, Engine, EngineBuilder, EngineConfig, EngineError, EngineStats,
-    Executor, GateCourier, GateKeyUse, GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo,
-    MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo,
-    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, PidFilter, Principal,
-    ProcInfo, ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions,
-    SealedData, SealedEntry, SpanExport, TASK_CURSOR_PATTERN, TaskInfo, TaskMoveInfo, TaskQuery,
-    TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor, hex_bytes,
-    whole_numbers_as_integers,
+    ActOps, ActPackage, BulkAction, BulkItem, BulkJob, BulkOps, BulkOutcome, BulkPreview,
+    BulkRequest, BulkState, CURSOR_PATTERN, Cache, Census, Channel, ChannelOptions,
+    DEFAULT_BULK_RATE, DeliveryInfo, DeliveryOps, DeliveryQuery, DeliveryState, Engine,
+    EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, GateCourier, GateKeyUse,
+    GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo, MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE,
+    MigrationPlan, MigrationReport, ModelInfo, ModelOps, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, PackageOps, Page, PidFilter, Principal, ProcInfo, ProcOps,
+    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions,
+    SealedData, SealedEntry, SpanExport, TASK_CURSOR_PATTERN, TaskInfo, TaskMoveInfo, TaskOps,
+    TaskQuery, TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor,
+    hex_bytes, whole_numbers_as_integers,
 };
 pub use acts_core::model::{
     Act, Branch, Concurrency, ModelError, ModelLimits, Rate, Step, Trigger, UnknownKey, Vars,

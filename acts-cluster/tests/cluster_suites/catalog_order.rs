@@ -36,9 +36,9 @@ async fn versions_of(nodes: &[&Node]) -> Vec<(u32, Vec<(u32, String)>)> {
             .unwrap_or_else(|| panic!("partition {p} is held"));
         let exec = engine.executor();
         let mut versions = Vec::new();
-        for v in exec.versions("raced").await.expect("versions") {
+        for v in exec.model().versions("raced").await.expect("versions") {
             let rev = v.model.revision;
-            let (_, workflow) = exec.model_version("raced", rev).await.expect("a version");
+            let (_, workflow) = exec.model().version("raced", rev).await.expect("a version");
             versions.push((rev, workflow.to_json()));
         }
         out.push((p, versions));
@@ -156,7 +156,7 @@ async fn a_takeover_after_the_catalog_was_compacted_numbers_versions_alike() {
         .find(|p| acts_cluster::placement::owner_of(*p, &ids) == Some("n2"))
         .expect("n2 wins a partition");
     let exec = n1.node.engine(lost).expect("n1 holds it").executor();
-    exec.remove_model("raced").await.expect("removed there");
+    exec.model().remove("raced").await.expect("removed there");
 
     // n2 takes half the partitions over, from the compacted catalog.
     let n2 = node(&family, &clock, "n2").await.expect("n2 joins");
@@ -177,7 +177,7 @@ async fn a_takeover_after_the_catalog_was_compacted_numbers_versions_alike() {
     for p in n2.node.held() {
         let exec = n2.node.engine(p).expect("held").executor();
         assert!(
-            exec.model("scratch").await.is_err(),
+            exec.model().get("scratch").await.is_err(),
             "partition {p} has the removed model"
         );
     }

@@ -207,6 +207,7 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
     // n2 wakes: what it still believes it owns refuses to write.
     let err = stale
         .executor()
+        .act()
         .complete(&pid, &tid, Default::default())
         .await
         .expect_err("fenced");
@@ -215,7 +216,8 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
     let fresh = n1.node.engine(p2).expect("n1 holds it");
     let task = fresh
         .executor()
-        .tasks(&pid)
+        .task()
+        .list(&pid)
         .await
         .expect("tasks")
         .into_iter()

@@ -8,17 +8,21 @@
 //!
 //! let engine = Engine::builder().start().await?; // in-memory store
 //! let exec = engine.executor();
-//! exec.deploy_yaml("id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n").await?;
+//! exec.model().deploy_yaml("id: m1\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n").await?;
 //! let mut messages = engine.channel(ChannelOptions::default().with_type("act")).subscribe();
-//! let proc = exec.start("m1", Vars::new()).await?;
+//! let proc = exec.proc().start("m1", Vars::new()).await?;
 //! let irq = messages.recv().await.expect("the irq is announced");
-//! exec.complete(&proc.pid, &irq.tid, Vars::new()).await?;
+//! exec.act().complete(&proc.pid, &irq.tid, Vars::new()).await?;
 //! # Ok(()) }
 //! ```
 //!
 //! - [`Engine::builder`] → [`EngineBuilder`]: store, cache cap, clock,
 //!   script limits, application packages.
-//! - [`Executor`]: models, processes, tasks and every client action.
+//! - [`Executor`]: grouped by concern — [`model()`](Executor::model),
+//!   [`proc()`](Executor::proc), [`task()`](Executor::task),
+//!   [`act()`](Executor::act) (every client action), [`evt()`](Executor::evt)
+//!   (triggers), [`msg()`](Executor::msg) (deliveries),
+//!   [`pack()`](Executor::pack), [`bulk()`](Executor::bulk).
 //! - [`Channel`]: messages, with glob filters.
 //!
 //! ## The rooms
@@ -54,13 +58,14 @@ pub(crate) mod types;
 pub use api::TASK_CURSOR_PATTERN;
 pub use api::find::{CURSOR_PATTERN, encode_cursor, hex_bytes};
 pub use api::{
-    ActPackage, BulkAction, BulkItem, BulkJob, BulkOutcome, BulkPreview, BulkRequest, BulkState,
-    Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE, DeliveryInfo, DeliveryQuery,
-    DeliveryState, Engine, EngineBuilder, EngineError, EngineStats, Executor, GateKeyUse, KeyUse,
-    MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE, MigrationPlan, MigrationReport, ModelInfo,
-    ModelVersionInfo, PackageContext, PackageFailure, PackageInfo, Page, Principal, ProcInfo,
-    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskQuery,
-    TriggerInfo, USER_ACTIONS, VarFilter, WaitingFor,
+    ActOps, ActPackage, BulkAction, BulkItem, BulkJob, BulkOps, BulkOutcome, BulkPreview,
+    BulkRequest, BulkState, Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE,
+    DeliveryInfo, DeliveryOps, DeliveryQuery, DeliveryState, Engine, EngineBuilder, EngineError,
+    EngineStats, Executor, GateKeyUse, KeyUse, MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE,
+    MigrationPlan, MigrationReport, ModelInfo, ModelOps, ModelVersionInfo, PackageContext,
+    PackageFailure, PackageInfo, PackageOps, Page, Principal, ProcInfo, ProcOps, ProcessMigration,
+    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskOps, TaskQuery,
+    TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor,
 };
 pub use kernel::{EngineConfig, GateCourier, GateReply, GateRoute, PidFilter, SpanExport};
 pub use persist::format::STORE_FORMAT;

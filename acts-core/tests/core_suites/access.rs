@@ -62,7 +62,8 @@ fn denied(r: Result<impl std::fmt::Debug, EngineError>) -> String {
 
 /// The id of the interrupt with key `key` (waiting for an answer).
 async fn irq(x: &Executor, pid: &str, key: &str) -> String {
-    x.tasks(pid)
+    x.task()
+        .list(pid)
         .await
         .expect("the tasks are readable")
         .into_iter()
@@ -77,17 +78,28 @@ async fn only_an_admin_deploys_and_removes_models() {
     let app = engine.executor();
     for who in [ann(), olga()] {
         let x = app.as_principal(who);
-        assert!(denied(x.deploy_yaml(EXPENSE).await).contains("admin role"));
+        assert!(denied(x.model().deploy_yaml(EXPENSE).await).contains("admin role"));
     }
-    assert!(app.models().await.unwrap().is_empty(), "nothing deployed");
-    app.as_principal(root()).deploy_yaml(EXPENSE).await.unwrap();
+    assert!(
+        app.model().list().await.unwrap().is_empty(),
+        "nothing deployed"
+    );
+    app.as_principal(root())
+        .model()
+        .deploy_yaml(EXPENSE)
+        .await
+        .unwrap();
     // Every principal may read the models (to start them).
-    assert_eq!(app.as_principal(bob()).models().await.unwrap().len(), 1);
-    denied(app.as_principal(olga()).remove_model("expense").await);
-    assert_eq!(app.models().await.unwrap().len(), 1, "still deployed");
+    assert_eq!(
+        app.as_principal(bob()).model().list().await.unwrap().len(),
+        1
+    );
+    denied(app.as_principal(olga()).model().remove("expense").await);
+    assert_eq!(app.model().list().await.unwrap().len(), 1, "still deployed");
     assert!(
         app.as_principal(root())
-            .remove_model("expense")
+            .model()
+            .remove("expense")
             .await
             .unwrap()
     );
@@ -99,7 +111,7 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
     let kv: Arc<dyn KvStore> = Arc::new(MemoryStore::new());
     let engine = engine_on(kv.clone()).await;
     let app = engine.executor();
-    app.deploy_yaml(EXPENSE).await.unwrap();
+    app.model().deploy_yaml(EXPENSE).await.unwrap();
     let (a, b, c, o) = (
         app.as_principal(ann()),
         app.as_principal(bob()),
@@ -107,9 +119,9 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
         app.as_principal(olga()),
     );
     // Ann starts one; Carl starts another.
-    let p1 = a.start("expense", vars(json!({}))).await.unwrap();
+    let p1 = a.proc().start("expense", vars(json!({}))).await.unwrap();
     assert_eq!(p1.started_by.as_deref(), Some("ann"));
-    let p2 = c.start("expense", vars(json!({}))).await.unwrap();
+    let p2 = c.proc().start("expense", vars(json!({}))).await.unwrap();
     settle(&engine).await;
 
     // Ann (role finance) sees both: hers, and Carl's (addressed to finance).
@@ -120,48 +132,54 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
     };
     let mut both = vec![p1.pid.clone(), p2.pid.clone()];
     both.sort();
-    assert_eq!(pids(a.processes(None, None).await.unwrap()), both);
+    assert_eq!(pids(a.proc().list(None, None).await.unwrap()), both);
     // Bob is not addressed yet: he sees nothing; Carl sees his own.
-    assert!(b.processes(None, None).await.unwrap().is_empty());
+    assert!(b.proc().list(None, None).await.unwrap().is_empty());
     assert_eq!(
-        pids(c.processes(None, None).await.unwrap()),
+        pids(c.proc().list(None, None).await.unwrap()),
         vec![p2.pid.clone()]
     );
-    assert_eq!(o.processes(None, None).await.unwrap().len(), 2);
-    denied(b.process(&p1.pid).await);
-    denied(b.tasks(&p1.pid).await);
-    assert!(!b.may_see_process(&p1.pid).await.unwrap());
+    assert_eq!(o.proc().list(None, None).await.unwrap().len(), 2);
+    denied(b.proc().get(&p1.pid).await);
+    denied(b.task().list(&p1.pid).await);
+    assert!(!b.proc().may_see(&p1.pid).await.unwrap());
 
     let finance = irq(&app, &p1.pid, "finance").await;
     // Carl (hr) may not answer finance's interrupt, even on his own
     // process's sibling: nothing changes.
     let reason = denied(
-        c.complete(
-            &p2.pid,
-            &irq(&app, &p2.pid, "finance").await,
-            vars(json!({})),
-        )
-        .await,
+        c.act()
+            .complete(
+                &p2.pid,
+                &irq(&app, &p2.pid, "finance").await,
+                vars(json!({})),
+            )
+            .await,
     );
     assert!(reason.contains("role:finance"), "{reason}");
     // Bob may not touch p1 at all yet.
-    denied(b.complete(&p1.pid, &finance, vars(json!({}))).await);
+    denied(b.act().complete(&p1.pid, &finance, vars(json!({}))).await);
     // A user may not abort, remove or write process vars, even when addressed.
     for action in [Action::Abort, Action::Remove, Action::SetProcessVars] {
-        let reason = denied(a.act(&p1.pid, &finance, action, vars(json!({}))).await);
+        let reason = denied(
+            a.act()
+                .apply(&p1.pid, &finance, action, vars(json!({})))
+                .await,
+        );
         assert!(reason.contains("operator"), "{reason}");
     }
     assert_eq!(
-        app.task(&p1.pid, &finance).await.unwrap().state,
+        app.task().get(&p1.pid, &finance).await.unwrap().state,
         TaskState::Interrupt,
         "denials changed nothing"
     );
     // Ann answers.
-    a.complete(&p1.pid, &finance, vars(json!({"ok": true})))
+    a.act()
+        .complete(&p1.pid, &finance, vars(json!({"ok": true})))
         .await
         .unwrap();
     settle(&engine).await;
-    let answered = app.task(&p1.pid, &finance).await.unwrap();
+    let answered = app.task().get(&p1.pid, &finance).await.unwrap();
     assert_eq!(answered.state, TaskState::Completed);
     assert_eq!(answered.history.len(), 1);
     assert_eq!(answered.history[0].action, "next");
@@ -169,34 +187,43 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
 
     // Now p1 addresses Bob: he sees it and signs.
     assert_eq!(
-        pids(b.processes(None, None).await.unwrap()),
+        pids(b.proc().list(None, None).await.unwrap()),
         vec![p1.pid.clone()]
     );
     let sign = irq(&app, &p1.pid, "sign").await;
-    denied(a.complete(&p1.pid, &sign, vars(json!({}))).await);
-    b.complete(&p1.pid, &sign, vars(json!({}))).await.unwrap();
+    denied(a.act().complete(&p1.pid, &sign, vars(json!({}))).await);
+    b.act()
+        .complete(&p1.pid, &sign, vars(json!({})))
+        .await
+        .unwrap();
     settle(&engine).await;
 
     // An interrupt addressed to nobody: only an operator answers it.
     let open = irq(&app, &p1.pid, "open").await;
-    assert!(denied(a.complete(&p1.pid, &open, vars(json!({}))).await).contains("addresses nobody"));
-    o.complete(&p1.pid, &open, vars(json!({}))).await.unwrap();
+    assert!(
+        denied(a.act().complete(&p1.pid, &open, vars(json!({}))).await)
+            .contains("addresses nobody")
+    );
+    o.act()
+        .complete(&p1.pid, &open, vars(json!({})))
+        .await
+        .unwrap();
     settle(&engine).await;
     assert_eq!(
-        app.process(&p1.pid).await.unwrap().state,
+        app.proc().get(&p1.pid).await.unwrap().state,
         TaskState::Completed
     );
 
     // Operators act on any process; users may not abort or remove one.
-    denied(c.abort_process(&p2.pid).await);
-    denied(c.remove_process(&p2.pid).await);
-    o.abort_process(&p2.pid).await.unwrap();
+    denied(c.proc().abort(&p2.pid).await);
+    denied(c.proc().remove(&p2.pid).await);
+    o.proc().abort(&p2.pid).await.unwrap();
     settle(&engine).await;
     assert_eq!(
-        app.process(&p2.pid).await.unwrap().state,
+        app.proc().get(&p2.pid).await.unwrap().state,
         TaskState::Aborted
     );
-    let root_task = app.tasks(&p2.pid).await.unwrap().remove(0);
+    let root_task = app.task().list(&p2.pid).await.unwrap().remove(0);
     assert_eq!(
         root_task
             .history
@@ -212,16 +239,16 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
     let app = engine.executor();
     let b = app.as_principal(bob());
     assert_eq!(
-        pids(b.processes(None, None).await.unwrap()),
+        pids(b.proc().list(None, None).await.unwrap()),
         vec![p1.pid.clone()]
     );
     assert_eq!(
-        app.process(&p1.pid).await.unwrap().started_by.as_deref(),
+        app.proc().get(&p1.pid).await.unwrap().started_by.as_deref(),
         Some("ann")
     );
-    let sign_task = app.task(&p1.pid, &sign).await.unwrap();
+    let sign_task = app.task().get(&p1.pid, &sign).await.unwrap();
     assert_eq!(sign_task.history[0].by.as_deref(), Some("bob"));
-    let open_task = app.task(&p1.pid, &open).await.unwrap();
+    let open_task = app.task().get(&p1.pid, &open).await.unwrap();
     assert_eq!(open_task.history[0].by.as_deref(), Some("olga"));
     engine.close().await;
 }
@@ -230,19 +257,21 @@ async fn users_answer_what_addresses_them_and_see_only_their_processes() {
 async fn deliveries_and_pushes_need_an_operator() {
     let engine = engine_on(Arc::new(MemoryStore::new())).await;
     let app = engine.executor();
-    app.deploy_yaml(EXPENSE).await.unwrap();
+    app.model().deploy_yaml(EXPENSE).await.unwrap();
     let a = app.as_principal(ann());
-    let p = a.start("expense", vars(json!({}))).await.unwrap();
+    let p = a.proc().start("expense", vars(json!({}))).await.unwrap();
     settle(&engine).await;
-    denied(a.deliveries(None, None).await);
+    denied(a.msg().list(None, None).await);
     denied(
-        a.count_deliveries(acts_core::engine::DeliveryState::Failed)
+        a.msg()
+            .count(acts_core::engine::DeliveryState::Failed)
             .await,
     );
-    denied(a.redeliver("c", "m").await);
-    denied(a.discard("c", "m").await);
+    denied(a.msg().redeliver("c", "m").await);
+    denied(a.msg().discard("c", "m").await);
     let step = app
-        .tasks(&p.pid)
+        .task()
+        .list(&p.pid)
         .await
         .unwrap()
         .into_iter()
@@ -250,21 +279,22 @@ async fn deliveries_and_pushes_need_an_operator() {
         .expect("the first step runs")
         .tid;
     let act = vars(json!({"uses": "acts.core.irq", "params": {"key": "extra"}}));
-    denied(a.push(&p.pid, &step, act.clone()).await);
+    denied(a.act().push(&p.pid, &step, act.clone()).await);
     let o = app.as_principal(olga());
-    assert!(o.deliveries(None, None).await.unwrap().is_empty());
-    o.push(&p.pid, &step, act).await.unwrap();
-    let pushed = app.tasks(&p.pid).await.unwrap();
+    assert!(o.msg().list(None, None).await.unwrap().is_empty());
+    o.act().push(&p.pid, &step, act).await.unwrap();
+    let pushed = app.task().list(&p.pid).await.unwrap();
     assert!(pushed.iter().any(|t| t.key.as_deref() == Some("extra")));
-    let step_task = app.task(&p.pid, &step).await.unwrap();
+    let step_task = app.task().get(&p.pid, &step).await.unwrap();
     assert_eq!(step_task.history[0].action, "push");
     assert_eq!(step_task.history[0].by.as_deref(), Some("olga"));
     // The application's own actions are recorded without a principal.
     let finance = irq(&app, &p.pid, "finance").await;
-    app.complete(&p.pid, &finance, vars(json!({})))
+    app.act()
+        .complete(&p.pid, &finance, vars(json!({})))
         .await
         .unwrap();
-    let t = app.task(&p.pid, &finance).await.unwrap();
+    let t = app.task().get(&p.pid, &finance).await.unwrap();
     assert_eq!(t.history[0].by, None);
     engine.close().await;
 }

@@ -28,7 +28,7 @@ async fn started(engine: &Engine, prefix: &str, n: usize, start: serde_json::Val
     for i in 0..n {
         let mut v = vars(start.clone());
         v.insert("pid".into(), json!(format!("{prefix}{i}")));
-        pids.push(exec.start("flaky", v).await.expect("starts").pid);
+        pids.push(exec.proc().start("flaky", v).await.expect("starts").pid);
     }
     settle(engine).await;
     pids
@@ -36,13 +36,18 @@ async fn started(engine: &Engine, prefix: &str, n: usize, start: serde_json::Val
 
 /// The `charge` tasks of `pid` (one per attempt).
 async fn attempts(engine: &Engine, pid: &str) -> usize {
-    let tasks = engine.executor().tasks(pid).await.expect("tasks");
+    let tasks = engine.executor().task().list(pid).await.expect("tasks");
     tasks.iter().filter(|t| t.nid == "charge").count()
 }
 
 async fn finished(engine: &Engine, job: &BulkJob) -> BulkJob {
     settle(engine).await;
-    let job = engine.executor().bulk_job(&job.id).await.expect("the job");
+    let job = engine
+        .executor()
+        .bulk()
+        .get(&job.id)
+        .await
+        .expect("the job");
     assert!(job.state.is_final(), "{job:?}");
     job
 }
@@ -55,7 +60,12 @@ fn retry_failed() -> BulkRequest {
 
 async fn engine(kv: Arc<dyn KvStore>) -> Engine {
     let engine = engine_on(kv, None).await;
-    engine.executor().deploy_yaml(FLAKY).await.expect("deploys");
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(FLAKY)
+        .await
+        .expect("deploys");
     engine
 }
 
@@ -66,12 +76,13 @@ async fn a_bulk_retry_retries_every_failed_process_once_and_reports_each() {
     let failed = started(&engine, "f", 250, json!({})).await;
     let fine = started(&engine, "ok", 5, json!({ "fixed": true })).await;
     assert_eq!(
-        exec.process(&failed[0]).await.unwrap().state,
+        exec.proc().get(&failed[0]).await.unwrap().state,
         TaskState::Error
     );
 
     let job = exec
-        .bulk_start(retry_failed())
+        .bulk()
+        .start(retry_failed())
         .await
         .expect("the job starts");
     assert_eq!(job.state, BulkState::Running);
@@ -82,7 +93,7 @@ async fn a_bulk_retry_retries_every_failed_process_once_and_reports_each() {
         "{job:?}"
     );
     for pid in &failed {
-        let p = exec.process(pid).await.unwrap();
+        let p = exec.proc().get(pid).await.unwrap();
         assert_eq!(p.state, TaskState::Running, "{pid} retried");
         assert_eq!(
             attempts(&engine, pid).await,
@@ -99,7 +110,8 @@ async fn a_bulk_retry_retries_every_failed_process_once_and_reports_each() {
     let mut cursor = None;
     loop {
         let page = exec
-            .bulk_items(&job.id, None, Some(100), cursor.as_deref())
+            .bulk()
+            .items(&job.id, None, Some(100), cursor.as_deref())
             .await
             .unwrap();
         assert!(page.items.iter().all(|i| i.outcome == BulkOutcome::Done));
@@ -113,12 +125,12 @@ async fn a_bulk_retry_retries_every_failed_process_once_and_reports_each() {
     expected.sort();
     assert_eq!(seen, expected);
     // The same job again finds nothing left to retry.
-    let again = finished(&engine, &exec.bulk_start(retry_failed()).await.unwrap()).await;
+    let again = finished(&engine, &exec.bulk().start(retry_failed()).await.unwrap()).await;
     assert_eq!(
         (again.state, again.total, again.done),
         (BulkState::Done, Some(0), 0)
     );
-    let jobs = exec.bulk_jobs(None, None).await.unwrap().items;
+    let jobs = exec.bulk().list(None, None).await.unwrap().items;
     assert_eq!(
         jobs.iter().map(|j| &j.id).collect::<Vec<_>>(),
         [&again.id, &job.id]
@@ -131,7 +143,7 @@ async fn a_dry_run_counts_and_samples_and_changes_nothing() {
     let engine = engine(store().await).await;
     let exec = engine.executor();
     let failed = started(&engine, "f", 30, json!({})).await;
-    let preview = exec.bulk_preview(&retry_failed()).await.unwrap();
+    let preview = exec.bulk().preview(&retry_failed()).await.unwrap();
     assert_eq!(preview.count, 30);
     assert_eq!(preview.sample.len(), 20);
     assert!(preview.sample.iter().all(|p| p.state == TaskState::Error));
@@ -139,7 +151,7 @@ async fn a_dry_run_counts_and_samples_and_changes_nothing() {
     for pid in &failed {
         assert_eq!(attempts(&engine, pid).await, 1);
     }
-    assert!(exec.bulk_jobs(None, None).await.unwrap().items.is_empty());
+    assert!(exec.bulk().list(None, None).await.unwrap().items.is_empty());
     engine.close().await;
 }
 
@@ -152,10 +164,11 @@ async fn refusals_are_reported_per_process_and_change_nothing() {
     // Every process of the model: the running ones cannot be retried.
     let mut request = retry_failed();
     request.query = ProcessQuery::new().model("flaky");
-    let job = finished(&engine, &exec.bulk_start(request).await.unwrap()).await;
+    let job = finished(&engine, &exec.bulk().start(request).await.unwrap()).await;
     assert_eq!((job.done, job.skipped, job.failed), (3, 2, 0), "{job:?}");
     let skipped = exec
-        .bulk_items(&job.id, Some(BulkOutcome::Skipped), None, None)
+        .bulk()
+        .items(&job.id, Some(BulkOutcome::Skipped), None, None)
         .await
         .unwrap()
         .items;
@@ -170,7 +183,10 @@ async fn refusals_are_reported_per_process_and_change_nothing() {
     );
     for pid in &asking {
         assert_eq!(attempts(&engine, pid).await, 1);
-        assert_eq!(exec.process(pid).await.unwrap().state, TaskState::Running);
+        assert_eq!(
+            exec.proc().get(pid).await.unwrap().state,
+            TaskState::Running
+        );
     }
     for pid in &failed {
         assert_eq!(attempts(&engine, pid).await, 2);
@@ -190,7 +206,8 @@ async fn pause_resume_terminate_and_remove_by_query() {
         let engine = engine.clone();
         async move {
             let job = exec
-                .bulk_start(BulkRequest::new(action, q).per_second(100_000))
+                .bulk()
+                .start(BulkRequest::new(action, q).per_second(100_000))
                 .await
                 .expect("starts");
             finished(&engine, &job).await
@@ -200,11 +217,11 @@ async fn pause_resume_terminate_and_remove_by_query() {
     assert_eq!((job.done, job.skipped), (6, 0), "{job:?}");
     for pid in &asking {
         assert!(
-            exec.process(pid).await.unwrap().paused.is_some(),
+            exec.proc().get(pid).await.unwrap().paused.is_some(),
             "{pid} paused"
         );
         let tid = &waiting(&exec, pid).await[0];
-        let refused = exec.complete(pid, tid, Default::default()).await;
+        let refused = exec.act().complete(pid, tid, Default::default()).await;
         assert!(refused.is_err(), "a paused process refuses actions");
     }
     // Pausing again: each is paused already (refused, reported).
@@ -212,23 +229,23 @@ async fn pause_resume_terminate_and_remove_by_query() {
     assert_eq!((job.done, job.skipped), (0, 6), "{job:?}");
     let job = run(BulkAction::Resume, running()).await;
     assert_eq!(job.done, 6);
-    assert!(exec.process(&asking[0]).await.unwrap().paused.is_none());
+    assert!(exec.proc().get(&asking[0]).await.unwrap().paused.is_none());
     // A query that cannot be answered is refused at once.
     let unindexed = running().model("flaky").var_eq("pid", json!("a1"));
     let request = BulkRequest::new(BulkAction::Terminate, unindexed);
-    let err = exec.bulk_start(request).await.unwrap_err();
+    let err = exec.bulk().start(request).await.unwrap_err();
     assert!(err.to_string().contains("does not index 'pid'"), "{err}");
     let job = run(BulkAction::Terminate, running()).await;
     assert_eq!(job.done, 6);
     for pid in &asking {
-        let p = exec.process(pid).await.unwrap();
+        let p = exec.proc().get(pid).await.unwrap();
         assert_eq!(p.state, TaskState::Aborted, "{pid} terminated");
     }
     let job = run(BulkAction::Remove, ProcessQuery::new().ecode("declined")).await;
     assert_eq!(job.done, 2);
     for pid in &failed {
         assert!(matches!(
-            exec.process(pid).await,
+            exec.proc().get(pid).await,
             Err(EngineError::ProcessNotFound(_))
         ));
     }
@@ -257,26 +274,27 @@ async fn a_request_is_checked_before_anything_is_stored() {
         ),
     ];
     for request in bad {
-        let err = exec.bulk_start(request.clone()).await.unwrap_err();
+        let err = exec.bulk().start(request.clone()).await.unwrap_err();
         assert!(matches!(err, EngineError::Query(_)), "{request:?}: {err}");
     }
     let err = exec
-        .bulk_preview(&BulkRequest::new(BulkAction::Remove, every()))
+        .bulk()
+        .preview(&BulkRequest::new(BulkAction::Remove, every()))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("`all: true`"), "{err}");
     // With `all`, every process (here: none).
     let all = BulkRequest::new(BulkAction::Remove, every()).every_process();
-    assert_eq!(exec.bulk_preview(&all).await.unwrap().count, 0);
+    assert_eq!(exec.bulk().preview(&all).await.unwrap().count, 0);
     // Operators only.
     let user = exec.as_principal(Principal::new("ada", ["user"]));
-    let err = user.bulk_start(retry_failed()).await.unwrap_err();
+    let err = user.bulk().start(retry_failed()).await.unwrap_err();
     assert!(matches!(err, EngineError::Denied { .. }), "{err}");
     assert!(matches!(
-        exec.bulk_job("bulk-nope").await,
+        exec.bulk().get("bulk-nope").await,
         Err(EngineError::BulkJobNotFound(_))
     ));
-    assert!(exec.bulk_jobs(None, None).await.unwrap().items.is_empty());
+    assert!(exec.bulk().list(None, None).await.unwrap().items.is_empty());
     engine.close().await;
 }
 
@@ -287,8 +305,12 @@ async fn a_cancelled_job_stops_and_keeps_what_it_did() {
     let failed = started(&engine, "f", 20, json!({})).await;
     // Two a second: the cancel comes while most are still to do (a slow
     // machine may let it finish first: both are correct).
-    let job = exec.bulk_start(retry_failed().per_second(2)).await.unwrap();
-    let job = exec.cancel_bulk(&job.id).await.unwrap();
+    let job = exec
+        .bulk()
+        .start(retry_failed().per_second(2))
+        .await
+        .unwrap();
+    let job = exec.bulk().cancel(&job.id).await.unwrap();
     assert!(job.state.is_final() && !job.active, "{job:?}");
     let after = finished(&engine, &job).await;
     assert_eq!(after, job, "nothing happens after the cancel");
@@ -307,11 +329,11 @@ async fn a_cancelled_job_stops_and_keeps_what_it_did() {
         other => panic!("{other:?}"),
     }
     // Cancelling a job that stopped returns it as it is.
-    assert_eq!(exec.cancel_bulk(&job.id).await.unwrap(), job);
+    assert_eq!(exec.bulk().cancel(&job.id).await.unwrap(), job);
     // Removed with its report; the processes keep what it did.
-    exec.remove_bulk(&job.id).await.unwrap();
+    exec.bulk().remove(&job.id).await.unwrap();
     assert!(matches!(
-        exec.bulk_items(&job.id, None, None, None).await,
+        exec.bulk().items(&job.id, None, None, None).await,
         Err(EngineError::BulkJobNotFound(_))
     ));
     let kv = engine.store();
@@ -326,11 +348,15 @@ async fn a_cancelled_job_stops_and_keeps_what_it_did() {
     }
     assert_eq!(retried_after, retried);
     // A running job is not removed.
-    let running = exec.bulk_start(retry_failed().per_second(1)).await.unwrap();
-    let err = exec.remove_bulk(&running.id).await.unwrap_err();
+    let running = exec
+        .bulk()
+        .start(retry_failed().per_second(1))
+        .await
+        .unwrap();
+    let err = exec.bulk().remove(&running.id).await.unwrap_err();
     assert!(matches!(err, EngineError::BulkJobRunning(_)), "{err}");
-    exec.cancel_bulk(&running.id).await.unwrap();
-    exec.remove_bulk(&running.id).await.unwrap();
+    exec.bulk().cancel(&running.id).await.unwrap();
+    exec.bulk().remove(&running.id).await.unwrap();
     engine.close().await;
 }
 
@@ -341,7 +367,8 @@ async fn a_job_goes_on_after_a_restart_and_handles_each_process_once() {
     let exec = engine.executor();
     let failed = started(&engine, "f", 40, json!({})).await;
     let job = exec
-        .bulk_start(retry_failed().per_second(40))
+        .bulk()
+        .start(retry_failed().per_second(40))
         .await
         .unwrap();
     // Closed while the job runs (or after it ended: both are correct).
@@ -366,7 +393,7 @@ async fn recover_and_finish(kv: Arc<dyn KvStore>, n: usize) -> (Vec<usize>, Opti
     let engine = engine(kv).await;
     let exec = engine.executor();
     settle(&engine).await;
-    let jobs = exec.bulk_jobs(None, None).await.expect("the jobs").items;
+    let jobs = exec.bulk().list(None, None).await.expect("the jobs").items;
     let job = match jobs.first() {
         Some(j) => Some(finished(&engine, j).await),
         None => None,
@@ -374,7 +401,7 @@ async fn recover_and_finish(kv: Arc<dyn KvStore>, n: usize) -> (Vec<usize>, Opti
     let mut out = Vec::new();
     for i in 0..n {
         let pid = format!("f{i}");
-        match exec.process(&pid).await {
+        match exec.proc().get(&pid).await {
             Ok(_) => out.push(attempts(&engine, &pid).await),
             Err(EngineError::ProcessNotFound(_)) => out.push(0),
             Err(e) => panic!("{pid}: {e}"),
@@ -394,7 +421,7 @@ async fn a_crash_at_any_point_of_a_bulk_retry_never_retries_a_process_twice() {
     drop(rx.try_recv());
     let exec = engine.executor();
     let before = recorded.committed().await;
-    let job = exec.bulk_start(retry_failed()).await.unwrap();
+    let job = exec.bulk().start(retry_failed()).await.unwrap();
     finished(&engine, &job).await;
     engine.close().await;
     let batches = recorded.committed().await;

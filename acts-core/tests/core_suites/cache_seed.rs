@@ -107,7 +107,7 @@ fn spawn_complete(
     tid: &str,
 ) -> tokio::task::JoinHandle<Result<(), EngineError>> {
     let (exec, pid, tid) = (exec.clone(), pid.to_owned(), tid.to_owned());
-    tokio::spawn(async move { exec.complete(&pid, &tid, Vars::new()).await })
+    tokio::spawn(async move { exec.act().complete(&pid, &tid, Vars::new()).await })
 }
 
 /// Waits until `cond` holds (a hang guard, not a timing assumption).
@@ -125,8 +125,13 @@ async fn until(what: &str, cond: impl Fn() -> bool) {
 #[tokio::test]
 async fn cache_evict_breaks_proc_task_cycle() {
     let engine = engine_on(store().await, 10).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
-    let p = engine.executor().start("m1", Vars::new()).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
+    let p = engine
+        .executor()
+        .proc()
+        .start("m1", Vars::new())
+        .await
+        .unwrap();
     let handle = engine.process_handle(&p.pid).await.unwrap().unwrap();
     assert_eq!(engine.cache().resident_count(), 1);
     let weak = Arc::downgrade(&handle);
@@ -147,11 +152,16 @@ async fn cache_restore_dynamic_acts() {
     let kv: Arc<dyn KvStore> = store().await;
     let e1 = engine_on(kv.clone(), 10).await;
     e1.executor()
-        .deploy_yaml("id: seq\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.sequence\n    params:\n      in: ['a', 'b', 'c']\n      acts:\n        - { uses: acts.core.irq, params: { key: act } }\n")
+        .model().deploy_yaml("id: seq\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.sequence\n    params:\n      in: ['a', 'b', 'c']\n      acts:\n        - { uses: acts.core.irq, params: { key: act } }\n")
         .await
         .unwrap();
     let mut rx = e1.channel(ChannelOptions::default()).subscribe();
-    let p = e1.executor().start("seq", Vars::new()).await.unwrap();
+    let p = e1
+        .executor()
+        .proc()
+        .start("seq", Vars::new())
+        .await
+        .unwrap();
     let first = irq_of(&mut rx, &p.pid).await;
     e1.close().await;
     drop(e1);
@@ -160,7 +170,7 @@ async fn cache_restore_dynamic_acts() {
     // (block → next block) still lead from one to the next.
     let e2 = engine_on(kv, 10).await;
     let mut rx = e2.channel(ChannelOptions::default()).subscribe();
-    let tasks = e2.executor().tasks(&p.pid).await.unwrap();
+    let tasks = e2.executor().task().list(&p.pid).await.unwrap();
     assert!(
         tasks
             .iter()
@@ -168,6 +178,7 @@ async fn cache_restore_dynamic_acts() {
     );
     let mut answered = vec![first.tid.clone()];
     e2.executor()
+        .act()
         .complete(&p.pid, &first.tid, Vars::new())
         .await
         .unwrap();
@@ -176,12 +187,13 @@ async fn cache_restore_dynamic_acts() {
         assert!(!answered.contains(&next.tid));
         answered.push(next.tid.clone());
         e2.executor()
+            .act()
             .complete(&p.pid, &next.tid, Vars::new())
             .await
             .unwrap();
     }
     assert_eq!(
-        e2.executor().process(&p.pid).await.unwrap().state,
+        e2.executor().proc().get(&p.pid).await.unwrap().state,
         TaskState::Completed
     );
 }
@@ -189,16 +201,26 @@ async fn cache_restore_dynamic_acts() {
 #[tokio::test]
 async fn cache_count() {
     let engine = engine_on(store().await, 10).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
-    engine.executor().start("m1", Vars::new()).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
+    engine
+        .executor()
+        .proc()
+        .start("m1", Vars::new())
+        .await
+        .unwrap();
     assert_eq!(engine.cache().count(), 1);
 }
 
 #[tokio::test]
 async fn cache_push_get() {
     let engine = engine_on(store().await, 10).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
-    let p = engine.executor().start("m1", Vars::new()).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
+    let p = engine
+        .executor()
+        .proc()
+        .start("m1", Vars::new())
+        .await
+        .unwrap();
     assert_eq!(engine.cache().count(), 1);
     assert!(engine.process_handle(&p.pid).await.unwrap().is_some());
     assert_eq!(engine.cache().count(), 1, "a resident hit loads nothing");
@@ -208,12 +230,13 @@ async fn cache_push_get() {
 async fn cache_push_to_store() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 1).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mut pids = Vec::new();
     for _ in 0..5 {
         pids.push(
             engine
                 .executor()
+                .proc()
                 .start("m1", Vars::new())
                 .await
                 .unwrap()
@@ -232,17 +255,17 @@ async fn cache_remove() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut pids = Vec::new();
     for _ in 0..5 {
-        pids.push(exec.start("m1", Vars::new()).await.unwrap().pid);
+        pids.push(exec.proc().start("m1", Vars::new()).await.unwrap().pid);
     }
     assert_eq!(engine.cache().count(), 5);
     for pid in &pids {
         assert!(proc_row(&kv, pid).await.is_some());
-        assert!(exec.remove_process(pid).await.unwrap());
+        assert!(exec.proc().remove(pid).await.unwrap());
         assert!(matches!(
-            exec.process(pid).await,
+            exec.proc().get(pid).await,
             Err(EngineError::ProcessNotFound(_))
         ));
         assert!(proc_row(&kv, pid).await.is_none());
@@ -254,9 +277,14 @@ async fn cache_remove() {
 async fn cache_upsert() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 10).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = engine.executor().start("m1", Vars::new()).await.unwrap();
+    let p = engine
+        .executor()
+        .proc()
+        .start("m1", Vars::new())
+        .await
+        .unwrap();
     assert_eq!(
         proc_row(&kv, &p.pid).await.unwrap().state,
         TaskState::Running
@@ -264,6 +292,7 @@ async fn cache_upsert() {
     let irq = irq_of(&mut rx, &p.pid).await;
     engine
         .executor()
+        .act()
         .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .unwrap();
@@ -296,9 +325,9 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let p = exec.proc().start("m1", Vars::new()).await.unwrap();
     let irq = irq_of(&mut rx, &p.pid).await;
     let before = keys_of(&kv, &p.pid).await;
     // A transition's write parks in the store...
@@ -312,7 +341,7 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     let removal = {
         let exec = exec.clone();
         let pid = p.pid.clone();
-        tokio::spawn(async move { exec.remove_process(&pid).await })
+        tokio::spawn(async move { exec.proc().remove(&pid).await })
     };
     until("the removal begins", || engine.writer_epoch() != epoch).await;
     assert_eq!(gated.parked(GateKind::Write), 1, "only the held write");
@@ -336,11 +365,11 @@ async fn cache_writes_after_remove_are_skipped() {
     let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = exec.start("m1", Vars::new()).await.unwrap();
+    let a = exec.proc().start("m1", Vars::new()).await.unwrap();
     let irq_a = irq_of(&mut rx, &a.pid).await;
-    let b = exec.start("m1", Vars::new()).await.unwrap();
+    let b = exec.proc().start("m1", Vars::new()).await.unwrap();
     let irq_b = irq_of(&mut rx, &b.pid).await;
     let b_rows = keys_of(&kv, &b.pid).await;
     // The writer is busy with B's batch, held in the store...
@@ -359,7 +388,7 @@ async fn cache_writes_after_remove_are_skipped() {
     let removal = {
         let exec = exec.clone();
         let pid = a.pid.clone();
-        tokio::spawn(async move { exec.remove_process(&pid).await })
+        tokio::spawn(async move { exec.proc().remove(&pid).await })
     };
     until("the removal marks A", || engine.writer_epoch() != epoch).await;
     gated.disarm(GateKind::Write);
@@ -389,7 +418,7 @@ async fn cache_writes_after_remove_are_skipped() {
 async fn cache_start_parked_refills_only_parked_none_rows() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 5).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     let parked = ["parked1", "parked2", "parked3"];
     for (i, pid) in parked.iter().enumerate() {
         seed_row(&kv, pid, WAITS, TaskState::None, i as i64).await;
@@ -453,13 +482,15 @@ async fn cache_finished_proc_frees_slot_for_restore() {
     // parked one — nobody calls start_parked.
     let exec = engine.executor();
     let irq = exec
-        .tasks("seed_wait_a")
+        .task()
+        .list("seed_wait_a")
         .await
         .unwrap()
         .into_iter()
         .find(|t| t.state == TaskState::Interrupt && t.kind == "act")
         .expect("seed_wait_a waits at its irq");
-    exec.complete("seed_wait_a", &irq.tid, Vars::new())
+    exec.act()
+        .complete("seed_wait_a", &irq.tid, Vars::new())
         .await
         .unwrap();
     wait_state(&kv, "seed_runs", TaskState::is_terminal).await;
@@ -477,26 +508,30 @@ async fn cache_park_over_cap_then_refill_on_terminal() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 2).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p1 = exec.start("m1", pid_var("park1")).await.unwrap();
-    let p2 = exec.start("m1", pid_var("park2")).await.unwrap();
+    let p1 = exec.proc().start("m1", pid_var("park1")).await.unwrap();
+    let p2 = exec.proc().start("m1", pid_var("park2")).await.unwrap();
     assert_eq!(engine.cache().count(), 2);
-    let p3 = exec.start("m1", pid_var("park3")).await.unwrap();
+    let p3 = exec.proc().start("m1", pid_var("park3")).await.unwrap();
     assert_eq!(p3.state, TaskState::None, "parked");
     assert_eq!(engine.cache().count(), 2, "nothing resident was evicted");
     assert_eq!(proc_row(&kv, "park3").await.unwrap().state, TaskState::None);
     let resident = engine.cache().resident();
     assert!(resident.contains(&p1.pid) && resident.contains(&p2.pid));
     // A demand load of the parked process does not cache it.
-    let info = exec.process("park3").await.unwrap();
+    let info = exec.proc().get("park3").await.unwrap();
     assert_eq!(info.state, TaskState::None);
     assert_eq!(engine.cache().count(), 2);
     // p1 ends: its slot starts the parked process.
     let irq = irq_of(&mut rx, "park1").await;
-    exec.complete("park1", &irq.tid, Vars::new()).await.unwrap();
+    exec.act()
+        .complete("park1", &irq.tid, Vars::new())
+        .await
+        .unwrap();
     let irq3 = irq_of(&mut rx, "park3").await;
-    exec.complete("park3", &irq3.tid, Vars::new())
+    exec.act()
+        .complete("park3", &irq3.tid, Vars::new())
         .await
         .unwrap();
     wait_state(&kv, "park3", |s| s == TaskState::Completed).await;
@@ -506,8 +541,8 @@ async fn cache_park_over_cap_then_refill_on_terminal() {
 async fn cache_concurrent_proc_miss_returns_one_instance() {
     let kv: Arc<dyn KvStore> = store().await;
     let e1 = engine_on(kv.clone(), 10).await;
-    e1.executor().deploy_yaml(WAITS).await.unwrap();
-    let p = e1.executor().start("m1", Vars::new()).await.unwrap();
+    e1.executor().model().deploy_yaml(WAITS).await.unwrap();
+    let p = e1.executor().proc().start("m1", Vars::new()).await.unwrap();
     e1.close().await;
     drop(e1);
     let engine = engine_on(kv, 10).await;
@@ -534,12 +569,12 @@ async fn cache_concurrent_proc_miss_returns_one_instance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_admit_same_pid_has_single_winner() {
     let engine = engine_on(store().await, 1).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..20 {
         let exec = engine.executor();
         tasks.push(tokio::spawn(async move {
-            exec.start("m1", pid_var("concurrent")).await
+            exec.proc().start("m1", pid_var("concurrent")).await
         }));
     }
     let mut admitted = 0;
@@ -561,17 +596,20 @@ async fn cache_parked_refill_is_oldest_first_within_cap() {
     let kv: Arc<dyn KvStore> = store().await;
     let engine = engine_on(kv.clone(), 2).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("m1", pid_var("fifo1")).await.unwrap();
-    exec.start("m1", pid_var("fifo2")).await.unwrap();
+    exec.proc().start("m1", pid_var("fifo1")).await.unwrap();
+    exec.proc().start("m1", pid_var("fifo2")).await.unwrap();
     // Stored out of order: the newer first.
     seed_row(&kv, "fifo_new", WAITS, TaskState::None, 999).await;
     seed_row(&kv, "fifo_old", WAITS, TaskState::None, 10).await;
     engine.start_parked().await.unwrap(); // full: nothing starts
     assert_eq!(engine.cache().count(), 2);
     let irq = irq_of(&mut rx, "fifo1").await;
-    exec.complete("fifo1", &irq.tid, Vars::new()).await.unwrap();
+    exec.act()
+        .complete("fifo1", &irq.tid, Vars::new())
+        .await
+        .unwrap();
     wait_state(&kv, "fifo_old", |s| s == TaskState::Running).await;
     assert_eq!(engine.cache().count(), 2, "never above the cap");
     assert!(engine.cache().resident().contains(&"fifo_old".to_string()));
@@ -587,16 +625,17 @@ async fn cache_vars_row_written_only_on_mutation() {
     let engine = engine_on(kv.clone(), 10).await;
     let exec = engine.executor();
     // The workflow exposes a name nobody set, so step1 starts with no data.
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: v\nver: '1'\nsteps:\n  - id: step1\n    uses: acts.core.irq\n    params: { key: k }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\nexposes:\n  - { name: var1 }\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("v", Vars::new()).await.unwrap();
+    let p = exec.proc().start("v", Vars::new()).await.unwrap();
     let irq = irq_of(&mut rx, &p.pid).await;
     let step1 = exec
-        .tasks(&p.pid)
+        .task()
+        .list(&p.pid)
         .await
         .unwrap()
         .into_iter()
@@ -618,7 +657,10 @@ async fn cache_vars_row_written_only_on_mutation() {
     // completes, step2 starts) write no vars row for them either, and do
     // not rewrite the root's.
     let root_before = kv.get(&vars_key("$")).await.unwrap();
-    exec.complete(&p.pid, &irq.tid, Vars::new()).await.unwrap();
+    exec.act()
+        .complete(&p.pid, &irq.tid, Vars::new())
+        .await
+        .unwrap();
     let irq2 = irq_of(&mut rx, &p.pid).await;
     assert_eq!(kv.get(&vars_key(&step1.tid)).await.unwrap(), None);
     assert_eq!(kv.get(&vars_key(&irq.tid)).await.unwrap(), act_row);
@@ -636,7 +678,8 @@ async fn cache_vars_row_written_only_on_mutation() {
         "lifecycle rows hold no scope vars: {json}"
     );
     // A data mutation writes exactly that scope's row.
-    exec.complete(&p.pid, &irq2.tid, vars(json!({"var1": 10})))
+    exec.act()
+        .complete(&p.pid, &irq2.tid, vars(json!({"var1": 10})))
         .await
         .unwrap();
     let act_vars = vars_rows
@@ -654,21 +697,23 @@ async fn cache_vars_ancestor_scope_round_trip() {
     let exec = engine.executor();
     // step1 declares `x`; its first act writes x, which folds up to
     // step1's scope while step1 still runs (its second act waits).
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: fold\nver: '1'\nsteps:\n  - id: step1\n    vars:\n      - { name: x, value: 1 }\n    uses: acts.core.block\n    params:\n      mode: sequence\n      acts:\n        - { uses: acts.core.irq, params: { key: k } }\n        - { uses: acts.core.irq, params: { key: k_b } }\n  - id: step2\n    uses: acts.core.irq\n    params: { key: k2 }\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("fold", Vars::new()).await.unwrap();
+    let p = exec.proc().start("fold", Vars::new()).await.unwrap();
     let irq = irq_of(&mut rx, &p.pid).await;
-    exec.complete(&p.pid, &irq.tid, vars(json!({"x": 2})))
+    exec.act()
+        .complete(&p.pid, &irq.tid, vars(json!({"x": 2})))
         .await
         .unwrap();
     let second = irq_of(&mut rx, &p.pid).await;
     assert_eq!(second.key.as_deref(), Some("k_b"), "step1 still runs");
     let step1 = exec
-        .tasks(&p.pid)
+        .task()
+        .list(&p.pid)
         .await
         .unwrap()
         .into_iter()
@@ -694,9 +739,9 @@ async fn cache_vars_ancestor_scope_round_trip() {
     // Restore: the owner scope comes back with its value.
     engine.close().await;
     let e2 = engine_on(kv, 10).await;
-    let restored = e2.executor().task(&p.pid, &step1.tid).await.unwrap();
+    let restored = e2.executor().task().get(&p.pid, &step1.tid).await.unwrap();
     assert_eq!(restored.data.get("x"), Some(&json!(2)));
-    let root = e2.executor().task(&p.pid, "$").await.unwrap();
+    let root = e2.executor().task().get(&p.pid, "$").await.unwrap();
     assert_eq!(root.data.get("x"), None);
 }
 
@@ -711,12 +756,17 @@ async fn in_flight(kv: &Arc<dyn KvStore>, tags: &[&str]) -> Vec<String> {
         .start()
         .await
         .expect("test setup");
-    e.executor().deploy_yaml(WAITS).await.expect("test setup");
+    e.executor()
+        .model()
+        .deploy_yaml(WAITS)
+        .await
+        .expect("test setup");
     let mut pids = Vec::new();
     for tag in tags {
         clock.advance(Duration::from_millis(1));
         pids.push(
             e.executor()
+                .proc()
                 .start("m1", pid_var(tag))
                 .await
                 .expect("test setup")
@@ -760,7 +810,7 @@ async fn cache_resume_loads_in_flight_before_parked() {
     }
     // The in-flight processes' tasks were decoded: their irqs still wait.
     for pid in ["resume_inflight_1", "resume_inflight_2"] {
-        let tasks = engine.executor().tasks(pid).await.unwrap();
+        let tasks = engine.executor().task().list(pid).await.unwrap();
         assert!(
             tasks
                 .iter()
@@ -835,10 +885,11 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         vec![pids[2].clone(), pids[3].clone()]
     );
     // Ending overflow0 loads overflow2 into its slot.
-    let t0 = engine.executor().tasks("overflow0").await.unwrap();
+    let t0 = engine.executor().task().list("overflow0").await.unwrap();
     let irq = t0.iter().find(|t| t.state == TaskState::Interrupt).unwrap();
     engine
         .executor()
+        .act()
         .complete("overflow0", &irq.tid, Vars::new())
         .await
         .unwrap();
@@ -846,10 +897,11 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         engine.cache().pending_resume() == vec![pids[3].clone()]
     })
     .await;
-    let t1 = engine.executor().tasks("overflow1").await.unwrap();
+    let t1 = engine.executor().task().list("overflow1").await.unwrap();
     let irq = t1.iter().find(|t| t.state == TaskState::Interrupt).unwrap();
     engine
         .executor()
+        .act()
         .complete("overflow1", &irq.tid, Vars::new())
         .await
         .unwrap();
@@ -869,9 +921,10 @@ async fn cache_admit_not_blocked_by_restore_io() {
     let gated = Arc::new(GatedStore::new(MemoryStore::new()));
     let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), 4).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     engine
         .executor()
+        .proc()
         .start("m1", pid_var("restore_io_resident"))
         .await
         .unwrap();
@@ -884,7 +937,7 @@ async fn cache_admit_not_blocked_by_restore_io() {
     };
     gated.wait_parked(GateKind::Read, 1).await;
     // ...and admit a fresh process meanwhile.
-    let fresh = tokio::time::timeout(GUARD, engine.executor().start("m1", Vars::new()))
+    let fresh = tokio::time::timeout(GUARD, engine.executor().proc().start("m1", Vars::new()))
         .await
         .expect("admission must not wait for a restore's store I/O")
         .unwrap();
@@ -904,7 +957,7 @@ async fn cache_concurrent_restore_passes_do_not_block_or_double_load() {
     let gated = Arc::new(GatedStore::new(MemoryStore::new()));
     let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), 2).await;
-    engine.executor().deploy_yaml(WAITS).await.unwrap();
+    engine.executor().model().deploy_yaml(WAITS).await.unwrap();
     seed_row(&kv, "restore_concurrent_a", WAITS, TaskState::None, 1).await;
     seed_row(&kv, "restore_concurrent_b", WAITS, TaskState::None, 2).await;
     gated.arm(GateKind::Read);
@@ -982,7 +1035,7 @@ async fn find_opt_normalizes_only_missing_rows() {
     );
     let engine = engine_on(kv, 10).await;
     assert!(matches!(
-        engine.executor().process("absent").await,
+        engine.executor().proc().get("absent").await,
         Err(EngineError::ProcessNotFound(_))
     ));
 }
@@ -1017,10 +1070,10 @@ async fn cache_store_error_is_not_an_empty_success() {
     let engine = engine_on(kv.clone(), 10).await;
     failing.set_plan(FailPlan::always(OpSet::ALL, ErrorKind::Unavailable));
     // A load is an error, not "no such process".
-    let err = engine.executor().process("any-pid").await.unwrap_err();
+    let err = engine.executor().proc().get("any-pid").await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "{err:?}");
     // Listing is an error, not an empty list.
-    assert!(engine.executor().processes(None, None).await.is_err());
+    assert!(engine.executor().proc().list(None, None).await.is_err());
     let q = Query::new().filter(Filter::eq("state", "running"));
     assert!(
         Collection::<ProcRow>::new(kv.clone())
@@ -1031,7 +1084,7 @@ async fn cache_store_error_is_not_an_empty_success() {
     // The store comes back: so does the engine.
     failing.heal();
     assert!(matches!(
-        engine.executor().process("any-pid").await,
+        engine.executor().proc().get("any-pid").await,
         Err(EngineError::ProcessNotFound(_))
     ));
     engine.close().await;
@@ -1055,7 +1108,7 @@ async fn cache_store_error_is_not_an_empty_success() {
         .await
         .expect("engine starts");
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let ch = engine
         .durable_channel(
             "app",
@@ -1066,14 +1119,14 @@ async fn cache_store_error_is_not_an_empty_success() {
         .await
         .unwrap();
     let mut rx = ch.subscribe();
-    exec.start("m1", Vars::new()).await.unwrap();
+    exec.proc().start("m1", Vars::new()).await.unwrap();
     let first = recv(&mut rx).await;
     failing.set_plan(FailPlan::always(OpSet::ALL, ErrorKind::Unavailable));
     let err = ch.ack(&first.id).await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "ack: {err:?}");
     let err = ch.resend_pending().await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "resend: {err:?}");
-    assert!(exec.deliveries(Some("app"), None).await.is_err());
+    assert!(exec.msg().list(Some("app"), None).await.is_err());
     // The periodic pass fails inside (logged), and re-arms itself.
     let failed_before = failing.failures();
     clock.advance(Duration::from_secs(31));
@@ -1090,7 +1143,8 @@ async fn cache_store_error_is_not_an_empty_success() {
     assert_eq!(again.id, first.id, "re-sent by the next tick");
     ch.ack(&first.id).await.unwrap();
     let pending = exec
-        .deliveries(Some("app"), Some(DeliveryState::Pending))
+        .msg()
+        .list(Some("app"), Some(DeliveryState::Pending))
         .await
         .unwrap();
     assert!(pending.is_empty(), "{pending:?}");

@@ -41,6 +41,7 @@ thread_local! {
 async fn start(engine: &Engine, model: &str, customer: &str) -> String {
     let pid = engine
         .executor()
+        .proc()
         .start(model, vars(json!({ "customer": customer })))
         .await
         .expect("starts")
@@ -55,7 +56,12 @@ async fn asks(rx: &mut UnboundedReceiver<Message>, pid: &str) -> String {
 }
 
 async fn state(engine: &Engine, pid: &str) -> (TaskState, Option<String>) {
-    let p = engine.executor().process(pid).await.expect("the process");
+    let p = engine
+        .executor()
+        .proc()
+        .get(pid)
+        .await
+        .expect("the process");
     (p.state, p.waiting_for)
 }
 
@@ -70,6 +76,7 @@ async fn holding() -> (Engine, UnboundedReceiver<Message>, String, String) {
     let engine = engine(store().await, 1000).await;
     engine
         .executor()
+        .model()
         .deploy_yaml(ONE_PER_CUSTOMER)
         .await
         .expect("deploys");
@@ -97,7 +104,7 @@ async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
     for p in [&b, &c, &d, &e, &f] {
         assert_eq!(state(&engine, p).await, waits_for_key(), "{p} waits");
     }
-    let info = exec.process(&a).await.unwrap();
+    let info = exec.proc().get(&a).await.unwrap();
     assert_eq!(info.concurrency_key.as_deref(), Some("cust-c1"));
     assert_eq!(
         info.waiting_for, None,
@@ -110,7 +117,8 @@ async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
     assert_eq!((c1.holders, c1.waiting), (1, 5));
     // The listing of who waits for a key.
     let waiting = exec
-        .find_processes(&ProcessQuery::new().waiting_for(WaitingFor::Concurrency))
+        .proc()
+        .find(&ProcessQuery::new().waiting_for(WaitingFor::Concurrency))
         .await
         .unwrap();
     let mut listed: Vec<String> = waiting.items.iter().map(|p| p.pid.clone()).collect();
@@ -120,29 +128,38 @@ async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
     assert_eq!(listed, expected);
 
     // Completed: the oldest waiter (b) runs; the others still wait.
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     let b_irq = asks(&mut rx, &b).await;
     for p in [&c, &d, &e, &f] {
         assert_eq!(state(&engine, p).await, waits_for_key(), "{p} still waits");
     }
     // Error: c runs.
-    exec.error(&b, &b_irq, "declined", "no").await.unwrap();
+    exec.act()
+        .error(&b, &b_irq, "declined", "no")
+        .await
+        .unwrap();
     assert_eq!(state(&engine, &b).await.0, TaskState::Error);
     asks(&mut rx, &c).await;
     // Aborted by the client: d runs.
-    exec.abort_process(&c).await.unwrap();
+    exec.proc().abort(&c).await.unwrap();
     asks(&mut rx, &d).await;
     // Terminated by an operator: e runs.
-    exec.terminate_process(&d, "stuck").await.unwrap();
+    exec.proc().terminate(&d, "stuck").await.unwrap();
     asks(&mut rx, &e).await;
     // Removed: f runs.
-    assert!(exec.remove_process(&e).await.unwrap());
+    assert!(exec.proc().remove(&e).await.unwrap());
     let f_irq = asks(&mut rx, &f).await;
     // A waiter that is removed gives up its place in the queue.
     let g = start(&engine, "order", "c1").await;
     let h = start(&engine, "order", "c1").await;
-    assert!(exec.remove_process(&g).await.unwrap());
-    exec.complete(&f, &f_irq, Default::default()).await.unwrap();
+    assert!(exec.proc().remove(&g).await.unwrap());
+    exec.act()
+        .complete(&f, &f_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &h).await;
     engine.close().await;
 }
@@ -151,7 +168,8 @@ async fn a_full_key_queues_starts_in_order_and_every_kind_of_end_frees_it() {
 async fn a_limit_above_one_lets_that_many_run() {
     let engine = engine(store().await, 1000).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&ONE_PER_CUSTOMER.replace("limit: 1", "limit: 2"))
+    exec.model()
+        .deploy_yaml(&ONE_PER_CUSTOMER.replace("limit: 1", "limit: 2"))
         .await
         .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
@@ -161,7 +179,10 @@ async fn a_limit_above_one_lets_that_many_run() {
     let a_irq = asks(&mut rx, &a).await;
     asks(&mut rx, &b).await;
     assert_eq!(state(&engine, &c).await, waits_for_key());
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &c).await;
     engine.close().await;
 }
@@ -172,6 +193,7 @@ async fn holders_and_waiters_are_counted_again_after_a_restart() {
     let first = engine(kv.clone(), 1000).await;
     first
         .executor()
+        .model()
         .deploy_yaml(ONE_PER_CUSTOMER)
         .await
         .unwrap();
@@ -193,13 +215,22 @@ async fn holders_and_waiters_are_counted_again_after_a_restart() {
     for p in [&b, &c, &d] {
         assert_eq!(state(&second, p).await, waits_for_key(), "{p} waits");
     }
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     let b_irq = asks(&mut rx, &b).await;
     assert_eq!(state(&second, &c).await, waits_for_key());
-    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&b, &b_irq, Default::default())
+        .await
+        .unwrap();
     let c_irq = asks(&mut rx, &c).await;
     assert_eq!(state(&second, &d).await, waits_for_key());
-    exec.complete(&c, &c_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&c, &c_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &d).await;
     second.close().await;
 }
@@ -208,7 +239,7 @@ async fn holders_and_waiters_are_counted_again_after_a_restart() {
 async fn the_key_and_the_admission_cap_are_waited_for_in_turn() {
     let engine = engine(store().await, 1).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    exec.model().deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let a = start(&engine, "order", "c1").await;
     let a_irq = asks(&mut rx, &a).await;
@@ -219,7 +250,10 @@ async fn the_key_and_the_admission_cap_are_waited_for_in_turn() {
         (TaskState::None, Some("admission".into()))
     );
     assert_eq!(state(&engine, &c).await, waits_for_key());
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     // The place goes to b (parked first); c now has its key's slot and
     // waits for a place.
     let b_irq = asks(&mut rx, &b).await;
@@ -227,7 +261,10 @@ async fn the_key_and_the_admission_cap_are_waited_for_in_turn() {
         state(&engine, &c).await,
         (TaskState::None, Some("admission".into()))
     );
-    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&b, &b_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &c).await;
     engine.close().await;
 }
@@ -236,10 +273,11 @@ async fn the_key_and_the_admission_cap_are_waited_for_in_turn() {
 async fn a_key_that_does_not_evaluate_refuses_the_start() {
     let engine = engine(store().await, 1000).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    exec.model().deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
     // The key reads a start option that was not given: no key, no start
     // (a silent `null` would put every such process under one key).
     let err = exec
+        .proc()
         .start("order", Default::default())
         .await
         .expect_err("no customer: no key");
@@ -249,6 +287,7 @@ async fn a_key_that_does_not_evaluate_refuses_the_start() {
         "{err}"
     );
     let err = exec
+        .proc()
         .start("order", vars(json!({ "customer": null })))
         .await
         .expect_err("a null customer: no key");
@@ -257,14 +296,16 @@ async fn a_key_that_does_not_evaluate_refuses_the_start() {
     let whole = ONE_PER_CUSTOMER
         .replace("id: order", "id: whole")
         .replace("cust-${{ customer }}", "${{ customer }}");
-    exec.deploy_yaml(&whole).await.unwrap();
+    exec.model().deploy_yaml(&whole).await.unwrap();
     let p = exec
+        .proc()
         .start("whole", vars(json!({ "customer": 42 })))
         .await
         .unwrap();
     assert_eq!(p.concurrency_key.as_deref(), Some("42"));
     let long = "x".repeat(300);
     let err = exec
+        .proc()
         .start("whole", vars(json!({ "customer": long })))
         .await
         .expect_err("a key longer than 256 bytes");
@@ -272,6 +313,7 @@ async fn a_key_that_does_not_evaluate_refuses_the_start() {
     // Bad limits are refused at deploy.
     for bad in ["limit: 0", "limit: 2000000"] {
         let err = exec
+            .model()
             .deploy_yaml(&ONE_PER_CUSTOMER.replace("limit: 1", bad))
             .await
             .expect_err(bad);
@@ -284,8 +326,8 @@ async fn a_key_that_does_not_evaluate_refuses_the_start() {
 async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
     let engine = engine(store().await, 1000).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: order\n      options: { customer: '${{ customer }}' }\n",
     )
     .await
@@ -296,7 +338,8 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
     let p2 = start(&engine, "parent", "c1").await;
     settle(&engine).await;
     let children = exec
-        .find_processes(&ProcessQuery::new().concurrency_key("cust-c1"))
+        .proc()
+        .find(&ProcessQuery::new().concurrency_key("cust-c1"))
         .await
         .unwrap()
         .items;
@@ -307,7 +350,8 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
         .expect("the second child");
     assert_eq!(state(&engine, &second.pid).await, waits_for_key());
     assert_eq!(state(&engine, &p2).await.0, TaskState::Running);
-    exec.complete(&first.pid, &first.tid, Default::default())
+    exec.act()
+        .complete(&first.pid, &first.tid, Default::default())
         .await
         .unwrap();
     // The parent's end and the next child's question come in either
@@ -321,7 +365,8 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
         }
     }
     let irq = irq.unwrap_or_default();
-    exec.complete(&second.pid, &irq, Default::default())
+    exec.act()
+        .complete(&second.pid, &irq, Default::default())
         .await
         .unwrap();
     recv_where(&mut rx, ends(&p2)).await;
@@ -333,13 +378,17 @@ async fn a_subflow_child_waits_for_its_key_and_its_act_waits_for_the_child() {
 async fn a_retry_needs_a_free_slot_of_its_key() {
     let (engine, mut rx, a, a_irq) = holding().await;
     let exec = engine.executor();
-    exec.error(&a, &a_irq, "declined", "no").await.unwrap();
+    exec.act()
+        .error(&a, &a_irq, "declined", "no")
+        .await
+        .unwrap();
     assert_eq!(state(&engine, &a).await.0, TaskState::Error);
     let b = start(&engine, "order", "c1").await;
     let b_irq = asks(&mut rx, &b).await;
     // b holds the key: a cannot run again now, and stays as it ended.
     let err = exec
-        .retry_process(&a, None, Default::default())
+        .proc()
+        .retry(&a, None, Default::default())
         .await
         .expect_err("the key is held");
     assert!(
@@ -347,9 +396,13 @@ async fn a_retry_needs_a_free_slot_of_its_key() {
         "{err}"
     );
     assert_eq!(state(&engine, &a).await.0, TaskState::Error);
-    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&b, &b_irq, Default::default())
+        .await
+        .unwrap();
     recv_where(&mut rx, ends(&b)).await;
-    exec.retry_process(&a, None, Default::default())
+    exec.proc()
+        .retry(&a, None, Default::default())
         .await
         .unwrap();
     asks(&mut rx, &a).await;
@@ -366,14 +419,18 @@ async fn a_retry_needs_a_free_slot_of_its_key() {
 async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize)> {
     let engine = engine(kv, 1000).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.expect("deploys");
+    exec.model()
+        .deploy_yaml(ONE_PER_CUSTOMER)
+        .await
+        .expect("deploys");
     for _ in 0..50 {
         for pid in ["a", "b", "c"] {
             if matches!(
-                exec.process(pid).await,
+                exec.proc().get(pid).await,
                 Err(EngineError::ProcessNotFound(_))
             ) {
                 let started = exec
+                    .proc()
                     .start("order", vars(json!({ "customer": "c1", "pid": pid })))
                     .await;
                 assert!(started.is_ok(), "{pid}: {started:?}");
@@ -382,7 +439,8 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
         }
         settle(&engine).await;
         let listed = exec
-            .find_processes(&ProcessQuery::new().concurrency_key("cust-c1"))
+            .proc()
+            .find(&ProcessQuery::new().concurrency_key("cust-c1"))
             .await
             .expect("lists")
             .items;
@@ -396,7 +454,8 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
             let mut out = Vec::new();
             for p in &listed {
                 let answered = exec
-                    .tasks(&p.pid)
+                    .task()
+                    .list(&p.pid)
                     .await
                     .expect("tasks")
                     .iter()
@@ -409,7 +468,7 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
         }
         for pid in running {
             for tid in waiting(&exec, pid).await {
-                let done = exec.complete(pid, &tid, Default::default()).await;
+                let done = exec.act().complete(pid, &tid, Default::default()).await;
                 done.expect("the running one is answered");
             }
         }
@@ -431,17 +490,20 @@ async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
     let c = start(&engine, "order", "c1").await;
     let d = start(&engine, "order", "c1").await;
     // An operator cannot terminate what has not started (remove it)...
-    let err = exec.terminate_process(&b, "not needed").await.unwrap_err();
+    let err = exec.proc().terminate(&b, "not needed").await.unwrap_err();
     assert!(err.to_string().contains("remove it"), "{err}");
     assert_eq!(state(&engine, &b).await, waits_for_key());
     // ... a client may abort it: it ends, and leaves its key's queue.
-    exec.abort_process(&b).await.unwrap();
+    exec.proc().abort(&b).await.unwrap();
     assert_eq!(state(&engine, &b).await.0, TaskState::Aborted);
     let c1 = uses(&engine).into_iter().find(|u| u.key == "cust-c1");
     assert_eq!(c1.map(|u| (u.holders, u.waiting)), Some((1, 2)));
-    assert!(exec.remove_process(&c).await.unwrap());
+    assert!(exec.proc().remove(&c).await.unwrap());
     let c = d;
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &c).await;
     settle(&engine).await;
     assert_eq!(engine.stats().admitted, 1, "only c holds a place");
@@ -456,20 +518,24 @@ async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
     let exec = engine.executor();
     let b = start(&engine, "order", "c1").await;
     let c = start(&engine, "order", "c1").await;
-    exec.deploy_yaml(&ONE_PER_CUSTOMER.replace("key: approve", "key: approve2"))
+    exec.model()
+        .deploy_yaml(&ONE_PER_CUSTOMER.replace("key: approve", "key: approve2"))
         .await
         .unwrap();
     let mut plan = acts_core::engine::MigrationPlan::default();
     plan.model = "order".into();
     plan.from = 1;
     plan.to = 2;
-    let report = exec.migrate(&plan, false).await.unwrap();
+    let report = exec.model().migrate(&plan, false).await.unwrap();
     assert_eq!(report.processes.len(), 3, "{report:?}");
     for p in [&b, &c] {
         assert_eq!(state(&engine, p).await, waits_for_key(), "{p} still waits");
-        assert_eq!(exec.process(p).await.unwrap().model_rev, 2);
+        assert_eq!(exec.proc().get(p).await.unwrap().model_rev, 2);
     }
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     let b_irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == b).await;
     assert_eq!(
         b_irq.key.as_deref(),
@@ -484,17 +550,17 @@ async fn a_waiter_migrated_to_a_new_version_keeps_its_place_in_the_queue() {
 async fn a_child_that_needs_its_parents_only_slot_fails_its_act_instead_of_waiting_forever() {
     let engine = engine(store().await, 1000).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
+    exec.model().deploy_yaml(ONE_PER_CUSTOMER).await.unwrap();
     let parent = ONE_PER_CUSTOMER.replace("id: order", "id: parent").replace(
         "  - id: approve\n    uses: acts.core.irq\n    params: { key: approve }\n",
         "  - id: call\n    uses: acts.core.subflow\n    params:\n      to: order\n      options: { customer: '${{ customer }}' }\n",
     );
-    exec.deploy_yaml(&parent).await.unwrap();
+    exec.model().deploy_yaml(&parent).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = start(&engine, "parent", "c1").await;
     let end = recv_where(&mut rx, ends(&p)).await;
     assert_eq!(end.state, "error", "{end:?}");
-    let info = exec.process(&p).await.unwrap();
+    let info = exec.proc().get(&p).await.unwrap();
     let err = info.err.expect("the parent's error");
     assert!(err.message.contains("held by its parent"), "{err:?}");
     // Its end freed the key.
@@ -517,6 +583,7 @@ steps:
 async fn start_tiered(engine: &Engine, tier: u8, tenant: &str) -> String {
     let pid = engine
         .executor()
+        .proc()
         .start("tiered", vars(json!({ "tier": tier, "tenant": tenant })))
         .await
         .expect("starts")
@@ -539,6 +606,7 @@ async fn run_in_turn(
         let irq = waiting(&engine.executor(), &running).await;
         engine
             .executor()
+            .act()
             .complete(&running, &irq[0], Default::default())
             .await
             .expect("answered");
@@ -557,7 +625,7 @@ async fn parked_starts_leave_by_priority_and_tenants_take_turns() {
     // One place: everything after the first is parked at the cap.
     let engine = engine(store().await, 1).await;
     let exec = engine.executor();
-    exec.deploy_yaml(TIERED).await.unwrap();
+    exec.model().deploy_yaml(TIERED).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let holder = start_tiered(&engine, 3, "x").await;
     recv_where(&mut rx, |m| irq_created(m) && m.pid == holder).await;
@@ -583,7 +651,7 @@ async fn a_keys_waiters_leave_by_priority_too_and_a_bad_priority_is_refused() {
         "fairness_key: ${{ tenant }}\n",
         "fairness_key: ${{ tenant }}\nconcurrency: { key: shared }\n",
     );
-    exec.deploy_yaml(&keyed).await.unwrap();
+    exec.model().deploy_yaml(&keyed).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let holder = start_tiered(&engine, 3, "x").await;
     recv_where(&mut rx, |m| irq_created(m) && m.pid == holder).await;
@@ -594,16 +662,19 @@ async fn a_keys_waiters_leave_by_priority_too_and_a_bad_priority_is_refused() {
     assert_eq!(order, [high, low]);
     // 9 is no priority; nor is a missing one.
     let err = exec
+        .proc()
         .start("tiered", vars(json!({ "tier": 9, "tenant": "a" })))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("1 to 5"), "{err}");
     let err = exec
+        .proc()
         .start("tiered", vars(json!({ "tenant": "a" })))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("priority"), "{err}");
     let err = exec
+        .model()
         .deploy_yaml(&TIERED.replace("${{ tier }}", "7"))
         .await
         .unwrap_err();

@@ -151,14 +151,14 @@ async fn drive(
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     engine.resume().await.expect("resume");
     for m in case.models.iter().rev() {
-        exec.deploy_yaml(m).await.expect("deploy");
+        exec.model().deploy_yaml(m).await.expect("deploy");
     }
-    match exec.process(PID).await {
+    match exec.proc().get(PID).await {
         Ok(_) => {}
         Err(EngineError::ProcessNotFound(_)) => {
             let mut v = Vars::new();
             v.insert("pid".into(), json!(PID));
-            match exec.start("main", v).await {
+            match exec.proc().start("main", v).await {
                 Ok(_) | Err(EngineError::Duplicated(_)) => {}
                 Err(e) => panic!("start: {e}"),
             }
@@ -166,11 +166,11 @@ async fn drive(
         Err(e) => panic!("process: {e}"),
     }
     loop {
-        let info = exec.process(PID).await.expect("process readable");
+        let info = exec.proc().get(PID).await.expect("process readable");
         if info.state.is_terminal() {
             return (info, acks);
         }
-        let tasks = exec.tasks(PID).await.expect("tasks");
+        let tasks = exec.task().list(PID).await.expect("tasks");
         let waiting: Vec<&TaskInfo> = tasks
             .iter()
             .filter(|t| t.kind == "act" && t.state == TaskState::Interrupt)
@@ -181,7 +181,7 @@ async fn drive(
             let key = t.key.clone().unwrap_or_default();
             match answer(&key, &tasks) {
                 Some((action, vars)) => {
-                    match exec.act(PID, &t.tid, action, vars).await {
+                    match exec.act().apply(PID, &t.tid, action, vars).await {
                         Ok(()) => {
                             let by_batch = match recorded {
                                 Some(store) => store.committed().await,
@@ -227,7 +227,7 @@ async fn client(engine: &Engine) -> (acts_core::engine::Channel, UnboundedReceiv
 /// (none: the store does not have the process).
 async fn histories(engine: &Engine) -> std::collections::BTreeMap<(String, String), usize> {
     let mut out = std::collections::BTreeMap::new();
-    match engine.executor().tasks(PID).await {
+    match engine.executor().task().list(PID).await {
         Ok(tasks) => {
             for t in tasks {
                 for e in t.history {

@@ -56,14 +56,15 @@ fn acts_only() -> ChannelOptions {
 async fn a_durable_delivery_is_pending_until_acked() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+    e.executor().model().deploy_yaml(WAITS).await.unwrap();
     let ch = e.durable_channel("c1", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
-    e.executor().start("m1", Vars::new()).await.unwrap();
+    e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let m = recv(&mut rx).await;
     let pending = e
         .executor()
-        .deliveries(Some("c1"), Some(DeliveryState::Pending))
+        .msg()
+        .list(Some("c1"), Some(DeliveryState::Pending))
         .await
         .unwrap();
     assert_eq!(pending.len(), 1);
@@ -74,7 +75,8 @@ async fn a_durable_delivery_is_pending_until_acked() {
     ch.ack(&m.id).await.unwrap();
     let acked = e
         .executor()
-        .deliveries(Some("c1"), Some(DeliveryState::Acked))
+        .msg()
+        .list(Some("c1"), Some(DeliveryState::Acked))
         .await
         .unwrap();
     assert_eq!(acked.len(), 1);
@@ -94,7 +96,7 @@ async fn a_durable_delivery_is_pending_until_acked() {
 async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+    e.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mine = e
         .durable_channel("mine", acts_only().with_key("a"))
         .await
@@ -105,7 +107,7 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
         .unwrap();
     let mut rx_mine = mine.subscribe();
     let mut rx_other = other.subscribe();
-    e.executor().start("m1", Vars::new()).await.unwrap();
+    e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let first = recv(&mut rx_mine).await;
     // Not due yet: nothing is re-sent.
     e.housekeeping().await;
@@ -130,7 +132,8 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     assert!(rx_mine.try_recv().is_err());
     let dead = e
         .executor()
-        .deliveries(None, Some(DeliveryState::Failed))
+        .msg()
+        .list(None, Some(DeliveryState::Failed))
         .await
         .unwrap();
     assert_eq!(dead.len(), 1);
@@ -138,19 +141,20 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     // An operator gives it another round: sent at once, pending again.
     let exec = e.executor();
     assert!(matches!(
-        exec.redeliver("mine", "no-such-message").await,
+        exec.msg().redeliver("mine", "no-such-message").await,
         Err(EngineError::DeliveryNotFound { .. })
     ));
-    exec.redeliver("mine", &first.id).await.unwrap();
+    exec.msg().redeliver("mine", &first.id).await.unwrap();
     assert_eq!(recv(&mut rx_mine).await.id, first.id);
     let pending = exec
-        .deliveries(Some("mine"), Some(DeliveryState::Pending))
+        .msg()
+        .list(Some("mine"), Some(DeliveryState::Pending))
         .await
         .unwrap();
     assert_eq!((pending.len(), pending[0].tries), (1, 1));
     // Only a dead letter is redelivered or discarded.
     assert!(matches!(
-        exec.discard("mine", &first.id).await,
+        exec.msg().discard("mine", &first.id).await,
         Err(EngineError::Channel(_))
     ));
     // Out of tries again, then discarded: gone.
@@ -159,15 +163,17 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
         e.housekeeping().await;
     }
     assert_eq!(
-        exec.deliveries(None, Some(DeliveryState::Failed))
+        exec.msg()
+            .list(None, Some(DeliveryState::Failed))
             .await
             .unwrap()
             .len(),
         1
     );
-    exec.discard("mine", &first.id).await.unwrap();
+    exec.msg().discard("mine", &first.id).await.unwrap();
     assert!(
-        exec.deliveries(Some("mine"), None)
+        exec.msg()
+            .list(Some("mine"), None)
             .await
             .unwrap()
             .is_empty()
@@ -180,12 +186,17 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     let clock = ManualClock::new(T0);
     let e1 = engine(kv.clone(), &clock, config()).await;
     e1.executor()
-        .deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
+        .model().deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
         .await
         .unwrap();
     let ch = e1.durable_channel("app", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
-    let p = e1.executor().start("two", Vars::new()).await.unwrap();
+    let p = e1
+        .executor()
+        .proc()
+        .start("two", Vars::new())
+        .await
+        .unwrap();
     let a = recv(&mut rx).await;
     e1.close().await;
     drop((ch, rx, e1));
@@ -194,10 +205,16 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     // While the client is away, another process starts: its message is
     // recorded for the registered channel.
     let e2 = engine(kv, &clock, config()).await;
-    let q = e2.executor().start("two", Vars::new()).await.unwrap();
+    let q = e2
+        .executor()
+        .proc()
+        .start("two", Vars::new())
+        .await
+        .unwrap();
     let owed = e2
         .executor()
-        .deliveries(Some("app"), Some(DeliveryState::Pending))
+        .msg()
+        .list(Some("app"), Some(DeliveryState::Pending))
         .await
         .unwrap();
     assert_eq!(
@@ -216,12 +233,14 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     ch.ack(&got_q.id).await.unwrap();
     // Answering a's request settles it too (closed: its task ended).
     e2.executor()
+        .act()
         .complete(&p.pid, &a.tid, Vars::new())
         .await
         .unwrap();
     assert!(
         e2.executor()
-            .deliveries(Some("app"), Some(DeliveryState::Pending))
+            .msg()
+            .list(Some("app"), Some(DeliveryState::Pending))
             .await
             .unwrap()
             .iter()
@@ -231,7 +250,8 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
     assert!(e2.remove_channel("app").await.unwrap());
     assert!(
         e2.executor()
-            .deliveries(Some("app"), None)
+            .msg()
+            .list(Some("app"), None)
             .await
             .unwrap()
             .is_empty()
@@ -257,7 +277,11 @@ async fn retaining_a_minute(kv: &Arc<dyn KvStore>, clock: &ManualClock) -> Engin
         v
     };
     let e = engine(kv.clone(), clock, cfg).await;
-    e.executor().deploy_yaml(WAITS).await.expect("test setup");
+    e.executor()
+        .model()
+        .deploy_yaml(WAITS)
+        .await
+        .expect("test setup");
     e
 }
 
@@ -279,11 +303,13 @@ async fn finished_with_an_unacked_end() -> Finished {
     let mut acts = e.channel(acts_only()).subscribe();
     let p = e
         .executor()
+        .proc()
         .start("m1", Vars::new())
         .await
         .expect("test setup");
     let irq = recv(&mut acts).await;
     e.executor()
+        .act()
         .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .expect("test setup");
@@ -323,7 +349,8 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
     );
     assert!(
         e.executor()
-            .deliveries(Some("c"), None)
+            .msg()
+            .list(Some("c"), None)
             .await
             .unwrap()
             .is_empty()
@@ -337,17 +364,19 @@ async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
     let e = retaining_a_minute(&kv, &clock).await;
     let ch = e.durable_channel("c", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
-    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let p = e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let ask = recv(&mut rx).await;
     // Answered, never acked: the request's delivery is closed, nothing is
     // owed, and the finished process goes once it is old.
     e.executor()
+        .act()
         .complete(&p.pid, &ask.tid, Vars::new())
         .await
         .unwrap();
     let closed = e
         .executor()
-        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .msg()
+        .list(Some("c"), Some(DeliveryState::Closed))
         .await
         .unwrap();
     assert_eq!(closed.len(), 1);
@@ -357,7 +386,8 @@ async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
     assert!(procs.get(&p.pid).await.unwrap().is_none(), "swept");
     assert!(
         e.executor()
-            .deliveries(Some("c"), None)
+            .msg()
+            .list(Some("c"), None)
             .await
             .unwrap()
             .is_empty()
@@ -382,37 +412,35 @@ async fn manual_and_hook_triggers_start_the_model() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
     let exec = e.executor();
-    exec.deploy_yaml(TRIGGERED).await.unwrap();
-    let p = exec.start_trigger("trig:go", Value::Null).await.unwrap();
+    exec.model().deploy_yaml(TRIGGERED).await.unwrap();
+    let p = exec.evt().start("trig:go", Value::Null).await.unwrap();
     assert_eq!(
         p.outputs.get("seen"),
         Some(&json!(1)),
         "the trigger's default params"
     );
-    let p = exec
-        .start_trigger("trig:go", json!({"x": 2}))
-        .await
-        .unwrap();
+    let p = exec.evt().start("trig:go", json!({"x": 2})).await.unwrap();
     assert_eq!(p.outputs.get("seen"), Some(&json!(2)), "the payload wins");
-    let started = exec.hook("paid", json!({"x": 5})).await.unwrap();
+    let started = exec.evt().hook("paid", json!({"x": 5})).await.unwrap();
     assert_eq!(started.len(), 1);
     assert_eq!(started[0].outputs.get("seen"), Some(&json!(5)));
     assert!(
-        exec.hook("nobody_listens", Value::Null)
+        exec.evt()
+            .hook("nobody_listens", Value::Null)
             .await
             .unwrap()
             .is_empty()
     );
     assert!(matches!(
-        exec.start_trigger("trig:every_minute", Value::Null).await,
+        exec.evt().start("trig:every_minute", Value::Null).await,
         Err(EngineError::Trigger { .. })
     ));
     assert!(matches!(
-        exec.start_trigger("trig:go", json!([1])).await,
+        exec.evt().start("trig:go", json!([1])).await,
         Err(EngineError::Trigger { .. })
     ));
     assert!(matches!(
-        exec.start_trigger("trig:nope", Value::Null).await,
+        exec.evt().start("trig:nope", Value::Null).await,
         Err(EngineError::TriggerNotFound(id)) if id == "trig:nope"
     ));
 }
@@ -421,7 +449,8 @@ async fn wait_processes(e: &Engine, n: usize) {
     tokio::time::timeout(Duration::from_secs(60), async {
         while e
             .executor()
-            .processes(None, None)
+            .proc()
+            .list(None, None)
             .await
             .expect("listable")
             .len()
@@ -439,11 +468,12 @@ async fn wait_processes(e: &Engine, n: usize) {
 async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
-    e.executor().deploy_yaml(TRIGGERED).await.unwrap();
+    e.executor().model().deploy_yaml(TRIGGERED).await.unwrap();
     let row = |e: &Engine| {
         let exec = e.executor();
         async move {
-            exec.triggers()
+            exec.evt()
+                .list()
                 .await
                 .unwrap()
                 .into_iter()
@@ -455,7 +485,14 @@ async fn a_schedule_fires_on_the_clock_and_rolls_forward() {
     let next = first.next_run.expect("a schedule has a next run");
     assert!(next > T0 && next <= T0 + 60_000);
     assert_eq!(first.last_run, None);
-    assert!(e.executor().processes(None, None).await.unwrap().is_empty());
+    assert!(
+        e.executor()
+            .proc()
+            .list(None, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     clock.set(next);
     wait_processes(&e, 1).await;
     tokio::time::timeout(Duration::from_secs(60), async {
@@ -476,7 +513,7 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
     let kv: Arc<dyn KvStore> = store().await;
     let clock = ManualClock::new(T0);
     let e1 = engine(kv.clone(), &clock, config()).await;
-    e1.executor().deploy_yaml(TRIGGERED).await.unwrap();
+    e1.executor().model().deploy_yaml(TRIGGERED).await.unwrap();
     e1.close().await;
     drop(e1);
     // Ten minutes pass with the engine down: ten ticks missed.
@@ -485,7 +522,8 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
     wait_processes(&e2, 1).await;
     let row = || async {
         e2.executor()
-            .triggers()
+            .evt()
+            .list()
             .await
             .expect("triggers readable")
             .into_iter()
@@ -507,7 +545,10 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
     );
     // Nothing else is due: still one process after the timer settled.
     e2.flush().await.unwrap();
-    assert_eq!(e2.executor().processes(None, None).await.unwrap().len(), 1);
+    assert_eq!(
+        e2.executor().proc().list(None, None).await.unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -525,7 +566,7 @@ async fn snapshots_are_sealed_read_only_and_expire() {
         .await
         .unwrap();
     let exec = e.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: fx\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"$rates.usd = 99; return { r: $rates.usd }\"\n",
     )
     .await
@@ -543,14 +584,14 @@ async fn snapshots_are_sealed_read_only_and_expire() {
         v.insert("region".into(), json!(region));
         v
     };
-    let p = exec.start("fx", v("eu")).await.unwrap();
+    let p = exec.proc().start("fx", v("eu")).await.unwrap();
     assert_eq!(
         p.outputs.get("r"),
         Some(&json!(1.1)),
         "sealed and read-only"
     );
     // No data for the scope: skipped by default.
-    let p = exec.start("fx", v("us")).await.unwrap();
+    let p = exec.proc().start("fx", v("us")).await.unwrap();
     assert_eq!(
         p.state,
         TaskState::Error,
@@ -569,23 +610,25 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
     e.executor()
-        .deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
+        .model().deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
         .await
         .unwrap();
     let ch = e.durable_channel("c", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
-    let p = e.executor().start("two", Vars::new()).await.unwrap();
+    let p = e.executor().proc().start("two", Vars::new()).await.unwrap();
     let a = recv(&mut rx).await;
     // The client answers without acking: the task ended, its request is
     // settled (closed), and only b's request is still owed.
     e.executor()
+        .act()
         .complete(&p.pid, &a.tid, Vars::new())
         .await
         .unwrap();
     let b = recv(&mut rx).await;
     let closed = e
         .executor()
-        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .msg()
+        .list(Some("c"), Some(DeliveryState::Closed))
         .await
         .unwrap();
     assert_eq!(
@@ -597,7 +640,8 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
     ch.ack(&a.id).await.unwrap();
     let still = e
         .executor()
-        .deliveries(Some("c"), Some(DeliveryState::Closed))
+        .msg()
+        .list(Some("c"), Some(DeliveryState::Closed))
         .await
         .unwrap();
     assert_eq!(still.len(), 1);
@@ -625,7 +669,8 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     }
     let dead = e
         .executor()
-        .deliveries(Some("c"), Some(DeliveryState::Failed))
+        .msg()
+        .list(Some("c"), Some(DeliveryState::Failed))
         .await
         .unwrap();
     assert_eq!(dead.len(), 1, "dead-lettered");
@@ -638,7 +683,8 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     );
     assert_eq!(
         e.executor()
-            .deliveries(Some("c"), Some(DeliveryState::Failed))
+            .msg()
+            .list(Some("c"), Some(DeliveryState::Failed))
             .await
             .unwrap()
             .len(),
@@ -665,11 +711,12 @@ async fn finished_processes_are_swept_by_default_after_seven_days() {
         .start()
         .await
         .unwrap();
-    e.executor().deploy_yaml(WAITS).await.unwrap();
+    e.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mut acts = e.channel(acts_only()).subscribe();
-    let p = e.executor().start("m1", Vars::new()).await.unwrap();
+    let p = e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let irq = recv(&mut acts).await;
     e.executor()
+        .act()
         .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .unwrap();

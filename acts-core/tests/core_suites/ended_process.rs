@@ -41,29 +41,31 @@ async fn a_timeout_abort_ends_the_catch_it_left_open_and_nothing_more_is_answere
     let clock = ManualClock::new(1_000_000);
     let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(GUARDED).await.unwrap();
+    exec.model().deploy_yaml(GUARDED).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("guarded", vars(json!({ "pid": "g" })))
+    exec.proc()
+        .start("guarded", vars(json!({ "pid": "g" })))
         .await
         .unwrap();
     settle(&engine).await;
     let approve = waiting(&exec, "g").await.pop().unwrap();
-    exec.act(
-        "g",
-        &approve,
-        Action::Error,
-        vars(json!({ "ecode": "E1", "message": "declined" })),
-    )
-    .await
-    .unwrap();
+    exec.act()
+        .apply(
+            "g",
+            &approve,
+            Action::Error,
+            vars(json!({ "ecode": "E1", "message": "declined" })),
+        )
+        .await
+        .unwrap();
     settle(&engine).await;
     let recover = waiting(&exec, "g").await.pop().expect("the catch asks");
     // The step's hour runs out while the catch waits.
     clock.advance(Duration::from_secs(61 * 60));
     settle(&engine).await;
-    let info = exec.process("g").await.unwrap();
+    let info = exec.proc().get("g").await.unwrap();
     assert_eq!(info.state, TaskState::Aborted);
-    let tasks = exec.tasks("g").await.unwrap();
+    let tasks = exec.task().list("g").await.unwrap();
     assert!(
         tasks.iter().all(|t| t.state.is_terminal()),
         "nothing is left open: {:?}",
@@ -84,7 +86,8 @@ async fn a_timeout_abort_ends_the_catch_it_left_open_and_nothing_more_is_answere
     assert!(heard_void, "the catch's act is announced aborted");
     // And an answer to it is refused, naming the ended process.
     let err = exec
-        .act("g", &recover, Action::Complete, Vars::new())
+        .act()
+        .apply("g", &recover, Action::Complete, Vars::new())
         .await
         .unwrap_err();
     assert!(
@@ -96,7 +99,7 @@ async fn a_timeout_abort_ends_the_catch_it_left_open_and_nothing_more_is_answere
         "{err}"
     );
     assert_eq!(
-        exec.process("g").await.unwrap().state,
+        exec.proc().get("g").await.unwrap().state,
         TaskState::Aborted,
         "still as it ended"
     );
@@ -107,25 +110,28 @@ async fn a_timeout_abort_ends_the_catch_it_left_open_and_nothing_more_is_answere
 async fn no_action_reaches_an_act_of_a_process_that_ended() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(GUARDED).await.unwrap();
-    exec.start("guarded", vars(json!({ "pid": "done" })))
+    exec.model().deploy_yaml(GUARDED).await.unwrap();
+    exec.proc()
+        .start("guarded", vars(json!({ "pid": "done" })))
         .await
         .unwrap();
     settle(&engine).await;
     let approve = waiting(&exec, "done").await.pop().unwrap();
-    exec.act("done", &approve, Action::Complete, Vars::new())
+    exec.act()
+        .apply("done", &approve, Action::Complete, Vars::new())
         .await
         .unwrap();
     settle(&engine).await;
     assert_eq!(
-        exec.process("done").await.unwrap().state,
+        exec.proc().get("done").await.unwrap().state,
         TaskState::Completed
     );
     // Even the actions an ended act may take while its process runs
     // (submit, cancel, remove) are refused once the process has ended.
     for action in [Action::Submit, Action::Cancel, Action::Remove, Action::Skip] {
         let err = exec
-            .act("done", &approve, action, Vars::new())
+            .act()
+            .apply("done", &approve, action, Vars::new())
             .await
             .unwrap_err();
         assert!(

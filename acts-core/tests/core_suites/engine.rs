@@ -33,8 +33,8 @@ async fn three_step_model_completes_with_outputs() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(THREE_STEPS).await.unwrap();
-    let info = exec.start("three", Vars::new()).await.unwrap();
+    exec.model().deploy_yaml(THREE_STEPS).await.unwrap();
+    let info = exec.proc().start("three", Vars::new()).await.unwrap();
     assert_eq!(
         info.state,
         TaskState::Completed,
@@ -43,10 +43,10 @@ async fn three_step_model_completes_with_outputs() {
     assert_eq!(info.outputs.get("a"), Some(&json!(10)));
     assert_eq!(info.outputs.get("b"), Some(&json!(20)));
     assert_eq!(info.outputs.get("c"), Some(&json!(30)));
-    let again = exec.process(&info.pid).await.unwrap();
+    let again = exec.proc().get(&info.pid).await.unwrap();
     assert_eq!(again.state, TaskState::Completed);
     assert_eq!(again.outputs, info.outputs, "read back from the store");
-    let tasks = exec.tasks(&info.pid).await.unwrap();
+    let tasks = exec.task().list(&info.pid).await.unwrap();
     assert_eq!(tasks.len(), 7, "root, three steps, three acts");
     assert!(tasks.iter().all(|t| t.state == TaskState::Completed));
     engine.close().await;
@@ -60,9 +60,9 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(APPROVAL).await.unwrap();
+    exec.model().deploy_yaml(APPROVAL).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let info = exec.start("approval", Vars::new()).await.unwrap();
+    let info = exec.proc().start("approval", Vars::new()).await.unwrap();
     assert_eq!(info.state, TaskState::Running);
     let mut seen = Vec::new();
     let irq = loop {
@@ -76,17 +76,20 @@ async fn irq_is_announced_answered_and_the_client_sees_every_message_in_order() 
     assert_eq!(irq.key.as_deref(), Some("approve"));
     assert_eq!(irq.model_id, "approval");
     assert!(!irq.id.is_empty(), "messages carry an id");
-    exec.complete(&info.pid, &irq.tid, vars(json!({"ok": true})))
+    exec.act()
+        .complete(&info.pid, &irq.tid, vars(json!({"ok": true})))
         .await
         .unwrap();
     let end = recv_where(&mut rx, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
     assert_eq!(end.outputs.get("finished"), Some(&json!(true)));
     // The act is done: a second answer is refused and changes nothing.
-    let again = exec.complete(&info.pid, &irq.tid, Vars::new()).await;
+    let again = exec.act().complete(&info.pid, &irq.tid, Vars::new()).await;
     assert!(matches!(again, Err(EngineError::Action(_))), "{again:?}");
     assert!(matches!(
-        exec.complete("no-such-pid", &irq.tid, Vars::new()).await,
+        exec.act()
+            .complete("no-such-pid", &irq.tid, Vars::new())
+            .await,
         Err(EngineError::ProcessNotFound(_))
     ));
     engine.close().await;
@@ -105,6 +108,7 @@ async fn continues_after_restart(
         .expect("engine");
     engine
         .executor()
+        .model()
         .deploy_yaml(APPROVAL)
         .await
         .expect("deploy");
@@ -113,6 +117,7 @@ async fn continues_after_restart(
         .subscribe();
     let info = engine
         .executor()
+        .proc()
         .start("approval", Vars::new())
         .await
         .expect("start");
@@ -128,14 +133,15 @@ async fn continues_after_restart(
         .expect("engine");
     let mut rx2 = engine2.channel(ChannelOptions::default()).subscribe();
     let exec = engine2.executor();
-    let before = exec.process(&info.pid).await.expect("process");
+    let before = exec.proc().get(&info.pid).await.expect("process");
     assert_eq!(before.state, TaskState::Running);
-    exec.complete(&info.pid, &irq.tid, Vars::new())
+    exec.act()
+        .complete(&info.pid, &irq.tid, Vars::new())
         .await
         .expect("complete");
     let end = recv_where(&mut rx2, ends(&info.pid)).await;
     assert_eq!(end.state, "completed");
-    let after = exec.process(&info.pid).await.expect("process");
+    let after = exec.proc().get(&info.pid).await.expect("process");
     assert_eq!(after.state, TaskState::Completed);
     assert_eq!(after.outputs.get("finished"), Some(&json!(true)));
     engine2.close().await;
@@ -170,11 +176,21 @@ async fn close_waits_for_background_work_so_the_store_can_be_reopened() {
             }),
         );
         let engine = Engine::builder().store(store).start().await.unwrap();
-        engine.executor().deploy_yaml(THREE_STEPS).await.unwrap();
+        engine
+            .executor()
+            .model()
+            .deploy_yaml(THREE_STEPS)
+            .await
+            .unwrap();
         // Finished processes leave background work behind (their
         // outbox replay); close must wait for it.
         for _ in 0..20 {
-            engine.executor().start("three", Vars::new()).await.unwrap();
+            engine
+                .executor()
+                .proc()
+                .start("three", Vars::new())
+                .await
+                .unwrap();
         }
         engine.close().await;
     }
@@ -190,13 +206,14 @@ async fn the_quick_start_of_the_reference_spec_runs_as_documented() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: my_model\nver: 0.1.0\nname: my model\nsteps:\n  - name: step 1\n    uses: acts.transform.set\n    params: { a: 10 }\n  - name: step 2\n    uses: acts.transform.code\n    params: |\n      return { data: a + 10 };\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let info = exec
+        .proc()
         .start("my_model", vars(json!({"a": 0, "pid": "w1"})))
         .await
         .unwrap();

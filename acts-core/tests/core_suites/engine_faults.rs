@@ -27,6 +27,7 @@ async fn setup() -> (Arc<FailingStore<MemoryStore>>, Engine) {
         .expect("engine starts");
     engine
         .executor()
+        .model()
         .deploy_yaml(WAITS)
         .await
         .expect("model deploys");
@@ -58,7 +59,7 @@ async fn a_failed_start_is_an_error_and_leaves_nothing_behind() {
     failing.set_plan(fail(OpSet::WRITES));
     let mut v = Vars::new();
     v.insert("pid".into(), json!("f1"));
-    let err = exec.start("m1", v.clone()).await.unwrap_err();
+    let err = exec.proc().start("m1", v.clone()).await.unwrap_err();
     assert!(matches!(err, EngineError::Commit { .. }), "{err:?}");
     assert!(rx.try_recv().is_err(), "nothing was announced");
     assert_eq!(engine.cache().count(), 0, "nothing is resident");
@@ -69,7 +70,7 @@ async fn a_failed_start_is_an_error_and_leaves_nothing_behind() {
         .unwrap();
     assert!(stored.is_none(), "nothing was stored");
     // The store is back: the same start succeeds.
-    let info = exec.start("m1", v).await.unwrap();
+    let info = exec.proc().start("m1", v).await.unwrap();
     assert_eq!(info.state, TaskState::Running);
 }
 
@@ -78,10 +79,11 @@ async fn a_failed_action_changes_nothing_and_can_be_retried() {
     let (failing, engine) = setup().await;
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let p = exec.proc().start("m1", Vars::new()).await.unwrap();
     let m = irq(&mut rx).await;
     failing.set_plan(fail(OpSet::WRITES));
     let err = exec
+        .act()
         .complete(&p.pid, &m.tid, Vars::new())
         .await
         .unwrap_err();
@@ -92,10 +94,13 @@ async fn a_failed_action_changes_nothing_and_can_be_retried() {
     );
     failing.heal();
     // The process is reloaded from the store as it was: the act waits.
-    let t = exec.task(&p.pid, &m.tid).await.unwrap();
+    let t = exec.task().get(&p.pid, &m.tid).await.unwrap();
     assert_eq!(t.state, TaskState::Interrupt);
-    exec.complete(&p.pid, &m.tid, Vars::new()).await.unwrap();
-    let info = exec.process(&p.pid).await.unwrap();
+    exec.act()
+        .complete(&p.pid, &m.tid, Vars::new())
+        .await
+        .unwrap();
+    let info = exec.proc().get(&p.pid).await.unwrap();
     assert_eq!(info.state, TaskState::Completed);
     assert_eq!(info.outputs.get("done"), Some(&json!(true)));
 }
@@ -104,24 +109,27 @@ async fn a_failed_action_changes_nothing_and_can_be_retried() {
 async fn failing_reads_and_scans_are_errors_never_missing_rows() {
     let (failing, engine) = setup().await;
     let exec = engine.executor();
-    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let p = exec.proc().start("m1", Vars::new()).await.unwrap();
     engine.cache().evict(&p.pid);
     failing.set_plan(fail(OpSet::READS));
-    let err = exec.process(&p.pid).await.unwrap_err();
+    let err = exec.proc().get(&p.pid).await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "{err:?}");
     failing.set_plan(fail(OpSet::SCANS));
     assert!(matches!(
-        exec.processes(None, None).await,
+        exec.proc().list(None, None).await,
         Err(EngineError::Store(_))
     ));
-    assert!(matches!(exec.models().await, Err(EngineError::Store(_))));
+    assert!(matches!(
+        exec.model().list().await,
+        Err(EngineError::Store(_))
+    ));
     assert!(matches!(engine.resume().await, Err(EngineError::Store(_))));
     failing.heal();
     assert_eq!(
-        exec.process(&p.pid).await.unwrap().state,
+        exec.proc().get(&p.pid).await.unwrap().state,
         TaskState::Running
     );
-    assert_eq!(exec.processes(None, None).await.unwrap().len(), 1);
+    assert_eq!(exec.proc().list(None, None).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -141,7 +149,7 @@ async fn intermittent_write_failures_never_half_apply_a_process() {
         let mut v = Vars::new();
         v.insert("pid".into(), json!(format!("w{i}")));
         let p = loop {
-            match exec.start("m1", v.clone()).await {
+            match exec.proc().start("m1", v.clone()).await {
                 Ok(p) => break p,
                 Err(EngineError::Commit { .. }) => continue,
                 Err(e) => panic!("{e}"),
@@ -154,13 +162,13 @@ async fn intermittent_write_failures_never_half_apply_a_process() {
             }
         };
         loop {
-            match exec.complete(&p.pid, &m.tid, Vars::new()).await {
+            match exec.act().complete(&p.pid, &m.tid, Vars::new()).await {
                 Ok(()) => break,
                 Err(EngineError::Commit { .. }) => continue,
                 Err(e) => panic!("{e}"),
             }
         }
-        let info = exec.process(&p.pid).await.unwrap();
+        let info = exec.proc().get(&p.pid).await.unwrap();
         assert_eq!(info.state, TaskState::Completed, "{}", p.pid);
         assert_eq!(info.outputs.get("done"), Some(&json!(true)));
         done += 1;
@@ -173,7 +181,7 @@ async fn intermittent_write_failures_never_half_apply_a_process() {
 async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeeping() {
     let (failing, engine) = setup().await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: m1 }\n  - id: after\n    uses: acts.transform.set\n    params: { returned: true }\n",
     )
     .await
@@ -181,13 +189,14 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let mut v = Vars::new();
     v.insert("pid".into(), json!("parent1"));
-    exec.start("parent", v).await.unwrap();
+    exec.proc().start("parent", v).await.unwrap();
     let child_irq = irq(&mut rx).await;
     assert_ne!(child_irq.pid, "parent1");
     // The child's own commit (with the outbox record) succeeds; the
     // parent's transition that applies the record fails.
     failing.set_plan(FailPlan::after(OpSet::WRITES, 1, ErrorKind::Unavailable));
-    exec.complete(&child_irq.pid, &child_irq.tid, Vars::new())
+    exec.act()
+        .complete(&child_irq.pid, &child_irq.tid, Vars::new())
         .await
         .unwrap();
     tokio::time::timeout(Duration::from_secs(60), async {
@@ -199,7 +208,7 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     .await
     .expect("the return was tried (hang guard)");
     failing.heal();
-    let parent = exec.process("parent1").await.unwrap();
+    let parent = exec.proc().get("parent1").await.unwrap();
     assert_eq!(parent.state, TaskState::Running, "not returned yet");
     // No restart: the next housekeeping pass applies the record.
     engine.housekeeping().await;
@@ -211,7 +220,7 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     })
     .await
     .expect("idle (hang guard)");
-    let parent = exec.process("parent1").await.unwrap();
+    let parent = exec.proc().get("parent1").await.unwrap();
     assert_eq!(parent.state, TaskState::Completed);
     assert_eq!(parent.outputs.get("returned"), Some(&json!(true)));
     engine.close().await;
@@ -225,16 +234,17 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
 async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
     let (failing, clock, engine) = clocked().await;
     let exec = engine.executor();
-    exec.deploy_yaml("id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { from_child: 1 }\n")
+    exec.model().deploy_yaml("id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.set\n    params: { from_child: 1 }\n")
         .await
         .expect("child deploys");
-    exec.deploy_yaml("id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n  - id: after\n    uses: acts.transform.set\n    params: { done: true }\n")
+    exec.model().deploy_yaml("id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n  - id: after\n    uses: acts.transform.set\n    params: { done: true }\n")
         .await
         .expect("parent deploys");
     // Reads fail: the parent's transition (writes only) commits and asks
     // for its child, whose load then fails.
     failing.set_plan(fail(OpSet::READS));
     let pid = exec
+        .proc()
         .start("parent", Vars::new())
         .await
         .expect("the parent starts")
@@ -243,7 +253,7 @@ async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
     assert!(failing.failures() > 0, "the child's load failed");
     failing.heal();
     assert_eq!(
-        exec.process(&pid).await.expect("readable").state,
+        exec.proc().get(&pid).await.expect("readable").state,
         TaskState::Running,
         "the parent waits for its child"
     );
@@ -252,7 +262,7 @@ async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
     tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             wait_idle(&engine).await;
-            if exec.process(&pid).await.expect("readable").state == TaskState::Completed {
+            if exec.proc().get(&pid).await.expect("readable").state == TaskState::Completed {
                 return;
             }
             // Not a spin: the waited-for work gets the cores.
@@ -282,10 +292,15 @@ async fn wait_idle(engine: &Engine) {
 async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
     let (failing, clock, engine) = clocked().await;
     let exec = engine.executor();
-    exec.deploy_yaml("id: t\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n    timeouts:\n      - id: t1\n        if: $cost_in('1h')\n        uses: acts.core.action\n        params: { action: abort }\n")
+    exec.model().deploy_yaml("id: t\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: k }\n    timeouts:\n      - id: t1\n        if: $cost_in('1h')\n        uses: acts.core.action\n        params: { action: abort }\n")
         .await
         .expect("deploys");
-    let pid = exec.start("t", Vars::new()).await.expect("starts").pid;
+    let pid = exec
+        .proc()
+        .start("t", Vars::new())
+        .await
+        .expect("starts")
+        .pid;
     wait_idle(&engine).await;
     // The timeout is due while the store cannot be read: its tick fails.
     // (Out of memory, so the tick must read it.)
@@ -296,7 +311,7 @@ async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
     assert!(failing.failures() > 0, "the tick's read failed");
     failing.heal();
     assert_eq!(
-        exec.process(&pid).await.expect("readable").state,
+        exec.proc().get(&pid).await.expect("readable").state,
         TaskState::Running,
         "the tick failed: nothing happened yet"
     );
@@ -305,7 +320,7 @@ async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
         loop {
             clock.advance(Duration::from_secs(20));
             wait_idle(&engine).await;
-            if exec.process(&pid).await.expect("readable").state == TaskState::Aborted {
+            if exec.proc().get(&pid).await.expect("readable").state == TaskState::Aborted {
                 return;
             }
             // Not a spin: the waited-for work gets the cores.

@@ -26,21 +26,21 @@ async fn subflow_runs_the_child_and_completes_the_parent_act_with_its_outputs() 
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: c1\n    uses: acts.transform.code\n    params: 'return { doubled: n * 2 }'\n",
     )
     .await
     .unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { seen: doubled }'\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let parent = exec.start("parent", Vars::new()).await.unwrap();
+    let parent = exec.proc().start("parent", Vars::new()).await.unwrap();
     let end = recv_where(&mut rx, ends(&parent.pid)).await;
     assert_eq!(end.state, "completed");
-    let out = exec.process(&parent.pid).await.unwrap().outputs;
+    let out = exec.proc().get(&parent.pid).await.unwrap().outputs;
     assert_eq!(out.get("seen"), Some(&json!(42)), "{out:?}");
     assert_eq!(
         out.get("pid"),
@@ -58,12 +58,12 @@ async fn a_subflow_to_a_missing_model_fails_its_act_visibly() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: lonely\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: nowhere }\n",
     )
     .await
     .unwrap();
-    let info = exec.start("lonely", Vars::new()).await.unwrap();
+    let info = exec.proc().start("lonely", Vars::new()).await.unwrap();
     assert_eq!(info.state, TaskState::Error);
     let message = info.err.unwrap().message;
     assert!(message.contains("nowhere"), "{message}");
@@ -79,8 +79,9 @@ async fn a_step_timeout_fires_on_the_engine_clock_not_on_wall_time() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: slow
 ver: "1"
 steps:
@@ -97,18 +98,18 @@ steps:
         uses: acts.core.action
         params: { action: abort }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let info = exec.start("slow", Vars::new()).await.unwrap();
+    let info = exec.proc().start("slow", Vars::new()).await.unwrap();
     recv_where(&mut rx, irq_created).await;
     clock.advance(Duration::from_secs(30 * 60));
     clock.advance(Duration::from_secs(31 * 60));
     let reminder = recv_where(&mut rx, |m| m.key.as_deref() == Some("reminder")).await;
     assert_eq!(reminder.r#type, "act");
     assert_eq!(
-        exec.process(&info.pid).await.unwrap().state,
+        exec.proc().get(&info.pid).await.unwrap().state,
         TaskState::Running,
         "only the first timeout fired"
     );
@@ -149,13 +150,15 @@ async fn application_packages_are_checked_at_deploy_and_run_by_the_engine() {
         .unwrap();
     let exec = engine.executor();
     let bad = exec
+        .model()
         .deploy_yaml(
             "id: g0\nver: '1'\nsteps:\n  - id: s\n    uses: app.greet\n    params: { name: 3 }\n",
         )
         .await;
     assert!(matches!(bad, Err(EngineError::Model(_))), "{bad:?}");
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: greet
 ver: "1"
 steps:
@@ -168,18 +171,20 @@ steps:
         uses: acts.transform.set
         params: { caught: true }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let ok = exec
+        .proc()
         .start("greet", vars(json!({"who": "ada"})))
         .await
         .unwrap();
     recv_where(&mut rx, ends(&ok.pid)).await;
-    let out = exec.process(&ok.pid).await.unwrap().outputs;
+    let out = exec.proc().get(&ok.pid).await.unwrap().outputs;
     assert_eq!(out.get("greeting"), Some(&json!("hello ada")), "{out:?}");
     let caught = exec
+        .proc()
         .start("greet", vars(json!({"who": "nobody"})))
         .await
         .unwrap();
@@ -214,14 +219,15 @@ async fn package_outputs_over_the_vars_limit_fail_the_act_instead_of_leaving_it_
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml("id: flood\nver: '1'\nsteps:\n  - id: s\n    uses: app.flood\n")
+    exec.model()
+        .deploy_yaml("id: flood\nver: '1'\nsteps:\n  - id: s\n    uses: app.flood\n")
         .await
         .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("flood", Vars::new()).await.unwrap();
+    let p = exec.proc().start("flood", Vars::new()).await.unwrap();
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     assert_eq!(end.state, "error");
-    let info = exec.process(&p.pid).await.unwrap();
+    let info = exec.proc().get(&p.pid).await.unwrap();
     let err = info.err.expect("an error");
     assert_eq!(err.ecode, "package.too_large", "{err:?}");
     assert!(err.message.contains("max_vars_bytes"), "{err:?}");
@@ -248,17 +254,19 @@ async fn back_runs_the_earlier_step_again() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    exec.model().deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("review", Vars::new()).await.unwrap();
+    let p = exec.proc().start("review", Vars::new()).await.unwrap();
     let first = recv_where(&mut rx, irq_created).await;
-    exec.complete(&p.pid, &first.tid, Vars::new())
+    exec.act()
+        .complete(&p.pid, &first.tid, Vars::new())
         .await
         .unwrap();
     let second = recv_where(&mut rx, irq_created).await;
     assert_eq!(second.key.as_deref(), Some("approve"));
     let missing = exec
-        .act(
+        .act()
+        .apply(
             &p.pid,
             &second.tid,
             acts_core::scheduler::Action::Back,
@@ -266,7 +274,10 @@ async fn back_runs_the_earlier_step_again() {
         )
         .await;
     assert!(format!("{missing:?}").contains("to"), "{missing:?}");
-    exec.back(&p.pid, &second.tid, "submit").await.unwrap();
+    exec.act()
+        .back(&p.pid, &second.tid, "submit")
+        .await
+        .unwrap();
     let again = recv_where(&mut rx, irq_created).await;
     assert_eq!(
         again.key.as_deref(),
@@ -274,7 +285,7 @@ async fn back_runs_the_earlier_step_again() {
         "the submit step runs again"
     );
     assert_ne!(again.tid, first.tid, "as a new task");
-    let backed = exec.task(&p.pid, &second.tid).await.unwrap();
+    let backed = exec.task().get(&p.pid, &second.tid).await.unwrap();
     assert_eq!(backed.state, TaskState::Backed);
     engine.close().await;
 }
@@ -287,21 +298,22 @@ async fn cancel_withdraws_a_finished_act_and_undoes_the_next_step() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    exec.model().deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("review", Vars::new()).await.unwrap();
+    let p = exec.proc().start("review", Vars::new()).await.unwrap();
     let first = recv_where(&mut rx, irq_created).await;
-    exec.complete(&p.pid, &first.tid, Vars::new())
+    exec.act()
+        .complete(&p.pid, &first.tid, Vars::new())
         .await
         .unwrap();
     let second = recv_where(&mut rx, irq_created).await;
-    exec.cancel(&p.pid, &first.tid).await.unwrap();
+    exec.act().cancel(&p.pid, &first.tid).await.unwrap();
     let cancelled = recv_where(&mut rx, |m| m.state == "cancelled").await;
     assert_eq!(cancelled.tid, second.tid);
     let redo = recv_where(&mut rx, irq_created).await;
     assert_eq!(redo.key.as_deref(), Some("submit"));
     // The act of the re-run step is not done: cancelling it is refused.
-    assert!(exec.cancel(&p.pid, &redo.tid).await.is_err());
+    assert!(exec.act().cancel(&p.pid, &redo.tid).await.is_err());
     engine.close().await;
 }
 
@@ -314,10 +326,10 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    exec.model().deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = exec.start("review", Vars::new()).await.unwrap();
-    let b = exec.start("review", Vars::new()).await.unwrap();
+    let a = exec.proc().start("review", Vars::new()).await.unwrap();
+    let b = exec.proc().start("review", Vars::new()).await.unwrap();
     assert_eq!(a.state, TaskState::Running);
     assert_eq!(b.state, TaskState::None, "parked");
     assert_eq!(engine.cache().count(), 1);
@@ -325,7 +337,10 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
     // Finish a: b starts.
     for _ in 0..2 {
         let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
-        exec.complete(&a.pid, &irq.tid, Vars::new()).await.unwrap();
+        exec.act()
+            .complete(&a.pid, &irq.tid, Vars::new())
+            .await
+            .unwrap();
     }
     recv_where(&mut rx, ends(&a.pid)).await;
     let irq_b = recv_where(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
@@ -342,36 +357,42 @@ async fn start_checks_inputs_and_external_pids() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: typed\nver: '1'\ninputs:\n  - name: amount\n    type: number\n    required: true\n  - name: pid\nsteps:\n  - id: s\n",
     )
     .await
     .unwrap();
-    let missing = exec.start("typed", Vars::new()).await;
+    let missing = exec.proc().start("typed", Vars::new()).await;
     assert!(
         matches!(&missing, Err(EngineError::Inputs { message, .. }) if message.contains("amount")),
         "{missing:?}"
     );
-    let wrong = exec.start("typed", vars(json!({"amount": "ten"}))).await;
+    let wrong = exec
+        .proc()
+        .start("typed", vars(json!({"amount": "ten"})))
+        .await;
     assert!(
         matches!(wrong, Err(EngineError::Inputs { .. })),
         "{wrong:?}"
     );
     let ok = exec
+        .proc()
         .start("typed", vars(json!({"amount": 10, "pid": "order1"})))
         .await
         .unwrap();
     assert_eq!(ok.pid, "order1");
     let dup = exec
+        .proc()
         .start("typed", vars(json!({"amount": 10, "pid": "order1"})))
         .await;
     assert!(matches!(dup, Err(EngineError::Duplicated(_))), "{dup:?}");
     let bad = exec
+        .proc()
         .start("typed", vars(json!({"amount": 1, "pid": "a-b"})))
         .await;
     assert!(matches!(bad, Err(EngineError::BadPid { .. })), "{bad:?}");
     assert!(matches!(
-        exec.start("nope", Vars::new()).await,
+        exec.proc().start("nope", Vars::new()).await,
         Err(EngineError::ModelNotFound(_))
     ));
 }
@@ -390,15 +411,15 @@ async fn a_parked_process_starts_when_the_place_frees_while_its_row_is_written()
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_IRQS).await.unwrap();
+    exec.model().deploy_yaml(TWO_IRQS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = exec.start("review", Vars::new()).await.unwrap();
+    let a = exec.proc().start("review", Vars::new()).await.unwrap();
     recv_where(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
     // B is parked; its row write is held in the store.
     gated.arm(GateKind::Write);
     let b = {
         let exec = exec.clone();
-        tokio::spawn(async move { exec.start("review", Vars::new()).await })
+        tokio::spawn(async move { exec.proc().start("review", Vars::new()).await })
     };
     gated.wait_parked(GateKind::Write, 1).await;
     // A ends meanwhile (its end commits after B's row: one writer, in
@@ -406,7 +427,7 @@ async fn a_parked_process_starts_when_the_place_frees_while_its_row_is_written()
     let a_ends = {
         let exec = exec.clone();
         let pid = a.pid.clone();
-        tokio::spawn(async move { exec.abort_process(&pid).await })
+        tokio::spawn(async move { exec.proc().abort(&pid).await })
     };
     gated.disarm(GateKind::Write);
     let b = b.await.unwrap().unwrap();
@@ -439,12 +460,12 @@ async fn back_from_a_parallel_item_skips_the_other_items_of_the_abandoned_run() 
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: fan\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { a: 1 }\n  - id: s2\n    uses: acts.core.parallel\n    params:\n      in: ['x', 'y']\n      acts:\n        - { uses: acts.core.irq, params: { key: each } }\n  - id: s3\n    uses: acts.core.irq\n    params: { key: after }\n",
     )
     .await
     .unwrap();
-    let pid = exec.start("fan", Vars::new()).await.unwrap().pid;
+    let pid = exec.proc().start("fan", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
     let waiting = |tasks: &[acts_core::engine::TaskInfo]| -> Vec<String> {
         tasks
@@ -453,11 +474,11 @@ async fn back_from_a_parallel_item_skips_the_other_items_of_the_abandoned_run() 
             .map(|t| t.tid.clone())
             .collect()
     };
-    let first = waiting(&exec.tasks(&pid).await.unwrap());
+    let first = waiting(&exec.task().list(&pid).await.unwrap());
     assert_eq!(first.len(), 2);
-    exec.back(&pid, &first[0], "s1").await.unwrap();
+    exec.act().back(&pid, &first[0], "s1").await.unwrap();
     settle(&engine).await;
-    let tasks = exec.tasks(&pid).await.unwrap();
+    let tasks = exec.task().list(&pid).await.unwrap();
     let old_sibling = tasks.iter().find(|t| t.tid == first[1]).unwrap();
     assert_eq!(
         old_sibling.state,
@@ -468,10 +489,10 @@ async fn back_from_a_parallel_item_skips_the_other_items_of_the_abandoned_run() 
     assert_eq!(now.len(), 2, "the new run's two items wait");
     assert!(now.iter().all(|t| !first.contains(t)));
     for t in now {
-        exec.complete(&pid, &t, Vars::new()).await.unwrap();
+        exec.act().complete(&pid, &t, Vars::new()).await.unwrap();
     }
     settle(&engine).await;
-    let tasks = exec.tasks(&pid).await.unwrap();
+    let tasks = exec.task().list(&pid).await.unwrap();
     let after: Vec<_> = tasks.iter().filter(|t| t.nid == "s3").collect();
     assert_eq!(after.len(), 1, "the step after the fan-out runs once");
     engine.close().await;

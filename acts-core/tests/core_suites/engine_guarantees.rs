@@ -82,10 +82,11 @@ async fn engine_on(kv: Arc<dyn KvStore>) -> Engine {
 async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
     let engine = engine_on(store().await).await;
     let exec = engine.executor();
-    exec.deploy_yaml(VICTIM).await.unwrap();
-    exec.deploy_yaml(SPY).await.unwrap();
+    exec.model().deploy_yaml(VICTIM).await.unwrap();
+    exec.model().deploy_yaml(SPY).await.unwrap();
     // The victim's crash-free, spy-free outcome.
     let alone = exec
+        .proc()
         .start("victim", vars(json!({"amount": 5000})))
         .await
         .unwrap();
@@ -96,7 +97,7 @@ async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
     );
     // Interleaved: spy, victim, spy, victim, ... on the one engine.
     for _ in 0..8 {
-        let spy = exec.start("spy", Vars::new()).await.unwrap();
+        let spy = exec.proc().start("spy", Vars::new()).await.unwrap();
         assert_eq!(spy.state, TaskState::Completed);
         assert_eq!(
             spy.outputs.get("saw"),
@@ -105,6 +106,7 @@ async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
         );
         assert_eq!(spy.outputs.get("leak"), Some(&json!("undefined")));
         let victim = exec
+            .proc()
             .start("victim", vars(json!({"amount": 5000})))
             .await
             .unwrap();
@@ -114,6 +116,7 @@ async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
         );
         assert_eq!(victim.outputs.get("approved"), None);
         let small = exec
+            .proc()
             .start("victim", vars(json!({"amount": 10})))
             .await
             .unwrap();
@@ -129,7 +132,7 @@ async fn a_spy_process_neither_sees_nor_changes_a_victim_process() {
 async fn engine_owned_keys_cannot_be_overwritten_by_scripts_actions_or_start_vars() {
     let engine = engine_on(store().await).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         r#"
 id: owned
 ver: "1"
@@ -151,9 +154,9 @@ steps:
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("owned", Vars::new()).await.unwrap();
+    let p = exec.proc().start("owned", Vars::new()).await.unwrap();
     let irq = recv_where(&mut rx, irq_created).await;
-    let stored = exec.process(&p.pid).await.unwrap();
+    let stored = exec.proc().get(&p.pid).await.unwrap();
     assert_eq!(
         stored.outputs.get("pid"),
         Some(&json!(p.pid)),
@@ -161,6 +164,7 @@ steps:
     );
     // A client action that tries is refused, and nothing changes.
     let err = exec
+        .act()
         .complete(&p.pid, &irq.tid, vars(json!({"pid": "forged6", "x": 1})))
         .await
         .unwrap_err();
@@ -169,20 +173,23 @@ steps:
         "{err}"
     );
     let err = exec
+        .act()
         .set_process_vars(&p.pid, &irq.tid, vars(json!({"$parent_pid": "x"})))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("engine-owned"), "{err}");
     // Start options: `pid` names the process; the others are refused.
     let err = exec
+        .proc()
         .start("owned", vars(json!({"$parent_pid": "someone"})))
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Inputs { .. }), "{err}");
-    exec.complete(&p.pid, &irq.tid, vars(json!({"x": 1})))
+    exec.act()
+        .complete(&p.pid, &irq.tid, vars(json!({"x": 1})))
         .await
         .unwrap();
-    let done = exec.process(&p.pid).await.unwrap();
+    let done = exec.proc().get(&p.pid).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.outputs.get("pid"), Some(&json!(p.pid)));
     engine.close().await;
@@ -193,20 +200,21 @@ async fn a_pid_used_again_after_its_removal_is_written_and_survives_a_restart() 
     let kv = store().await;
     let engine = engine_on(kv.clone()).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let pid = vars(json!({"pid": "again"}));
-    exec.start("m1", pid.clone()).await.unwrap();
-    assert!(exec.remove_process("again").await.unwrap());
+    exec.proc().start("m1", pid.clone()).await.unwrap();
+    assert!(exec.proc().remove("again").await.unwrap());
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", pid.clone()).await.unwrap();
+    let p = exec.proc().start("m1", pid.clone()).await.unwrap();
     assert_eq!(p.pid, "again");
     let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == "again").await;
-    exec.complete("again", &irq.tid, vars(json!({"answer": 42})))
+    exec.act()
+        .complete("again", &irq.tid, vars(json!({"answer": 42})))
         .await
         .unwrap();
     engine.close().await;
     let engine = engine_on(kv).await;
-    let back = engine.executor().process("again").await.unwrap();
+    let back = engine.executor().proc().get("again").await.unwrap();
     assert_eq!(back.state, TaskState::Completed, "the new life was written");
     assert_eq!(back.outputs.get("answer"), Some(&json!(42)));
     engine.close().await;
@@ -217,22 +225,26 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
     let gated = Arc::new(GatedStore::new(store().await));
     let engine = engine_on(gated.clone()).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", vars(json!({"pid": "p1"}))).await.unwrap();
+    let p = exec
+        .proc()
+        .start("m1", vars(json!({"pid": "p1"})))
+        .await
+        .unwrap();
     let irq = recv_where(&mut rx, irq_created).await;
     // Another process's commit is held in the store ...
     gated.arm(GateKind::Write);
     let other = {
         let exec = exec.clone();
-        tokio::spawn(async move { exec.start("m1", vars(json!({"pid": "p2"}))).await })
+        tokio::spawn(async move { exec.proc().start("m1", vars(json!({"pid": "p2"}))).await })
     };
     gated.wait_parked(GateKind::Write, 1).await;
     // ... so the answer's batch waits in the writer's queue behind it.
     let answer = {
         let exec = exec.clone();
         let tid = irq.tid.clone();
-        tokio::spawn(async move { exec.complete("p1", &tid, Vars::new()).await })
+        tokio::spawn(async move { exec.act().complete("p1", &tid, Vars::new()).await })
     };
     tokio::time::timeout(GUARD, async {
         while engine.queued_writes() == 0 {
@@ -243,7 +255,7 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
     .await
     .expect("the answer's batch is queued (hang guard)");
     // The removal marks the pid at once, then waits for the answer's lane.
-    let removal = exec.remove_process(&p.pid);
+    let removal = exec.proc().remove(&p.pid);
     tokio::pin!(removal);
     tokio::select! {
         biased;
@@ -258,7 +270,10 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
         "{err}"
     );
     assert!(removal.await.unwrap());
-    assert!(exec.process("p1").await.is_err(), "nothing of it is left");
+    assert!(
+        exec.proc().get("p1").await.is_err(),
+        "nothing of it is left"
+    );
     engine.close().await;
 }
 
@@ -266,9 +281,13 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
 /// and returns its pid and error message.
 async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {
     let exec = engine.executor();
-    let p = exec.start(model, Vars::new()).await.expect("test setup");
+    let p = exec
+        .proc()
+        .start(model, Vars::new())
+        .await
+        .expect("test setup");
     settle(engine).await;
-    let p = exec.process(&p.pid).await.expect("test setup");
+    let p = exec.proc().get(&p.pid).await.expect("test setup");
     assert_eq!(p.state, TaskState::Error, "{model}");
     let message = p.err.clone().expect("an error").message;
     (p.pid, message)
@@ -278,7 +297,7 @@ async fn ends_in_error(engine: &Engine, model: &str) -> (String, String) {
 async fn a_while_loop_that_never_ends_fails_the_process_naming_the_node() {
     let engine = engine_on(store().await).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: spin\nver: '1'\nsteps:\n  - id: forever\n    name: Forever\n    while: '1 == 1'\n    uses: acts.transform.set\n    params: { x: 1 }\n",
     )
     .await
@@ -305,7 +324,7 @@ async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     })
     .await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: back\nver: '1'\nsteps:\n  - id: a\n    uses: acts.transform.set\n    params: { v: 1 }\n  - id: b\n    uses: acts.transform.set\n    params: { w: 2 }\n    next: a\n",
     )
     .await
@@ -313,7 +332,8 @@ async fn a_backward_next_loop_of_automatic_steps_is_stopped_by_the_run_limit() {
     let (pid, message) = ends_in_error(&engine, "back").await;
     assert!(message.contains("more than 50 times"), "{message}");
     let runs = exec
-        .tasks(&pid)
+        .task()
+        .list(&pid)
         .await
         .unwrap()
         .iter()
@@ -349,7 +369,7 @@ async fn a_step_whose_next_names_itself_loops_until_its_if_or_the_run_limit() {
     .await;
     engine
         .executor()
-        .deploy_yaml("id: forever\nver: '1'\nsteps:\n  - id: spin\n    uses: acts.transform.set\n    params: { v: 1 }\n    next: spin\n")
+        .model().deploy_yaml("id: forever\nver: '1'\nsteps:\n  - id: spin\n    uses: acts.transform.set\n    params: { v: 1 }\n    next: spin\n")
         .await
         .unwrap();
     let (_, message) = ends_in_error(&engine, "forever").await;
@@ -387,15 +407,15 @@ fn small_budget() -> acts_core::engine::EngineConfig {
 async fn one_transition_does_bounded_work_and_the_process_continues_in_the_next() {
     let engine = engine_with(store().await, small_budget()).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&long_model()).await.unwrap();
-    let p = exec.start("long", Vars::new()).await.unwrap();
+    exec.model().deploy_yaml(&long_model()).await.unwrap();
+    let p = exec.proc().start("long", Vars::new()).await.unwrap();
     assert_eq!(
         p.state,
         TaskState::Running,
         "the first transition handed back before the end"
     );
     settle(&engine).await;
-    let done = exec.process(&p.pid).await.unwrap();
+    let done = exec.proc().get(&p.pid).await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.outputs.get("sum"), Some(&json!((0..60).sum::<i32>())));
     engine.close().await;
@@ -406,14 +426,20 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
     use acts_testkit::CrashStore;
     let recorded = Arc::new(CrashStore::new());
     let engine = engine_with(recorded.clone() as Arc<dyn KvStore>, small_budget()).await;
-    engine.executor().deploy_yaml(&long_model()).await.unwrap();
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(&long_model())
+        .await
+        .unwrap();
     let p = engine
         .executor()
+        .proc()
         .start("long", vars(json!({"pid": "p1"})))
         .await
         .unwrap();
     settle(&engine).await;
-    let want = engine.executor().process(&p.pid).await.unwrap();
+    let want = engine.executor().proc().get(&p.pid).await.unwrap();
     engine.close().await;
     let batches = recorded.committed().await;
     assert!(batches >= 4, "several slices were committed ({batches})");
@@ -429,7 +455,7 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
             .await
             .expect("engine starts");
         settle(&engine).await;
-        match engine.executor().process("p1").await {
+        match engine.executor().proc().get("p1").await {
             Ok(got) => {
                 assert_eq!(got.state, TaskState::Completed, "cut {k}");
                 assert_eq!(got.outputs, want.outputs, "cut {k}");
@@ -481,7 +507,7 @@ async fn oversized_and_overnested_models_are_refused_before_parsing() {
         "id: big\nver: '1'\nsteps:\n  - id: s\n    uses: acts.transform.set\n    params: {{ x: '{}' }}\n",
         "x".repeat(60_000)
     );
-    let err = exec.deploy_yaml(&big).await.unwrap_err();
+    let err = exec.model().deploy_yaml(&big).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("more than the limit of 50000 bytes"),
@@ -510,10 +536,10 @@ async fn oversized_and_overnested_models_are_refused_before_parsing() {
         prev = n;
     }
     bomb.push_str("steps:\n  - id: s1\n");
-    let err = exec.deploy_yaml(&bomb).await.unwrap_err();
+    let err = exec.model().deploy_yaml(&bomb).await.unwrap_err();
     assert!(err.to_string().contains("repetition limit"), "{err}");
     assert!(
-        exec.models().await.unwrap().is_empty(),
+        exec.model().list().await.unwrap().is_empty(),
         "nothing was deployed"
     );
     engine.close().await;
@@ -523,9 +549,9 @@ async fn oversized_and_overnested_models_are_refused_before_parsing() {
 async fn oversized_start_vars_and_action_options_are_refused_and_change_nothing() {
     let engine = engine_with(store().await, limited(Default::default())).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let big = vars(json!({"blob": "x".repeat(20_000)}));
-    let err = exec.start("m1", big.clone()).await.unwrap_err();
+    let err = exec.proc().start("m1", big.clone()).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -536,16 +562,20 @@ async fn oversized_start_vars_and_action_options_are_refused_and_change_nothing(
         ),
         "{err}"
     );
-    assert!(exec.processes(None, None).await.unwrap().is_empty());
+    assert!(exec.proc().list(None, None).await.unwrap().is_empty());
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("m1", Vars::new()).await.unwrap();
+    let p = exec.proc().start("m1", Vars::new()).await.unwrap();
     let irq = recv_where(&mut rx, irq_created).await;
-    let err = exec.complete(&p.pid, &irq.tid, big).await.unwrap_err();
+    let err = exec
+        .act()
+        .complete(&p.pid, &irq.tid, big)
+        .await
+        .unwrap_err();
     assert!(
         err.to_string().contains("the action's options is 200"),
         "{err}"
     );
-    let task = exec.task(&p.pid, &irq.tid).await.unwrap();
+    let task = exec.task().get(&p.pid, &irq.tid).await.unwrap();
     assert_eq!(task.state, TaskState::Interrupt, "unchanged");
     engine.close().await;
 }
@@ -560,12 +590,12 @@ async fn a_scope_cannot_grow_past_its_limit_the_act_fails_naming_the_key() {
     let kv = store().await;
     let engine = engine_with(kv.clone(), limited(run)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: grow\nver: '1'\nsteps:\n  - id: one\n    uses: acts.transform.code\n    params: \"return { huge: 'x'.repeat(20000) }\"\n",
     )
     .await
     .unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: creep\nver: '1'\nsteps:\n  - id: many\n    uses: acts.transform.code\n    params: \"for (let i = 0; i < 50; i++) { $set('k' + i, 'y'.repeat(1000)) } return {}\"\n",
     )
     .await
@@ -590,12 +620,14 @@ async fn three_waiting(kv: Arc<dyn KvStore>) {
     let engine = engine_on(kv).await;
     engine
         .executor()
+        .model()
         .deploy_yaml(WAITS)
         .await
         .expect("test setup");
     for pid in ["w1", "w2", "w3"] {
         engine
             .executor()
+            .proc()
             .start("m1", vars(json!({ "pid": pid })))
             .await
             .expect("test setup");
@@ -681,10 +713,11 @@ async fn the_cache_cap_holds_for_reads_and_actions_on_processes_that_are_not_res
     assert_eq!(cache.pending_resume(), vec!["w3".to_owned()]);
     let exec = engine.executor();
     // Reading the third does not make it resident.
-    let w3 = exec.process("w3").await.unwrap();
+    let w3 = exec.proc().get("w3").await.unwrap();
     assert_eq!(w3.state, TaskState::Running);
     let irq3 = exec
-        .tasks("w3")
+        .task()
+        .list("w3")
         .await
         .unwrap()
         .into_iter()
@@ -693,7 +726,7 @@ async fn the_cache_cap_holds_for_reads_and_actions_on_processes_that_are_not_res
     assert_eq!(cache.count(), 2);
     assert!(!cache.contains("w3"));
     // Answering it waits for a slot, first in line.
-    let answer = exec.complete("w3", &irq3.tid, Vars::new());
+    let answer = exec.act().complete("w3", &irq3.tid, Vars::new());
     tokio::pin!(answer);
     tokio::select! {
         biased;
@@ -703,20 +736,24 @@ async fn the_cache_cap_holds_for_reads_and_actions_on_processes_that_are_not_res
     assert_eq!(cache.count(), 2, "the cap holds");
     // w1 ends: its slot goes to w3, and the answer goes through.
     let irq1 = exec
-        .tasks("w1")
+        .task()
+        .list("w1")
         .await
         .unwrap()
         .into_iter()
         .find(|t| t.state == TaskState::Interrupt)
         .unwrap();
-    exec.complete("w1", &irq1.tid, Vars::new()).await.unwrap();
+    exec.act()
+        .complete("w1", &irq1.tid, Vars::new())
+        .await
+        .unwrap();
     tokio::time::timeout(GUARD, &mut answer)
         .await
         .expect("the answer gets its slot (hang guard)")
         .unwrap();
     settle(&engine).await;
     assert_eq!(
-        exec.process("w3").await.unwrap().state,
+        exec.proc().get("w3").await.unwrap().state,
         TaskState::Completed
     );
     assert!(cache.count() <= 2);
@@ -742,18 +779,23 @@ async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
     settle(&engine).await;
     let exec = engine.executor();
     let irq3 = exec
-        .tasks("w3")
+        .task()
+        .list("w3")
         .await
         .unwrap()
         .into_iter()
         .find(|t| t.state == TaskState::Interrupt)
         .unwrap();
     let err = exec
+        .act()
         .complete("w3", &irq3.tid, Vars::new())
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::Busy { cap: 2, .. }), "{err}");
-    assert_eq!(exec.process("w3").await.unwrap().state, TaskState::Running);
+    assert_eq!(
+        exec.proc().get("w3").await.unwrap().state,
+        TaskState::Running
+    );
     assert_eq!(engine.cache().count(), 2);
     engine.close().await;
 }
@@ -785,23 +827,23 @@ async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause
         ("unsettled", "return new Promise(() => {})", "never settled"),
     ];
     for (id, code, want) in cases {
-        exec.deploy_yaml(&format!(
+        exec.model().deploy_yaml(&format!(
             "id: {id}\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.code\n    params: \"{code}\"\n"
         ))
         .await
         .unwrap();
-        let p = exec.start(id, Vars::new()).await.unwrap();
+        let p = exec.proc().start(id, Vars::new()).await.unwrap();
         assert_eq!(p.state, TaskState::Error, "{id}");
         let message = p.err.clone().unwrap().message;
         assert!(message.contains(want), "{id}: {message}");
     }
     // A limit hit inside `${{ }}` fails the act, naming the limit ...
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: subst\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { x: '${{ (() => { while (true) {} })() }}' }\n",
     )
     .await
     .unwrap();
-    let p = exec.start("subst", Vars::new()).await.unwrap();
+    let p = exec.proc().start("subst", Vars::new()).await.unwrap();
     assert_eq!(p.state, TaskState::Error);
     assert!(
         p.err.clone().unwrap().message.contains("ran too long"),
@@ -809,12 +851,12 @@ async fn script_failures_that_passed_for_success_are_act_errors_naming_the_cause
         p.err
     );
     // ... while reading an undefined name still gives null (compatible).
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: undef\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { x: '${{ nope.deeper }}' }\n",
     )
     .await
     .unwrap();
-    let p = exec.start("undef", Vars::new()).await.unwrap();
+    let p = exec.proc().start("undef", Vars::new()).await.unwrap();
     assert_eq!(p.state, TaskState::Completed);
     engine.close().await;
 }

@@ -29,12 +29,18 @@ async fn fixture() -> Fixture {
         .start()
         .await
         .expect("engine");
-    engine.executor().deploy_yaml(TWO).await.expect("deploy");
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(TWO)
+        .await
+        .expect("deploy");
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("act"))
         .subscribe();
     let p = engine
         .executor()
+        .proc()
         .start("two", Vars::new())
         .await
         .expect("start");
@@ -44,7 +50,8 @@ async fn fixture() -> Fixture {
         .expect("irq");
     let step = engine
         .executor()
-        .task(&p.pid, &m.tid)
+        .task()
+        .get(&p.pid, &m.tid)
         .await
         .expect("act")
         .parent
@@ -58,7 +65,12 @@ async fn fixture() -> Fixture {
 }
 
 async fn snapshot(f: &Fixture) -> Vec<TaskInfo> {
-    f.engine.executor().tasks(&f.pid).await.expect("tasks")
+    f.engine
+        .executor()
+        .task()
+        .list(&f.pid)
+        .await
+        .expect("tasks")
 }
 
 /// Asserts that `action` is refused with an error matching `expected`
@@ -74,7 +86,8 @@ async fn refused(
     let err = f
         .engine
         .executor()
-        .act(&f.pid, tid, action, vars(options))
+        .act()
+        .apply(&f.pid, tid, action, vars(options))
         .await
         .expect_err("refused");
     assert!(expected(&err), "{action:?}: {err}");
@@ -87,7 +100,7 @@ async fn unknown_process_and_task() {
     let f = fixture().await;
     let exec = f.engine.executor();
     assert!(matches!(
-        exec.complete("nope", &f.act, Vars::new()).await,
+        exec.act().complete("nope", &f.act, Vars::new()).await,
         Err(EngineError::ProcessNotFound(_))
     ));
     for action in [
@@ -104,7 +117,8 @@ async fn unknown_process_and_task() {
         .await;
     }
     assert!(matches!(
-        exec.push(&f.pid, "no-task", vars(json!({"uses": "acts.core.msg"})))
+        exec.act()
+            .push(&f.pid, "no-task", vars(json!({"uses": "acts.core.msg"})))
             .await,
         Err(EngineError::Action(ActionError::UnknownTask { .. }))
     ));
@@ -122,6 +136,7 @@ async fn wrong_kind_of_task() {
     let err = f
         .engine
         .executor()
+        .act()
         .push(&f.pid, &f.act, vars(json!({"uses": "acts.core.msg"})))
         .await
         .expect_err("refused");
@@ -166,6 +181,7 @@ async fn invalid_options() {
     let err = f
         .engine
         .executor()
+        .act()
         .push(&f.pid, &f.step, vars(json!({"params": {}})))
         .await
         .expect_err("refused");
@@ -179,6 +195,7 @@ async fn invalid_options() {
     let err = f
         .engine
         .executor()
+        .act()
         .push(
             &f.pid,
             &f.step,
@@ -203,6 +220,7 @@ async fn wrong_state() {
     .await;
     f.engine
         .executor()
+        .act()
         .complete(&f.pid, &f.act, Vars::new())
         .await
         .expect("completes");
@@ -222,11 +240,12 @@ async fn wrong_state() {
     // A finished process refuses an abort.
     f.engine
         .executor()
-        .abort_process(&f.pid)
+        .proc()
+        .abort(&f.pid)
         .await
         .expect("aborts");
     assert!(matches!(
-        f.engine.executor().abort_process(&f.pid).await,
+        f.engine.executor().proc().abort(&f.pid).await,
         Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
     ));
 }
@@ -239,7 +258,7 @@ async fn an_act_with_exposes_is_completed_with_exactly_its_outputs() {
         .await
         .expect("engine");
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: ex\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.block\n    params:\n      acts:\n        - uses: acts.core.irq\n          params: { key: form }\n          exposes:\n            - { name: amount }\n",
     )
     .await
@@ -247,23 +266,25 @@ async fn an_act_with_exposes_is_completed_with_exactly_its_outputs() {
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("act"))
         .subscribe();
-    let p = exec.start("ex", Vars::new()).await.expect("start");
+    let p = exec.proc().start("ex", Vars::new()).await.expect("start");
     let m = recv_where(&mut rx, |m| m.state == "created").await;
-    let before = exec.tasks(&p.pid).await.expect("tasks");
+    let before = exec.task().list(&p.pid).await.expect("tasks");
     let err = exec
+        .act()
         .complete(&p.pid, &m.tid, vars(json!({"other": 1})))
         .await
         .expect_err("amount is missing");
     assert!(err.to_string().contains("'amount'"), "{err}");
     assert_eq!(
-        exec.tasks(&p.pid).await.expect("tasks"),
+        exec.task().list(&p.pid).await.expect("tasks"),
         before,
         "nothing changed"
     );
-    exec.complete(&p.pid, &m.tid, vars(json!({"amount": 5, "other": 1})))
+    exec.act()
+        .complete(&p.pid, &m.tid, vars(json!({"amount": 5, "other": 1})))
         .await
         .expect("completes");
-    let out = exec.process(&p.pid).await.expect("process").outputs;
+    let out = exec.proc().get(&p.pid).await.expect("process").outputs;
     assert_eq!(out.get("amount"), Some(&json!(5)));
     assert_eq!(out.get("other"), None, "only the exposed outputs are kept");
 }

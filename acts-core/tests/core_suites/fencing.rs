@@ -50,9 +50,10 @@ async fn node(
 /// Deploys the model and starts `pid`, which waits in an interrupt.
 async fn waiting_process(engine: &Engine, pid: &str) {
     let exec = engine.executor();
-    exec.deploy_yaml(ASK).await.expect("deploys");
+    exec.model().deploy_yaml(ASK).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("asking", vars(json!({ "pid": pid })))
+    exec.proc()
+        .start("asking", vars(json!({ "pid": pid })))
         .await
         .expect("starts");
     recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
@@ -97,6 +98,7 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
     let tid = waiting(&a.executor(), "p").await.pop().expect("a's view");
     let e = a
         .executor()
+        .act()
         .complete("p", &tid, Vars::new())
         .await
         .unwrap_err();
@@ -104,6 +106,7 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
     assert!(e.to_string().contains("another node took it over"), "{e}");
     assert!(matches!(
         a.executor()
+            .proc()
             .start("asking", vars(json!({ "pid": "late" })))
             .await,
         Err(EngineError::Fenced(_))
@@ -114,11 +117,14 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
     let exec = b.executor();
     assert_eq!(waiting(&exec, "p").await, std::slice::from_ref(&tid));
     assert!(matches!(
-        exec.process("late").await,
+        exec.proc().get("late").await,
         Err(EngineError::ProcessNotFound(_))
     ));
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Completed);
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
+    assert_eq!(
+        exec.proc().get("p").await.unwrap().state,
+        TaskState::Completed
+    );
     // a's close hands nothing over: the lease stays b's.
     a.close().await;
     let lease = b.lease().await.unwrap().unwrap();
@@ -139,7 +145,7 @@ async fn a_write_on_its_way_when_the_store_was_taken_is_refused() {
     let answer = {
         let exec = a.executor();
         let tid = tid.clone();
-        tokio::spawn(async move { exec.complete("p", &tid, Vars::new()).await })
+        tokio::spawn(async move { exec.act().complete("p", &tid, Vars::new()).await })
     };
     gated.wait_parked(GateKind::Write, 1).await;
     clock.advance(TTL + Duration::from_secs(1));

@@ -67,12 +67,23 @@ async fn a_lost_end_frees_its_slot_when_the_home_asks_its_holders_again() {
         .expect("engine starts");
     let _ = courier.engine.set(engine.clone());
     let exec = engine.executor();
-    exec.deploy_yaml(DESK).await.expect("deploys");
+    exec.model().deploy_yaml(DESK).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let a = exec.start("desk", vars(json!({}))).await.expect("a").pid;
+    let a = exec
+        .proc()
+        .start("desk", vars(json!({})))
+        .await
+        .expect("a")
+        .pid;
     let a_irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == a).await;
-    let b = exec.start("desk", vars(json!({}))).await.expect("b").pid;
-    exec.complete(&a, &a_irq.tid, Default::default())
+    let b = exec
+        .proc()
+        .start("desk", vars(json!({})))
+        .await
+        .expect("b")
+        .pid;
+    exec.act()
+        .complete(&a, &a_irq.tid, Default::default())
         .await
         .expect("answered");
     // a's end is lost on its way; b runs once the home hears a is gone.
@@ -86,7 +97,8 @@ async fn a_lost_end_frees_its_slot_when_the_home_asks_its_holders_again() {
         courier.gone.load(Ordering::SeqCst) >= 1,
         "the home heard `gone`"
     );
-    exec.complete(&b, &b_irq.tid, Default::default())
+    exec.act()
+        .complete(&b, &b_irq.tid, Default::default())
         .await
         .expect("answered");
     settle(&engine).await;

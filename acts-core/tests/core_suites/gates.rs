@@ -98,18 +98,18 @@ async fn engine(kv: Arc<dyn KvStore>, clock: &ManualClock) -> Engine {
         .expect("engine starts");
     let _ = itself.set(engine.clone());
     let exec = engine.executor();
-    exec.deploy_yaml(DESK).await.expect("deploys");
-    exec.deploy_yaml(PACED).await.expect("deploys");
+    exec.model().deploy_yaml(DESK).await.expect("deploys");
+    exec.model().deploy_yaml(PACED).await.expect("deploys");
     engine
 }
 
 async fn start(exec: &Executor, model: &str, v: serde_json::Value) -> String {
-    exec.start(model, vars(v)).await.expect("starts").pid
+    exec.proc().start(model, vars(v)).await.expect("starts").pid
 }
 
 /// The state of task `nid` of `pid` (its last one).
 async fn task_state(exec: &Executor, pid: &str, nid: &str) -> Option<TaskState> {
-    let tasks = exec.tasks(pid).await.expect("tasks");
+    let tasks = exec.task().list(pid).await.expect("tasks");
     tasks.iter().rev().find(|t| t.nid == nid).map(|t| t.state)
 }
 
@@ -148,19 +148,19 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
             Some(TaskState::Pending),
             "{p}"
         );
-        let info = exec.process(p).await.unwrap();
+        let info = exec.proc().get(p).await.unwrap();
         assert_eq!(info.state, TaskState::Running);
         assert_eq!(info.waiting_for.as_deref(), Some("gate"), "{p}");
     }
     // Listed as waiting at a gate, the running holders not.
     let q = ProcessQuery::default().waiting_for(WaitingFor::Gate);
-    let listed = exec.find_processes(&q).await.unwrap();
+    let listed = exec.proc().find(&q).await.unwrap();
     let mut waiting: Vec<&str> = listed.items.iter().map(|p| p.pid.as_str()).collect();
     waiting.sort();
     let mut want = vec![b.as_str(), c.as_str(), d.as_str()];
     want.sort();
     assert_eq!(waiting, want);
-    assert_eq!(exec.process(&a).await.unwrap().waiting_for, None);
+    assert_eq!(exec.proc().get(&a).await.unwrap().waiting_for, None);
     let d1 = engine
         .gate_keys()
         .into_iter()
@@ -169,7 +169,10 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
     assert_eq!((d1.kind, d1.holders, d1.waiting), ("concurrency", 1, 3));
 
     // The holder completes: the oldest waiter runs, the others still wait.
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     let b_irq = asks(&mut rx, &b).await;
     settle(&engine).await;
     assert_eq!(
@@ -178,8 +181,11 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
     );
     // A waiter whose process is terminated leaves the queue; an error
     // ends the holder: the next one runs.
-    exec.terminate_process(&c, "not needed").await.unwrap();
-    exec.error(&b, &b_irq, "nope", "refused").await.unwrap();
+    exec.proc().terminate(&c, "not needed").await.unwrap();
+    exec.act()
+        .error(&b, &b_irq, "nope", "refused")
+        .await
+        .unwrap();
     asks(&mut rx, &d).await;
     // Removal of the holder frees the slot too.
     let e = start(&exec, "desk", json!({ "desk": "d1" })).await;
@@ -188,10 +194,14 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
         task_state(&exec, &e, "approve").await,
         Some(TaskState::Pending)
     );
-    exec.remove_process(&d).await.unwrap();
+    exec.proc().remove(&d).await.unwrap();
     let e_irq = asks(&mut rx, &e).await;
-    exec.complete(&e, &e_irq, Default::default()).await.unwrap();
-    exec.complete(&other, &other_irq, Default::default())
+    exec.act()
+        .complete(&e, &e_irq, Default::default())
+        .await
+        .unwrap();
+    exec.act()
+        .complete(&other, &other_irq, Default::default())
         .await
         .unwrap();
     let end = recv_where(&mut rx, ends(&e)).await;
@@ -209,8 +219,9 @@ async fn the_acts_of_one_process_share_a_key_with_everyone_else() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine(store().await, &clock).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: fanout
 ver: "1"
 steps:
@@ -223,16 +234,17 @@ steps:
           concurrency: { key: printer, limit: 2 }
           params: { key: print }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = start(&exec, "fanout", json!({})).await;
     let first = asks(&mut rx, &p).await;
     asks(&mut rx, &p).await;
     settle(&engine).await;
     let states: Vec<TaskState> = exec
-        .tasks(&p)
+        .task()
+        .list(&p)
         .await
         .unwrap()
         .into_iter()
@@ -244,7 +256,10 @@ steps:
         (count(TaskState::Interrupt), count(TaskState::Pending)),
         (2, 1)
     );
-    exec.complete(&p, &first, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&p, &first, Default::default())
+        .await
+        .unwrap();
     let third = asks(&mut rx, &p).await;
     assert_ne!(third, first);
     engine.close().await;
@@ -257,8 +272,9 @@ async fn a_task_under_a_holder_of_its_key_runs_on_the_holders_slot() {
     let exec = engine.executor();
     // The catch asks again under the step that holds `desk` (limit 1): it
     // would wait for its own ancestor forever.
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: again
 ver: "1"
 steps:
@@ -273,9 +289,9 @@ steps:
         concurrency: { key: desk }
         params: { key: ask_again }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = start(&exec, "again", json!({})).await;
     let other = start(&exec, "again", json!({})).await;
@@ -284,9 +300,12 @@ steps:
     })
     .await;
     assert_eq!(first.pid, p, "the other waits for the desk");
-    exec.error(&p, &first.tid, "E1", "try again").await.unwrap();
+    exec.act()
+        .error(&p, &first.tid, "E1", "try again")
+        .await
+        .unwrap();
     settle(&engine).await;
-    for t in exec.tasks(&p).await.unwrap() {
+    for t in exec.task().list(&p).await.unwrap() {
         eprintln!(
             "DBG {} {} {:?} parent={:?} data={:?}",
             t.tid, t.nid, t.state, t.parent, t.data
@@ -299,7 +318,8 @@ steps:
         task_state(&exec, &other, "ask").await,
         Some(TaskState::Pending)
     );
-    exec.complete(&p, &again.tid, Default::default())
+    exec.act()
+        .complete(&p, &again.tid, Default::default())
         .await
         .unwrap();
     // The holder's end lets the other through.
@@ -313,8 +333,9 @@ async fn a_higher_priority_process_takes_a_freed_slot_first() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine(store().await, &clock).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: tiered_desk
 ver: "1"
 priority: ${{ tier }}
@@ -324,9 +345,9 @@ steps:
     concurrency: { key: desk }
     params: { key: approve }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let holder = start(&exec, "tiered_desk", json!({ "tier": 3 })).await;
     let holder_irq = asks(&mut rx, &holder).await;
@@ -335,7 +356,8 @@ steps:
     clock.advance(Duration::from_millis(1));
     let high = start(&exec, "tiered_desk", json!({ "tier": 5 })).await;
     settle(&engine).await;
-    exec.complete(&holder, &holder_irq, Default::default())
+    exec.act()
+        .complete(&holder, &holder_irq, Default::default())
         .await
         .unwrap();
     // The later but higher-priority waiter goes first.
@@ -345,7 +367,8 @@ steps:
         task_state(&exec, &low, "approve").await,
         Some(TaskState::Pending)
     );
-    exec.complete(&high, &next.tid, Default::default())
+    exec.act()
+        .complete(&high, &next.tid, Default::default())
         .await
         .unwrap();
     asks(&mut rx, &low).await;
@@ -368,7 +391,7 @@ async fn a_key_that_does_not_evaluate_fails_its_task_and_a_bad_gate_is_refused_a
         .to_owned();
     assert!(message.contains("concurrency key"), "{message}");
     let refused = exec
-        .deploy_yaml(
+        .model().deploy_yaml(
             "id: bad\nver: '1'\nsteps:\n  - id: s\n    uses: acts.core.irq\n    rate: { key: k, per_second: 0 }\n",
         )
         .await;
@@ -440,8 +463,9 @@ async fn a_task_with_both_holds_its_slot_while_it_waits_for_a_token() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine(store().await, &clock).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: both
 ver: "1"
 steps:
@@ -451,9 +475,9 @@ steps:
     rate: { key: line-pace, per_second: 1 }
     params: { key: call }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let a = start(&exec, "both", json!({})).await;
     clock.advance(Duration::from_millis(1));
@@ -475,7 +499,10 @@ steps:
     );
     // a ends: b takes the slot and waits for the next token (its timer is
     // armed then), which comes a second after a's.
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     settle(&engine).await;
     assert_eq!(
         task_state(&exec, &b, "call").await,
@@ -521,16 +548,25 @@ async fn holders_and_waiters_are_counted_again_after_a_restart() {
             "{p}"
         );
     }
-    exec.complete(&a, &a_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&a, &a_irq, Default::default())
+        .await
+        .unwrap();
     let b_irq = asks(&mut rx, &b).await;
     settle(&second).await;
     assert_eq!(
         task_state(&exec, &c, "approve").await,
         Some(TaskState::Pending)
     );
-    exec.complete(&b, &b_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&b, &b_irq, Default::default())
+        .await
+        .unwrap();
     let c_irq = asks(&mut rx, &c).await;
-    exec.complete(&c, &c_irq, Default::default()).await.unwrap();
+    exec.act()
+        .complete(&c, &c_irq, Default::default())
+        .await
+        .unwrap();
     asks(&mut rx, &d).await;
     second.close().await;
 }
@@ -546,10 +582,11 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
     for _ in 0..50 {
         for pid in ["a", "b", "c"] {
             if matches!(
-                exec.process(pid).await,
+                exec.proc().get(pid).await,
                 Err(EngineError::ProcessNotFound(_))
             ) {
                 let started = exec
+                    .proc()
                     .start("desk", vars(json!({ "desk": "d1", "pid": pid })))
                     .await;
                 assert!(started.is_ok(), "{pid}: {started:?}");
@@ -560,10 +597,11 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
         let mut asking = Vec::new();
         let mut ended = Vec::new();
         for pid in ["a", "b", "c"] {
-            let p = exec.process(pid).await.expect("the process");
+            let p = exec.proc().get(pid).await.expect("the process");
             if p.state == TaskState::Completed {
                 let approved = exec
-                    .tasks(pid)
+                    .task()
+                    .list(pid)
                     .await
                     .expect("tasks")
                     .iter()
@@ -581,7 +619,8 @@ async fn drive_to_the_end(kv: Arc<dyn KvStore>) -> Vec<(String, TaskState, usize
             return ended;
         }
         for (pid, tid) in asking {
-            exec.complete(pid, &tid, Default::default())
+            exec.act()
+                .complete(pid, &tid, Default::default())
                 .await
                 .expect("answered");
         }

@@ -45,16 +45,21 @@ async fn largest_rows(n: usize, irq: bool) -> (usize, Vec<(String, usize)>) {
         .await
         .expect("engine starts");
     let exec = engine.executor();
-    exec.deploy_yaml(&linear(n, irq)).await.expect("deploys");
+    exec.model()
+        .deploy_yaml(&linear(n, irq))
+        .await
+        .expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p = exec
+        .proc()
         .start(&format!("lin{n}"), Vars::new())
         .await
         .expect("starts");
     loop {
         let m = recv(&mut rx).await;
         if m.r#type == "act" && m.state == MessageState::Created {
-            exec.complete(&p.pid, &m.tid, Vars::new())
+            exec.act()
+                .complete(&p.pid, &m.tid, Vars::new())
                 .await
                 .expect("answers");
         }
@@ -164,11 +169,16 @@ async fn two_interrupts_in(
 ) {
     let engine = engine_on_store(kv).await;
     let exec = engine.executor();
-    exec.deploy_yaml(model).await.expect("deploys");
+    exec.model().deploy_yaml(model).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("lin3", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("lin3", Vars::new())
+        .await
+        .expect("starts");
     let first = recv_where(&mut rx, irq_created).await;
-    exec.complete(&p.pid, &first.tid, Vars::new())
+    exec.act()
+        .complete(&p.pid, &first.tid, Vars::new())
         .await
         .expect("answers");
     let second = recv_where(&mut rx, irq_created).await;
@@ -187,19 +197,21 @@ async fn answer_across_restarts(
         let engine = engine_on_store(kv).await;
         let exec = engine.executor();
         let waiting = exec
-            .tasks(pid)
+            .task()
+            .list(pid)
             .await
             .expect("loads")
             .into_iter()
             .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt && t.kind == "act")
             .expect("an interrupt waits");
-        exec.complete(pid, &waiting.tid, Vars::new())
+        exec.act()
+            .complete(pid, &waiting.tid, Vars::new())
             .await
             .expect("answers");
         engine.close().await;
     }
     let engine = engine_on_store(kv).await;
-    let info = engine.executor().process(pid).await.expect("loads");
+    let info = engine.executor().proc().get(pid).await.expect("loads");
     assert_eq!(info.state, acts_core::scheduler::TaskState::Completed);
     engine.close().await;
 }
@@ -271,7 +283,7 @@ async fn a_literal_uses_act_has_no_node_row_and_an_older_stores_rows_still_load(
     // It loads (the stored rows, then an implied act), and runs to its end.
     answer_across_restarts(&kv, &pid, 2).await;
     let engine = engine_on_store(&kv).await;
-    let tasks = engine.executor().tasks(&pid).await.expect("loads");
+    let tasks = engine.executor().task().list(&pid).await.expect("loads");
     assert_eq!(
         tasks.iter().filter(|t| t.kind == "act").count(),
         3,

@@ -37,10 +37,11 @@ steps:
 /// and returns once every one waits (flushed).
 async fn orders(engine: &Engine, n: usize, reviewed: &[&str]) {
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.expect("deploys");
+    exec.model().deploy_yaml(ORDERS).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     for i in 0..n {
-        exec.start("orders", vars(json!({ "pid": format!("o{i}") })))
+        exec.proc()
+            .start("orders", vars(json!({ "pid": format!("o{i}") })))
             .await
             .expect("starts");
     }
@@ -48,7 +49,8 @@ async fn orders(engine: &Engine, n: usize, reviewed: &[&str]) {
     recv_where(&mut rx, |m| m.pid == last && irq_created(m)).await;
     for pid in reviewed {
         let tid = waiting(&exec, pid).await.pop().expect("the review waits");
-        exec.complete(pid, &tid, Vars::new())
+        exec.act()
+            .complete(pid, &tid, Vars::new())
             .await
             .expect("reviewed");
         recv_where(&mut rx, |m| {
@@ -66,7 +68,8 @@ async fn all_task_pages(engine: &Engine, q: TaskQuery, n: usize) -> Vec<(String,
     loop {
         let page = engine
             .executor()
-            .find_tasks(&q.clone().limit(n).after(cursor))
+            .task()
+            .find(&q.clone().limit(n).after(cursor))
             .await
             .expect("a page");
         assert!(page.items.len() <= n);
@@ -94,7 +97,7 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
         v.key = Some("ship".into());
         v
     };
-    let shipping = exec.find_tasks(&ship).await.unwrap();
+    let shipping = exec.task().find(&ship).await.unwrap();
     assert_eq!(
         shipping
             .items
@@ -106,10 +109,11 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
             ("o3", Some("ship"), TaskState::Interrupt)
         ]
     );
-    assert_eq!(exec.count_tasks(&ship).await.unwrap(), 2);
-    assert_eq!(exec.count_tasks(&TaskQuery::inbox()).await.unwrap(), 5);
+    assert_eq!(exec.task().count(&ship).await.unwrap(), 2);
+    assert_eq!(exec.task().count(&TaskQuery::inbox()).await.unwrap(), 5);
     // The inbox as pairs agrees.
     let boxed: Vec<(String, String)> = exec
+        .task()
         .inbox(100)
         .await
         .unwrap()
@@ -127,7 +131,8 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
         v
     };
     let done: Vec<String> = exec
-        .find_tasks(&reviewed)
+        .task()
+        .find(&reviewed)
         .await
         .unwrap()
         .items
@@ -142,7 +147,7 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
     let mut want = Vec::new();
     for i in 0..5 {
         let pid = format!("o{i}");
-        for t in exec.tasks(&pid).await.unwrap() {
+        for t in exec.task().list(&pid).await.unwrap() {
             want.push((pid.clone(), t.tid));
         }
     }
@@ -161,10 +166,11 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
 
     // Other processes' filters narrow the walk; none match.
     let none = TaskQuery::new().in_processes(ProcessQuery::new().model("nope"));
-    assert!(exec.find_tasks(&none).await.unwrap().items.is_empty());
+    assert!(exec.task().find(&none).await.unwrap().items.is_empty());
     // A cursor that no query returned is refused.
     assert!(matches!(
-        exec.find_tasks(&TaskQuery::new().after(Some("zz".into())))
+        exec.task()
+            .find(&TaskQuery::new().after(Some("zz".into())))
             .await,
         Err(EngineError::Query(_))
     ));
@@ -172,17 +178,20 @@ async fn tasks_are_found_across_processes_and_paged_inside_one() {
     // refused, never a panic — for processes, tasks and deliveries alike.
     for c in ["aéa", "éé", "0g"] {
         assert!(matches!(
-            exec.find_tasks(&TaskQuery::new().after(Some(c.into())))
+            exec.task()
+                .find(&TaskQuery::new().after(Some(c.into())))
                 .await,
             Err(EngineError::Query(_))
         ));
         assert!(matches!(
-            exec.find_processes(&ProcessQuery::new().after(Some(c.into())))
+            exec.proc()
+                .find(&ProcessQuery::new().after(Some(c.into())))
                 .await,
             Err(EngineError::Query(_))
         ));
         assert!(matches!(
-            exec.find_deliveries(&DeliveryQuery::new().after(Some(c.into())))
+            exec.msg()
+                .find(&DeliveryQuery::new().after(Some(c.into())))
                 .await,
             Err(EngineError::Query(_))
         ));
@@ -196,8 +205,9 @@ async fn a_users_task_listing_holds_only_what_they_may_answer() {
     let kv = store().await;
     let engine = engine_on(kv, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: addressed
 ver: "1"
 steps:
@@ -205,12 +215,13 @@ steps:
     uses: acts.core.irq
     params: { key: ask, to: "${{ to }}" }
 "#,
-    )
-    .await
-    .unwrap();
+        )
+        .await
+        .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     for (pid, to) in [("a1", "ann"), ("b1", "bob"), ("a2", "role:finance")] {
-        exec.start("addressed", vars(json!({ "pid": pid, "to": to })))
+        exec.proc()
+            .start("addressed", vars(json!({ "pid": pid, "to": to })))
             .await
             .unwrap();
         recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
@@ -218,7 +229,8 @@ steps:
     engine.flush().await.unwrap();
     let ann = exec.as_principal(Principal::new("ann", ["finance"]));
     let mine: Vec<String> = ann
-        .find_tasks(&TaskQuery::inbox())
+        .task()
+        .find(&TaskQuery::inbox())
         .await
         .unwrap()
         .items
@@ -226,8 +238,8 @@ steps:
         .map(|t| t.pid)
         .collect();
     assert_eq!(mine, ["a1", "a2"]);
-    assert_eq!(ann.count_tasks(&TaskQuery::inbox()).await.unwrap(), 2);
-    assert_eq!(exec.count_tasks(&TaskQuery::inbox()).await.unwrap(), 3);
+    assert_eq!(ann.task().count(&TaskQuery::inbox()).await.unwrap(), 2);
+    assert_eq!(exec.task().count(&TaskQuery::inbox()).await.unwrap(), 3);
     engine.close().await;
 }
 
@@ -236,7 +248,7 @@ steps:
 async fn deliveries(kv: Arc<dyn KvStore>, n: usize, acked: usize) -> Engine {
     let engine = engine_on(kv, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.expect("deploys");
+    exec.model().deploy_yaml(ORDERS).await.expect("deploys");
     let ch = engine
         .durable_channel("c", ChannelOptions::default().with_type("act"))
         .await
@@ -244,7 +256,8 @@ async fn deliveries(kv: Arc<dyn KvStore>, n: usize, acked: usize) -> Engine {
     let mut rx = ch.subscribe();
     for i in 0..n {
         let pid = format!("o{i}");
-        exec.start("orders", vars(json!({ "pid": pid })))
+        exec.proc()
+            .start("orders", vars(json!({ "pid": pid })))
             .await
             .expect("starts");
         let m = recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
@@ -265,7 +278,8 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
     let mut cursor = None;
     loop {
         let page = exec
-            .find_deliveries(&pending.clone().limit(2).after(cursor))
+            .msg()
+            .find(&pending.clone().limit(2).after(cursor))
             .await
             .unwrap();
         assert!(page.items.len() <= 2);
@@ -278,15 +292,16 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
     assert_eq!(got, ["o3", "o4", "o5", "o6"], "oldest first");
     let mut newest = pending.clone();
     newest.descending = true;
-    let first = exec.find_deliveries(&newest.limit(1)).await.unwrap();
+    let first = exec.msg().find(&newest.limit(1)).await.unwrap();
     assert_eq!(first.items[0].pid, "o6");
-    assert_eq!(exec.count_deliveries_matching(&pending).await.unwrap(), 4);
+    assert_eq!(exec.msg().count_matching(&pending).await.unwrap(), 4);
     let acked = DeliveryQuery::new()
         .channel("c")
         .state(DeliveryState::Acked);
-    assert_eq!(exec.count_deliveries_matching(&acked).await.unwrap(), 3);
+    assert_eq!(exec.msg().count_matching(&acked).await.unwrap(), 3);
     assert_eq!(
-        exec.count_deliveries_matching(&DeliveryQuery::new().channel("c"))
+        exec.msg()
+            .count_matching(&DeliveryQuery::new().channel("c"))
             .await
             .unwrap(),
         7
@@ -296,7 +311,7 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
         v.pid = Some("o5".into());
         v
     };
-    let found = exec.find_deliveries(&of_o5).await.unwrap();
+    let found = exec.msg().find(&of_o5).await.unwrap();
     assert_eq!(found.items.len(), 1);
     assert_eq!(found.items[0].state, DeliveryState::Pending);
     assert!(found.items[0].message.is_none(), "not asked for");
@@ -306,7 +321,7 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
         v.messages = true;
         v
     };
-    let listed = exec.find_deliveries(&with).await.unwrap().items;
+    let listed = exec.msg().find(&with).await.unwrap().items;
     assert_eq!(listed.len(), 4);
     for d in &listed {
         let m = d
@@ -320,7 +335,8 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
         assert_eq!(m.key.as_deref(), Some("review"));
     }
     assert!(
-        exec.find_deliveries(&DeliveryQuery::new().channel("other"))
+        exec.msg()
+            .find(&DeliveryQuery::new().channel("other"))
             .await
             .unwrap()
             .items
@@ -332,7 +348,7 @@ async fn deliveries_are_listed_by_channel_state_and_process_in_pages() {
         Vec::<String>::new(),
     ));
     assert!(matches!(
-        user.find_deliveries(&pending).await,
+        user.msg().find(&pending).await,
         Err(EngineError::Denied { .. })
     ));
     engine.close().await;
@@ -345,7 +361,7 @@ async fn a_delivery_listing_reads_only_the_matching_entries_and_rows() {
     let exec = engine.executor();
     let pending = DeliveryQuery::new().state(DeliveryState::Pending);
     let before = counting.counts();
-    let page = exec.find_deliveries(&pending).await.unwrap();
+    let page = exec.msg().find(&pending).await.unwrap();
     assert_eq!(page.items.len(), 2);
     assert_eq!(
         counting.counts().values_read - before.values_read,
@@ -353,7 +369,7 @@ async fn a_delivery_listing_reads_only_the_matching_entries_and_rows() {
         "two entries and two rows of 40 deliveries"
     );
     let before = counting.counts();
-    assert_eq!(exec.count_deliveries_matching(&pending).await.unwrap(), 2);
+    assert_eq!(exec.msg().count_matching(&pending).await.unwrap(), 2);
     assert_eq!(counting.counts().values_read - before.values_read, 2);
     engine.close().await;
 }

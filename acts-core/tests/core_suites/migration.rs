@@ -39,9 +39,13 @@ fn plan(model: &str, from: u32, to: u32) -> MigrationPlan {
 /// Runs `plan` as a dry run, then for real; asserts the two reports agree
 /// on every process, and returns the real one.
 async fn dry_then_real(exec: &Executor, plan: &MigrationPlan) -> MigrationReport {
-    let dry = exec.migrate(plan, true).await.expect("the dry run");
+    let dry = exec.model().migrate(plan, true).await.expect("the dry run");
     assert!(dry.dry_run);
-    let real = exec.migrate(plan, false).await.expect("the migration");
+    let real = exec
+        .model()
+        .migrate(plan, false)
+        .await
+        .expect("the migration");
     assert_eq!(dry.processes.len(), real.processes.len());
     for (d, r) in dry.processes.iter().zip(&real.processes) {
         let expected = match d.outcome.as_str() {
@@ -66,13 +70,14 @@ async fn finish(
     pid: &str,
 ) -> (ProcInfo, Value) {
     for tid in waiting(exec, pid).await {
-        exec.complete(pid, &tid, Vars::new())
+        exec.act()
+            .complete(pid, &tid, Vars::new())
             .await
             .expect("completes");
     }
     let end = recv_where(rx, ends(pid)).await;
     assert_eq!(end.state, "completed", "{end:?}");
-    let info = exec.process(pid).await.expect("the process");
+    let info = exec.proc().get(pid).await.expect("the process");
     let made = info.outputs.get("made_by").cloned().unwrap_or_default();
     (info, made)
 }
@@ -88,9 +93,12 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     let kv = store().await;
     let engine = engine_on(kv.clone(), Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ASK_V1).await.unwrap();
-    exec.start("m", vars(json!({ "pid": "p" }))).await.unwrap();
-    exec.deploy_yaml(ASK_V2).await.unwrap();
+    exec.model().deploy_yaml(ASK_V1).await.unwrap();
+    exec.proc()
+        .start("m", vars(json!({ "pid": "p" })))
+        .await
+        .unwrap();
+    exec.model().deploy_yaml(ASK_V2).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let mut p = plan("m", 1, 2);
     p.vars = vars(json!({ "migrated": true }));
@@ -103,9 +111,16 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     assert_eq!(moved.reannounced.len(), 1);
     let again = recv_where(&mut rx, irq_created).await;
     assert_eq!(again.pid, "p");
-    assert_eq!(exec.process("p").await.unwrap().model_rev, 2);
+    assert_eq!(exec.proc().get("p").await.unwrap().model_rev, 2);
     // A second migration finds nothing left on version 1.
-    assert!(exec.migrate(&p, false).await.unwrap().processes.is_empty());
+    assert!(
+        exec.model()
+            .migrate(&p, false)
+            .await
+            .unwrap()
+            .processes
+            .is_empty()
+    );
     // The move survives a restart; the process ends on version 2.
     engine.close().await;
     let engine = engine_on(kv, Some(&clock)).await;
@@ -115,7 +130,8 @@ async fn a_process_in_an_interrupt_moves_and_finishes_on_the_new_version() {
     assert_eq!((info.model_rev, made), (2, json!(2)));
     assert_eq!(info.outputs.get("migrated"), Some(&json!(true)));
     let root = exec
-        .tasks("p")
+        .task()
+        .list("p")
         .await
         .unwrap()
         .into_iter()
@@ -146,11 +162,14 @@ async fn an_interrupt_of_an_unchanged_step_moves_without_a_node_row_and_is_not_a
     let kv = store().await;
     let engine = engine_on(kv.clone(), Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ASK_V1).await.unwrap();
+    exec.model().deploy_yaml(ASK_V1).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("m", vars(json!({ "pid": "p" }))).await.unwrap();
+    exec.proc()
+        .start("m", vars(json!({ "pid": "p" })))
+        .await
+        .unwrap();
     let asked = recv_where(&mut rx, irq_created).await;
-    exec.deploy_yaml(SAME_ASK_V2).await.unwrap();
+    exec.model().deploy_yaml(SAME_ASK_V2).await.unwrap();
     let report = dry_then_real(&exec, &plan("m", 1, 2)).await;
     let moved = &report.processes[0];
     assert_eq!(moved.outcome, "migrated");
@@ -193,18 +212,20 @@ async fn a_parked_process_moves_and_starts_on_the_new_version() {
         .await
         .expect("engine starts");
     let exec = engine.executor();
-    exec.deploy_yaml(ASK_V1).await.unwrap();
+    exec.model().deploy_yaml(ASK_V1).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("m", vars(json!({ "pid": "first" })))
+    exec.proc()
+        .start("m", vars(json!({ "pid": "first" })))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "first" && irq_created(m)).await;
     let parked = exec
+        .proc()
         .start("m", vars(json!({ "pid": "later" })))
         .await
         .unwrap();
     assert_eq!(parked.state, TaskState::None, "parked at the cap");
-    exec.deploy_yaml(ASK_V2).await.unwrap();
+    exec.model().deploy_yaml(ASK_V2).await.unwrap();
     let mut p = plan("m", 1, 2);
     p.vars = vars(json!({ "migrated": true }));
     let report = dry_then_real(&exec, &p).await;
@@ -217,8 +238,11 @@ async fn a_parked_process_moves_and_starts_on_the_new_version() {
         outcomes,
         BTreeMap::from([("first", "migrated"), ("later", "migrated")])
     );
-    assert_eq!(exec.process("later").await.unwrap().model_rev, 2);
-    assert_eq!(exec.process("later").await.unwrap().state, TaskState::None);
+    assert_eq!(exec.proc().get("later").await.unwrap().model_rev, 2);
+    assert_eq!(
+        exec.proc().get("later").await.unwrap().state,
+        TaskState::None
+    );
     // The place frees: the parked one starts, on version 2, with the vars.
     finish(&exec, &mut rx, "first").await;
     recv_where(&mut rx, |m| m.pid == "later" && irq_created(m)).await;
@@ -238,16 +262,20 @@ async fn a_process_on_a_timer_takes_the_new_versions_timeouts() {
             "id: t\nver: '{after}'\nsteps:\n  - id: wait\n    uses: acts.core.irq\n    params: {{ key: pay }}\n    timeouts:\n      - id: remind\n        if: $cost_in(\"{after}\")\n        uses: acts.core.msg\n        params: {{ key: reminder }}\n"
         )
     };
-    exec.deploy_yaml(&timed("1h")).await.unwrap();
-    exec.start("t", vars(json!({ "pid": "t1" }))).await.unwrap();
-    exec.deploy_yaml(&timed("3h")).await.unwrap();
+    exec.model().deploy_yaml(&timed("1h")).await.unwrap();
+    exec.proc()
+        .start("t", vars(json!({ "pid": "t1" })))
+        .await
+        .unwrap();
+    exec.model().deploy_yaml(&timed("3h")).await.unwrap();
     let report = dry_then_real(&exec, &plan("t", 1, 2)).await;
     assert_eq!(report.processes[0].outcome, "migrated");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     clock.advance(2 * HOUR);
     settle(&engine).await;
     let remind = |exec: Executor| async move {
-        exec.tasks("t1")
+        exec.task()
+            .list("t1")
             .await
             .unwrap()
             .into_iter()
@@ -274,8 +302,8 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
             "id: fan\nver: '{n}'\nvars:\n  - {{ name: who, value: [a, b, c] }}\nsteps:\n  - id: fan_out\n    uses: acts.core.parallel\n    params:\n      in: ${{{{ who }}}}\n      acts:\n        - uses: acts.core.irq\n          params: {{ key: sign }}\n  - id: after{n}\n    uses: acts.transform.set\n    params: {{ made_by: {n} }}\n"
         )
     };
-    exec.deploy_yaml(&fan(1)).await.unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(&fan(1)).await.unwrap();
+    exec.model().deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: child }\n",
     )
     .await
@@ -285,20 +313,22 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
             "id: parent\nver: '{n}'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: {{ to: child }}\n  - id: after{n}\n    uses: acts.transform.set\n    params: {{ made_by: {n} }}\n"
         )
     };
-    exec.deploy_yaml(&parent(1)).await.unwrap();
+    exec.model().deploy_yaml(&parent(1)).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("fan", vars(json!({ "pid": "f" })))
+    exec.proc()
+        .start("fan", vars(json!({ "pid": "f" })))
         .await
         .unwrap();
-    exec.start("parent", vars(json!({ "pid": "par" })))
+    exec.proc()
+        .start("parent", vars(json!({ "pid": "par" })))
         .await
         .unwrap();
     // Three fan-out interrupts and the child's.
     for _ in 0..4 {
         recv_where(&mut rx, irq_created).await;
     }
-    exec.deploy_yaml(&fan(2)).await.unwrap();
-    exec.deploy_yaml(&parent(2)).await.unwrap();
+    exec.model().deploy_yaml(&fan(2)).await.unwrap();
+    exec.model().deploy_yaml(&parent(2)).await.unwrap();
     let fanned = dry_then_real(&exec, &plan("fan", 1, 2)).await;
     assert_eq!(fanned.processes[0].outcome, "migrated");
     assert_eq!(
@@ -318,7 +348,8 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
     // The child (its own model, not migrated) ends; its return reaches the
     // migrated parent, which ends on version 2.
     let child: Vec<String> = exec
-        .find_processes(&acts_core::engine::ProcessQuery::new().model("child"))
+        .proc()
+        .find(&acts_core::engine::ProcessQuery::new().model("child"))
         .await
         .unwrap()
         .items
@@ -327,11 +358,14 @@ async fn a_parallel_fan_out_and_a_subflow_parent_move_with_their_waiting_acts() 
         .collect();
     assert_eq!(child.len(), 1);
     for tid in waiting(&exec, &child[0]).await {
-        exec.complete(&child[0], &tid, Vars::new()).await.unwrap();
+        exec.act()
+            .complete(&child[0], &tid, Vars::new())
+            .await
+            .unwrap();
     }
     let end = recv_where(&mut rx, ends("par")).await;
     assert_eq!(end.state, "completed");
-    let info = exec.process("par").await.unwrap();
+    let info = exec.proc().get("par").await.unwrap();
     assert_eq!(info.outputs.get("made_by"), Some(&json!(2)));
     engine.close().await;
 }
@@ -341,26 +375,37 @@ async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: r\nver: '1'\nsteps:\n  - id: prepare\n    uses: acts.transform.set\n    params: { prepared: true }\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n",
     )
     .await
     .unwrap();
-    exec.start("r", vars(json!({ "pid": "r1" }))).await.unwrap();
+    exec.proc()
+        .start("r", vars(json!({ "pid": "r1" })))
+        .await
+        .unwrap();
     // Version 2 drops `prepare` and renames `ask` to `approve`.
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: r\nver: '2'\nsteps:\n  - id: approve\n    uses: acts.core.irq\n    params: { key: ask }\n  - id: close\n    uses: acts.transform.set\n    params: { made_by: 2 }\n",
     )
     .await
     .unwrap();
-    let before = exec.tasks("r1").await.unwrap();
+    let before = exec.task().list("r1").await.unwrap();
     let report = dry_then_real(&exec, &plan("r", 1, 2)).await;
     let refused = &report.processes[0];
     assert_eq!(refused.outcome, "unmigratable");
     let why = refused.reason.as_deref().unwrap_or_default();
     assert!(why.contains("'ask'") && why.contains("map it"), "{why}");
-    assert_eq!(exec.process("r1").await.unwrap().model_rev, 1, "untouched");
-    assert_eq!(exec.tasks("r1").await.unwrap(), before, "nothing changed");
+    assert_eq!(
+        exec.proc().get("r1").await.unwrap().model_rev,
+        1,
+        "untouched"
+    );
+    assert_eq!(
+        exec.task().list("r1").await.unwrap(),
+        before,
+        "nothing changed"
+    );
     // Mapped, it moves; the finished `prepare` stays as history.
     let mut mapped = plan("r", 1, 2);
     mapped.map = BTreeMap::from([("ask".to_owned(), "approve".to_owned())]);
@@ -382,7 +427,8 @@ async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
     let (info, made) = finish(&exec, &mut rx, "r1").await;
     assert_eq!((info.model_rev, made), (2, json!(2)));
     assert!(
-        exec.tasks("r1")
+        exec.task()
+            .list("r1")
             .await
             .unwrap()
             .iter()
@@ -393,17 +439,17 @@ async fn a_process_that_cannot_move_is_untouched_and_a_map_moves_it() {
     let mut bad = plan("r", 1, 2);
     bad.map = BTreeMap::from([("ask".to_owned(), "nowhere".to_owned())]);
     assert!(matches!(
-        exec.migrate(&bad, true).await,
+        exec.model().migrate(&bad, true).await,
         Err(EngineError::Conflict(_))
     ));
     assert!(matches!(
-        exec.migrate(&plan("r", 1, 9), true).await,
+        exec.model().migrate(&plan("r", 1, 9), true).await,
         Err(EngineError::VersionNotFound { revision: 9, .. })
     ));
-    assert!(exec.migrate(&plan("r", 2, 2), true).await.is_err());
+    assert!(exec.model().migrate(&plan("r", 2, 2), true).await.is_err());
     let user = exec.as_principal(acts_core::engine::Principal::new("ann", ["operator"]));
     assert!(matches!(
-        user.migrate(&mapped, true).await,
+        user.model().migrate(&mapped, true).await,
         Err(EngineError::Denied { .. })
     ));
     engine.close().await;
@@ -415,14 +461,17 @@ async fn a_migration_is_one_batch_across_a_crash() {
     let crash = Arc::new(CrashStore::new());
     let engine = engine_on(crash.clone(), Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ASK_V1).await.unwrap();
+    exec.model().deploy_yaml(ASK_V1).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("m", vars(json!({ "pid": "p" }))).await.unwrap();
+    exec.proc()
+        .start("m", vars(json!({ "pid": "p" })))
+        .await
+        .unwrap();
     recv(&mut rx).await;
-    exec.deploy_yaml(ASK_V2).await.unwrap();
+    exec.model().deploy_yaml(ASK_V2).await.unwrap();
     engine.flush().await.unwrap();
     let before = crash.committed().await;
-    exec.migrate(&plan("m", 1, 2), false).await.unwrap();
+    exec.model().migrate(&plan("m", 1, 2), false).await.unwrap();
     let after = crash.committed().await;
     assert_eq!(after, before + 1, "one process, one batch");
     crash.crash_after(after);
@@ -433,7 +482,7 @@ async fn a_migration_is_one_batch_across_a_crash() {
     ] {
         let engine = engine_on(Arc::new(store), Some(&clock)).await;
         let exec = engine.executor();
-        assert_eq!(exec.process("p").await.unwrap().model_rev, rev);
+        assert_eq!(exec.proc().get("p").await.unwrap().model_rev, rev);
         let mut rx = engine.channel(ChannelOptions::default()).subscribe();
         let (_, got) = finish(&exec, &mut rx, "p").await;
         assert_eq!(got, made);

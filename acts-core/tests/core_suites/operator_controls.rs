@@ -41,7 +41,8 @@ const HOUR: Duration = Duration::from_secs(3600);
 
 /// The task of node `nid` in process `pid`, if one was created.
 async fn task_of(exec: &Executor, pid: &str, nid: &str) -> Option<acts_core::engine::TaskInfo> {
-    exec.tasks(pid)
+    exec.task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()
@@ -67,8 +68,9 @@ async fn controls(exec: &Executor, pid: &str) -> Vec<(String, Option<TaskState>,
 async fn started(engine: &Engine, pid: &str) {
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.deploy_yaml(REMINDED).await.expect("deploys");
-    exec.start("reminded", vars(json!({ "pid": pid })))
+    exec.model().deploy_yaml(REMINDED).await.expect("deploys");
+    exec.proc()
+        .start("reminded", vars(json!({ "pid": pid })))
         .await
         .expect("starts");
     recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
@@ -80,8 +82,8 @@ async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
     let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     started(&engine, "p").await;
-    exec.pause_process("p", "vendor outage").await.unwrap();
-    let info = exec.process("p").await.unwrap();
+    exec.proc().pause("p", "vendor outage").await.unwrap();
+    let info = exec.proc().get("p").await.unwrap();
     let pause = info.paused.expect("paused");
     assert_eq!(
         (pause.reason.as_str(), pause.at),
@@ -96,25 +98,29 @@ async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
     );
     // A client's answer is refused, and says why.
     let tid = approve_tid(&exec, "p").await;
-    let refused = exec.complete("p", &tid, Vars::new()).await.unwrap_err();
+    let refused = exec
+        .act()
+        .complete("p", &tid, Vars::new())
+        .await
+        .unwrap_err();
     assert!(
         refused.to_string().contains("paused") && refused.to_string().contains("vendor outage"),
         "{refused}"
     );
     assert!(matches!(
-        exec.pause_process("p", "again").await,
+        exec.proc().pause("p", "again").await,
         Err(EngineError::Action(ActionError::ProcessState { .. }))
     ));
     // Resumed: the reminder that fell due fires at once; then the answer
     // is taken and the process ends.
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.unpause_process("p").await.unwrap();
-    assert!(exec.process("p").await.unwrap().paused.is_none());
+    exec.proc().unpause("p").await.unwrap();
+    assert!(exec.proc().get("p").await.unwrap().paused.is_none());
     assert!(
         task_of(&exec, "p", "remind").await.is_some(),
         "fired on resume"
     );
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     assert_eq!(recv_where(&mut rx, ends("p")).await.state, "completed");
     assert_eq!(
         controls(&exec, "p").await,
@@ -128,7 +134,7 @@ async fn a_paused_process_holds_its_timers_refuses_clients_and_resumes() {
         ]
     );
     assert!(matches!(
-        exec.unpause_process("p").await,
+        exec.proc().unpause("p").await,
         Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
     ));
     engine.close().await;
@@ -139,30 +145,33 @@ async fn what_a_subflow_returns_to_a_paused_parent_waits_for_the_resume() {
     let clock = ManualClock::new(1_000_000);
     let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: child\nver: '1'\nsteps:\n  - id: ask\n    uses: acts.core.irq\n    params: { key: ask }\n",
     )
     .await
     .unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: child }\n  - id: after\n    uses: acts.transform.set\n    params: { after: true }\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("parent", vars(json!({ "pid": "parent" })))
+    exec.proc()
+        .start("parent", vars(json!({ "pid": "parent" })))
         .await
         .unwrap();
     let ask = recv_where(&mut rx, irq_created).await;
-    exec.pause_process("parent", "").await.unwrap();
+    exec.proc().pause("parent", "").await.unwrap();
     // The child is not paused: it ends, and its return reaches the parent.
-    exec.complete(&ask.pid, &ask.tid, Vars::new())
+    exec.act()
+        .complete(&ask.pid, &ask.tid, Vars::new())
         .await
         .unwrap();
     recv_where(&mut rx, ends(&ask.pid)).await;
     settle(&engine).await;
     let call: Vec<TaskState> = exec
-        .tasks("parent")
+        .task()
+        .list("parent")
         .await
         .unwrap()
         .into_iter()
@@ -180,10 +189,10 @@ async fn what_a_subflow_returns_to_a_paused_parent_waits_for_the_resume() {
         "the next step waits"
     );
     assert_eq!(
-        exec.process("parent").await.unwrap().state,
+        exec.proc().get("parent").await.unwrap().state,
         TaskState::Running
     );
-    exec.unpause_process("parent").await.unwrap();
+    exec.proc().unpause("parent").await.unwrap();
     assert_eq!(recv_where(&mut rx, ends("parent")).await.state, "completed");
     engine.close().await;
 }
@@ -194,11 +203,9 @@ async fn terminate_ends_the_process_with_the_operators_reason() {
     let engine = engine_on(store().await, Some(&clock)).await;
     let exec = engine.executor();
     started(&engine, "p").await;
-    exec.pause_process("p", "looking").await.unwrap();
-    exec.terminate_process("p", "duplicate order")
-        .await
-        .unwrap();
-    let info = exec.process("p").await.unwrap();
+    exec.proc().pause("p", "looking").await.unwrap();
+    exec.proc().terminate("p", "duplicate order").await.unwrap();
+    let info = exec.proc().get("p").await.unwrap();
     assert_eq!(info.state, TaskState::Aborted);
     assert!(info.paused.is_none());
     let err = info.err.expect("the reason is its error");
@@ -213,21 +220,21 @@ async fn terminate_ends_the_process_with_the_operators_reason() {
         .collect();
     assert_eq!(actions, ["pause", "terminate"]);
     assert!(matches!(
-        exec.terminate_process("p", "").await,
+        exec.proc().terminate("p", "").await,
         Err(EngineError::Action(ActionError::AlreadyCompleted { .. }))
     ));
     // Limits and rights.
     started(&engine, "q").await;
     let long = "x".repeat(acts_core::scheduler::MAX_REASON_BYTES + 1);
-    assert!(exec.pause_process("q", &long).await.is_err());
-    assert!(exec.process("q").await.unwrap().paused.is_none());
+    assert!(exec.proc().pause("q", &long).await.is_err());
+    assert!(exec.proc().get("q").await.unwrap().paused.is_none());
     let user = exec.as_principal(Principal::new("ann", ["finance"]));
     assert!(matches!(
-        user.pause_process("q", "").await,
+        user.proc().pause("q", "").await,
         Err(EngineError::Denied { .. })
     ));
     assert!(matches!(
-        exec.pause_process("nope", "").await,
+        exec.proc().pause("nope", "").await,
         Err(EngineError::ProcessNotFound(_))
     ));
     engine.close().await;
@@ -246,7 +253,7 @@ async fn crash_around(
     started(&engine, "p").await;
     let exec = engine.executor();
     if pause_first {
-        exec.pause_process("p", "first").await.expect("pauses");
+        exec.proc().pause("p", "first").await.expect("pauses");
     }
     engine.flush().await.expect("flushed");
     let before = crash.committed().await;
@@ -266,14 +273,14 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
     let clock = ManualClock::new(5_000_000);
     // Pause.
     let (after, before) = crash_around(
-        async |x: &Executor| x.pause_process("p", "hold").await.unwrap(),
+        async |x: &Executor| x.proc().pause("p", "hold").await.unwrap(),
         false,
     )
     .await;
     let engine = engine_on(after, Some(&clock)).await;
     let exec = engine.executor();
     assert_eq!(
-        exec.process("p").await.unwrap().paused.unwrap().reason,
+        exec.proc().get("p").await.unwrap().paused.unwrap().reason,
         "hold"
     );
     clock.advance(2 * HOUR);
@@ -283,13 +290,14 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
         "still held after the crash"
     );
     let tid = approve_tid(&exec, "p").await;
-    assert!(exec.complete("p", &tid, Vars::new()).await.is_err());
+    assert!(exec.act().complete("p", &tid, Vars::new()).await.is_err());
     engine.close().await;
     let engine = engine_on(before, Some(&clock)).await;
     assert!(
         engine
             .executor()
-            .process("p")
+            .proc()
+            .get("p")
             .await
             .unwrap()
             .paused
@@ -299,21 +307,22 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
 
     // Resume.
     let (after, before) = crash_around(
-        async |x: &Executor| x.unpause_process("p").await.unwrap(),
+        async |x: &Executor| x.proc().unpause("p").await.unwrap(),
         true,
     )
     .await;
     let engine = engine_on(after, Some(&clock)).await;
     let exec = engine.executor();
-    assert!(exec.process("p").await.unwrap().paused.is_none());
+    assert!(exec.proc().get("p").await.unwrap().paused.is_none());
     let tid = approve_tid(&exec, "p").await;
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     engine.close().await;
     let engine = engine_on(before, Some(&clock)).await;
     assert!(
         engine
             .executor()
-            .process("p")
+            .proc()
+            .get("p")
             .await
             .unwrap()
             .paused
@@ -323,18 +332,18 @@ async fn each_control_survives_a_crash_right_after_it_and_none_is_half_applied()
 
     // Terminate.
     let (after, before) = crash_around(
-        async |x: &Executor| x.terminate_process("p", "stop").await.unwrap(),
+        async |x: &Executor| x.proc().terminate("p", "stop").await.unwrap(),
         true,
     )
     .await;
     let engine = engine_on(after, Some(&clock)).await;
-    let info = engine.executor().process("p").await.unwrap();
+    let info = engine.executor().proc().get("p").await.unwrap();
     assert_eq!(info.state, TaskState::Aborted);
     assert_eq!(info.err.unwrap().message, "stop");
     engine.close().await;
     let engine = engine_on(before, Some(&clock)).await;
     assert_eq!(
-        engine.executor().process("p").await.unwrap().state,
+        engine.executor().proc().get("p").await.unwrap().state,
         TaskState::Running
     );
     engine.close().await;
@@ -372,13 +381,14 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
         .expect("engine starts");
     let exec = engine.executor();
     started(&engine, "waits").await;
-    exec.deploy_yaml(&chain(12)).await.unwrap();
+    exec.model().deploy_yaml(&chain(12)).await.unwrap();
     // The chain's first transition commits; every later write fails (a
     // store gone read-only): it cannot move, and nothing it waits for
     // would move it.
     failing.set_plan(FailPlan::after(OpSet::WRITES, 1, ErrorKind::Unavailable));
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let info = exec
+        .proc()
         .start("chain", vars(json!({ "pid": "chain" })))
         .await
         .unwrap();
@@ -387,11 +397,12 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
     // Not yet past the threshold: nothing to report.
     clock.advance(Duration::from_secs(300));
     engine.housekeeping().await;
-    assert!(exec.stuck_processes(None).await.unwrap().is_empty());
+    assert!(exec.proc().stuck(None).await.unwrap().is_empty());
     clock.advance(Duration::from_secs(400));
     engine.housekeeping().await;
     let stuck: Vec<String> = exec
-        .stuck_processes(None)
+        .proc()
+        .stuck(None)
         .await
         .unwrap()
         .into_iter()
@@ -409,10 +420,10 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
     engine.housekeeping().await;
     assert_eq!(recv_where(&mut rx, ends("chain")).await.state, "completed");
     engine.housekeeping().await;
-    assert!(exec.stuck_processes(None).await.unwrap().is_empty());
+    assert!(exec.proc().stuck(None).await.unwrap().is_empty());
     assert_eq!(engine.stats().stuck, 0);
     let user = exec.as_principal(Principal::new("ann", ["finance"]));
-    assert!(user.stuck_processes(None).await.is_err());
+    assert!(user.proc().stuck(None).await.is_err());
     // The waiting one was never reported.
     while let Ok(m) = rx.try_recv() {
         assert!(m.state != "stuck" || m.pid == "chain", "{m:?}");
@@ -439,7 +450,8 @@ steps:
 /// The key of the interrupt `pid` waits in, and its task.
 async fn waiting_key(exec: &Executor, pid: &str) -> (String, String) {
     let t = exec
-        .tasks(pid)
+        .task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()
@@ -454,30 +466,37 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     let crash = Arc::new(CrashStore::new());
     let engine = engine_on(crash.clone(), Some(&clock)).await;
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_STEPS).await.unwrap();
+    exec.model().deploy_yaml(TWO_STEPS).await.unwrap();
     let rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("two", vars(json!({ "pid": "p", "amount": 10 })))
+    exec.proc()
+        .start("two", vars(json!({ "pid": "p", "amount": 10 })))
         .await
         .unwrap();
     let (key, tid) = waiting_key(&exec, "p").await;
     assert_eq!(key, "first");
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     assert_eq!(waiting_key(&exec, "p").await.0, "second");
     // A rewind to a step that never ran is refused and leaves no trace.
-    let before = exec.tasks("p").await.unwrap();
+    let before = exec.task().list("p").await.unwrap();
     let refused = exec
-        .rewind_process("p", "record", vars(json!({ "amount": 99 })))
+        .proc()
+        .rewind("p", "record", vars(json!({ "amount": 99 })))
         .await
         .unwrap_err();
     assert!(
         refused.to_string().contains("cannot rewind to 'record'"),
         "{refused}"
     );
-    assert_eq!(exec.tasks("p").await.unwrap(), before, "nothing changed");
+    assert_eq!(
+        exec.task().list("p").await.unwrap(),
+        before,
+        "nothing changed"
+    );
     // Back to `first` with a corrected amount; `second` is marked backed.
     engine.flush().await.unwrap();
     let committed = crash.committed().await;
-    exec.rewind_process("p", "first", vars(json!({ "amount": 25 })))
+    exec.proc()
+        .rewind("p", "first", vars(json!({ "amount": 25 })))
         .await
         .unwrap();
     assert_eq!(crash.committed().await, committed + 1, "one batch");
@@ -485,7 +504,7 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     drop(engine);
     let engine = engine_on(Arc::new(crash.recover().await), Some(&clock)).await;
     let exec = engine.executor();
-    let tasks = exec.tasks("p").await.unwrap();
+    let tasks = exec.task().list("p").await.unwrap();
     assert!(
         tasks
             .iter()
@@ -503,10 +522,10 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
     for expected in ["first", "second"] {
         let (key, tid) = waiting_key(&exec, "p").await;
         assert_eq!(key, expected);
-        exec.complete("p", &tid, Vars::new()).await.unwrap();
+        exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     }
     assert_eq!(recv_where(&mut rx2, ends("p")).await.state, "completed");
-    let info = exec.process("p").await.unwrap();
+    let info = exec.proc().get("p").await.unwrap();
     assert_eq!(info.outputs.get("recorded"), Some(&json!(25)));
     drop(rx);
     engine.close().await;
@@ -516,8 +535,9 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
 async fn rewind_to_the_step_that_waits_runs_it_again_and_the_process_still_ends() {
     let engine = engine_on(Arc::new(CrashStore::new()), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(TWO_STEPS).await.unwrap();
-    exec.start("two", vars(json!({ "pid": "p", "amount": 10 })))
+    exec.model().deploy_yaml(TWO_STEPS).await.unwrap();
+    exec.proc()
+        .start("two", vars(json!({ "pid": "p", "amount": 10 })))
         .await
         .unwrap();
     let (key, tid) = waiting_key(&exec, "p").await;
@@ -525,10 +545,11 @@ async fn rewind_to_the_step_that_waits_runs_it_again_and_the_process_still_ends(
     // Back to `first` while its own interrupt waits (found by the API's
     // contract test: the old `first` stayed running and the process
     // never completed).
-    exec.rewind_process("p", "first", vars(json!({ "amount": 30 })))
+    exec.proc()
+        .rewind("p", "first", vars(json!({ "amount": 30 })))
         .await
         .unwrap();
-    let tasks = exec.tasks("p").await.unwrap();
+    let tasks = exec.task().list("p").await.unwrap();
     let firsts: Vec<_> = tasks
         .iter()
         .filter(|t| t.nid == "first" && t.kind == "step")
@@ -549,10 +570,10 @@ async fn rewind_to_the_step_that_waits_runs_it_again_and_the_process_still_ends(
     for expected in ["first", "second"] {
         let (key, tid) = waiting_key(&exec, "p").await;
         assert_eq!(key, expected);
-        exec.complete("p", &tid, Vars::new()).await.unwrap();
+        exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     }
     assert_eq!(recv_where(&mut rx, ends("p")).await.state, "completed");
-    let info = exec.process("p").await.unwrap();
+    let info = exec.proc().get("p").await.unwrap();
     assert_eq!(info.outputs.get("recorded"), Some(&json!(30)));
     engine.close().await;
 }

@@ -33,6 +33,7 @@ steps:
 async fn order(engine: &Engine, pid: &str, customer: &str, amount: i64) {
     engine
         .executor()
+        .proc()
         .start(
             "orders",
             vars(json!({ "pid": pid, "customer": customer, "amount": amount })),
@@ -44,7 +45,8 @@ async fn order(engine: &Engine, pid: &str, customer: &str, amount: i64) {
 async fn pids(engine: &Engine, q: &ProcessQuery) -> Vec<String> {
     let page = engine
         .executor()
-        .find_processes(q)
+        .proc()
+        .find(q)
         .await
         .expect("the query runs");
     assert!(page.next.is_none(), "one page");
@@ -58,7 +60,8 @@ async fn all_pages(engine: &Engine, q: ProcessQuery, n: usize) -> Vec<String> {
     loop {
         let page = engine
             .executor()
-            .find_processes(&q.clone().limit(n).after(cursor))
+            .proc()
+            .find(&q.clone().limit(n).after(cursor))
             .await
             .expect("a page");
         assert!(page.items.len() <= n);
@@ -75,7 +78,7 @@ async fn processes_are_found_by_their_indexed_variables() {
     let kv = store().await;
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
+    exec.model().deploy_yaml(ORDERS).await.unwrap();
     for (pid, customer, amount) in [
         ("o1", "acme", 100),
         ("o2", "globex", 250),
@@ -116,8 +119,8 @@ async fn processes_are_found_by_their_indexed_variables() {
         all_pages(&engine, everyone.clone(), 2).await,
         ["o3", "o1", "o4", "o2", "o5"]
     );
-    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 3);
-    assert_eq!(exec.count_matching(&everyone).await.unwrap(), 5);
+    assert_eq!(exec.proc().count_matching(&acme()).await.unwrap(), 3);
+    assert_eq!(exec.proc().count_matching(&everyone).await.unwrap(), 5);
     // Other filters combine with the variable.
     let mut acme_done = acme();
     acme_done.state = Some(TaskState::Completed);
@@ -126,13 +129,15 @@ async fn processes_are_found_by_their_indexed_variables() {
     // A clerk moves o1 to globex: the index follows in the same batch.
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let review = exec
-        .tasks("o1")
+        .task()
+        .list("o1")
         .await
         .unwrap()
         .into_iter()
         .find(|t| t.state == TaskState::Interrupt)
         .expect("o1 waits");
-    exec.set_process_vars("o1", &review.tid, vars(json!({ "customer": "globex" })))
+    exec.act()
+        .set_process_vars("o1", &review.tid, vars(json!({ "customer": "globex" })))
         .await
         .unwrap();
     let globex = ProcessQuery::new()
@@ -141,15 +146,16 @@ async fn processes_are_found_by_their_indexed_variables() {
     let mut found = pids(&engine, &globex).await;
     found.sort();
     assert_eq!(found, ["o1", "o2"]);
-    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 2);
+    assert_eq!(exec.proc().count_matching(&acme()).await.unwrap(), 2);
     // Finished processes stay findable; removed ones are gone.
-    exec.complete("o3", &waiting(&exec, "o3").await[0], Vars::new())
+    exec.act()
+        .complete("o3", &waiting(&exec, "o3").await[0], Vars::new())
         .await
         .unwrap();
     recv_where(&mut rx, ends("o3")).await;
     assert_eq!(pids(&engine, &acme_done).await, ["o3"]);
-    assert!(exec.remove_process("o5").await.unwrap());
-    assert_eq!(exec.count_matching(&acme()).await.unwrap(), 1);
+    assert!(exec.proc().remove("o5").await.unwrap());
+    assert_eq!(exec.proc().count_matching(&acme()).await.unwrap(), 1);
     // ... and it all survives a restart.
     engine.close().await;
     let engine = engine_on(kv, None).await;
@@ -161,10 +167,10 @@ async fn processes_are_found_by_their_indexed_variables() {
 async fn a_query_that_cannot_use_an_index_says_why() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
+    exec.model().deploy_yaml(ORDERS).await.unwrap();
     let q = |q: ProcessQuery| {
         let exec = exec.clone();
-        async move { exec.find_processes(&q).await.unwrap_err() }
+        async move { exec.proc().find(&q).await.unwrap_err() }
     };
     let not_declared = q(ProcessQuery::new()
         .model("orders")
@@ -202,17 +208,19 @@ async fn a_query_that_cannot_use_an_index_says_why() {
         "id: m\nver: '1'\nindex: ['a b']\nsteps: []\n",
         "id: m\nver: '1'\nindex: [a, b, c, d, e, f, g, h, i]\nsteps: []\n",
     ] {
-        assert!(exec.deploy_yaml(bad).await.is_err(), "{bad}");
+        assert!(exec.model().deploy_yaml(bad).await.is_err(), "{bad}");
     }
     // A variable holding something that cannot be indexed has no entry.
-    exec.start(
-        "orders",
-        vars(json!({ "pid": "odd", "customer": { "name": "acme" }, "amount": 3 })),
-    )
-    .await
-    .unwrap();
+    exec.proc()
+        .start(
+            "orders",
+            vars(json!({ "pid": "odd", "customer": { "name": "acme" }, "amount": 3 })),
+        )
+        .await
+        .unwrap();
     let page = exec
-        .find_processes(
+        .proc()
+        .find(
             &ProcessQuery::new()
                 .model("orders")
                 .var_eq("amount", json!(3)),
@@ -221,15 +229,16 @@ async fn a_query_that_cannot_use_an_index_says_why() {
         .unwrap();
     assert_eq!(page.items.len(), 1);
     assert!(
-        exec.find_processes(&ProcessQuery::new().model("orders").var_range(
-            "customer",
-            Some(json!("")),
-            None
-        ))
-        .await
-        .unwrap()
-        .items
-        .is_empty()
+        exec.proc()
+            .find(
+                &ProcessQuery::new()
+                    .model("orders")
+                    .var_range("customer", Some(json!("")), None)
+            )
+            .await
+            .unwrap()
+            .items
+            .is_empty()
     );
 }
 
@@ -238,7 +247,7 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
     let counting = Arc::new(CountingStore::new(MemoryStore::new()));
     let engine = engine_on(counting.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
+    exec.model().deploy_yaml(ORDERS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     for i in 0..300 {
         let customer = if i % 60 == 0 { "acme" } else { "other" };
@@ -250,19 +259,20 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
         .model("orders")
         .var_eq("customer", json!("acme"));
     let before = counting.counts();
-    let page = exec.find_processes(&acme).await.unwrap();
+    let page = exec.proc().find(&acme).await.unwrap();
     let read = counting.counts().values_read - before.values_read;
     assert_eq!(page.items.len(), 5);
     // Five index entries and five rows, out of 300 processes.
     assert_eq!(read, 10, "only the matches were read");
     let before = counting.counts();
-    assert_eq!(exec.count_matching(&acme).await.unwrap(), 5);
+    assert_eq!(exec.proc().count_matching(&acme).await.unwrap(), 5);
     let read = counting.counts().values_read - before.values_read;
     // The declared-check reads one page of one (an entry and its row),
     // then the count reads the five entries: no row beyond that.
     assert!(read <= 7, "{read} values read to count 5 entries");
     let amounts: Vec<Value> = exec
-        .find_processes(&ProcessQuery::new().model("orders").var_range(
+        .proc()
+        .find(&ProcessQuery::new().model("orders").var_range(
             "amount",
             Some(json!(10)),
             Some(json!(12)),
@@ -281,7 +291,8 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
 async fn approve(engine: &Engine, pid: &str) {
     let exec = engine.executor();
     let tid = waiting(&exec, pid).await.pop().expect("a waiting review");
-    exec.complete(pid, &tid, Vars::new())
+    exec.act()
+        .complete(pid, &tid, Vars::new())
         .await
         .expect("completes");
 }
@@ -291,15 +302,17 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
     let counting = Arc::new(CountingStore::new(MemoryStore::new()));
     let engine = engine_on(counting.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(ORDERS).await.unwrap();
-    exec.deploy_yaml(&ORDERS.replace("id: orders", "id: returns"))
+    exec.model().deploy_yaml(ORDERS).await.unwrap();
+    exec.model()
+        .deploy_yaml(&ORDERS.replace("id: orders", "id: returns"))
         .await
         .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     for i in 0..200 {
         order(&engine, &format!("o{i}"), "c", i).await;
     }
-    exec.start("returns", vars(json!({"pid": "r0"})))
+    exec.proc()
+        .start("returns", vars(json!({"pid": "r0"})))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "r0" && irq_created(m)).await;
@@ -320,7 +333,8 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
     newest_first.descending = true;
     assert_eq!(pids(&engine, &newest_first).await, ["o150", "o7", "o3"]);
     let listed: Vec<String> = exec
-        .processes(Some(TaskState::Completed), None)
+        .proc()
+        .list(Some(TaskState::Completed), None)
         .await
         .unwrap()
         .into_iter()
@@ -338,15 +352,19 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
 
     // Counts of a state, a model or everything read index keys only.
     let before = counting.counts();
-    assert_eq!(exec.count_matching(&done).await.unwrap(), 3);
+    assert_eq!(exec.proc().count_matching(&done).await.unwrap(), 3);
     assert_eq!(
-        exec.count_matching(&ProcessQuery::new().model("returns"))
+        exec.proc()
+            .count_matching(&ProcessQuery::new().model("returns"))
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        exec.count_matching(&ProcessQuery::new()).await.unwrap(),
+        exec.proc()
+            .count_matching(&ProcessQuery::new())
+            .await
+            .unwrap(),
         201
     );
     assert_eq!(
@@ -368,6 +386,7 @@ async fn store_of_orders(n: usize) -> std::sync::Arc<dyn acts_store::KvStore> {
     let engine = engine_on(kv.clone(), None).await;
     engine
         .executor()
+        .model()
         .deploy_yaml(ORDERS)
         .await
         .expect("the model deploys");
@@ -506,6 +525,6 @@ async fn a_store_written_before_the_listing_indexes_gets_them_on_start() {
             .is_some(),
         "the fact is written once filled"
     );
-    assert_eq!(exec.processes(None, None).await.unwrap().len(), 3);
+    assert_eq!(exec.proc().list(None, None).await.unwrap().len(), 3);
     engine.close().await;
 }

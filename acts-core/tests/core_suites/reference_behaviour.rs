@@ -21,7 +21,12 @@ async fn engine_on(store: std::sync::Arc<dyn acts_store::KvStore>) -> Engine {
 /// An engine on the test store with `yaml` deployed.
 async fn deployed(yaml: &str) -> Engine {
     let engine = engine_on(store().await).await;
-    engine.executor().deploy_yaml(yaml).await.expect("deploys");
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(yaml)
+        .await
+        .expect("deploys");
     engine
 }
 
@@ -30,8 +35,9 @@ async fn workflow_exposes_written_as_expressions_are_evaluated_and_kept() {
     let kv = store().await;
     let engine = engine_on(kv.clone()).await;
     let exec = engine.executor();
-    exec.deploy_yaml(
-        r#"
+    exec.model()
+        .deploy_yaml(
+            r#"
 id: totals
 ver: "1"
 vars:
@@ -46,16 +52,20 @@ exposes:
   - { name: a }
   - { name: label, value: fixed }
 "#,
-    )
-    .await
-    .expect("deploys");
+        )
+        .await
+        .expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("totals", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("totals", Vars::new())
+        .await
+        .expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     assert_eq!(end.state, "completed");
     let want = json!({"total": 13, "a": 1, "label": "fixed"});
     assert_eq!(serde_json::to_value(&end.outputs).ok(), Some(want.clone()));
-    let outputs = exec.process(&p.pid).await.expect("readable").outputs;
+    let outputs = exec.proc().get(&p.pid).await.expect("readable").outputs;
     assert_eq!(serde_json::to_value(&outputs).ok(), Some(want.clone()));
     engine.close().await;
     drop(engine);
@@ -63,7 +73,8 @@ exposes:
     let again = engine_on(kv).await;
     let outputs = again
         .executor()
-        .process(&p.pid)
+        .proc()
+        .get(&p.pid)
         .await
         .expect("readable")
         .outputs;
@@ -128,13 +139,17 @@ async fn a_subflow_child_returns_its_evaluated_exposes_to_the_parent_act() {
     )
     .await;
     let exec = engine.executor();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params:\n      to: child\n      options: { n: 21 }\n  - id: after\n    uses: acts.transform.code\n    params: 'return { got: doubled }'\nexposes:\n  - { name: got }\n",
     )
     .await
     .expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let parent = exec.start("parent", Vars::new()).await.expect("starts");
+    let parent = exec
+        .proc()
+        .start("parent", Vars::new())
+        .await
+        .expect("starts");
     let end = recv_where(&mut rx, ends(&parent.pid)).await;
     assert_eq!(end.state, "completed");
     assert_eq!(
@@ -166,7 +181,11 @@ exposes:
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("workflow"))
         .subscribe();
-    let p = exec.start("typed", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("typed", Vars::new())
+        .await
+        .expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     assert_eq!(end.state, "error", "never `completed` first");
     let err = end.err.clone().expect("an error");
@@ -179,15 +198,19 @@ exposes:
     );
     // Nothing else was announced for the process's end.
     assert!(rx.try_recv().is_err());
-    let info = exec.process(&p.pid).await.expect("readable");
+    let info = exec.proc().get(&p.pid).await.expect("readable");
     assert_eq!(info.state, acts_core::scheduler::TaskState::Error);
     // Matching outputs complete as before.
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(
         "id: fine\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { count: 3 }\nexposes:\n  - { name: count, type: number }\n",
     )
     .await
     .expect("deploys");
-    let p = exec.start("fine", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("fine", Vars::new())
+        .await
+        .expect("starts");
     assert_eq!(recv_where(&mut rx, ends(&p.pid)).await.state, "completed");
     engine.close().await;
 }
@@ -224,7 +247,11 @@ steps:
     .await;
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start("branchy", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("branchy", Vars::new())
+        .await
+        .expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     assert_eq!(end.state, "completed", "{:?}", end.err);
     let out = &end.outputs;
@@ -241,12 +268,12 @@ steps:
 async fn run_to_end(engine: &Engine, model: &str) -> (MessageState, Vars) {
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start(model, Vars::new()).await.expect("starts");
+    let p = exec.proc().start(model, Vars::new()).await.expect("starts");
     let done = recv_where(&mut rx, |m| {
         m.r#type == "workflow" && m.pid == p.pid && m.state != MessageState::Created
     })
     .await;
-    let outputs = exec.process(&p.pid).await.expect("reads").outputs;
+    let outputs = exec.proc().get(&p.pid).await.expect("reads").outputs;
     (done.state, outputs)
 }
 
@@ -266,9 +293,9 @@ async fn wait_an_hour(
         .await
         .expect("the engine starts");
     let exec = engine.executor();
-    exec.deploy_yaml(yaml).await.expect("deploys");
+    exec.model().deploy_yaml(yaml).await.expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start(model, Vars::new()).await.expect("starts");
+    let p = exec.proc().start(model, Vars::new()).await.expect("starts");
     recv_where(&mut rx, irq_created).await;
     clock.advance(std::time::Duration::from_secs(3601));
     (engine, rx, p.pid)
@@ -358,7 +385,8 @@ steps:
         );
     }
     let exec = engine.executor();
-    exec.complete(&pid, &boss.tid, Vars::new())
+    exec.act()
+        .complete(&pid, &boss.tid, Vars::new())
         .await
         .expect("the boss answers");
     let order: Vec<String> = {
@@ -494,7 +522,11 @@ steps:
     let mut rx = engine
         .channel(ChannelOptions::default().with_type("act"))
         .subscribe();
-    let p = exec.start("msgs", Vars::new()).await.expect("starts");
+    let p = exec
+        .proc()
+        .start("msgs", Vars::new())
+        .await
+        .expect("starts");
     let irq = recv_where(&mut rx, irq_created).await;
     assert_eq!(
         irq.key.as_deref(),
@@ -515,7 +547,8 @@ steps:
     // The step's options reach a channel filtering on them.
     let first_tagged = recv(&mut tagged).await;
     assert_eq!(first_tagged.nid, "review");
-    exec.complete(&p.pid, &irq.tid, Vars::new())
+    exec.act()
+        .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .expect("answered");
     let done = recv_where(&mut rx, |m| m.tid == irq.tid && m.state == "completed").await;
@@ -553,7 +586,7 @@ async fn a_script_with_a_syntax_error_is_refused_at_deploy_quoting_the_users_tex
         ),
     ];
     for (yaml, want, line) in cases {
-        let err = exec.deploy_yaml(yaml).await.expect_err("refused");
+        let err = exec.model().deploy_yaml(yaml).await.expect_err("refused");
         let text = err.to_string();
         assert!(text.contains(want), "{text}");
         assert!(
@@ -566,8 +599,8 @@ async fn a_script_with_a_syntax_error_is_refused_at_deploy_quoting_the_users_tex
     }
     // Nothing was deployed; a valid model still deploys, and reading an
     // undefined name is still only a run-time `null`.
-    assert!(exec.models().await.expect("listable").is_empty());
-    exec.deploy_yaml(
+    assert!(exec.model().list().await.expect("listable").is_empty());
+    exec.model().deploy_yaml(
         "id: ok\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.transform.set\n    params: { a: '${{ nobody_set_this }}' }\n",
     )
     .await

@@ -49,7 +49,8 @@ async fn engine_on(kv: Arc<dyn KvStore>, clock: &ManualClock, max_resident: usiz
 async fn irq_of(engine: &Engine, pid: &str) -> String {
     engine
         .executor()
-        .tasks(pid)
+        .task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()
@@ -63,11 +64,11 @@ async fn waiting_processes_past_the_memory_limit_are_unloaded_and_all_ask_their_
     let clock = ManualClock::new(1_000);
     let engine = engine_on(store().await, &clock, 3).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
+    exec.model().deploy_yaml(WAITS).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let mut pids = Vec::new();
     for _ in 0..20 {
-        pids.push(exec.start("w", Vars::new()).await.unwrap().pid);
+        pids.push(exec.proc().start("w", Vars::new()).await.unwrap().pid);
     }
     // Every one asked, though only three may stay in memory.
     let mut asked = Vec::new();
@@ -91,8 +92,11 @@ async fn waiting_processes_past_the_memory_limit_are_unloaded_and_all_ask_their_
     // Answering any of them loads it again and completes it.
     for pid in &pids {
         let tid = irq_of(&engine, pid).await;
-        exec.complete(pid, &tid, Vars::new()).await.unwrap();
-        assert_eq!(exec.process(pid).await.unwrap().state, TaskState::Completed);
+        exec.act().complete(pid, &tid, Vars::new()).await.unwrap();
+        assert_eq!(
+            exec.proc().get(pid).await.unwrap().state,
+            TaskState::Completed
+        );
     }
     settle(&engine).await;
     assert_eq!(engine.cache().count(), 0, "every place is free again");
@@ -104,12 +108,12 @@ async fn an_instance_unloaded_under_a_caller_is_loaded_again_never_twice() {
     let clock = ManualClock::new(1_000);
     let engine = engine_on(store().await, &clock, 1).await;
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
-    let first = exec.start("w", Vars::new()).await.unwrap().pid;
+    exec.model().deploy_yaml(WAITS).await.unwrap();
+    let first = exec.proc().start("w", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
     let held = engine.process_handle(&first).await.unwrap().unwrap();
     // A second waiting process pushes the first (idle) out of memory.
-    let second = exec.start("w", Vars::new()).await.unwrap().pid;
+    let second = exec.proc().start("w", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
     assert!(!engine.cache().contains(&first), "the first was unloaded");
     let again = engine.process_handle(&first).await.unwrap().unwrap();
@@ -119,10 +123,13 @@ async fn an_instance_unloaded_under_a_caller_is_loaded_again_never_twice() {
     // Both still complete (each load unloads the other).
     for pid in [&first, &second] {
         let tid = irq_of(&engine, pid).await;
-        exec.complete(pid, &tid, Vars::new()).await.unwrap();
+        exec.act().complete(pid, &tid, Vars::new()).await.unwrap();
     }
     for pid in [&first, &second] {
-        assert_eq!(exec.process(pid).await.unwrap().state, TaskState::Completed);
+        assert_eq!(
+            exec.proc().get(pid).await.unwrap().state,
+            TaskState::Completed
+        );
     }
     engine.close().await;
 }
@@ -132,11 +139,11 @@ async fn timers_of_unloaded_processes_fire_on_time() {
     let clock = ManualClock::new(1_000);
     let engine = engine_on(store().await, &clock, 2).await;
     let exec = engine.executor();
-    exec.deploy_yaml(GIVES_UP).await.unwrap();
+    exec.model().deploy_yaml(GIVES_UP).await.unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let mut pids = Vec::new();
     for _ in 0..8 {
-        pids.push(exec.start("g", Vars::new()).await.unwrap().pid);
+        pids.push(exec.proc().start("g", Vars::new()).await.unwrap().pid);
         recv_where(&mut rx, irq_created).await;
     }
     settle(&engine).await;
@@ -155,7 +162,10 @@ async fn timers_of_unloaded_processes_fire_on_time() {
     }
     settle(&engine).await;
     for pid in &pids {
-        assert_eq!(exec.process(pid).await.unwrap().state, TaskState::Aborted);
+        assert_eq!(
+            exec.proc().get(pid).await.unwrap().state,
+            TaskState::Aborted
+        );
         assert_eq!(engine.next_timer_of(pid), None);
     }
     engine.close().await;
@@ -169,12 +179,12 @@ async fn a_restart_arms_timers_and_counts_admitted_processes_without_loading_the
     {
         let engine = engine_on(kv.clone(), &clock, 4096).await;
         let exec = engine.executor();
-        exec.deploy_yaml(GIVES_UP).await.unwrap();
-        exec.deploy_yaml(WAITS).await.unwrap();
+        exec.model().deploy_yaml(GIVES_UP).await.unwrap();
+        exec.model().deploy_yaml(WAITS).await.unwrap();
         for _ in 0..3 {
-            pids.push(exec.start("g", Vars::new()).await.unwrap().pid);
+            pids.push(exec.proc().start("g", Vars::new()).await.unwrap().pid);
         }
-        exec.start("w", Vars::new()).await.unwrap();
+        exec.proc().start("w", Vars::new()).await.unwrap();
         settle(&engine).await;
         engine.close().await;
     }
@@ -194,10 +204,10 @@ async fn a_restart_arms_timers_and_counts_admitted_processes_without_loading_the
     // One place is left under the cap of five: the sixth start is parked.
     let exec = engine.executor();
     assert_eq!(
-        exec.start("w", Vars::new()).await.unwrap().state,
+        exec.proc().start("w", Vars::new()).await.unwrap().state,
         TaskState::Running
     );
-    let parked = exec.start("w", Vars::new()).await.unwrap();
+    let parked = exec.proc().start("w", Vars::new()).await.unwrap();
     assert_eq!(parked.state, TaskState::None);
     // The timers fire: each process is loaded and aborted, and the parked
     // process gets a freed place.
@@ -235,9 +245,9 @@ async fn removing_an_unloaded_process_frees_its_place() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(WAITS).await.unwrap();
-    let a = exec.start("w", Vars::new()).await.unwrap().pid;
-    let b = exec.start("w", Vars::new()).await.unwrap().pid;
+    exec.model().deploy_yaml(WAITS).await.unwrap();
+    let a = exec.proc().start("w", Vars::new()).await.unwrap().pid;
+    let b = exec.proc().start("w", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
     // One of the two is unloaded (which one depends on when each settled:
     // both are correct).
@@ -247,17 +257,20 @@ async fn removing_an_unloaded_process_frees_its_place() {
         (a, b)
     };
     assert!(!engine.cache().contains(&gone), "one of them was unloaded");
-    let parked = exec.start("w", Vars::new()).await.unwrap();
+    let parked = exec.proc().start("w", Vars::new()).await.unwrap();
     assert_eq!(parked.state, TaskState::None, "the cap of two is reached");
-    assert!(exec.remove_process(&gone).await.unwrap());
+    assert!(exec.proc().remove(&gone).await.unwrap());
     settle(&engine).await;
     assert_eq!(
-        exec.process(&parked.pid).await.unwrap().state,
+        exec.proc().get(&parked.pid).await.unwrap().state,
         TaskState::Running,
         "the removed process's place went to the parked one"
     );
     assert_eq!(engine.cache().count(), 2);
-    assert_eq!(exec.process(&kept).await.unwrap().state, TaskState::Running);
+    assert_eq!(
+        exec.proc().get(&kept).await.unwrap().state,
+        TaskState::Running
+    );
     engine.close().await;
 }
 
@@ -269,8 +282,19 @@ async fn a_store_from_before_the_wake_index_is_resumed_once_then_indexed() {
     let clock = ManualClock::new(1_000);
     let pid = {
         let engine = engine_on(kv.clone(), &clock, 4096).await;
-        engine.executor().deploy_yaml(GIVES_UP).await.unwrap();
-        let pid = engine.executor().start("g", Vars::new()).await.unwrap().pid;
+        engine
+            .executor()
+            .model()
+            .deploy_yaml(GIVES_UP)
+            .await
+            .unwrap();
+        let pid = engine
+            .executor()
+            .proc()
+            .start("g", Vars::new())
+            .await
+            .unwrap()
+            .pid;
         settle(&engine).await;
         engine.close().await;
         pid
@@ -314,8 +338,19 @@ async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_
     let clock = ManualClock::new(1_000);
     let pid = {
         let engine = engine_on(mem.clone(), &clock, 4096).await;
-        engine.executor().deploy_yaml(GIVES_UP).await.unwrap();
-        let pid = engine.executor().start("g", Vars::new()).await.unwrap().pid;
+        engine
+            .executor()
+            .model()
+            .deploy_yaml(GIVES_UP)
+            .await
+            .unwrap();
+        let pid = engine
+            .executor()
+            .proc()
+            .start("g", Vars::new())
+            .await
+            .unwrap()
+            .pid;
         settle(&engine).await;
         engine.close().await;
         pid
@@ -342,11 +377,12 @@ async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_
     let tid = irq_of(&engine, &pid).await;
     engine
         .executor()
+        .act()
         .complete(&pid, &tid, Vars::new())
         .await
         .unwrap();
     assert_eq!(
-        engine.executor().process(&pid).await.unwrap().state,
+        engine.executor().proc().get(&pid).await.unwrap().state,
         TaskState::Completed
     );
     gated.release_scans();
@@ -381,7 +417,12 @@ async fn a_start_during_the_boot_fill_of_the_wake_index_keeps_its_wake_row() {
         .start()
         .await
         .unwrap();
-    engine.executor().deploy_yaml(GIVES_UP).await.unwrap();
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(GIVES_UP)
+        .await
+        .unwrap();
     // The boot's fill has read that the index is not complete, and waits
     // (it is to read the processes in flight next)...
     gated.hold_gets_of(&Collection::<MetaRow>::row_key(WAKE_INDEX_COMPLETE));
@@ -399,7 +440,7 @@ async fn a_start_during_the_boot_fill_of_the_wake_index_keeps_its_wake_row() {
     // outcome: every order must end with the process's own wake row.)
     let mut start = {
         let exec = engine.executor();
-        tokio::spawn(async move { exec.start("g", Vars::new()).await })
+        tokio::spawn(async move { exec.proc().start("g", Vars::new()).await })
     };
     let early = tokio::time::timeout(Duration::from_secs(1), &mut start).await;
     gated.release_scans();

@@ -26,12 +26,18 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
         .start()
         .await
         .expect("engine starts");
-    engine.executor().deploy_yaml(WAITS).await.expect("deploys");
+    engine
+        .executor()
+        .model()
+        .deploy_yaml(WAITS)
+        .await
+        .expect("deploys");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let mut last = String::new();
     for _ in 0..n {
         last = engine
             .executor()
+            .proc()
             .start("w", Vars::new())
             .await
             .expect("starts")
@@ -62,14 +68,16 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
     // The last one is loaded when it is answered.
     let exec = engine.executor();
     let tid = exec
-        .tasks(&last)
+        .task()
+        .list(&last)
         .await
         .expect("tasks")
         .into_iter()
         .find(|t| t.state == acts_core::scheduler::TaskState::Interrupt)
         .expect("it waits")
         .tid;
-    exec.complete(&last, &tid, Vars::new())
+    exec.act()
+        .complete(&last, &tid, Vars::new())
         .await
         .expect("answered");
     assert_eq!(engine.cache().count(), n - 1);

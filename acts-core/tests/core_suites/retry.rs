@@ -45,11 +45,12 @@ steps:
 async fn failed(engine: &Engine, pid: &str) {
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("flaky", vars(json!({ "pid": pid })))
+    exec.proc()
+        .start("flaky", vars(json!({ "pid": pid })))
         .await
         .expect("starts");
     recv_where(&mut rx, ends(pid)).await;
-    let info = exec.process(pid).await.expect("the process");
+    let info = exec.proc().get(pid).await.expect("the process");
     assert_eq!(info.state, TaskState::Error, "{info:?}");
 }
 
@@ -57,7 +58,8 @@ async fn failed(engine: &Engine, pid: &str) {
 async fn charges(engine: &Engine, pid: &str) -> Vec<TaskState> {
     engine
         .executor()
-        .tasks(pid)
+        .task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()
@@ -70,7 +72,8 @@ async fn charges(engine: &Engine, pid: &str) -> Vec<TaskState> {
 async fn retries(engine: &Engine, pid: &str) -> Vec<(Option<String>, Option<String>)> {
     engine
         .executor()
-        .tasks(pid)
+        .task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()
@@ -87,26 +90,27 @@ async fn retries(engine: &Engine, pid: &str) -> Vec<(Option<String>, Option<Stri
 async fn a_failed_process_is_retried_with_edited_vars_and_finishes() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(FLAKY).await.unwrap();
+    exec.model().deploy_yaml(FLAKY).await.unwrap();
     failed(&engine, "p").await;
 
     // Retried as it was: the step fails again; both attempts are kept.
     let ops = exec.as_principal(Principal::new("olga", ["operator"]));
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    ops.retry_process("p", None, Vars::new()).await.unwrap();
+    ops.proc().retry("p", None, Vars::new()).await.unwrap();
     recv_where(&mut rx, ends("p")).await;
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Error);
+    assert_eq!(exec.proc().get("p").await.unwrap().state, TaskState::Error);
     assert_eq!(
         charges(&engine, "p").await,
         [TaskState::Error, TaskState::Error]
     );
 
     // With the fix: the step runs again, the process goes on and waits.
-    ops.retry_process("p", None, vars(json!({ "fixed": true })))
+    ops.proc()
+        .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "p" && irq_created(m)).await;
-    let info = exec.process("p").await.unwrap();
+    let info = exec.proc().get("p").await.unwrap();
     assert_eq!(info.state, TaskState::Running);
     assert!(info.err.is_none(), "the error is gone from the process");
     assert_eq!(
@@ -122,11 +126,11 @@ async fn a_failed_process_is_retried_with_edited_vars_and_finishes() {
         "{detail}"
     );
     // It counts as in flight again, and finishes as usual.
-    assert_eq!(exec.count_processes(TaskState::Running).await.unwrap(), 1);
+    assert_eq!(exec.proc().count(TaskState::Running).await.unwrap(), 1);
     let tid = waiting(&exec, "p").await.pop().unwrap();
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     recv_where(&mut rx, ends("p")).await;
-    let done = exec.process("p").await.unwrap();
+    let done = exec.proc().get("p").await.unwrap();
     assert_eq!(done.state, TaskState::Completed);
     assert_eq!(done.outputs.get("charged"), Some(&json!(true)));
     assert!(
@@ -146,7 +150,7 @@ async fn a_failed_process_is_retried_with_edited_vars_and_finishes() {
 async fn a_durable_client_still_gets_the_end_before_a_retry() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(FLAKY).await.unwrap();
+    exec.model().deploy_yaml(FLAKY).await.unwrap();
     let away = engine
         .durable_channel("away", ChannelOptions::default())
         .await
@@ -158,14 +162,16 @@ async fn a_durable_client_still_gets_the_end_before_a_retry() {
     })
     .await;
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.retry_process("p", None, vars(json!({ "fixed": true })))
+    exec.proc()
+        .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
     let tid = waiting(&exec, "p").await.pop().unwrap();
-    exec.complete("p", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("p", &tid, Vars::new()).await.unwrap();
     recv_where(&mut rx, ends("p")).await;
     let owed = exec
-        .deliveries(Some("away"), Some(DeliveryState::Pending))
+        .msg()
+        .list(Some("away"), Some(DeliveryState::Pending))
         .await
         .unwrap();
     assert!(
@@ -194,9 +200,9 @@ async fn a_durable_client_still_gets_the_end_before_a_retry() {
 async fn what_cannot_be_retried_is_refused_and_left_as_it_was() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(FLAKY).await.unwrap();
+    exec.model().deploy_yaml(FLAKY).await.unwrap();
     failed(&engine, "p").await;
-    let tasks_before = exec.tasks("p").await.unwrap();
+    let tasks_before = exec.task().list("p").await.unwrap();
 
     // A task that did not fail, or is not there.
     let prepare = tasks_before
@@ -206,36 +212,43 @@ async fn what_cannot_be_retried_is_refused_and_left_as_it_was() {
         .tid
         .clone();
     let e = exec
-        .retry_process("p", Some(&prepare), Vars::new())
+        .proc()
+        .retry("p", Some(&prepare), Vars::new())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("did not end in an error"), "{e}");
     assert!(matches!(
-        exec.retry_process("p", Some("nope"), Vars::new()).await,
+        exec.proc().retry("p", Some("nope"), Vars::new()).await,
         Err(EngineError::Action(ActionError::UnknownTask { .. }))
     ));
     // A user may not; vars over the limit are refused.
     let user = exec.as_principal(Principal::new("ann", Vec::<String>::new()));
     assert!(matches!(
-        user.retry_process("p", None, Vars::new()).await,
+        user.proc().retry("p", None, Vars::new()).await,
         Err(EngineError::Denied { .. })
     ));
-    assert_eq!(exec.tasks("p").await.unwrap(), tasks_before, "unchanged");
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Error);
+    assert_eq!(
+        exec.task().list("p").await.unwrap(),
+        tasks_before,
+        "unchanged"
+    );
+    assert_eq!(exec.proc().get("p").await.unwrap().state, TaskState::Error);
 
     // A running process is not retried (it can be rewound).
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("flaky", vars(json!({ "pid": "ok", "fixed": true })))
+    exec.proc()
+        .start("flaky", vars(json!({ "pid": "ok", "fixed": true })))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "ok" && irq_created(m)).await;
     let e = exec
-        .retry_process("ok", None, Vars::new())
+        .proc()
+        .retry("ok", None, Vars::new())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("rewound"), "{e}");
     assert!(matches!(
-        exec.retry_process("ghost", None, Vars::new()).await,
+        exec.proc().retry("ghost", None, Vars::new()).await,
         Err(EngineError::ProcessNotFound(_))
     ));
     engine.close().await;
@@ -255,29 +268,35 @@ async fn a_retry_needs_an_admission_place() {
         .await
         .unwrap();
     let exec = engine.executor();
-    exec.deploy_yaml(FLAKY).await.unwrap();
+    exec.model().deploy_yaml(FLAKY).await.unwrap();
     failed(&engine, "p").await;
     // The one place is taken by a waiting process.
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("flaky", vars(json!({ "pid": "w", "fixed": true })))
+    exec.proc()
+        .start("flaky", vars(json!({ "pid": "w", "fixed": true })))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "w" && irq_created(m)).await;
     assert!(matches!(
-        exec.retry_process("p", None, vars(json!({ "fixed": true })))
+        exec.proc()
+            .retry("p", None, vars(json!({ "fixed": true })))
             .await,
         Err(EngineError::Busy { cap: 1, .. })
     ));
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Error);
+    assert_eq!(exec.proc().get("p").await.unwrap().state, TaskState::Error);
     // Once the place is free, the retry takes it.
     let tid = waiting(&exec, "w").await.pop().unwrap();
-    exec.complete("w", &tid, Vars::new()).await.unwrap();
+    exec.act().complete("w", &tid, Vars::new()).await.unwrap();
     recv_where(&mut rx, ends("w")).await;
-    exec.retry_process("p", None, vars(json!({ "fixed": true })))
+    exec.proc()
+        .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
     recv_where(&mut rx, |m| m.pid == "p" && irq_created(m)).await;
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Running);
+    assert_eq!(
+        exec.proc().get("p").await.unwrap().state,
+        TaskState::Running
+    );
     assert_eq!(engine.stats().admitted, 1, "one place, held by the retry");
     engine.close().await;
 }
@@ -286,36 +305,43 @@ async fn a_retry_needs_an_admission_place() {
 async fn a_subflow_child_is_retried_through_its_parent() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(FLAKY).await.unwrap();
-    exec.deploy_yaml(
+    exec.model().deploy_yaml(FLAKY).await.unwrap();
+    exec.model().deploy_yaml(
         "id: parent\nver: '1'\nsteps:\n  - id: call\n    uses: acts.core.subflow\n    params: { to: flaky }\n",
     )
     .await
     .unwrap();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    exec.start("parent", vars(json!({ "pid": "par" })))
+    exec.proc()
+        .start("parent", vars(json!({ "pid": "par" })))
         .await
         .unwrap();
     recv_where(&mut rx, ends("par")).await;
-    assert_eq!(exec.process("par").await.unwrap().state, TaskState::Error);
+    assert_eq!(
+        exec.proc().get("par").await.unwrap().state,
+        TaskState::Error
+    );
     let child = exec
-        .processes(None, Some("flaky"))
+        .proc()
+        .list(None, Some("flaky"))
         .await
         .unwrap()
         .pop()
         .expect("the child")
         .pid;
     let e = exec
-        .retry_process(&child, None, Vars::new())
+        .proc()
+        .retry(&child, None, Vars::new())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("retry 'par'"), "{e}");
     // The parent's retry runs its step again: a new child (which fails
     // as the first did, and the parent with it).
-    exec.retry_process("par", None, Vars::new()).await.unwrap();
+    exec.proc().retry("par", None, Vars::new()).await.unwrap();
     recv_where(&mut rx, ends("par")).await;
     let children: Vec<String> = exec
-        .processes(None, Some("flaky"))
+        .proc()
+        .list(None, Some("flaky"))
         .await
         .unwrap()
         .into_iter()
@@ -323,7 +349,10 @@ async fn a_subflow_child_is_retried_through_its_parent() {
         .collect();
     assert_eq!(children.len(), 2, "{children:?}");
     assert!(children.contains(&child));
-    assert_eq!(exec.process("par").await.unwrap().state, TaskState::Error);
+    assert_eq!(
+        exec.proc().get("par").await.unwrap().state,
+        TaskState::Error
+    );
     engine.close().await;
 }
 
@@ -331,13 +360,14 @@ async fn a_subflow_child_is_retried_through_its_parent() {
 async fn a_retry_survives_a_crash_right_after_it_and_is_absent_right_before() {
     let crash = Arc::new(CrashStore::new());
     let engine = engine_on(crash.clone(), None).await;
-    engine.executor().deploy_yaml(FLAKY).await.unwrap();
+    engine.executor().model().deploy_yaml(FLAKY).await.unwrap();
     failed(&engine, "p").await;
     engine.flush().await.unwrap();
     let before = crash.committed().await;
     engine
         .executor()
-        .retry_process("p", None, vars(json!({ "fixed": true })))
+        .proc()
+        .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
     engine.flush().await.unwrap();
@@ -351,7 +381,7 @@ async fn a_retry_survives_a_crash_right_after_it_and_is_absent_right_before() {
     let engine = engine_on(cut, None).await;
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let state = exec.process("p").await.unwrap().state;
+    let state = exec.proc().get("p").await.unwrap().state;
     assert_eq!(state, TaskState::Running);
     if waiting(&exec, "p").await.is_empty() {
         recv_where(&mut rx, |m| m.pid == "p" && irq_created(m)).await;
@@ -364,11 +394,15 @@ async fn a_retry_survives_a_crash_right_after_it_and_is_absent_right_before() {
     let cut: Arc<dyn KvStore> = Arc::new(crash.recover_prefix(before).await);
     let engine = engine_on(cut, None).await;
     let exec = engine.executor();
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Error);
+    assert_eq!(exec.proc().get("p").await.unwrap().state, TaskState::Error);
     assert!(retries(&engine, "p").await.is_empty());
-    exec.retry_process("p", None, vars(json!({ "fixed": true })))
+    exec.proc()
+        .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
-    assert_eq!(exec.process("p").await.unwrap().state, TaskState::Running);
+    assert_eq!(
+        exec.proc().get("p").await.unwrap().state,
+        TaskState::Running
+    );
     engine.close().await;
 }

@@ -29,7 +29,7 @@ fn model(n: u32) -> String {
 async fn run_to_end(engine: &Engine, pid: &str) -> serde_json::Value {
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let tasks = exec.tasks(pid).await.expect("tasks");
+    let tasks = exec.task().list(pid).await.expect("tasks");
     let ask = match tasks.iter().find(|t| t.state == TaskState::Interrupt) {
         Some(t) => t.tid.clone(),
         None => {
@@ -38,12 +38,13 @@ async fn run_to_end(engine: &Engine, pid: &str) -> serde_json::Value {
                 .tid
         }
     };
-    exec.complete(pid, &ask, Vars::new())
+    exec.act()
+        .complete(pid, &ask, Vars::new())
         .await
         .expect("completes");
     let p = tokio::time::timeout(GUARD, async {
         loop {
-            let p = exec.process(pid).await.expect("process");
+            let p = exec.proc().get(pid).await.expect("process");
             if p.state.is_terminal() {
                 return p;
             }
@@ -58,7 +59,8 @@ async fn run_to_end(engine: &Engine, pid: &str) -> serde_json::Value {
 }
 
 async fn start(exec: &Executor, pid: &str) -> acts_core::engine::ProcInfo {
-    exec.start("m", vars(json!({ "pid": pid })))
+    exec.proc()
+        .start("m", vars(json!({ "pid": pid })))
         .await
         .expect("starts")
 }
@@ -67,29 +69,32 @@ async fn start(exec: &Executor, pid: &str) -> acts_core::engine::ProcInfo {
 async fn an_identical_deploy_changes_nothing_and_a_changed_one_is_a_new_version() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    let first = exec.deploy_yaml(&model(1)).await.unwrap();
+    let first = exec.model().deploy_yaml(&model(1)).await.unwrap();
     assert_eq!(first.revision, 1);
-    let again = exec.deploy_yaml(&model(1)).await.unwrap();
+    let again = exec.model().deploy_yaml(&model(1)).await.unwrap();
     assert_eq!(again.revision, 1, "same content: same version");
     assert!(again.unchanged && !first.unchanged);
     assert_eq!(again.deployed_at, first.deployed_at, "nothing was written");
-    let versions = exec.versions("m").await.unwrap();
+    let versions = exec.model().versions("m").await.unwrap();
     assert_eq!(versions.len(), 1);
-    let second = exec.deploy_yaml(&model(2)).await.unwrap();
+    let second = exec.model().deploy_yaml(&model(2)).await.unwrap();
     assert_eq!(second.revision, 2);
     assert_eq!(second.ver, "2.0");
-    let versions = exec.versions("m").await.unwrap();
+    let versions = exec.model().versions("m").await.unwrap();
     let listed: Vec<(u32, &str, bool)> = versions
         .iter()
         .map(|v| (v.model.revision, v.model.ver.as_str(), v.latest))
         .collect();
     assert_eq!(listed, [(1, "1.0", false), (2, "2.0", true)]);
     // Back to the first content: a third version, not a rollback in place.
-    assert_eq!(exec.deploy_yaml(&model(1)).await.unwrap().revision, 3);
-    let (info, workflow) = exec.model_version("m", 2).await.unwrap();
+    assert_eq!(
+        exec.model().deploy_yaml(&model(1)).await.unwrap().revision,
+        3
+    );
+    let (info, workflow) = exec.model().version("m", 2).await.unwrap();
     assert_eq!((info.revision, workflow.ver.as_str()), (2, "2.0"));
     assert!(matches!(
-        exec.model_version("m", 9).await,
+        exec.model().version("m", 9).await,
         Err(EngineError::VersionNotFound { revision: 9, .. })
     ));
 }
@@ -99,33 +104,34 @@ async fn a_process_ends_on_its_version_after_a_newer_deploy_and_a_restart() {
     let kv = store().await;
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&model(1)).await.unwrap();
+    exec.model().deploy_yaml(&model(1)).await.unwrap();
     let old = start(&exec, "old").await;
     assert_eq!(old.model_rev, 1);
-    exec.deploy_yaml(&model(2)).await.unwrap();
+    exec.model().deploy_yaml(&model(2)).await.unwrap();
     let new = start(&exec, "new").await;
     assert_eq!(new.model_rev, 2);
     engine.close().await;
 
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    assert_eq!(exec.process("old").await.unwrap().model_rev, 1);
+    assert_eq!(exec.proc().get("old").await.unwrap().model_rev, 1);
     assert_eq!(run_to_end(&engine, "old").await, json!(1), "ran version 1");
     assert_eq!(run_to_end(&engine, "new").await, json!(2), "ran version 2");
     // The model a process shows is its version's.
-    assert_eq!(exec.process_model("old").await.unwrap().ver, "1.0");
+    assert_eq!(exec.proc().model("old").await.unwrap().ver, "1.0");
     // A named version starts on demand.
     let named = exec
+        .proc()
         .start_version("m", 1, vars(json!({ "pid": "named" })))
         .await
         .unwrap();
     assert_eq!(named.model_rev, 1);
     assert_eq!(run_to_end(&engine, "named").await, json!(1));
     assert!(matches!(
-        exec.start_version("m", 7, Vars::new()).await,
+        exec.proc().start_version("m", 7, Vars::new()).await,
         Err(EngineError::VersionNotFound { revision: 7, .. })
     ));
-    let v1 = &exec.versions("m").await.unwrap()[0];
+    let v1 = &exec.model().versions("m").await.unwrap()[0];
     assert_eq!((v1.processes, v1.unfinished), (2, 0));
     engine.close().await;
 }
@@ -134,24 +140,28 @@ async fn a_process_ends_on_its_version_after_a_newer_deploy_and_a_restart() {
 async fn a_version_in_use_or_latest_cannot_be_removed() {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&model(1)).await.unwrap();
+    exec.model().deploy_yaml(&model(1)).await.unwrap();
     start(&exec, "p1").await;
-    exec.deploy_yaml(&model(2)).await.unwrap();
-    let in_use = exec.remove_version("m", 1).await.unwrap_err();
+    exec.model().deploy_yaml(&model(2)).await.unwrap();
+    let in_use = exec.model().remove_version("m", 1).await.unwrap_err();
     assert!(
         matches!(in_use, EngineError::VersionInUse { revision: 1, .. }),
         "{in_use}"
     );
     assert!(in_use.to_string().contains("'p1'"), "{in_use}");
-    let latest = exec.remove_version("m", 2).await.unwrap_err();
+    let latest = exec.model().remove_version("m", 2).await.unwrap_err();
     assert!(latest.to_string().contains("latest"), "{latest}");
     // A finished process still holds its version (it is shown with it).
     assert_eq!(run_to_end(&engine, "p1").await, json!(1));
-    assert!(exec.remove_version("m", 1).await.is_err());
-    assert!(exec.remove_process("p1").await.unwrap());
-    assert!(exec.remove_version("m", 1).await.unwrap());
-    assert!(!exec.remove_version("m", 1).await.unwrap(), "gone already");
+    assert!(exec.model().remove_version("m", 1).await.is_err());
+    assert!(exec.proc().remove("p1").await.unwrap());
+    assert!(exec.model().remove_version("m", 1).await.unwrap());
+    assert!(
+        !exec.model().remove_version("m", 1).await.unwrap(),
+        "gone already"
+    );
     let revisions: Vec<u32> = exec
+        .model()
         .versions("m")
         .await
         .unwrap()
@@ -166,15 +176,16 @@ async fn removing_a_model_keeps_the_versions_its_processes_run_on() {
     let kv = store().await;
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&model(1)).await.unwrap();
-    exec.deploy_yaml(&model(2)).await.unwrap();
+    exec.model().deploy_yaml(&model(1)).await.unwrap();
+    exec.model().deploy_yaml(&model(2)).await.unwrap();
     start(&exec, "runs_v2").await;
-    assert!(exec.remove_model("m").await.unwrap());
+    assert!(exec.model().remove("m").await.unwrap());
     assert!(matches!(
-        exec.start("m", Vars::new()).await,
+        exec.proc().start("m", Vars::new()).await,
         Err(EngineError::ModelNotFound(_))
     ));
     let kept: Vec<(u32, bool)> = exec
+        .model()
         .versions("m")
         .await
         .unwrap()
@@ -188,7 +199,10 @@ async fn removing_a_model_keeps_the_versions_its_processes_run_on() {
     assert_eq!(run_to_end(&engine, "runs_v2").await, json!(2));
     // A new deploy continues the numbering after the kept version.
     let exec = engine.executor();
-    assert_eq!(exec.deploy_yaml(&model(5)).await.unwrap().revision, 3);
+    assert_eq!(
+        exec.model().deploy_yaml(&model(5)).await.unwrap().revision,
+        3
+    );
 }
 
 /// A removal that runs while a start's first write is held in the store
@@ -200,16 +214,20 @@ async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
     let kv: Arc<dyn KvStore> = gated.clone();
     let engine = engine_on(kv.clone(), None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(&model(1)).await.unwrap();
+    exec.model().deploy_yaml(&model(1)).await.unwrap();
     gated.arm(GateKind::Write);
     let starting = {
         let exec = exec.clone();
-        tokio::spawn(async move { exec.start("m", vars(json!({ "pid": "racer" }))).await })
+        tokio::spawn(async move {
+            exec.proc()
+                .start("m", vars(json!({ "pid": "racer" })))
+                .await
+        })
     };
     gated.wait_parked(GateKind::Write, 1).await;
     let removal = {
         let exec = exec.clone();
-        tokio::spawn(async move { exec.remove_model("m").await })
+        tokio::spawn(async move { exec.model().remove("m").await })
     };
     // The removal decides what to delete, then its write queues behind
     // the held one: once it is queued, every check it makes is done.
@@ -226,6 +244,7 @@ async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
     assert_eq!(starting.await.unwrap().unwrap().model_rev, 1);
     assert!(removal.await.unwrap().unwrap());
     let kept: Vec<u32> = exec
+        .model()
         .versions("m")
         .await
         .unwrap()

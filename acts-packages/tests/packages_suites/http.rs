@@ -435,8 +435,13 @@ async fn a_crash_between_the_request_and_its_commit_retries_it_once_with_the_sam
         ),
     );
     let exec = first.executor();
-    let info = exec.deploy_yaml(&model).await.expect("deploy");
-    let pid = exec.start(&info.id, Vars::new()).await.expect("start").pid;
+    let info = exec.model().deploy_yaml(&model).await.expect("deploy");
+    let pid = exec
+        .proc()
+        .start(&info.id, Vars::new())
+        .await
+        .expect("start")
+        .pid;
     // the request is out; the process dies before its result is stored
     tokio::time::timeout(HANG, called.recv())
         .await

@@ -207,15 +207,20 @@ async fn a_running_script_is_killed_when_its_act_or_its_process_is_aborted() {
     let script =
         "echo $$ > \"$PIDS/$ACTS_PID.shell\"\nsleep 1000 &\necho $! > \"$PIDS/$ACTS_PID.bg\"\nwait";
     let info = exec
+        .model()
         .deploy_yaml(&script_model("held", "sh", "text", script))
         .await
         .expect("deploy");
     let mut rx = engine.channel(acts::ChannelOptions::default()).subscribe();
 
     // the process aborted: its script and what it started are killed
-    let p = exec.start(&info.id, Vars::new()).await.expect("start");
+    let p = exec
+        .proc()
+        .start(&info.id, Vars::new())
+        .await
+        .expect("start");
     let ids = started(pids.path(), &p.pid).await;
-    exec.abort_process(&p.pid).await.expect("aborted");
+    exec.proc().abort(&p.pid).await.expect("aborted");
     for id in &ids {
         gone(id).await;
     }
@@ -223,17 +228,23 @@ async fn a_running_script_is_killed_when_its_act_or_its_process_is_aborted() {
     assert_eq!(ended.state, TaskState::Aborted, "{ended:?}");
 
     // the act aborted: the same
-    let p = exec.start(&info.id, Vars::new()).await.expect("start");
+    let p = exec
+        .proc()
+        .start(&info.id, Vars::new())
+        .await
+        .expect("start");
     let ids = started(pids.path(), &p.pid).await;
     let act = exec
-        .tasks(&p.pid)
+        .task()
+        .list(&p.pid)
         .await
         .expect("tasks")
         .into_iter()
         .find(|t| t.kind == acts::MessageType::Act && t.uses.as_deref() == Some("acts.app.shell"))
         .expect("the shell act");
     assert_eq!(act.state, TaskState::Running, "{act:?}");
-    exec.abort(&p.pid, &act.tid, Vars::new())
+    exec.act()
+        .abort(&p.pid, &act.tid, Vars::new())
         .await
         .expect("the act aborted");
     for id in &ids {
@@ -386,6 +397,7 @@ async fn a_running_script_holds_no_worker() {
     let engine = engine(&config, None).await;
     let exec = engine.executor();
     let info = exec
+        .model()
         .deploy_yaml(&script_model(
             "long",
             "sh",
@@ -394,7 +406,11 @@ async fn a_running_script_holds_no_worker() {
         ))
         .await
         .expect("deploy");
-    let long = exec.start(&info.id, Vars::new()).await.expect("start");
+    let long = exec
+        .proc()
+        .start(&info.id, Vars::new())
+        .await
+        .expect("start");
     // the script runs (a hang guard on its mark, not a timing claim)
     let started = marks.path().join("started");
     tokio::time::timeout(HANG, async {
@@ -411,8 +427,8 @@ async fn a_running_script_holds_no_worker() {
     )
     .await;
     assert_eq!(other.state, TaskState::Completed);
-    let still = exec.process(&long.pid).await.expect("process");
+    let still = exec.proc().get(&long.pid).await.expect("process");
     assert_eq!(still.state, TaskState::Running, "{still:?}");
-    exec.abort_process(&long.pid).await.expect("abort");
+    exec.proc().abort(&long.pid).await.expect("abort");
     engine.close().await;
 }

@@ -24,13 +24,13 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             if let Some(mid) = call.take("mid")? {
                 workflow.id = mid;
             }
-            call.exec.deploy(&workflow).await?;
+            call.exec.model().deploy(&workflow).await?;
             Ok(Value::Bool(true))
         }
         "model:get" => {
             let id = call.need("id")?;
             let fmt = call.take("fmt")?.unwrap_or_else(|| "text".to_owned());
-            let (info, workflow) = call.exec.model(&id).await?;
+            let (info, workflow) = call.exec.model().get(&id).await?;
             let data = match fmt.as_str() {
                 "json" => workflow.to_json(),
                 "text" | "yml" | "yaml" | "tree" => workflow
@@ -48,7 +48,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             let w = RefQuery::of(&call.options)
                 .and_then(|q| q.window(&["id", "name"]))
                 .map_err(Refusal::Invalid)?;
-            let mut models = call.exec.models().await?;
+            let mut models = call.exec.model().list().await?;
             models.retain(|m| {
                 w.eq("id").is_none_or(|id| m.id == id) && w.eq("name").is_none_or(|n| m.name == n)
             });
@@ -65,7 +65,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         }
         "model:rm" => {
             let id = call.need("id")?;
-            Ok(Value::Bool(call.exec.remove_model(&id).await?))
+            Ok(Value::Bool(call.exec.model().remove(&id).await?))
         }
         "pack:ls" => {
             let w = RefQuery::of(&call.options)
@@ -73,7 +73,8 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
                 .map_err(Refusal::Invalid)?;
             let mut packs: Vec<Value> = call
                 .exec
-                .packages()
+                .pack()
+                .list()
                 .await?
                 .iter()
                 .map(shapes::package)
@@ -88,7 +89,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         }
         "pack:get" => {
             let id = call.need("id")?;
-            let packs = call.exec.packages().await?;
+            let packs = call.exec.pack().list().await?;
             let p = packs
                 .iter()
                 .find(|p| p.definition.id == id)
@@ -103,7 +104,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             let w = RefQuery::of(&call.options)
                 .and_then(|q| q.window(&["mid", "uses", "id"]))
                 .map_err(Refusal::Invalid)?;
-            let mut triggers = call.exec.triggers().await?;
+            let mut triggers = call.exec.evt().list().await?;
             triggers.retain(|t| {
                 w.eq("mid").is_none_or(|m| t.model_id == m)
                     && w.eq("uses").is_none_or(|u| t.kind == u)
@@ -115,7 +116,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         }
         "evt:get" => {
             let id = call.need("id")?;
-            let triggers = call.exec.triggers().await?;
+            let triggers = call.exec.evt().list().await?;
             let t = triggers
                 .iter()
                 .find(|t| t.id == id)
@@ -125,7 +126,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         "evt:start" => {
             let id = call.need("id")?;
             let params = call.options.remove("params").unwrap_or(Value::Null);
-            let p = call.exec.start_trigger(&id, params).await?;
+            let p = call.exec.evt().start(&id, params).await?;
             Ok(serde_json::json!({ "pid": p.pid }))
         }
         _ => Err(Refusal::NotFound(name.to_owned())),

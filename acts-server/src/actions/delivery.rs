@@ -52,12 +52,12 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         "msg:redo" => match call.take("id")? {
             Some(id) => {
                 let (channel, msg_id) = need_ack_id(&id)?;
-                call.exec.redeliver(channel, msg_id).await?;
+                call.exec.msg().redeliver(channel, msg_id).await?;
                 Ok(Value::Null)
             }
             None => {
                 for d in failed(&call, None).await? {
-                    call.exec.redeliver(&d.channel, &d.msg_id).await?;
+                    call.exec.msg().redeliver(&d.channel, &d.msg_id).await?;
                 }
                 Ok(Value::Null)
             }
@@ -65,17 +65,17 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         "msg:rm" => {
             let id = call.need("id")?;
             let (channel, msg_id) = need_ack_id(&id)?;
-            call.exec.discard(channel, msg_id).await?;
+            call.exec.msg().discard(channel, msg_id).await?;
             Ok(Value::Bool(true))
         }
         "msg:clear" => {
             if let Some(id) = call.take("id")? {
                 let (channel, msg_id) = need_ack_id(&id)?;
-                call.exec.discard(channel, msg_id).await?;
+                call.exec.msg().discard(channel, msg_id).await?;
             } else {
                 let pid = call.take("pid")?;
                 for d in failed(&call, pid).await? {
-                    call.exec.discard(&d.channel, &d.msg_id).await?;
+                    call.exec.msg().discard(&d.channel, &d.msg_id).await?;
                 }
             }
             Ok(Value::Null)
@@ -149,7 +149,7 @@ async fn find(call: &Call, id: &str) -> Result<DeliveryInfo, Refusal> {
     q.messages = true;
     let mut seen = 0;
     loop {
-        let page = call.exec.find_deliveries(&q).await?;
+        let page = call.exec.msg().find(&q).await?;
         seen += page.items.len();
         if let Some(d) = page.items.into_iter().find(|d| d.msg_id == msg_id) {
             return Ok(d);
@@ -170,7 +170,7 @@ async fn failed(call: &Call, pid: Option<String>) -> Result<Vec<DeliveryInfo>, R
     Ok(walk(&w, |cursor, n| {
         let q = q.clone().limit(n).after(cursor);
         let exec = call.exec.clone();
-        async move { exec.find_deliveries(&q).await }
+        async move { exec.msg().find(&q).await }
     })
     .await?)
 }
@@ -193,10 +193,10 @@ async fn list(call: Call) -> Answer {
     let rows = walk(&w, |cursor, n| {
         let q = q.clone().limit(n).after(cursor);
         let exec = call.exec.clone();
-        async move { exec.find_deliveries(&q).await }
+        async move { exec.msg().find(&q).await }
     })
     .await?;
-    let count = call.exec.count_deliveries_matching(&q).await?;
+    let count = call.exec.msg().count_matching(&q).await?;
     let rows = rows.iter().map(shapes::delivery).collect();
     Ok(shapes::page(rows, count, w.offset, w.limit))
 }

@@ -28,7 +28,7 @@ pub(crate) async fn act(name: &str, mut call: Call) -> Answer {
         "act:set_vars" => Action::SetProcessVars,
         "act:push" => {
             let (pid, tid) = (call.need("pid")?, call.need("tid")?);
-            call.exec.push(&pid, &tid, call.options).await?;
+            call.exec.act().push(&pid, &tid, call.options).await?;
             return Ok(Value::Null);
         }
         _ => return Err(Refusal::NotFound(name.to_owned())),
@@ -37,7 +37,10 @@ pub(crate) async fn act(name: &str, mut call: Call) -> Answer {
     if action == Action::Back && !call.options.contains_key("to") {
         return Err(Refusal::Invalid("to is required".to_owned()));
     }
-    call.exec.act(&pid, &tid, action, call.options).await?;
+    call.exec
+        .act()
+        .apply(&pid, &tid, action, call.options)
+        .await?;
     Ok(Value::Null)
 }
 
@@ -46,7 +49,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
     match name {
         "proc:start" => {
             let id = call.need("id")?;
-            let p = call.exec.start(&id, call.options).await?;
+            let p = call.exec.proc().start(&id, call.options).await?;
             Ok(Value::String(p.pid))
         }
         "proc:start_from_model" => {
@@ -64,17 +67,17 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             .map_err(|e| Refusal::Invalid(e.to_string()))?;
             // acts starts only deployed versions: the model is deployed
             // (a new version only if its text changed), then started.
-            let info = call.exec.deploy(&workflow).await?;
-            let p = call.exec.start(&info.id, call.options).await?;
+            let info = call.exec.model().deploy(&workflow).await?;
+            let p = call.exec.proc().start(&info.id, call.options).await?;
             Ok(Value::String(p.pid))
         }
         "proc:get" => {
             let pid = call.need("pid")?;
-            let p = call.exec.process(&pid).await?;
-            let mut tasks = call.exec.tasks(&pid).await?;
+            let p = call.exec.proc().get(&pid).await?;
+            let mut tasks = call.exec.task().list(&pid).await?;
             tasks.sort_by_key(|t| t.start_time.unwrap_or(i64::MAX));
             // the model's name (a removed model: its id)
-            let name = match call.exec.model_info(&p.model_id).await {
+            let name = match call.exec.model().info(&p.model_id).await {
                 Ok(m) => m.name,
                 Err(_) => p.model_id.clone(),
             };
@@ -84,7 +87,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
         "proc:ls" => list_processes(call).await,
         "task:get" => {
             let (pid, tid) = (call.need("pid")?, call.need("tid")?);
-            Ok(shapes::task(&call.exec.task(&pid, &tid).await?))
+            Ok(shapes::task(&call.exec.task().get(&pid, &tid).await?))
         }
         "task:ls" => list_tasks(call).await,
         _ => Err(Refusal::NotFound(name.to_owned())),
@@ -95,7 +98,8 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
 async fn model_names(call: &Call) -> Result<HashMap<String, String>, Refusal> {
     Ok(call
         .exec
-        .models()
+        .model()
+        .list()
         .await?
         .into_iter()
         .map(|m| (m.id, m.name))
@@ -127,10 +131,10 @@ async fn list_processes(call: Call) -> Answer {
         let mut q = q.clone().limit(n);
         q.cursor = cursor;
         let exec = call.exec.clone();
-        async move { exec.find_processes(&q).await }
+        async move { exec.proc().find(&q).await }
     })
     .await?;
-    let count = call.exec.count_matching(&q).await?;
+    let count = call.exec.proc().count_matching(&q).await?;
     let names = model_names(&call).await?;
     let rows = rows
         .iter()
@@ -156,7 +160,7 @@ async fn list_tasks(call: Call) -> Answer {
         .transpose()?;
     if let Some(pid) = w.eq("pid") {
         // One process's tasks: read them all and filter here.
-        let mut tasks = call.exec.tasks(&pid).await?;
+        let mut tasks = call.exec.task().list(&pid).await?;
         tasks.retain(|t| {
             state.is_none_or(|s| t.state == s)
                 && kind.is_none_or(|k| t.kind == k)
@@ -184,10 +188,10 @@ async fn list_tasks(call: Call) -> Answer {
     let rows = walk(&w, |cursor, n| {
         let q = q.clone().limit(n).after(cursor);
         let exec = call.exec.clone();
-        async move { exec.find_tasks(&q).await }
+        async move { exec.task().find(&q).await }
     })
     .await?;
-    let count = call.exec.count_tasks(&q).await?;
+    let count = call.exec.task().count(&q).await?;
     let rows = rows.iter().map(shapes::task).collect();
     Ok(shapes::page(rows, count, w.offset, w.limit))
 }

@@ -64,7 +64,7 @@ async fn start_job(
     Exec(x, _): Exec,
     Body(request): Body<BulkRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let job = x.bulk_start(request).await?;
+    let job = x.bulk().start(request).await?;
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
 
@@ -80,7 +80,7 @@ async fn preview_job(
     Exec(x, _): Exec,
     Body(request): Body<BulkRequest>,
 ) -> ApiResult<Json<BulkPreview>> {
-    Ok(Json(x.bulk_preview(&request).await?))
+    Ok(Json(x.bulk().preview(&request).await?))
 }
 
 /// The bulk jobs, newest first.
@@ -93,7 +93,7 @@ async fn list_jobs(
     Exec(x, _): Exec,
     Params(p): Params<PageParams>,
 ) -> ApiResult<Json<BulkJobPage>> {
-    let page = x.bulk_jobs(p.limit, p.cursor.as_deref()).await?;
+    let page = x.bulk().list(p.limit, p.cursor.as_deref()).await?;
     Ok(BulkJobPage::reply(page, None))
 }
 
@@ -104,7 +104,7 @@ async fn list_jobs(
     responses((status = 200, description = "The job.", body = BulkJob), Errors)
 )]
 async fn get_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<Json<BulkJob>> {
-    Ok(Json(x.bulk_job(&id).await?))
+    Ok(Json(x.bulk().get(&id).await?))
 }
 
 /// Removes a bulk job and its report.
@@ -116,7 +116,7 @@ async fn get_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<Json<Bul
     responses((status = 204, description = "Removed."), Errors)
 )]
 async fn remove_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    x.remove_bulk(&id).await?;
+    x.bulk().remove(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -130,7 +130,7 @@ async fn remove_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<Statu
     responses((status = 200, description = "The job, stopped.", body = BulkJob), Errors)
 )]
 async fn cancel_job(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<Json<BulkJob>> {
-    Ok(Json(x.cancel_bulk(&id).await?))
+    Ok(Json(x.bulk().cancel(&id).await?))
 }
 
 /// What a bulk job did to each process, in pid order.
@@ -145,7 +145,8 @@ async fn job_items(
     Params(p): Params<ItemParams>,
 ) -> ApiResult<Json<BulkItemPage>> {
     let page = x
-        .bulk_items(&id, p.outcome, p.limit, p.cursor.as_deref())
+        .bulk()
+        .items(&id, p.outcome, p.limit, p.cursor.as_deref())
         .await?;
     Ok(BulkItemPage::reply(page, None))
 }

@@ -81,7 +81,7 @@ async fn deliveries(
         v.cursor = q.cursor;
         v
     };
-    let page = x.find_deliveries(&query).await?;
+    let page = x.msg().find(&query).await?;
     let mut headers = axum::http::HeaderMap::new();
     if let Some(next) = page.next.and_then(|n| n.parse().ok()) {
         headers.insert(NEXT_HEADER, next);
@@ -105,8 +105,8 @@ async fn query_deliveries(
     Body(mut query): Body<DeliveryQuery>,
 ) -> ApiResult<impl IntoResponse> {
     query.item_cursors = wants_item_cursors(&headers);
-    let page = x.find_deliveries(&query).await?;
-    let total = o.total(|| x.count_deliveries_matching(&query)).await?;
+    let page = x.msg().find(&query).await?;
+    let total = o.total(|| x.msg().count_matching(&query)).await?;
     Ok(DeliveryPage::reply(page, total))
 }
 
@@ -123,7 +123,7 @@ async fn redeliver(
     Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    x.redeliver(&channel, &msg_id).await?;
+    x.msg().redeliver(&channel, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -140,6 +140,6 @@ async fn discard(
     Exec(x, _): Exec,
     Path((channel, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    x.discard(&channel, &msg_id).await?;
+    x.msg().discard(&channel, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -41,7 +41,7 @@ const EXAMPLE_MODEL: &str = "id: approval\nver: \"1\"\nsteps:\n  - id: review\n 
     )
 )]
 async fn deploy_model(Exec(x, _): Exec, Text(text): Text) -> ApiResult<impl IntoResponse> {
-    let info = x.deploy_yaml(&text).await?;
+    let info = x.model().deploy_yaml(&text).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -51,7 +51,7 @@ async fn deploy_model(Exec(x, _): Exec, Text(text): Text) -> ApiResult<impl Into
     responses((status = 200, description = "Every deployed model (its latest version).", body = Vec<ModelInfo>), Errors)
 )]
 async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
-    Ok(Json(x.models().await?))
+    Ok(Json(x.model().list().await?))
 }
 
 /// A model's latest version and its definition.
@@ -61,7 +61,7 @@ async fn list_models(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
     responses((status = 200, description = "The model.", body = ModelDetail), Errors)
 )]
 async fn get_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
-    let (info, workflow) = x.model(&id).await?;
+    let (info, workflow) = x.model().get(&id).await?;
     Ok(model_json(info, &workflow))
 }
 
@@ -141,7 +141,7 @@ async fn migrate_model(
         v.vars = req.vars;
         v
     };
-    Ok(Json(x.migrate(&plan, req.dry_run).await?))
+    Ok(Json(x.model().migrate(&plan, req.dry_run).await?))
 }
 
 /// Every version of a model, oldest first.
@@ -151,7 +151,7 @@ async fn migrate_model(
     responses((status = 200, description = "Each version with `latest`, `processes` and `unfinished`.", body = Vec<ModelVersionInfo>), Errors)
 )]
 async fn list_versions(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<impl IntoResponse> {
-    Ok(Json(x.versions(&id).await?))
+    Ok(Json(x.model().versions(&id).await?))
 }
 
 /// One version of a model and its definition.
@@ -164,7 +164,7 @@ async fn get_version(
     Exec(x, _): Exec,
     Path((id, rev)): Path<(String, u32)>,
 ) -> ApiResult<impl IntoResponse> {
-    let (info, workflow) = x.model_version(&id, rev).await?;
+    let (info, workflow) = x.model().version(&id, rev).await?;
     Ok(model_json(info, &workflow))
 }
 
@@ -178,7 +178,7 @@ async fn remove_version(
     Exec(x, _): Exec,
     Path((id, rev)): Path<(String, u32)>,
 ) -> ApiResult<StatusCode> {
-    if x.remove_version(&id, rev).await? {
+    if x.model().remove_version(&id, rev).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!(
@@ -194,7 +194,7 @@ async fn remove_version(
     responses((status = 204, description = "Removed."), Errors)
 )]
 async fn remove_model(Exec(x, _): Exec, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    if x.remove_model(&id).await? {
+    if x.model().remove(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("model '{id}' is not deployed")))

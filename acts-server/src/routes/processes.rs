@@ -66,8 +66,8 @@ async fn start_process(
 ) -> ApiResult<impl IntoResponse> {
     CallerTrace::carry(caller.as_deref(), &mut req.vars);
     let info = match req.rev {
-        Some(rev) => x.start_version(&req.model, rev, req.vars).await?,
-        None => x.start(&req.model, req.vars).await?,
+        Some(rev) => x.proc().start_version(&req.model, rev, req.vars).await?,
+        None => x.proc().start(&req.model, req.vars).await?,
     };
     Ok((StatusCode::CREATED, Json(info)))
 }
@@ -86,8 +86,8 @@ async fn query_processes(
     Body(mut query): Body<ProcessQuery>,
 ) -> ApiResult<impl IntoResponse> {
     query.item_cursors = wants_item_cursors(&headers);
-    let page = x.find_processes(&query).await?;
-    let total = o.total(|| x.count_matching(&query)).await?;
+    let page = x.proc().find(&query).await?;
+    let total = o.total(|| x.proc().count_matching(&query)).await?;
     Ok(ProcessPage::reply(page, total))
 }
 
@@ -177,8 +177,8 @@ async fn list_processes(
         v.item_cursors = wants_item_cursors(&headers);
         v
     };
-    let page = x.find_processes(&query).await?;
-    let total = x.count_matching(&query).await?;
+    let page = x.proc().find(&query).await?;
+    let total = x.proc().count_matching(&query).await?;
     Ok(ProcessPage::reply(page, Some(total)))
 }
 
@@ -198,8 +198,8 @@ pub(crate) struct ProcessDetail {
     responses((status = 200, description = "The process and its tasks.", body = ProcessDetail), Errors)
 )]
 async fn get_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<impl IntoResponse> {
-    let process = x.process(&pid).await?;
-    let tasks = x.tasks(&pid).await?;
+    let process = x.proc().get(&pid).await?;
+    let tasks = x.task().list(&pid).await?;
     Ok(Json(ProcessDetail { process, tasks }))
 }
 
@@ -228,7 +228,7 @@ pub(crate) struct ProcessModel {
     responses((status = 200, description = "The model the process runs.", body = ProcessModel), Errors)
 )]
 async fn process_model(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<impl IntoResponse> {
-    let workflow = x.process_model(&pid).await?;
+    let workflow = x.proc().model(&pid).await?;
     let definition: Value = serde_json::from_str(&workflow.to_json()).unwrap_or(Value::Null);
     Ok(Json(ProcessModel { definition }))
 }
@@ -240,7 +240,7 @@ async fn process_model(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<i
     responses((status = 204, description = "Aborted."), Errors)
 )]
 async fn abort_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
-    x.abort_process(&pid).await?;
+    x.proc().abort(&pid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -274,7 +274,7 @@ async fn stuck_processes(
         )));
     }
     let after = q.after_secs.map(std::time::Duration::from_secs);
-    Ok(Json(x.stuck_processes(after).await?))
+    Ok(Json(x.proc().stuck(after).await?))
 }
 
 /// The optional body of an operator control (none, or `{"reason": ...}`):
@@ -303,7 +303,7 @@ async fn pause_process(
     Path(pid): Path<String>,
     OptionalBody(req): OptionalBody<ControlRequest>,
 ) -> ApiResult<StatusCode> {
-    x.pause_process(&pid, &req.reason).await?;
+    x.proc().pause(&pid, &req.reason).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -314,7 +314,7 @@ async fn pause_process(
     responses((status = 204, description = "Resumed: due timeouts fire, held work runs."), Errors)
 )]
 async fn unpause_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
-    x.unpause_process(&pid).await?;
+    x.proc().unpause(&pid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -330,7 +330,7 @@ async fn terminate_process(
     Path(pid): Path<String>,
     OptionalBody(req): OptionalBody<ControlRequest>,
 ) -> ApiResult<StatusCode> {
-    x.terminate_process(&pid, &req.reason).await?;
+    x.proc().terminate(&pid, &req.reason).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -359,7 +359,7 @@ async fn rewind_process(
     Path(pid): Path<String>,
     Body(req): Body<RewindRequest>,
 ) -> ApiResult<StatusCode> {
-    x.rewind_process(&pid, &req.to, req.vars).await?;
+    x.proc().rewind(&pid, &req.to, req.vars).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -391,7 +391,7 @@ async fn retry_process(
     Path(pid): Path<String>,
     OptionalBody(req): OptionalBody<RetryRequest>,
 ) -> ApiResult<StatusCode> {
-    x.retry_process(&pid, req.task.as_deref(), req.vars).await?;
+    x.proc().retry(&pid, req.task.as_deref(), req.vars).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -402,7 +402,7 @@ async fn retry_process(
     responses((status = 204, description = "Removed."), Errors)
 )]
 async fn remove_process(Exec(x, _): Exec, Path(pid): Path<String>) -> ApiResult<StatusCode> {
-    if x.remove_process(&pid).await? {
+    if x.proc().remove(&pid).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("cannot find process '{pid}'")))

@@ -46,6 +46,7 @@ pub(crate) struct InboxTask {
 )]
 async fn inbox(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
     let out: Vec<InboxTask> = x
+        .task()
         .inbox(INBOX_LIMIT)
         .await?
         .into_iter()
@@ -71,8 +72,8 @@ async fn query_tasks(
     Body(mut query): Body<TaskQuery>,
 ) -> ApiResult<impl IntoResponse> {
     query.item_cursors = crate::reply::wants_item_cursors(&headers);
-    let page = x.find_tasks(&query).await?;
-    let total = o.total(|| x.count_tasks(&query)).await?;
+    let page = x.task().find(&query).await?;
+    let total = o.total(|| x.task().count(&query)).await?;
     Ok(TaskPage::reply(page, total))
 }
 
@@ -109,7 +110,7 @@ async fn act(
     OptionalBody(mut options): OptionalBody<Vars>,
 ) -> ApiResult<StatusCode> {
     if action == "push" {
-        x.push(&pid, &tid, options).await?;
+        x.act().push(&pid, &tid, options).await?;
         return Ok(StatusCode::NO_CONTENT);
     }
     let action = Action::from_str(&action)
@@ -117,6 +118,6 @@ async fn act(
     if matches!(action, Action::Complete | Action::Submit) {
         CallerTrace::carry(caller.as_deref(), &mut options);
     }
-    x.act(&pid, &tid, action, options).await?;
+    x.act().apply(&pid, &tid, action, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }

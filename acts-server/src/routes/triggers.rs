@@ -30,7 +30,7 @@ pub(crate) fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, description = "The triggers (schedules with their next and last runs).", body = Vec<TriggerInfo>), Errors)
 )]
 async fn triggers(Exec(x, _): Exec) -> ApiResult<impl IntoResponse> {
-    Ok(Json(x.triggers().await?))
+    Ok(Json(x.evt().list().await?))
 }
 
 /// Starts the model of a manual or hook trigger.
@@ -48,7 +48,7 @@ async fn start_trigger(
     Path(id): Path<String>,
     Payload(payload): Payload,
 ) -> ApiResult<impl IntoResponse> {
-    let info = x.start_trigger(&id, payload).await?;
+    let info = x.evt().start(&id, payload).await?;
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -87,7 +87,7 @@ async fn hook(
 ) -> ApiResult<impl IntoResponse> {
     let exec = &x.0;
     let Some(wait) = q.wait_ms else {
-        return Ok(Json(exec.hook(&name, payload).await?));
+        return Ok(Json(exec.evt().hook(&name, payload).await?));
     };
     if wait > MAX_HOOK_WAIT_MS {
         return Err(ApiError::bad_request(format!(
@@ -102,7 +102,7 @@ async fn hook(
         exec,
         &x.1,
     )?;
-    let started = exec.hook(&name, payload).await?;
+    let started = exec.evt().hook(&name, payload).await?;
     let mut open: std::collections::HashSet<String> = started
         .iter()
         .filter(|p| !p.state.is_terminal())
@@ -120,7 +120,7 @@ async fn hook(
     }
     let mut out = Vec::with_capacity(started.len());
     for p in started {
-        out.push(exec.process(&p.pid).await?);
+        out.push(exec.proc().get(&p.pid).await?);
     }
     Ok(Json(out))
 }

@@ -303,14 +303,20 @@ async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
     b.post("/alert/text", json!({ "text": "audit" })).await;
     b.post("/alert/accept", json!({})).await;
     b.wait_text("#paused", "audit").await;
-    let paused = engine.executor().process(&pid).await.expect("the process");
+    let paused = engine
+        .executor()
+        .proc()
+        .get(&pid)
+        .await
+        .expect("the process");
     assert_eq!(paused.paused.map(|p| p.reason), Some("audit".to_owned()));
     b.click("#resume-process").await;
     b.find("#pause-process").await;
     assert!(
         engine
             .executor()
-            .process(&pid)
+            .proc()
+            .get(&pid)
             .await
             .expect("the process")
             .paused
@@ -336,7 +342,8 @@ async fn the_dashboard_deploys_starts_answers_and_shows_a_process() {
     b.screenshot(&shots, "06-process-completed").await;
     let outputs = engine
         .executor()
-        .process(&pid)
+        .proc()
+        .get(&pid)
         .await
         .expect("the process")
         .outputs;
@@ -393,7 +400,7 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     b.click("#deploy").await;
     b.wait_text("#toast", "Deployed approval").await;
     assert!(
-        engine.executor().model("approval").await.is_ok(),
+        engine.executor().model().get("approval").await.is_ok(),
         "the page's deploy reached the engine"
     );
     // A start waiting for its concurrency key says so, in the list and on
@@ -404,13 +411,16 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
         "concurrency: { key: one }\nver:",
         1,
     );
-    exec.deploy_yaml(&keyed)
+    exec.model()
+        .deploy_yaml(&keyed)
         .await
         .expect("the keyed model deploys");
-    exec.start("keyed", Default::default())
+    exec.proc()
+        .start("keyed", Default::default())
         .await
         .expect("the first runs");
     let second = exec
+        .proc()
         .start("keyed", Default::default())
         .await
         .expect("the second waits");
@@ -423,11 +433,16 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     assert!(!buttons.contains("Terminate"), "{buttons}");
     // A process whose task waits at a step's key says so too.
     let desk = "id: desk\nver: '1'\nsteps:\n  - id: approve\n    uses: acts.core.irq\n    params: { key: approve }\n    concurrency: { key: the-desk }\n";
-    exec.deploy_yaml(desk).await.expect("the desk deploys");
-    exec.start("desk", Default::default())
+    exec.model()
+        .deploy_yaml(desk)
+        .await
+        .expect("the desk deploys");
+    exec.proc()
+        .start("desk", Default::default())
         .await
         .expect("the first runs");
     let gated = exec
+        .proc()
         .start("desk", Default::default())
         .await
         .expect("the second runs");
@@ -441,7 +456,8 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     // A bulk job's progress, and cancelling it from its page: a slow job
     // (one process a second) over 30 running processes.
     for _ in 0..30 {
-        exec.start("approval", Default::default())
+        exec.proc()
+            .start("approval", Default::default())
             .await
             .expect("a start");
     }
@@ -450,7 +466,7 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
         acts::ProcessQuery::new().model("approval"),
     )
     .per_second(1);
-    let job = exec.bulk_start(request).await.expect("the job starts");
+    let job = exec.bulk().start(request).await.expect("the job starts");
     b.open(&format!("{site}/#/bulk")).await;
     b.wait_text("main table", &job.id).await;
     b.wait_text("main table", "pause").await;
@@ -459,7 +475,7 @@ async fn the_dashboard_without_tokens_shows_the_local_admin_and_deploys() {
     b.wait_text("#bulk-job", "/ 30").await;
     b.click("#bulk-cancel").await;
     b.wait_text("#bulk-job-state", "cancelled").await;
-    let cancelled = exec.bulk_job(&job.id).await.expect("the job");
+    let cancelled = exec.bulk().get(&job.id).await.expect("the job");
     assert_eq!(cancelled.state, acts::BulkState::Cancelled, "{cancelled:?}");
     assert!(cancelled.done < 30, "{cancelled:?}");
     finish(&b, stop_tx, server).await;

@@ -185,6 +185,7 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     let mut k = Known::default();
     engine
         .executor()
+        .model()
         .deploy_yaml(NIGHTLY)
         .await
         .expect("the trigger model deploys");
@@ -250,7 +251,7 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     for pid in ["p_terminate", "p_abort"] {
         let mut vars = acts::Vars::new();
         vars.insert("pid".into(), json!(pid));
-        x.start("approval", vars).await.expect("a start");
+        x.proc().start("approval", vars).await.expect("a start");
     }
     let mut tk = Known::default();
     tk.0.insert("pid", "p_terminate".into());
@@ -261,7 +262,7 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     // Migration (a dry run from 1 to 2) needs a version 2.
     engine
         .executor()
-        .deploy_yaml("id: approval\nver: \"2\"\nsteps:\n  - id: check\n    uses: acts.core.irq\n    params: { key: approve }\n")
+        .model().deploy_yaml("id: approval\nver: \"2\"\nsteps:\n  - id: check\n    uses: acts.core.irq\n    params: { key: approve }\n")
         .await
         .expect("version 2");
     c.ok("POST", "/api/v1/models/{id}/migrate", &k).await;
@@ -279,7 +280,8 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     // (started once the stream is open, so it sees them).
     let x = engine.executor();
     let mut live = c.stream("/api/v1/messages", &k).await;
-    x.start("approval", Default::default())
+    x.proc()
+        .start("approval", Default::default())
         .await
         .expect("a start");
     let event = tokio::time::timeout(GUARD * 6, next_event(&mut live))
@@ -289,7 +291,8 @@ async fn every_operation_answers_its_example_as_the_document_says() {
     let mut ck = Known::default();
     ck.0.insert("id", "billing".into());
     let mut durable = c.stream("/api/v1/channels/{id}/stream", &ck).await;
-    x.start("approval", Default::default())
+    x.proc()
+        .start("approval", Default::default())
         .await
         .expect("a start");
     let event = tokio::time::timeout(GUARD * 6, next_event(&mut durable))

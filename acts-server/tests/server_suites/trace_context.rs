@@ -75,6 +75,7 @@ async fn the_callers_trace_context_is_stored_with_the_process_and_the_answer() {
     let app = acts_server::router(engine.clone());
     engine
         .executor()
+        .model()
         .deploy_yaml(APPROVAL)
         .await
         .expect("deploys");

@@ -158,7 +158,7 @@ async fn ends(
             return Err(format!("no node holds the partition of {pid}"));
         };
         let exec = engine.executor();
-        let (info, tasks) = match (exec.process(pid).await, exec.tasks(pid).await) {
+        let (info, tasks) = match (exec.proc().get(pid).await, exec.task().list(pid).await) {
             (Ok(i), Ok(t)) => (i, t),
             (Err(e), _) | (_, Err(e)) => {
                 if world.store_lost_something() {

@@ -97,12 +97,12 @@ impl Work {
     /// One client call on `exec` for `pid`: start it if it does not
     /// exist, else complete its first waiting interrupt.
     pub async fn act(&self, exec: &Executor, pid: &str) -> Result<Acted, EngineError> {
-        let tasks = match exec.tasks(pid).await {
+        let tasks = match exec.task().list(pid).await {
             Ok(t) => t,
             Err(EngineError::ProcessNotFound(_)) => {
                 let mut v = Vars::new();
                 v.insert("pid".into(), json!(pid));
-                return match exec.start(MODEL, v).await {
+                return match exec.proc().start(MODEL, v).await {
                     Ok(_) => Ok(Acted::Started),
                     Err(EngineError::Duplicated(_)) => Ok(Acted::Nothing),
                     Err(e) => Err(e),
@@ -110,7 +110,7 @@ impl Work {
             }
             Err(e) => return Err(e),
         };
-        let info = exec.process(pid).await?;
+        let info = exec.proc().get(pid).await?;
         if info.state.is_terminal() {
             return Ok(Acted::Ended);
         }
@@ -122,7 +122,9 @@ impl Work {
             return Ok(Acted::Nothing);
         };
         let key = t.key.clone().unwrap_or_default();
-        exec.complete(pid, &t.tid, self.answer(pid, &key)).await?;
+        exec.act()
+            .complete(pid, &t.tid, self.answer(pid, &key))
+            .await?;
         Ok(Acted::Completed {
             tid: t.tid.clone(),
             key,
@@ -138,7 +140,8 @@ impl Work {
             .await
             .map_err(|e| format!("the fault-free engine: {e}"))?;
         let exec = engine.executor();
-        exec.deploy_yaml(&self.model)
+        exec.model()
+            .deploy_yaml(&self.model)
             .await
             .map_err(|e| format!("the model does not deploy: {e}"))?;
         let mut out = BTreeMap::new();
@@ -152,7 +155,8 @@ impl Work {
                 }
             }
             let info = exec
-                .process(pid)
+                .proc()
+                .get(pid)
                 .await
                 .map_err(|e| format!("fault-free {pid}: {e}"))?;
             if !info.state.is_terminal() {

@@ -193,18 +193,20 @@ async fn library_client(engine: Engine, trips: usize) -> Result<Lat, String> {
     for _ in 0..trips {
         let t = Instant::now();
         let p = exec
+            .proc()
             .start("one_irq", Vars::new())
             .await
             .map_err(|e| e.to_string())?;
         lat[0].push(t.elapsed().as_micros() as u64);
         let t = Instant::now();
-        let process = exec.process(&p.pid).await.map_err(|e| e.to_string())?;
-        let tasks = exec.tasks(&p.pid).await.map_err(|e| e.to_string())?;
+        let process = exec.proc().get(&p.pid).await.map_err(|e| e.to_string())?;
+        let tasks = exec.task().list(&p.pid).await.map_err(|e| e.to_string())?;
         lat[1].push(t.elapsed().as_micros() as u64);
         let v = json!({"process": process, "tasks": tasks});
         let tid = irq_of(&v).ok_or("no interrupt")?;
         let t = Instant::now();
-        exec.complete(&p.pid, &tid, Vars::new())
+        exec.act()
+            .complete(&p.pid, &tid, Vars::new())
             .await
             .map_err(|e| e.to_string())?;
         lat[2].push(t.elapsed().as_micros() as u64);
@@ -252,6 +254,7 @@ async fn open(url: &str) -> Result<Engine, String> {
         .map_err(|e| e.to_string())?;
     engine
         .executor()
+        .model()
         .deploy_yaml(ONE_IRQ)
         .await
         .map_err(|e| e.to_string())?;

@@ -1,5 +1,5 @@
 //! The durable burst as an application sees it: a program on the public
-//! API only (`acts::open_store`, `Engine::builder`, `exec.start`, a
+//! API only (`acts::open_store`, `Engine::builder`, `exec.proc().start`, a
 //! channel for the completions) starts `--n` processes of the three-step
 //! model at once on a redb file and reports processes per second — on a
 //! fresh file, and on the same file again after a warm-up (a used file,
@@ -63,7 +63,7 @@ async fn burst(engine: &Engine, prefix: &str, n: usize) -> Result<f64, String> {
         handles.push(tokio::spawn(async move {
             let mut v = Vars::new();
             v.insert("pid".into(), Value::String(pid));
-            exec.start("three", v).await.map(|_| ())
+            exec.proc().start("three", v).await.map(|_| ())
         }));
     }
     for h in handles {
@@ -98,6 +98,7 @@ async fn main() -> Result<(), String> {
     let engine = open(&args.path).await?;
     engine
         .executor()
+        .model()
         .deploy_yaml(THREE_STEPS)
         .await
         .map_err(|e| e.to_string())?;

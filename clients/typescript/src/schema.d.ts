@@ -904,7 +904,7 @@ export interface components {
          * @enum {string}
          */
         BulkAction: "pause" | "resume" | "terminate" | "retry" | "rewind" | "migrate" | "remove";
-        /** @description What a job did to one process ([`Executor::bulk_items`]). */
+        /** @description What a job did to one process ([`BulkOps::items`]). */
         BulkItem: {
             /**
              * Format: int64
@@ -1005,7 +1005,7 @@ export interface components {
          * @enum {string}
          */
         BulkOutcome: "done" | "skipped" | "failed";
-        /** @description What a job would touch ([`Executor::bulk_preview`]). */
+        /** @description What a job would touch ([`BulkOps::preview`]). */
         BulkPreview: {
             /** @description How many processes match now. */
             count: number;
@@ -1843,7 +1843,7 @@ export interface components {
         TriggerInfo: {
             /**
              * @description `<model id>:<trigger id>` (what
-             *     [`Executor::start_trigger`](crate::engine::Executor::start_trigger)
+             *     [`TriggerOps::start`](crate::engine::TriggerOps::start)
              *     takes).
              */
             id: string;

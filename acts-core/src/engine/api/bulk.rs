@@ -11,7 +11,7 @@
 //! first, so each process is acted on at most once, and every process
 //! that matched is handled. It paces itself (`per_second`, its own budget
 //! beside live traffic), can be cancelled, and reports what it did to
-//! each process ([`Executor::bulk_items`]). The runner is in `bulk_run.rs`.
+//! each process ([`BulkOps::items`]). The runner is in `bulk_run.rs`.
 
 use std::collections::BTreeMap;
 
@@ -43,16 +43,16 @@ pub const MAX_BULK_REASON: usize = 1024;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[non_exhaustive]
 pub enum BulkAction {
-    /// Pause it ([`Executor::pause_process`]; `reason`).
+    /// Pause it ([`ProcOps::pause`]; `reason`).
     Pause,
-    /// Resume a paused one ([`Executor::unpause_process`]).
+    /// Resume a paused one ([`ProcOps::unpause`]).
     Resume,
-    /// Terminate it ([`Executor::terminate_process`]; `reason`).
+    /// Terminate it ([`ProcOps::terminate`]; `reason`).
     Terminate,
-    /// Retry one that ended in an error ([`Executor::retry_process`];
+    /// Retry one that ended in an error ([`ProcOps::retry`];
     /// `vars`).
     Retry,
-    /// Rewind it to `step` ([`Executor::rewind_process`]; `vars`).
+    /// Rewind it to `step` ([`ProcOps::rewind`]; `vars`).
     Rewind,
     /// Move it to `version` of its model (`map`, `vars`: as a
     /// [`MigrationPlan`](crate::engine::MigrationPlan)'s).
@@ -196,7 +196,7 @@ impl BulkRequest {
     }
 }
 
-/// What a job would touch ([`Executor::bulk_preview`]).
+/// What a job would touch ([`BulkOps::preview`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -243,7 +243,7 @@ pub struct BulkJob {
     pub error: Option<String>,
 }
 
-/// What a job did to one process ([`Executor::bulk_items`]).
+/// What a job did to one process ([`BulkOps::items`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -260,9 +260,11 @@ pub struct BulkItem {
 }
 
 impl Executor {
-    /// How many processes `request` would touch now and the first of them
-    /// (operator); nothing is written.
-    pub async fn bulk_preview(&self, request: &BulkRequest) -> Result<BulkPreview, EngineError> {
+    /// `bulk().preview` ([`BulkOps::preview`](super::BulkOps::preview)).
+    pub(crate) async fn bulk_preview(
+        &self,
+        request: &BulkRequest,
+    ) -> Result<BulkPreview, EngineError> {
         self.need_operator("previewing a bulk job")?;
         request.check()?;
         let count = self.count_matching(&request.query).await?;
@@ -273,9 +275,8 @@ impl Executor {
         Ok(BulkPreview { count, sample })
     }
 
-    /// Starts a bulk job (operator): stored at once, then worked on in the
-    /// background (see the module docs); returns it as stored.
-    pub async fn bulk_start(&self, request: BulkRequest) -> Result<BulkJob, EngineError> {
+    /// `bulk().start` ([`BulkOps::start`](super::BulkOps::start)).
+    pub(crate) async fn bulk_start(&self, request: BulkRequest) -> Result<BulkJob, EngineError> {
         self.need_operator("starting a bulk job")?;
         request.check()?;
         self.rt
@@ -316,15 +317,15 @@ impl Executor {
         self.bulk_view(row)
     }
 
-    /// Bulk job `id` (operator).
-    pub async fn bulk_job(&self, id: &str) -> Result<BulkJob, EngineError> {
+    /// `bulk().get` ([`BulkOps::get`](super::BulkOps::get)).
+    pub(crate) async fn bulk_job(&self, id: &str) -> Result<BulkJob, EngineError> {
         self.need_operator("reading a bulk job")?;
         let row = self.bulk_row(id).await?;
         self.bulk_view(row)
     }
 
-    /// One page of the bulk jobs, newest first (operator).
-    pub async fn bulk_jobs(
+    /// `bulk().list` ([`BulkOps::list`](super::BulkOps::list)).
+    pub(crate) async fn bulk_jobs(
         &self,
         limit: Option<usize>,
         cursor: Option<&str>,
@@ -347,9 +348,8 @@ impl Executor {
         Ok(Page::new(jobs, page.next.as_deref().map(encode_cursor)))
     }
 
-    /// One page of what job `id` did to each process (operator), in pid
-    /// order; `outcome`: only those.
-    pub async fn bulk_items(
+    /// `bulk().items` ([`BulkOps::items`](super::BulkOps::items)).
+    pub(crate) async fn bulk_items(
         &self,
         id: &str,
         outcome: Option<BulkOutcome>,
@@ -383,10 +383,8 @@ impl Executor {
         Ok(Page::new(items, page.next.as_deref().map(encode_cursor)))
     }
 
-    /// Cancels bulk job `id` (operator): it stops after the processes it
-    /// is acting on now; what it did stays done. Returns it as it ends (a
-    /// job that had stopped already is returned as it is).
-    pub async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, EngineError> {
+    /// `bulk().cancel` ([`BulkOps::cancel`](super::BulkOps::cancel)).
+    pub(crate) async fn cancel_bulk(&self, id: &str) -> Result<BulkJob, EngineError> {
         self.need_operator("cancelling a bulk job")?;
         let runs = self.services.bulk_runs();
         // Bounded: a runner that starts in between is told to stop too.
@@ -416,9 +414,8 @@ impl Executor {
         )))
     }
 
-    /// Removes bulk job `id` and its report (operator); refused while it
-    /// runs (cancel it first). The processes keep what it did.
-    pub async fn remove_bulk(&self, id: &str) -> Result<(), EngineError> {
+    /// `bulk().remove` ([`BulkOps::remove`](super::BulkOps::remove)).
+    pub(crate) async fn remove_bulk(&self, id: &str) -> Result<(), EngineError> {
         self.need_operator("removing a bulk job")?;
         let Some(_claim) = self.services.bulk_runs().claim(id) else {
             return Err(EngineError::BulkJobRunning(id.to_owned()));
@@ -445,10 +442,8 @@ impl Executor {
         self.rt.write(None, bulk_job_delete_ops(&row)).await
     }
 
-    /// Works on running bulk job `id` in this engine if nobody does
-    /// (operator; an engine that resumes its store does this for every
-    /// running job at its start).
-    pub async fn resume_bulk(&self, id: &str) -> Result<(), EngineError> {
+    /// `bulk().resume` ([`BulkOps::resume`](super::BulkOps::resume)).
+    pub(crate) async fn resume_bulk(&self, id: &str) -> Result<(), EngineError> {
         self.need_operator("resuming a bulk job")?;
         let Some(claim) = self.services.bulk_runs().claim(id) else {
             return Ok(()); // worked on already

@@ -20,9 +20,8 @@ pub struct Census {
 }
 
 impl Executor {
-    /// What the store holds: its models and its processes by state. An
-    /// operator's or admin's.
-    pub async fn census(&self) -> Result<Census, EngineError> {
+    /// `proc().census` ([`ProcOps::census`](super::ProcOps::census)).
+    pub(crate) async fn census(&self) -> Result<Census, EngineError> {
         let mut census = Census {
             models: self.models().await?.len(),
             ..Census::default()

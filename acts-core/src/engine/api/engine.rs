@@ -83,7 +83,7 @@ impl Engine {
     /// transition that produced it) until the client acks it
     /// ([`Channel::ack`]); unacked deliveries are re-sent on the retry
     /// timer, up to the configured tries, then marked failed (see
-    /// [`Executor::deliveries`]). The registration survives restarts:
+    /// [`DeliveryOps::list`]). The registration survives restarts:
     /// deliveries keep being recorded while the client is away, and
     /// [`Channel::resend_pending`] hands them over when it is back.
     pub async fn durable_channel(

@@ -99,9 +99,8 @@ impl Executor {
             .map_or(Ok(()), |who| who.check_see(p))
     }
 
-    /// Whether this executor may see process `pid` (`false` when it does
-    /// not exist). What a message stream for a principal filters on.
-    pub async fn may_see_process(&self, pid: &str) -> Result<bool, EngineError> {
+    /// `proc().may_see` ([`ProcOps::may_see`](super::ProcOps::may_see)).
+    pub(crate) async fn may_see_process(&self, pid: &str) -> Result<bool, EngineError> {
         let Some(who) = &self.principal else {
             return Ok(true);
         };
@@ -117,9 +116,8 @@ impl Executor {
 
     // ---- models ---------------------------------------------------------
 
-    /// Validates and deploys `workflow` (a new deploy of an id replaces it
-    /// for processes started afterwards).
-    pub async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
+    /// `model().deploy` ([`ModelOps::deploy`](super::ModelOps::deploy)).
+    pub(crate) async fn deploy(&self, workflow: &Workflow) -> Result<ModelInfo, EngineError> {
         self.need_admin("deploying a model")?;
         let mut info = self
             .rt
@@ -130,11 +128,8 @@ impl Executor {
         Ok(info)
     }
 
-    /// Parses, validates and deploys a YAML model; errors name the line and
-    /// column. What deploys but looks wrong (a key the language does not
-    /// have, an interrupt without a key) comes back in
-    /// [`ModelInfo::warnings`].
-    pub async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
+    /// `model().deploy_yaml` ([`ModelOps::deploy_yaml`](super::ModelOps::deploy_yaml)).
+    pub(crate) async fn deploy_yaml(&self, text: &str) -> Result<ModelInfo, EngineError> {
         self.need_admin("deploying a model")?;
         let loaded = Workflow::load_yaml_within(text, &self.rt.config().model_limits)?;
         let mut info = self
@@ -146,20 +141,19 @@ impl Executor {
         Ok(info)
     }
 
-    /// A deployed model and its definition.
-    pub async fn model(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
+    /// `model().get` ([`ModelOps::get`](super::ModelOps::get)).
+    pub(crate) async fn model_of(&self, id: &str) -> Result<(ModelInfo, Workflow), EngineError> {
         let m = self.rt.catalog().model(id).await?;
         Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
-    /// Model `id`'s summary (its name, version, deploys), without reading
-    /// its definition back: what a listing shows of it.
-    pub async fn model_info(&self, id: &str) -> Result<ModelInfo, EngineError> {
+    /// `model().info` ([`ModelOps::info`](super::ModelOps::info)).
+    pub(crate) async fn model_info(&self, id: &str) -> Result<ModelInfo, EngineError> {
         Ok(ModelInfo::from(&self.rt.catalog().model(id).await?.row))
     }
 
-    /// Every deployed model, oldest deploy first.
-    pub async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
+    /// `model().list` ([`ModelOps::list`](super::ModelOps::list)).
+    pub(crate) async fn models(&self) -> Result<Vec<ModelInfo>, EngineError> {
         let rows: Vec<ModelRow> = self
             .rt
             .reads()
@@ -168,23 +162,19 @@ impl Executor {
         Ok(rows.iter().map(ModelInfo::from).collect())
     }
 
-    /// Removes a model: no process starts from it any more. Processes
-    /// running on its versions end on them (those versions are kept, see
-    /// [`versions`](Self::versions)). Returns whether it existed.
-    pub async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
+    /// `model().remove` ([`ModelOps::remove`](super::ModelOps::remove)).
+    pub(crate) async fn remove_model(&self, id: &str) -> Result<bool, EngineError> {
         self.need_admin("removing a model")?;
         self.rt.catalog().remove_model(id).await
     }
 
-    /// Every stored version of model `id`, oldest first: its revision,
-    /// `ver`, when it was deployed, whether new processes start on it, and
-    /// how many stored (and unfinished) processes run on it.
-    pub async fn versions(&self, id: &str) -> Result<Vec<ModelVersionInfo>, EngineError> {
+    /// `model().versions` ([`ModelOps::versions`](super::ModelOps::versions)).
+    pub(crate) async fn versions(&self, id: &str) -> Result<Vec<ModelVersionInfo>, EngineError> {
         self.rt.catalog().versions(id).await
     }
 
-    /// Version `revision` of model `id` and its definition.
-    pub async fn model_version(
+    /// `model().version` ([`ModelOps::version`](super::ModelOps::version)).
+    pub(crate) async fn model_version(
         &self,
         id: &str,
         revision: u32,
@@ -193,12 +183,8 @@ impl Executor {
         Ok((ModelInfo::from(&m.row), self.rt.definition(&m).await?))
     }
 
-    /// Moves the live processes of `plan.model` from version `plan.from` to
-    /// `plan.to` (admin): each in one atomic batch or not at all, nodes
-    /// mapped by id or by `plan.map`, `plan.vars` set, the move recorded in
-    /// its history. With `dry_run` nothing is written and the report says
-    /// what would happen to each process. See `docs/OPERATIONS.md`.
-    pub async fn migrate(
+    /// `model().migrate` ([`ModelOps::migrate`](super::ModelOps::migrate)).
+    pub(crate) async fn migrate(
         &self,
         plan: &MigrationPlan,
         dry_run: bool,
@@ -207,28 +193,25 @@ impl Executor {
         self.rt.migrate(plan, dry_run, self.by()).await
     }
 
-    /// Removes version `revision` of model `id`; refused (nothing removed)
-    /// while it is the latest or any stored process runs on it. Returns
-    /// whether it existed.
-    pub async fn remove_version(&self, id: &str, revision: u32) -> Result<bool, EngineError> {
+    /// `model().remove_version` ([`ModelOps::remove_version`](super::ModelOps::remove_version)).
+    pub(crate) async fn remove_version(
+        &self,
+        id: &str,
+        revision: u32,
+    ) -> Result<bool, EngineError> {
         self.need_admin("removing a model version")?;
         self.rt.catalog().remove_version(id, revision).await
     }
 
     // ---- processes ----------------------------------------------------------
 
-    /// Starts a process of model `model_id` with start options `vars`
-    /// (checked against the model's `inputs`; a `pid` option names the
-    /// process). Returns once the process's first transition is durable —
-    /// a process with no interrupt may already be finished. Over the cache
-    /// cap it is parked (state `none`) and starts when a slot frees.
-    pub async fn start(&self, model_id: &str, vars: Vars) -> Result<ProcInfo, EngineError> {
+    /// `proc().start` ([`ProcOps::start`](super::ProcOps::start)).
+    pub(crate) async fn start(&self, model_id: &str, vars: Vars) -> Result<ProcInfo, EngineError> {
         self.rt.start(model_id, None, vars, self.by()).await
     }
 
-    /// [`start`](Self::start) on version `revision` of the model rather
-    /// than its latest (see [`versions`](Self::versions)).
-    pub async fn start_version(
+    /// `proc().start_version` ([`ProcOps::start_version`](super::ProcOps::start_version)).
+    pub(crate) async fn start_version(
         &self,
         model_id: &str,
         revision: u32,
@@ -239,10 +222,8 @@ impl Executor {
             .await
     }
 
-    /// The concurrency key a start of `model_id` (its latest version, or
-    /// `revision`) with start options `vars` would have; `None` when the
-    /// model has no `concurrency:`. A cluster routes such a start by it.
-    pub async fn concurrency_key(
+    /// `proc().concurrency_key` ([`ProcOps::concurrency_key`](super::ProcOps::concurrency_key)).
+    pub(crate) async fn concurrency_key(
         &self,
         model_id: &str,
         revision: Option<u32>,
@@ -251,8 +232,8 @@ impl Executor {
         self.rt.concurrency_key_of(model_id, revision, vars).await
     }
 
-    /// A process, with its outputs.
-    pub async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
+    /// `proc().get` ([`ProcOps::get`](super::ProcOps::get)).
+    pub(crate) async fn process(&self, pid: &str) -> Result<ProcInfo, EngineError> {
         let info = self
             .rt
             .with_process(pid, |p| {
@@ -268,9 +249,8 @@ impl Executor {
         Ok(info)
     }
 
-    /// The model process `pid` runs: as deployed when it started (a later
-    /// deploy of its id does not change it).
-    pub async fn process_model(&self, pid: &str) -> Result<Workflow, EngineError> {
+    /// `proc().model` ([`ProcOps::model`](super::ProcOps::model)).
+    pub(crate) async fn process_model(&self, pid: &str) -> Result<Workflow, EngineError> {
         let row = self
             .rt
             .proc_row(pid)
@@ -287,9 +267,8 @@ impl Executor {
         self.rt.definition(&deployed).await
     }
 
-    /// How many processes are in `state` (counted from the state index;
-    /// no process row is read). An operator's or admin's.
-    pub async fn count_processes(&self, state: TaskState) -> Result<usize, EngineError> {
+    /// `proc().count` ([`ProcOps::count`](super::ProcOps::count)).
+    pub(crate) async fn count_processes(&self, state: TaskState) -> Result<usize, EngineError> {
         self.need_operator("counting every process")?;
         self.count_in_state::<crate::engine::persist::rows::ProcRow>(state.as_str())
             .await
@@ -303,9 +282,8 @@ impl Executor {
         Ok(self.rt.reads().count_in_state::<R>(state).await?)
     }
 
-    /// Aborts a running process: running tasks are aborted, waiting ones
-    /// skipped, and the process ends `aborted`.
-    pub async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
+    /// `proc().abort` ([`ProcOps::abort`](super::ProcOps::abort)).
+    pub(crate) async fn abort_process(&self, pid: &str) -> Result<(), EngineError> {
         self.need_operator("aborting a process")?;
         let by = self.by();
         self.rt
@@ -318,15 +296,14 @@ impl Executor {
             .await
     }
 
-    /// Removes a process and all its rows (a running one stops). Returns
-    /// whether it existed.
-    pub async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
+    /// `proc().remove` ([`ProcOps::remove`](super::ProcOps::remove)).
+    pub(crate) async fn remove_process(&self, pid: &str) -> Result<bool, EngineError> {
         self.need_operator("removing a process")?;
         self.rt.remove_process(pid).await
     }
 
-    /// Every package the engine knows, by id.
-    pub async fn packages(&self) -> Result<Vec<PackageInfo>, EngineError> {
+    /// `pack().list` ([`PackageOps::list`](super::PackageOps::list)).
+    pub(crate) async fn packages(&self) -> Result<Vec<PackageInfo>, EngineError> {
         let mut rows: Vec<PackageRow> = self.rt.reads().all(&Query::new()).await?;
         rows.sort_by(|a, b| a.package.id.cmp(&b.package.id));
         Ok(rows.iter().map(PackageInfo::from).collect())
@@ -334,10 +311,8 @@ impl Executor {
 
     // ---- triggers and deliveries ----------------------------------------------
 
-    /// Starts the model of trigger `trigger_id` (`<model id>:<trigger
-    /// id>`, of kind `manual` or `hook`) with `payload` (null: the
-    /// trigger's default params).
-    pub async fn start_trigger(
+    /// `evt().start` ([`TriggerOps::start`](super::TriggerOps::start)).
+    pub(crate) async fn start_trigger(
         &self,
         trigger_id: &str,
         payload: Value,
@@ -347,25 +322,25 @@ impl Executor {
             .await
     }
 
-    /// Sends hook event `name`: every model with a hook trigger of that id
-    /// starts with `payload`. Returns the processes started.
-    pub async fn hook(&self, name: &str, payload: Value) -> Result<Vec<ProcInfo>, EngineError> {
+    /// `evt().hook` ([`TriggerOps::hook`](super::TriggerOps::hook)).
+    pub(crate) async fn hook(
+        &self,
+        name: &str,
+        payload: Value,
+    ) -> Result<Vec<ProcInfo>, EngineError> {
         On::new(&self.rt, &self.services)
             .hook(name, payload, self.by())
             .await
     }
 
-    /// The triggers of every deployed model (with the schedules' next and
-    /// last runs).
-    pub async fn triggers(&self) -> Result<Vec<TriggerInfo>, EngineError> {
+    /// `evt().list` ([`TriggerOps::list`](super::TriggerOps::list)).
+    pub(crate) async fn triggers(&self) -> Result<Vec<TriggerInfo>, EngineError> {
         let rows: Vec<TriggerRow> = self.rt.reads().all(&Query::new()).await?;
         Ok(rows.iter().map(TriggerInfo::from).collect())
     }
 
-    /// Deliveries of durable channel `channel` (all if `None`) in `state`
-    /// (all if `None`), oldest first. `Some(DeliveryState::Failed)` is the
-    /// dead-letter view.
-    pub async fn deliveries(
+    /// `msg().list` ([`DeliveryOps::list`](super::DeliveryOps::list)).
+    pub(crate) async fn deliveries(
         &self,
         channel: Option<&str>,
         state: Option<DeliveryState>,
@@ -377,27 +352,26 @@ impl Executor {
         Ok(rows.iter().map(DeliveryInfo::from).collect())
     }
 
-    /// How many deliveries are in `state` over every durable channel
-    /// (counted from the state index; no delivery row is read).
-    pub async fn count_deliveries(&self, state: DeliveryState) -> Result<usize, EngineError> {
+    /// `msg().count` ([`DeliveryOps::count`](super::DeliveryOps::count)).
+    pub(crate) async fn count_deliveries(
+        &self,
+        state: DeliveryState,
+    ) -> Result<usize, EngineError> {
         self.need_operator("reading deliveries")?;
         self.count_in_state::<crate::engine::persist::delivery_rows::DeliveryRow>(state.as_str())
             .await
     }
 
-    /// Gives dead letter `msg_id` of channel `channel` another round
-    /// (pending again, tries reset, sent at once to a connected client).
-    /// Only a failed delivery can be redelivered.
-    pub async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+    /// `msg().redeliver` ([`DeliveryOps::redeliver`](super::DeliveryOps::redeliver)).
+    pub(crate) async fn redeliver(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("redelivering a dead letter")?;
         On::new(&self.rt, &self.services)
             .redeliver(channel, msg_id)
             .await
     }
 
-    /// Discards dead letter `msg_id` of channel `channel` (its delivery is
-    /// deleted). Only a failed delivery can be discarded.
-    pub async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
+    /// `msg().discard` ([`DeliveryOps::discard`](super::DeliveryOps::discard)).
+    pub(crate) async fn discard(&self, channel: &str, msg_id: &str) -> Result<(), EngineError> {
         self.need_operator("discarding a dead letter")?;
         On::new(&self.rt, &self.services)
             .discard(channel, msg_id)
@@ -406,8 +380,8 @@ impl Executor {
 
     // ---- tasks --------------------------------------------------------------
 
-    /// One task of a process.
-    pub async fn task(&self, pid: &str, tid: &str) -> Result<TaskInfo, EngineError> {
+    /// `task().get` ([`TaskOps::get`](super::TaskOps::get)).
+    pub(crate) async fn task_of(&self, pid: &str, tid: &str) -> Result<TaskInfo, EngineError> {
         self.rt
             .with_process(pid, |p| {
                 self.check_see(p)
@@ -421,8 +395,8 @@ impl Executor {
             })
     }
 
-    /// Every task of a process, in creation order.
-    pub async fn tasks(&self, pid: &str) -> Result<Vec<TaskInfo>, EngineError> {
+    /// `task().list` ([`TaskOps::list`](super::TaskOps::list)).
+    pub(crate) async fn tasks(&self, pid: &str) -> Result<Vec<TaskInfo>, EngineError> {
         self.rt
             .with_process(pid, |p| {
                 self.check_see(p).map(|()| {
@@ -438,9 +412,8 @@ impl Executor {
 
     // ---- actions ------------------------------------------------------------
 
-    /// Applies `action` to act `tid` of process `pid` with `options`
-    /// (recorded in the task's history with who applied it).
-    pub async fn act(
+    /// `act().apply` ([`ActOps::apply`](super::ActOps::apply)).
+    pub(crate) async fn act_on(
         &self,
         pid: &str,
         tid: &str,
@@ -452,28 +425,33 @@ impl Executor {
             .await
     }
 
-    /// Completes an act (`next`), folding `vars` into it.
-    pub async fn complete(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Complete, vars).await
+    /// `act().complete` ([`ActOps::complete`](super::ActOps::complete)).
+    pub(crate) async fn complete(
+        &self,
+        pid: &str,
+        tid: &str,
+        vars: Vars,
+    ) -> Result<(), EngineError> {
+        self.act().apply(pid, tid, Action::Complete, vars).await
     }
 
-    /// Submits an act.
-    pub async fn submit(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Submit, vars).await
+    /// `act().submit` ([`ActOps::submit`](super::ActOps::submit)).
+    pub(crate) async fn submit(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act().apply(pid, tid, Action::Submit, vars).await
     }
 
-    /// Skips an act (and its waiting siblings).
-    pub async fn skip(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Skip, vars).await
+    /// `act().skip` ([`ActOps::skip`](super::ActOps::skip)).
+    pub(crate) async fn skip(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act().apply(pid, tid, Action::Skip, vars).await
     }
 
-    /// Aborts an act and every ancestor: the process ends `aborted`.
-    pub async fn abort(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Abort, vars).await
+    /// `act().abort` ([`ActOps::abort`](super::ActOps::abort)).
+    pub(crate) async fn abort(&self, pid: &str, tid: &str, vars: Vars) -> Result<(), EngineError> {
+        self.act().apply(pid, tid, Action::Abort, vars).await
     }
 
-    /// Fails an act with `ecode` (what `catches` match) and `message`.
-    pub async fn error(
+    /// `act().error` ([`ActOps::error`](super::ActOps::error)).
+    pub(crate) async fn error(
         &self,
         pid: &str,
         tid: &str,
@@ -481,40 +459,44 @@ impl Executor {
         message: &str,
     ) -> Result<(), EngineError> {
         let options = TaskError::new(ecode, message).to_vars();
-        self.act(pid, tid, Action::Error, options).await
+        self.act().apply(pid, tid, Action::Error, options).await
     }
 
-    /// Goes back from an act to the earlier step `to`, which runs again.
-    pub async fn back(&self, pid: &str, tid: &str, to: &str) -> Result<(), EngineError> {
+    /// `act().back` ([`ActOps::back`](super::ActOps::back)).
+    pub(crate) async fn back(&self, pid: &str, tid: &str, to: &str) -> Result<(), EngineError> {
         let mut o = Vars::new();
         o.insert("to".into(), Value::String(to.into()));
-        self.act(pid, tid, Action::Back, o).await
+        self.act().apply(pid, tid, Action::Back, o).await
     }
 
-    /// Withdraws a finished act: its step runs again and the steps that
-    /// followed are undone.
-    pub async fn cancel(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Cancel, Vars::new()).await
+    /// `act().cancel` ([`ActOps::cancel`](super::ActOps::cancel)).
+    pub(crate) async fn cancel(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
+        self.act()
+            .apply(pid, tid, Action::Cancel, Vars::new())
+            .await
     }
 
-    /// Removes an act.
-    pub async fn remove(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::Remove, Vars::new()).await
+    /// `act().remove` ([`ActOps::remove`](super::ActOps::remove)).
+    pub(crate) async fn remove(&self, pid: &str, tid: &str) -> Result<(), EngineError> {
+        self.act()
+            .apply(pid, tid, Action::Remove, Vars::new())
+            .await
     }
 
-    /// Writes `vars` into the process's root data (through act `tid`).
-    pub async fn set_process_vars(
+    /// `act().set_process_vars` ([`ActOps::set_process_vars`](super::ActOps::set_process_vars)).
+    pub(crate) async fn set_process_vars(
         &self,
         pid: &str,
         tid: &str,
         vars: Vars,
     ) -> Result<(), EngineError> {
-        self.act(pid, tid, Action::SetProcessVars, vars).await
+        self.act()
+            .apply(pid, tid, Action::SetProcessVars, vars)
+            .await
     }
 
-    /// Runs a new act under step task `tid`; `act` holds its definition
-    /// (`uses` required; `params`, `id`, `name`, `key` ...).
-    pub async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
+    /// `act().push` ([`ActOps::push`](super::ActOps::push)).
+    pub(crate) async fn push(&self, pid: &str, tid: &str, act: Vars) -> Result<(), EngineError> {
         self.need_operator("pushing an act")?;
         self.rt.check_vars_size("the pushed act", &act)?;
         let by = self.by();

@@ -321,12 +321,8 @@ pub(super) fn decode_cursor(c: &str) -> Result<Vec<u8>, EngineError> {
 }
 
 impl Executor {
-    /// Processes, optionally only those in `state` and of model `model`
-    /// (in admission order; outputs are left empty — read one process for
-    /// them); every match, read a page at a time (use
-    /// [`find_processes`](Self::find_processes) for one page).
-    /// A user's listing holds only the processes they may see.
-    pub async fn processes(
+    /// `proc().list` ([`ProcOps::list`](super::ProcOps::list)).
+    pub(crate) async fn processes(
         &self,
         state: Option<TaskState>,
         model: Option<&str>,
@@ -350,11 +346,11 @@ impl Executor {
         }
     }
 
-    /// One page of the processes matching `q` (see [`ProcessQuery`]),
-    /// answered from an index: with a variable filter only the index
-    /// entries in its range are read, and one row per entry. A user's
-    /// page holds only the processes they may see.
-    pub async fn find_processes(&self, q: &ProcessQuery) -> Result<Page<ProcInfo>, EngineError> {
+    /// `proc().find` ([`ProcOps::find`](super::ProcOps::find)).
+    pub(crate) async fn find_processes(
+        &self,
+        q: &ProcessQuery,
+    ) -> Result<Page<ProcInfo>, EngineError> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         let mut query = Query::new().limit(limit);
         query.after = q.cursor.as_deref().map(decode_cursor).transpose()?;
@@ -471,11 +467,8 @@ impl Executor {
         )))
     }
 
-    /// How many processes match `q` (its cursor and limit ignored) that
-    /// this executor may see. For an operator or admin a query on one
-    /// variable alone (with its model) counts index keys only; any other
-    /// filter, or a user's count, reads the rows the index walk yields.
-    pub async fn count_matching(&self, q: &ProcessQuery) -> Result<usize, EngineError> {
+    /// `proc().count_matching` ([`ProcOps::count_matching`](super::ProcOps::count_matching)).
+    pub(crate) async fn count_matching(&self, q: &ProcessQuery) -> Result<usize, EngineError> {
         let sees_all = self.principal.as_ref().is_none_or(|p| p.is_operator());
         // Filters an index walk alone cannot answer (order and page do not
         // count): with none of them, the keys of one index range are the

@@ -80,10 +80,8 @@ impl DeliveryQuery {
 }
 
 impl Executor {
-    /// One page of the deliveries matching `q` (operators and admins),
-    /// from an index: only the entries of the state, the channel or the
-    /// process asked for are read.
-    pub async fn find_deliveries(
+    /// `msg().find` ([`DeliveryOps::find`](super::DeliveryOps::find)).
+    pub(crate) async fn find_deliveries(
         &self,
         q: &DeliveryQuery,
     ) -> Result<Page<DeliveryInfo>, EngineError> {
@@ -127,10 +125,11 @@ impl Executor {
         })
     }
 
-    /// How many deliveries match `q` (operators and admins; its cursor and
-    /// limit ignored): a query on a state or a channel alone counts index
-    /// keys only.
-    pub async fn count_deliveries_matching(&self, q: &DeliveryQuery) -> Result<usize, EngineError> {
+    /// `msg().count_matching` ([`DeliveryOps::count_matching`](super::DeliveryOps::count_matching)).
+    pub(crate) async fn count_deliveries_matching(
+        &self,
+        q: &DeliveryQuery,
+    ) -> Result<usize, EngineError> {
         self.need_operator("reading deliveries")?;
         let walk = match (&q.state, &q.channel, &q.pid) {
             (Some(s), None, None) => Some(Walk::DeliveriesInState(*s)),

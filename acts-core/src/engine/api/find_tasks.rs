@@ -180,12 +180,11 @@ impl TaskCursor {
 }
 
 impl Executor {
-    /// The open interrupts this executor may answer, oldest process first:
-    /// for a user those addressed to them or one of their roles, for an
-    /// operator, an admin or the application all of them, each with its
-    /// process (as listed: no outputs). At most `limit`: the pages of
-    /// [`TaskQuery::inbox`] until then.
-    pub async fn inbox(&self, limit: usize) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
+    /// `task().inbox` ([`TaskOps::inbox`](super::TaskOps::inbox)).
+    pub(crate) async fn inbox(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(ProcInfo, TaskInfo)>, EngineError> {
         let mut q = TaskQuery::inbox().limit(limit);
         let mut out = Vec::new();
         while out.len() < limit {
@@ -214,10 +213,8 @@ impl Executor {
         Ok(out)
     }
 
-    /// One page of the tasks matching `q` (see [`TaskQuery`]): the
-    /// processes are walked through their index, one at a time, and only
-    /// the processes this executor may see are looked in.
-    pub async fn find_tasks(&self, q: &TaskQuery) -> Result<Page<TaskInfo>, EngineError> {
+    /// `task().find` ([`TaskOps::find`](super::TaskOps::find)).
+    pub(crate) async fn find_tasks(&self, q: &TaskQuery) -> Result<Page<TaskInfo>, EngineError> {
         let limit = q.limit.unwrap_or(100).clamp(1, MAX_PAGE);
         // The process query's own cursor is not used, but it is a cursor:
         // one of another shape is refused as in a process query.
@@ -317,9 +314,8 @@ impl Executor {
         Ok(Page::new(tasks, Some(next)).with_cursors(own_cursors))
     }
 
-    /// How many tasks match `q` that this executor may see (every page
-    /// walked; its cursor and limit are ignored).
-    pub async fn count_tasks(&self, q: &TaskQuery) -> Result<usize, EngineError> {
+    /// `task().count` ([`TaskOps::count`](super::TaskOps::count)).
+    pub(crate) async fn count_tasks(&self, q: &TaskQuery) -> Result<usize, EngineError> {
         count_pages(|cursor| {
             let q = TaskQuery {
                 cursor,

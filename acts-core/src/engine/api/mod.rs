@@ -22,7 +22,11 @@ pub(crate) mod executor;
 pub(crate) mod find;
 mod find_deliveries;
 mod find_tasks;
+mod model_ops;
 mod operate;
+mod other_ops;
+mod proc_ops;
+mod task_ops;
 
 #[cfg(feature = "testing")]
 pub use crate::engine::kernel::cache::ProcHandle;
@@ -51,3 +55,7 @@ pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessQuery, VarFilter};
 pub use find_deliveries::DeliveryQuery;
 pub use find_tasks::{MAX_PROCESSES_PER_PAGE, TASK_CURSOR_PATTERN, TaskQuery};
+pub use model_ops::ModelOps;
+pub use other_ops::{BulkOps, DeliveryOps, PackageOps, TriggerOps};
+pub use proc_ops::ProcOps;
+pub use task_ops::{ActOps, TaskOps};

@@ -9,28 +9,27 @@ use crate::engine::types::error::EngineError;
 use crate::engine::types::info::ProcInfo;
 
 impl Executor {
-    /// Pauses process `pid` (operator): its automatic steps and timers hold
-    /// and client actions are refused until [`unpause_process`](Self::unpause_process);
-    /// recorded in its history with `reason`.
-    pub async fn pause_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
+    /// `proc().pause` ([`ProcOps::pause`](super::ProcOps::pause)).
+    pub(crate) async fn pause_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
         self.need_operator("pausing a process")?;
         let by = self.by();
         self.rt.on_process(pid, |p, _| p.pause(by, reason)).await
     }
 
-    /// Resumes a paused process (operator): timeouts that fell due while
-    /// it was paused fire, and its held work runs.
-    pub async fn unpause_process(&self, pid: &str) -> Result<(), EngineError> {
+    /// `proc().unpause` ([`ProcOps::unpause`](super::ProcOps::unpause)).
+    pub(crate) async fn unpause_process(&self, pid: &str) -> Result<(), EngineError> {
         self.need_operator("resuming a paused process")?;
         let by = self.by();
         self.rt.on_process(pid, |p, svc| p.unpause(by, svc)).await
     }
 
-    /// Rewinds process `pid` to step `to` (operator): `vars` are set as
-    /// process variables, the step runs again, and what ran after it on
-    /// the line of the active act is marked backed (as `back` does);
-    /// recorded in its history.
-    pub async fn rewind_process(&self, pid: &str, to: &str, vars: Vars) -> Result<(), EngineError> {
+    /// `proc().rewind` ([`ProcOps::rewind`](super::ProcOps::rewind)).
+    pub(crate) async fn rewind_process(
+        &self,
+        pid: &str,
+        to: &str,
+        vars: Vars,
+    ) -> Result<(), EngineError> {
         self.need_operator("rewinding a process")?;
         self.rt.check_vars_size("the rewind's vars", &vars)?;
         let by = self.by();
@@ -39,14 +38,8 @@ impl Executor {
             .await
     }
 
-    /// Retries process `pid`, which ended in an error (operator): the
-    /// errored step `tid` names (default: the step where the error began)
-    /// runs again as a new task, with `vars` set as process variables
-    /// first, and the process is in flight again (it takes an admission
-    /// place: `Busy` at the cap). The failed attempt stays in its history.
-    /// Refused for a process that did not end in an error, and for a
-    /// subflow child (retry its parent).
-    pub async fn retry_process(
+    /// `proc().retry` ([`ProcOps::retry`](super::ProcOps::retry)).
+    pub(crate) async fn retry_process(
         &self,
         pid: &str,
         tid: Option<&str>,
@@ -60,9 +53,12 @@ impl Executor {
             .await
     }
 
-    /// Terminates process `pid` (operator): it ends `aborted`, with error
-    /// `terminated` carrying `reason`, recorded in its history.
-    pub async fn terminate_process(&self, pid: &str, reason: &str) -> Result<(), EngineError> {
+    /// `proc().terminate` ([`ProcOps::terminate`](super::ProcOps::terminate)).
+    pub(crate) async fn terminate_process(
+        &self,
+        pid: &str,
+        reason: &str,
+    ) -> Result<(), EngineError> {
         self.need_operator("terminating a process")?;
         let by = self.by();
         self.rt
@@ -70,12 +66,8 @@ impl Executor {
             .await
     }
 
-    /// The processes that have been *quiet* — in flight, not paused, with
-    /// no interrupt, timer, package or subflow to wait for — for longer
-    /// than `after` (default: the engine's `stuck_after`), the longest
-    /// quiet first, at most 1,000 (operator). Read from an index of quiet
-    /// processes, never by scanning every process.
-    pub async fn stuck_processes(
+    /// `proc().stuck` ([`ProcOps::stuck`](super::ProcOps::stuck)).
+    pub(crate) async fn stuck_processes(
         &self,
         after: Option<std::time::Duration>,
     ) -> Result<Vec<ProcInfo>, EngineError> {

@@ -10,7 +10,7 @@
 //!   ends (it is then `closed`: an answered interrupt is not re-sent); the housekeeping
 //!   timer re-sends due pending deliveries to their own channel only (when
 //!   its client is connected), and after `delivery_max_tries` sends marks
-//!   it `failed` — visible through [`Executor::deliveries`](super::Executor::deliveries),
+//!   it `failed` — visible through [`DeliveryOps::list`](super::DeliveryOps::list),
 //!   never dropped silently. A delivery whose message row is gone is
 //!   removed with an error log.
 //! - With a retention set, a finished process whose deliveries are all

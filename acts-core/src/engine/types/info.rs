@@ -294,7 +294,7 @@ pub struct DeliveryInfo {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TriggerInfo {
     /// `<model id>:<trigger id>` (what
-    /// [`Executor::start_trigger`](crate::engine::Executor::start_trigger)
+    /// [`TriggerOps::start`](crate::engine::TriggerOps::start)
     /// takes).
     pub id: String,
     /// The model it starts.

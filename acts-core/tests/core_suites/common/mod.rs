@@ -162,18 +162,19 @@ pub async fn run_with_vars(
 ) -> (acts_core::engine::Engine, Message) {
     let engine = engine_on(store().await, None).await;
     let exec = engine.executor();
-    exec.deploy_yaml(yaml).await.expect("deploys");
+    exec.model().deploy_yaml(yaml).await.expect("deploys");
     let mut rx = engine
         .channel(acts_core::engine::ChannelOptions::default().with_type("workflow"))
         .subscribe();
-    let p = exec.start(model, start).await.expect("starts");
+    let p = exec.proc().start(model, start).await.expect("starts");
     let end = recv_where(&mut rx, ends(&p.pid)).await;
     (engine, end)
 }
 
 /// The tasks of process `pid` waiting in an interrupt (their ids).
 pub async fn waiting(exec: &acts_core::engine::Executor, pid: &str) -> Vec<String> {
-    exec.tasks(pid)
+    exec.task()
+        .list(pid)
         .await
         .expect("tasks")
         .into_iter()

@@ -32,9 +32,9 @@ pub fn builder(
 /// Deploys `model`, starts it with `vars` and waits for its end.
 pub async fn run(engine: &Engine, model: &str, vars: Vars) -> ProcInfo {
     let exec = engine.executor();
-    let info = exec.deploy_yaml(model).await.expect("deploy");
+    let info = exec.model().deploy_yaml(model).await.expect("deploy");
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    let p = exec.start(&info.id, vars).await.expect("start");
+    let p = exec.proc().start(&info.id, vars).await.expect("start");
     wait_end(engine, &mut rx, &p.pid).await
 }
 
@@ -55,7 +55,7 @@ pub async fn wait_end(
     })
     .await
     .expect("the process ends");
-    let p = engine.executor().process(pid).await.expect("process");
+    let p = engine.executor().proc().get(pid).await.expect("process");
     assert!(p.state != TaskState::Running, "{p:?}");
     p
 }

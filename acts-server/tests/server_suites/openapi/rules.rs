@@ -91,6 +91,7 @@ async fn every_rule_the_server_enforces_is_in_the_document() {
     let engine = Engine::builder().start().await.expect("engine");
     engine
         .executor()
+        .model()
         .deploy_yaml(APPROVAL)
         .await
         .expect("deploy");

@@ -27,16 +27,21 @@ pub(crate) async fn bulk_retry(
     let n = n.unwrap_or(100_000);
     let e = engine(url, ns).await?;
     let exec = e.executor();
-    exec.deploy_yaml(FLAKY_CHARGE)
+    exec.model()
+        .deploy_yaml(FLAKY_CHARGE)
         .await
         .map_err(|e| e.to_string())?;
-    exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
+    exec.model()
+        .deploy_yaml(ONE_IRQ)
+        .await
+        .map_err(|e| e.to_string())?;
     let setup = Instant::now();
     start_many(&exec, "flaky", n).await?;
     while !e.is_idle() && setup.elapsed() < Duration::from_secs(600) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let failed = exec
+        .proc()
         .count_matching(&ProcessQuery::new().ecode("declined"))
         .await
         .map_err(|e| e.to_string())?;
@@ -63,11 +68,15 @@ pub(crate) async fn bulk_retry(
         .vars(fixed)
         .per_second(rate);
     let (t0, c0) = (Instant::now(), commits());
-    let job = exec.bulk_start(request).await.map_err(|e| e.to_string())?;
+    let job = exec
+        .bulk()
+        .start(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut lat = Vec::new();
     let job = loop {
         lat.push(round_trip(&exec, &mut rx).await?);
-        let now = exec.bulk_job(&job.id).await.map_err(|e| e.to_string())?;
+        let now = exec.bulk().get(&job.id).await.map_err(|e| e.to_string())?;
         if now.state.is_final() {
             break now;
         }
@@ -100,6 +109,7 @@ async fn round_trip(
 ) -> Result<u64, String> {
     let t = Instant::now();
     let p = exec
+        .proc()
         .start("one_irq", Vars::new())
         .await
         .map_err(|e| e.to_string())?;
@@ -109,7 +119,8 @@ async fn round_trip(
             break m;
         }
     };
-    exec.complete(&p.pid, &irq.tid, Vars::new())
+    exec.act()
+        .complete(&p.pid, &irq.tid, Vars::new())
         .await
         .map_err(|e| e.to_string())?;
     loop {

@@ -94,7 +94,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             for i in 0..n {
                 let w = base.clone().with_id(format!("m{i}"));
                 let t = Instant::now();
-                exec.deploy(&w).await.map_err(|e| e.to_string())?;
+                exec.model().deploy(&w).await.map_err(|e| e.to_string())?;
                 lat.push(t.elapsed().as_micros() as u64);
             }
             Ok(finish(e, n, t0, lat, c0).await)
@@ -116,7 +116,10 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             if !model.contains("concurrency") && name == "run_auto_burst_keyed" {
                 return Err("the keyed model has no concurrency key".into());
             }
-            exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
+            exec.model()
+                .deploy_yaml(&model)
+                .await
+                .map_err(|e| e.to_string())?;
             let started: Arc<parking_mutex::Mutex<HashMap<String, Instant>>> = Arc::default();
             // Completion is stamped where the engine announces it, not when
             // this task gets around to reading it.
@@ -141,7 +144,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
                         started.lock().insert(pid.clone(), Instant::now());
                         let mut v = Vars::new();
                         v.insert("pid".into(), Value::String(pid));
-                        exec.start("three", v).await.map(|_| ())
+                        exec.proc().start("three", v).await.map(|_| ())
                     }));
                 }
                 for h in handles {
@@ -161,7 +164,10 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
                     let mut v = Vars::new();
                     v.insert("pid".into(), Value::String(pid.clone()));
                     let t = Instant::now();
-                    exec.start("three", v).await.map_err(|e| e.to_string())?;
+                    exec.proc()
+                        .start("three", v)
+                        .await
+                        .map_err(|e| e.to_string())?;
                     loop {
                         let (done_pid, at) = next(&mut done).await?;
                         if done_pid == pid {
@@ -180,7 +186,10 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             let n = n.unwrap_or(1_000);
             let e = engine(url, &ns).await?;
             let exec = e.executor();
-            exec.deploy_yaml(ONE_IRQ).await.map_err(|e| e.to_string())?;
+            exec.model()
+                .deploy_yaml(ONE_IRQ)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut rx = e.channel(ChannelOptions::default()).subscribe();
             let app = if durable {
                 Some(
@@ -201,6 +210,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             for _ in 0..n {
                 let t = Instant::now();
                 let p = exec
+                    .proc()
                     .start("one_irq", Vars::new())
                     .await
                     .map_err(|e| e.to_string())?;
@@ -210,7 +220,8 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
                         break m;
                     }
                 };
-                exec.complete(&p.pid, &irq.tid, Vars::new())
+                exec.act()
+                    .complete(&p.pid, &irq.tid, Vars::new())
                     .await
                     .map_err(|e| e.to_string())?;
                 if let Some(app) = &app {
@@ -231,7 +242,10 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             let width = 100;
             let e = engine(url, &ns).await?;
             let exec = e.executor();
-            exec.deploy_yaml(WIDE).await.map_err(|e| e.to_string())?;
+            exec.model()
+                .deploy_yaml(WIDE)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut rx = e
                 .channel(
                     ChannelOptions::default()
@@ -252,12 +266,16 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             for _ in 0..procs {
                 let mut v = Vars::new();
                 v.insert("items".into(), Value::Array(items.clone()));
-                exec.start("wide", v).await.map_err(|e| e.to_string())?;
+                exec.proc()
+                    .start("wide", v)
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             for _ in 0..procs * width {
                 let m = next(&mut rx).await?;
                 let t = Instant::now();
-                exec.complete(&m.pid, &m.tid, Vars::new())
+                exec.act()
+                    .complete(&m.pid, &m.tid, Vars::new())
                     .await
                     .map_err(|e| e.to_string())?;
                 lat.push(t.elapsed().as_micros() as u64);
@@ -282,7 +300,10 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             };
             let model = linear_model("linear", n, step);
             let (t0, c0) = (Instant::now(), commits());
-            exec.deploy_yaml(&model).await.map_err(|e| e.to_string())?;
+            exec.model()
+                .deploy_yaml(&model)
+                .await
+                .map_err(|e| e.to_string())?;
             // Only the interrupt run listens for its acts: a channel nobody
             // reads would hold every message of the run.
             let mut asks = irq.then(|| {
@@ -297,6 +318,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
                 .channel(ChannelOptions::default().with_type("workflow"))
                 .subscribe();
             let p = exec
+                .proc()
                 .start("linear", Vars::new())
                 .await
                 .map_err(|e| e.to_string())?;
@@ -305,7 +327,8 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
                 for _ in 0..n {
                     let m = next(asks).await?;
                     let t = Instant::now();
-                    exec.complete(&p.pid, &m.tid, Vars::new())
+                    exec.act()
+                        .complete(&p.pid, &m.tid, Vars::new())
                         .await
                         .map_err(|e| e.to_string())?;
                     lat.push(t.elapsed().as_micros() as u64);

@@ -201,7 +201,10 @@ pub(crate) async fn start_waiting(
     id: &str,
 ) -> Result<Waiting, String> {
     let exec = e.executor();
-    exec.deploy_yaml(model).await.map_err(|e| e.to_string())?;
+    exec.model()
+        .deploy_yaml(model)
+        .await
+        .map_err(|e| e.to_string())?;
     let every = (n / 1_000).max(1);
     let seen: Arc<parking_mutex::Mutex<Seen>> = Arc::default();
     {
@@ -243,9 +246,9 @@ pub(crate) async fn start_many(exec: &acts::Executor, id: &str, n: usize) -> Res
         for _ in 0..chunk {
             let exec = exec.clone();
             let id = id.to_owned();
-            handles.push(tokio::spawn(
-                async move { exec.start(&id, Vars::new()).await },
-            ));
+            handles.push(tokio::spawn(async move {
+                exec.proc().start(&id, Vars::new()).await
+            }));
         }
         for h in handles {
             h.await
@@ -269,7 +272,8 @@ pub(crate) async fn complete_some(
     let mut lat = Vec::new();
     for (pid, tid) in sample.iter().step_by(step).take(k) {
         let t = Instant::now();
-        exec.complete(pid, tid, Vars::new())
+        exec.act()
+            .complete(pid, tid, Vars::new())
             .await
             .map_err(|e| e.to_string())?;
         lat.push(t.elapsed().as_micros() as u64);
