@@ -58,7 +58,7 @@ pub(crate) async fn backup(url: &str, to: &Path, json_out: bool) -> Result<u8, F
         f
     })?;
     let started = Instant::now();
-    let made = engine.store().backup(to).await;
+    let made = engine.storage().store().backup(to).await;
     engine.close().await;
     crate::owner::release();
     let info = made.map_err(|e| Failure::run(format!("the backup failed: {e}")))?;

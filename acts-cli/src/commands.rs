@@ -183,12 +183,12 @@ const FREED_START_WAIT: Duration = Duration::from_secs(10);
 /// concurrency key whose holder ended, or one waiting for a place), as a
 /// server would at once, and lets them run to their first wait.
 async fn start_freed(engine: &Engine) {
-    if let Err(e) = engine.start_parked().await {
+    if let Err(e) = engine.runtime().start_parked().await {
         eprintln!("acts: warning: cannot start the processes waiting for a place: {e}");
         return;
     }
     let deadline = tokio::time::Instant::now() + FREED_START_WAIT;
-    while !engine.is_idle() && tokio::time::Instant::now() < deadline {
+    while !engine.runtime().is_idle() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
@@ -217,6 +217,7 @@ async fn resume(engine: &Engine, mode: AnswerMode) -> Result<u8, Failure> {
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     engine
+        .runtime()
         .resume()
         .await
         .map_err(|e| Failure::run(format!("cannot resume: {e}")))?;

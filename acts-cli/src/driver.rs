@@ -88,7 +88,7 @@ impl Driver {
     /// A driver for `engine`; `clock` is the virtual clock of a scripted
     /// run (the engine must use it), `None` on the real clock.
     pub fn new(engine: &Engine, mode: Mode, json: bool, clock: Option<ManualClock>) -> Self {
-        let c = engine.clock();
+        let c = engine.runtime().clock();
         Self {
             exec: engine.executor(),
             mode,
@@ -393,7 +393,7 @@ impl Driver {
                 continue;
             }
             // 2. One answer at a time, once the engine has settled.
-            if !engine.is_idle() {
+            if !engine.runtime().is_idle() {
                 spins += 1;
                 if spins < 64 {
                     tokio::task::yield_now().await;
@@ -417,7 +417,7 @@ impl Driver {
             let next_timer = self
                 .pids
                 .iter()
-                .filter_map(|p| engine.next_timer_of(p))
+                .filter_map(|p| engine.runtime().next_timer_of(p))
                 .min();
             let next_delay = self.delayed.iter().map(|(d, _, _)| *d).min();
             let next = [next_timer, next_delay].into_iter().flatten().min();

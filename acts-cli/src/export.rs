@@ -133,7 +133,7 @@ pub(crate) async fn export(url: &str, to: &Path, json_out: bool) -> Result<u8, F
     let packages = acts_packages::PackagesConfig::default();
     let engine = open_engine(url, None, &packages).await?;
     let holds = engine.executor().proc().census().await;
-    let store = engine.store();
+    let store = engine.storage().store();
     engine.close().await;
     drop(engine);
     let started = Instant::now();

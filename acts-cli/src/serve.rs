@@ -128,7 +128,7 @@ pub(crate) async fn run(
     let engine = open_engine_with(store, None, true, lease, &config.packages()).await?;
     crate::owner::note_api(store, &format!("http://{bound}"));
     let access = access_note(options.auth());
-    let persistence = engine.persistence();
+    let persistence = engine.storage().persistence();
     // A service's stderr may be closed by whoever started it: a failed
     // write of these notes is not a reason to stop.
     let shown = acts::redacted_url(store);
@@ -159,7 +159,10 @@ pub(crate) async fn run(
     let _ = writeln!(
         std::io::stderr(),
         "acts serve: stopped; {}",
-        stop_note(&engine.persistence(), engine.stats().writer.failures)
+        stop_note(
+            &engine.storage().persistence(),
+            engine.runtime().stats().writer.failures
+        )
     );
     Ok(0)
 }

@@ -32,7 +32,11 @@ impl ClusterNode {
     pub(crate) async fn gate_call(&self, p: u32, call: Value) -> Result<Value, String> {
         match self.target(p) {
             Target::Local(_) => match self.engine(p) {
-                Some(engine) => engine.gate_call(call).await.map_err(|e| e.to_string()),
+                Some(engine) => engine
+                    .runtime()
+                    .gate_call(call)
+                    .await
+                    .map_err(|e| e.to_string()),
                 None => Err(format!("partition {p} just moved")),
             },
             Target::Remote(owner) => {
@@ -109,7 +113,7 @@ pub(crate) async fn serve(State(node): State<ClusterNode>, req: Request) -> Resp
             format!("node '{}' does not hold partition {p}", node.id()),
         );
     };
-    match engine.gate_call(call).await {
+    match engine.runtime().gate_call(call).await {
         Ok(answer) => axum::Json(answer).into_response(),
         // A call this engine cannot read (another version's, a bug's):
         // refused, not worth the sender's retries to this node.

@@ -30,13 +30,13 @@ impl ClusterNode {
             .map(|(p, h)| (*p, h.engine.clone()))
             .collect();
         for (p, engine) in held {
-            let lost = if engine.is_fenced() {
+            let lost = if engine.storage().is_fenced() {
                 true
             } else if self.inner.config.background {
                 false
             } else {
                 matches!(
-                    engine.renew_lease().await,
+                    engine.storage().renew_lease().await,
                     Err(EngineError::Fenced(_) | EngineError::LeaseHeld { .. })
                 )
             };
@@ -126,7 +126,7 @@ impl ClusterNode {
             }
         };
         let synced = changes.last().map_or(seq, |(s, _)| (*s).max(seq));
-        let epoch = engine.lease_epoch().unwrap_or(0);
+        let epoch = engine.storage().lease_epoch().unwrap_or(0);
         let router = acts_server::router_with(engine.clone(), self.inner.server.clone());
         info!(partition = p, epoch, "took the partition");
         let holding = self.inner.takings.fetch_add(1, Ordering::Relaxed);

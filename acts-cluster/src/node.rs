@@ -393,7 +393,7 @@ impl ClusterNode {
         }
         let held = std::mem::take(&mut self.inner.state.write().held);
         for (_, h) in held {
-            h.engine.close_without_handover().await;
+            h.engine.storage().close_without_handover().await;
         }
     }
 }

@@ -86,7 +86,7 @@ impl ClusterNode {
                     owner: owner.as_ref().map(|o| o.node.clone()),
                     epoch: owner.as_ref().map(|o| o.epoch),
                     catalog_lag: local.map(|h| catalog_seq.saturating_sub(h.synced)),
-                    admitted: local.map(|h| h.engine.stats().admitted),
+                    admitted: local.map(|h| h.engine.runtime().stats().admitted),
                 }
             })
             .collect();

@@ -40,20 +40,20 @@ impl Metrics {
                 by_state.push((state.as_str(), n));
             }
         }
-        let ready = engine.readiness().await.is_ok();
-        let synced = engine.persistence().is_synced();
-        let st = engine.stats();
-        let io = engine.store_io();
-        let cap = engine.cache().cap();
-        let max_resident = engine.cache().max_resident();
+        let ready = engine.storage().readiness().await.is_ok();
+        let synced = engine.storage().persistence().is_synced();
+        let st = engine.runtime().stats();
+        let io = engine.storage().store_io();
+        let cap = engine.runtime().cache().cap();
+        let max_resident = engine.runtime().cache().max_resident();
         // Totals over the keys (a label per key would be a series per
         // customer): `acts ps --waiting-for concurrency` names them.
-        let keys = engine.cache().keys_in_use();
+        let keys = engine.runtime().cache().keys_in_use();
         let holders: usize = keys.iter().map(|k| k.holders).sum();
         let waiting: usize = keys.iter().map(|k| k.waiting).sum();
         let longest = keys.iter().map(|k| k.waiting).max().unwrap_or(0);
         // Steps' and acts' keys (`concurrency:` and `rate:` on a node).
-        let gates = engine.gate_keys();
+        let gates = engine.runtime().gate_keys();
         let gate_holders: usize = gates.iter().map(|k| k.holders).sum();
         let gate_waiting: usize = gates.iter().map(|k| k.waiting).sum();
         metrics::with_local_recorder(&*self.recorder, || {

@@ -373,7 +373,7 @@ async fn run_to_end_at(
 /// of what waited for it (a stalled transition's retry) — nothing held for
 /// any process any more: memory back at its baseline.
 async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
-    let doubles = sim.engine.instance_faults();
+    let doubles = sim.engine.runtime().instance_faults();
     if !doubles.is_empty() {
         return Err(format!(
             "one instance per pid broken: {}",
@@ -384,9 +384,9 @@ async fn ended_tasks(sim: &Sim) -> Result<Vec<TaskInfo>, String> {
     let tasks = retry(|| exec.task().list(crate::sim::PID))
         .await
         .map_err(|e| format!("reading the tasks: {e}"))?;
-    sim.engine.housekeeping().await;
+    sim.engine.runtime().housekeeping().await;
     settle(&sim.engine).await?;
-    let residue = sim.engine.residue();
+    let residue = sim.engine.runtime().residue();
     if residue.is_empty() {
         Ok(tasks)
     } else {

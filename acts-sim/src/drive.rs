@@ -52,7 +52,7 @@ pub async fn drive(
     let mut moved_in_pause = std::collections::HashSet::new();
     for _ in 0..MAX_ROUNDS {
         settle(engine).await?;
-        let doubles = engine.instance_faults();
+        let doubles = engine.runtime().instance_faults();
         if !doubles.is_empty() {
             return Err(format!(
                 "one instance per pid broken: {}",
@@ -65,7 +65,7 @@ pub async fn drive(
                 .map_err(|e| format!("after a round: {e}"))?;
         }
         if !resumed {
-            resumed = engine.resume().await.is_ok();
+            resumed = engine.runtime().resume().await.is_ok();
             // Grammar 4's keyed retries wait for the holders' count (a
             // bulk job would wait for it in the background, past the
             // settle guard): nothing is done before the resume succeeds.
@@ -173,13 +173,13 @@ pub async fn drive(
             }
             continue;
         }
-        if engine.stats().stalled > 0 {
+        if engine.runtime().stats().stalled > 0 {
             // A transition of the engine's own (a timer's tick, a
             // continuation) failed on the store and waits for its retry:
             // the client waits too, so an outage never lets an answer
             // overtake what the fault-free run did first.
             trace.note("wait: a stalled transition is retried");
-            engine.housekeeping().await;
+            engine.runtime().housekeeping().await;
             stuck(&mut idle_rounds, heal, "a stalled transition keeps failing")?;
             continue;
         }

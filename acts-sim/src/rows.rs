@@ -157,7 +157,7 @@ pub async fn teardown(store: Arc<dyn KvStore>, trace: &mut Trace) -> Result<(), 
             .await
             .map_err(|e| format!("removing bulk job {}: {e}", j.id))?;
     }
-    retry(|| sim.engine.remove_channel("client"))
+    retry(|| sim.engine.channels().remove("client"))
         .await
         .map_err(|e| format!("removing the channel: {e}"))?;
     sim.engine.close().await;

@@ -91,9 +91,13 @@ impl Sim {
                 Err(e) => return Err(format!("the engine does not start: {e}")),
             }
         };
-        let channel = retry(|| engine.durable_channel("client", ChannelOptions::default()))
-            .await
-            .map_err(|e| format!("the client's channel: {e}"))?;
+        let channel = retry(|| {
+            engine
+                .channels()
+                .durable("client", ChannelOptions::default())
+        })
+        .await
+        .map_err(|e| format!("the client's channel: {e}"))?;
         let rx = channel.subscribe();
         retry(|| channel.resend_pending())
             .await
@@ -167,7 +171,7 @@ pub async fn settle(engine: &Engine) -> Result<(), String> {
         tokio::task::yield_now().await;
     }
     tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() {
+        while !engine.runtime().is_idle() {
             tokio::task::yield_now().await;
         }
     })

@@ -220,7 +220,7 @@ pub(crate) async fn act_once(
             ));
             sim.clock.set(at);
             settle(&sim.engine).await?;
-            if sim.engine.stats().stalled > 0 {
+            if sim.engine.runtime().stats().stalled > 0 {
                 // What fell due failed on the store: the answer waits for
                 // its retry (the next round), as in the fault-free run it
                 // came after it.

@@ -69,16 +69,16 @@ use std::sync::Arc;
 pub use acts_core::durable::{COMMIT_MICROS_BOUNDS, GROUP_SIZE_BOUNDS, WriterConfig};
 pub use acts_core::engine::{
     ActOps, ActPackage, BulkAction, BulkItem, BulkJob, BulkOps, BulkOutcome, BulkPreview,
-    BulkRequest, BulkState, CURSOR_PATTERN, Cache, Census, Channel, ChannelOptions,
+    BulkRequest, BulkState, CURSOR_PATTERN, Cache, Census, Channel, ChannelOps, ChannelOptions,
     DEFAULT_BULK_RATE, DeliveryInfo, DeliveryOps, DeliveryQuery, DeliveryState, Engine,
     EngineBuilder, EngineConfig, EngineError, EngineStats, Executor, GateCourier, GateKeyUse,
     GateReply, GateRoute, KeyUse, LeaseConfig, LeaseInfo, MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE,
     MigrationPlan, MigrationReport, ModelInfo, ModelOps, ModelVersionInfo, PackageContext,
     PackageFailure, PackageInfo, PackageOps, Page, PidFilter, Principal, ProcInfo, ProcOps,
-    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, STORE_FORMAT, SealOptions,
-    SealedData, SealedEntry, SpanExport, TASK_CURSOR_PATTERN, TaskInfo, TaskMoveInfo, TaskOps,
-    TaskQuery, TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor, encode_cursor,
-    hex_bytes, whole_numbers_as_integers,
+    ProcessMigration, ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, RuntimeOps, STORE_FORMAT,
+    SealOptions, SealedData, SealedEntry, SpanExport, StorageOps, TASK_CURSOR_PATTERN, TaskInfo,
+    TaskMoveInfo, TaskOps, TaskQuery, TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor,
+    encode_cursor, hex_bytes, whole_numbers_as_integers,
 };
 pub use acts_core::model::{
     Act, Branch, Concurrency, ModelError, ModelLimits, Rate, Step, Trigger, UnknownKey, Vars,

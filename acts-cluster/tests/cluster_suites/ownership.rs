@@ -103,7 +103,7 @@ async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
         .map(|p| {
             n3.node
                 .engine(*p)
-                .and_then(|e| e.lease_epoch())
+                .and_then(|e| e.storage().lease_epoch())
                 .expect("held")
         })
         .collect();
@@ -123,7 +123,7 @@ async fn partitions_spread_and_a_dead_nodes_processes_go_on_elsewhere() {
         let epoch = holder
             .node
             .engine(*p)
-            .and_then(|e| e.lease_epoch())
+            .and_then(|e| e.storage().lease_epoch())
             .expect("held");
         assert!(epoch > old, "partition {p}: epoch {epoch} after {old}");
     }
@@ -197,7 +197,7 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
     start(&n1, "asking", &pid).await;
     let tid = waiting_task(&n1, &pid, "ask").await;
     let stale = n2.node.engine(p2).expect("n2 holds it");
-    let stale_epoch = stale.lease_epoch().expect("a leased engine");
+    let stale_epoch = stale.storage().lease_epoch().expect("a leased engine");
 
     // n2 freezes (renews nothing) past its TTL; n1 takes everything.
     clock.advance(TTL + Duration::from_secs(1));
@@ -239,11 +239,14 @@ async fn a_frozen_node_applies_nothing_steps_down_and_gets_its_share_back() {
     check_balanced(&[&n1, &n2]);
     assert!(n2.node.held().contains(&p2));
     let back = n2.node.engine(p2).expect("n2 holds it again");
-    assert!(!back.is_fenced(), "a live engine, not the stale one");
     assert!(
-        back.lease_epoch() > Some(stale_epoch),
+        !back.storage().is_fenced(),
+        "a live engine, not the stale one"
+    );
+    assert!(
+        back.storage().lease_epoch() > Some(stale_epoch),
         "taken under a new lease ({:?} after {stale_epoch})",
-        back.lease_epoch()
+        back.storage().lease_epoch()
     );
     let (status, body) = complete(&n1, &pid, &tid).await;
     assert_eq!(status, 204, "{body}");

@@ -166,6 +166,7 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_nodes_and_a_dead_home() {
     // Nothing is held or queued any more.
     let engine = other.node.engine(home).expect("the key's home");
     let keys: Vec<Value> = engine
+        .runtime()
         .gate_keys()
         .into_iter()
         .filter(|k| k.holders > 0 || k.waiting > 0)

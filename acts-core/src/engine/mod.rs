@@ -59,13 +59,13 @@ pub use api::TASK_CURSOR_PATTERN;
 pub use api::find::{CURSOR_PATTERN, encode_cursor, hex_bytes};
 pub use api::{
     ActOps, ActPackage, BulkAction, BulkItem, BulkJob, BulkOps, BulkOutcome, BulkPreview,
-    BulkRequest, BulkState, Cache, Census, Channel, ChannelOptions, DEFAULT_BULK_RATE,
+    BulkRequest, BulkState, Cache, Census, Channel, ChannelOps, ChannelOptions, DEFAULT_BULK_RATE,
     DeliveryInfo, DeliveryOps, DeliveryQuery, DeliveryState, Engine, EngineBuilder, EngineError,
     EngineStats, Executor, GateKeyUse, KeyUse, MAX_BULK_RATE, MAX_BULK_REASON, MAX_PAGE,
     MigrationPlan, MigrationReport, ModelInfo, ModelOps, ModelVersionInfo, PackageContext,
     PackageFailure, PackageInfo, PackageOps, Page, Principal, ProcInfo, ProcOps, ProcessMigration,
-    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, TaskInfo, TaskMoveInfo, TaskOps, TaskQuery,
-    TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor,
+    ProcessQuery, ROLE_ADMIN, ROLE_OPERATOR, RuntimeOps, StorageOps, TaskInfo, TaskMoveInfo,
+    TaskOps, TaskQuery, TriggerInfo, TriggerOps, USER_ACTIONS, VarFilter, WaitingFor,
 };
 pub use kernel::{EngineConfig, GateCourier, GateReply, GateRoute, PidFilter, SpanExport};
 pub use persist::format::STORE_FORMAT;

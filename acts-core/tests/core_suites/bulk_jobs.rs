@@ -336,7 +336,7 @@ async fn a_cancelled_job_stops_and_keeps_what_it_did() {
         exec.bulk().items(&job.id, None, None, None).await,
         Err(EngineError::BulkJobNotFound(_))
     ));
-    let kv = engine.store();
+    let kv = engine.storage().store();
     let left = acts_core::durable::Collection::<acts_core::engine::testing::BulkItemRow>::new(kv)
         .query_all(&acts_core::durable::Query::new())
         .await

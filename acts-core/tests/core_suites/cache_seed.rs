@@ -132,12 +132,25 @@ async fn cache_evict_breaks_proc_task_cycle() {
         .start("m1", Vars::new())
         .await
         .unwrap();
-    let handle = engine.process_handle(&p.pid).await.unwrap().unwrap();
-    assert_eq!(engine.cache().resident_count(), 1);
+    let handle = engine
+        .runtime()
+        .process_handle(&p.pid)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(engine.runtime().cache().resident_count(), 1);
     let weak = Arc::downgrade(&handle);
-    assert!(engine.cache().evict(&p.pid));
-    assert_eq!(engine.cache().resident_count(), 0, "out of memory");
-    assert_eq!(engine.cache().count(), 1, "still admitted: it is in flight");
+    assert!(engine.runtime().cache().evict(&p.pid));
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        0,
+        "out of memory"
+    );
+    assert_eq!(
+        engine.runtime().cache().count(),
+        1,
+        "still admitted: it is in flight"
+    );
     // Still held by the caller: its tasks stay readable.
     assert_eq!(handle.pid(), p.pid);
     drop(handle);
@@ -208,7 +221,7 @@ async fn cache_count() {
         .start("m1", Vars::new())
         .await
         .unwrap();
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.runtime().cache().count(), 1);
 }
 
 #[tokio::test]
@@ -221,9 +234,20 @@ async fn cache_push_get() {
         .start("m1", Vars::new())
         .await
         .unwrap();
-    assert_eq!(engine.cache().count(), 1);
-    assert!(engine.process_handle(&p.pid).await.unwrap().is_some());
-    assert_eq!(engine.cache().count(), 1, "a resident hit loads nothing");
+    assert_eq!(engine.runtime().cache().count(), 1);
+    assert!(
+        engine
+            .runtime()
+            .process_handle(&p.pid)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        engine.runtime().cache().count(),
+        1,
+        "a resident hit loads nothing"
+    );
 }
 
 #[tokio::test]
@@ -244,7 +268,7 @@ async fn cache_push_to_store() {
         );
     }
     // The cap gates starts: one resident, four parked; every one is stored.
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.runtime().cache().count(), 1);
     for pid in &pids {
         assert!(proc_row(&kv, pid).await.is_some(), "{pid} is stored");
     }
@@ -260,7 +284,7 @@ async fn cache_remove() {
     for _ in 0..5 {
         pids.push(exec.proc().start("m1", Vars::new()).await.unwrap().pid);
     }
-    assert_eq!(engine.cache().count(), 5);
+    assert_eq!(engine.runtime().cache().count(), 5);
     for pid in &pids {
         assert!(proc_row(&kv, pid).await.is_some());
         assert!(exec.proc().remove(pid).await.unwrap());
@@ -270,7 +294,7 @@ async fn cache_remove() {
         ));
         assert!(proc_row(&kv, pid).await.is_none());
     }
-    assert_eq!(engine.cache().count(), 0);
+    assert_eq!(engine.runtime().cache().count(), 0);
 }
 
 #[tokio::test]
@@ -337,13 +361,16 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     // ...and the removal begins (it marks the process removed: the epoch
     // moves) but waits behind the held write: it cannot finish, and has
     // deleted nothing, while the write is held.
-    let epoch = engine.writer_epoch();
+    let epoch = engine.storage().writer_epoch();
     let removal = {
         let exec = exec.clone();
         let pid = p.pid.clone();
         tokio::spawn(async move { exec.proc().remove(&pid).await })
     };
-    until("the removal begins", || engine.writer_epoch() != epoch).await;
+    until("the removal begins", || {
+        engine.storage().writer_epoch() != epoch
+    })
+    .await;
     assert_eq!(gated.parked(GateKind::Write), 1, "only the held write");
     assert!(!removal.is_finished());
     assert_eq!(keys_of(&kv, &p.pid).await, before, "nothing deleted yet");
@@ -352,7 +379,7 @@ async fn cache_remove_after_writer_writes_drops_all_rows() {
     gated.disarm(GateKind::Write);
     pending.await.unwrap().unwrap();
     assert!(removal.await.unwrap().unwrap());
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     assert!(
         keys_of(&kv, &p.pid).await.is_empty(),
         "every row of it is gone"
@@ -380,17 +407,20 @@ async fn cache_writes_after_remove_are_skipped() {
     // its batch behind it.
     let a_done = spawn_complete(&exec, &a.pid, &irq_a.tid);
     until("A's batch waits in the writer's queue", || {
-        engine.queued_writes() != 0
+        engine.storage().queued_writes() != 0
     })
     .await;
     // A is removed while its batch waits.
-    let epoch = engine.writer_epoch();
+    let epoch = engine.storage().writer_epoch();
     let removal = {
         let exec = exec.clone();
         let pid = a.pid.clone();
         tokio::spawn(async move { exec.proc().remove(&pid).await })
     };
-    until("the removal marks A", || engine.writer_epoch() != epoch).await;
+    until("the removal marks A", || {
+        engine.storage().writer_epoch() != epoch
+    })
+    .await;
     gated.disarm(GateKind::Write);
     b_done.await.unwrap().unwrap();
     // The late batch reached the writer and was skipped: never applied
@@ -401,7 +431,7 @@ async fn cache_writes_after_remove_are_skipped() {
         "{late:?}"
     );
     assert!(removal.await.unwrap().unwrap());
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     assert!(
         keys_of(&kv, &a.pid).await.is_empty(),
         "a late write resurrected rows of a removed process"
@@ -433,13 +463,13 @@ async fn cache_start_parked_refills_only_parked_none_rows() {
     for (pid, state) in ignored {
         seed_row(&kv, pid, WAITS, state, 0).await;
     }
-    assert_eq!(engine.cache().count(), 0);
-    engine.start_parked().await.unwrap();
+    assert_eq!(engine.runtime().cache().count(), 0);
+    engine.runtime().start_parked().await.unwrap();
     for pid in parked {
         wait_state(&kv, pid, |s| s == TaskState::Running).await;
     }
     assert_eq!(
-        sorted(engine.cache().resident()),
+        sorted(engine.runtime().cache().resident()),
         sorted(parked.iter().map(|s| s.to_string()).collect())
     );
     for (pid, state) in ignored {
@@ -470,7 +500,7 @@ async fn cache_finished_proc_frees_slot_for_restore() {
     wait_state(&kv, "seed_wait_a", |s| s == TaskState::Running).await;
     wait_state(&kv, "seed_wait_b", |s| s == TaskState::Running).await;
     assert_eq!(
-        sorted(engine.cache().resident()),
+        sorted(engine.runtime().cache().resident()),
         vec!["seed_wait_a".to_string(), "seed_wait_b".to_string()]
     );
     assert_eq!(
@@ -499,7 +529,7 @@ async fn cache_finished_proc_frees_slot_for_restore() {
         TaskState::Completed
     );
     until("the finished processes left their slots", || {
-        engine.cache().resident() == vec!["seed_wait_b".to_string()]
+        engine.runtime().cache().resident() == vec!["seed_wait_b".to_string()]
     })
     .await;
 }
@@ -512,17 +542,21 @@ async fn cache_park_over_cap_then_refill_on_terminal() {
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
     let p1 = exec.proc().start("m1", pid_var("park1")).await.unwrap();
     let p2 = exec.proc().start("m1", pid_var("park2")).await.unwrap();
-    assert_eq!(engine.cache().count(), 2);
+    assert_eq!(engine.runtime().cache().count(), 2);
     let p3 = exec.proc().start("m1", pid_var("park3")).await.unwrap();
     assert_eq!(p3.state, TaskState::None, "parked");
-    assert_eq!(engine.cache().count(), 2, "nothing resident was evicted");
+    assert_eq!(
+        engine.runtime().cache().count(),
+        2,
+        "nothing resident was evicted"
+    );
     assert_eq!(proc_row(&kv, "park3").await.unwrap().state, TaskState::None);
-    let resident = engine.cache().resident();
+    let resident = engine.runtime().cache().resident();
     assert!(resident.contains(&p1.pid) && resident.contains(&p2.pid));
     // A demand load of the parked process does not cache it.
     let info = exec.proc().get("park3").await.unwrap();
     assert_eq!(info.state, TaskState::None);
-    assert_eq!(engine.cache().count(), 2);
+    assert_eq!(engine.runtime().cache().count(), 2);
     // p1 ends: its slot starts the parked process.
     let irq = irq_of(&mut rx, "park1").await;
     exec.act()
@@ -551,7 +585,12 @@ async fn cache_concurrent_proc_miss_returns_one_instance() {
         let engine = engine.clone();
         let pid = p.pid.clone();
         tasks.push(tokio::spawn(async move {
-            engine.process_handle(&pid).await.unwrap().unwrap()
+            engine
+                .runtime()
+                .process_handle(&pid)
+                .await
+                .unwrap()
+                .unwrap()
         }));
     }
     let mut handles = Vec::new();
@@ -563,7 +602,11 @@ async fn cache_concurrent_proc_miss_returns_one_instance() {
         handles.iter().all(|h| Arc::ptr_eq(h, &first)),
         "one instance"
     );
-    assert_eq!(engine.cache().resident_count(), 1, "one instance in memory");
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        1,
+        "one instance in memory"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,7 +631,7 @@ async fn cache_admit_same_pid_has_single_winner() {
         }
     }
     assert_eq!(admitted, 1);
-    assert_eq!(engine.cache().count(), 1);
+    assert_eq!(engine.runtime().cache().count(), 1);
 }
 
 #[tokio::test]
@@ -603,16 +646,22 @@ async fn cache_parked_refill_is_oldest_first_within_cap() {
     // Stored out of order: the newer first.
     seed_row(&kv, "fifo_new", WAITS, TaskState::None, 999).await;
     seed_row(&kv, "fifo_old", WAITS, TaskState::None, 10).await;
-    engine.start_parked().await.unwrap(); // full: nothing starts
-    assert_eq!(engine.cache().count(), 2);
+    engine.runtime().start_parked().await.unwrap(); // full: nothing starts
+    assert_eq!(engine.runtime().cache().count(), 2);
     let irq = irq_of(&mut rx, "fifo1").await;
     exec.act()
         .complete("fifo1", &irq.tid, Vars::new())
         .await
         .unwrap();
     wait_state(&kv, "fifo_old", |s| s == TaskState::Running).await;
-    assert_eq!(engine.cache().count(), 2, "never above the cap");
-    assert!(engine.cache().resident().contains(&"fifo_old".to_string()));
+    assert_eq!(engine.runtime().cache().count(), 2, "never above the cap");
+    assert!(
+        engine
+            .runtime()
+            .cache()
+            .resident()
+            .contains(&"fifo_old".to_string())
+    );
     assert_eq!(
         proc_row(&kv, "fifo_new").await.unwrap().state,
         TaskState::None
@@ -792,13 +841,13 @@ async fn cache_resume_loads_in_flight_before_parked() {
         seed_row(&kv, tag, WAITS, TaskState::None, ts).await;
     }
     let engine = engine_on(kv.clone(), 3).await;
-    assert_eq!(engine.cache().count(), 0);
-    engine.resume().await.unwrap();
+    assert_eq!(engine.runtime().cache().count(), 0);
+    engine.runtime().resume().await.unwrap();
     wait_state(&kv, "resume_parked_a", |s| s == TaskState::Running).await;
     // The in-flight ones first, then the oldest parked one in the slot
     // left; the others keep waiting.
     assert_eq!(
-        sorted(engine.cache().resident()),
+        sorted(engine.runtime().cache().resident()),
         sorted(vec![
             "resume_inflight_1".into(),
             "resume_inflight_2".into(),
@@ -872,16 +921,16 @@ async fn cache_resume_overflow_drains_on_free_slot() {
     let pids = in_flight(&kv, &["overflow0", "overflow1", "overflow2", "overflow3"]).await;
     let engine = engine_on(kv.clone(), 2).await;
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    engine.resume().await.unwrap();
-    assert_eq!(engine.cache().count(), 2);
+    engine.runtime().resume().await.unwrap();
+    assert_eq!(engine.runtime().cache().count(), 2);
     assert_eq!(
-        engine.cache().pending_resume(),
+        engine.runtime().cache().pending_resume(),
         vec![pids[2].clone(), pids[3].clone()]
     );
     // A second boot pass does not queue them twice.
-    engine.resume().await.unwrap();
+    engine.runtime().resume().await.unwrap();
     assert_eq!(
-        engine.cache().pending_resume(),
+        engine.runtime().cache().pending_resume(),
         vec![pids[2].clone(), pids[3].clone()]
     );
     // Ending overflow0 loads overflow2 into its slot.
@@ -894,7 +943,7 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         .await
         .unwrap();
     until("the freed slot loads the next queued process", || {
-        engine.cache().pending_resume() == vec![pids[3].clone()]
+        engine.runtime().cache().pending_resume() == vec![pids[3].clone()]
     })
     .await;
     let t1 = engine.executor().task().list("overflow1").await.unwrap();
@@ -906,11 +955,12 @@ async fn cache_resume_overflow_drains_on_free_slot() {
         .await
         .unwrap();
     until("the last queued process is loaded", || {
-        engine.cache().pending_resume().is_empty() && engine.cache().resident().len() == 2
+        engine.runtime().cache().pending_resume().is_empty()
+            && engine.runtime().cache().resident().len() == 2
     })
     .await;
     assert_eq!(
-        sorted(engine.cache().resident()),
+        sorted(engine.runtime().cache().resident()),
         sorted(vec![pids[2].clone(), pids[3].clone()])
     );
     drop(rx.try_recv());
@@ -933,7 +983,7 @@ async fn cache_admit_not_blocked_by_restore_io() {
     gated.arm(GateKind::Read);
     let restore = {
         let engine = engine.clone();
-        tokio::spawn(async move { engine.start_parked().await })
+        tokio::spawn(async move { engine.runtime().start_parked().await })
     };
     gated.wait_parked(GateKind::Read, 1).await;
     // ...and admit a fresh process meanwhile.
@@ -946,7 +996,7 @@ async fn cache_admit_not_blocked_by_restore_io() {
     restore.await.unwrap().unwrap();
     wait_state(&kv, "restore_io_parked", |s| s == TaskState::Running).await;
     assert_eq!(
-        engine.cache().count(),
+        engine.runtime().cache().count(),
         3,
         "resident + fresh + refilled parked"
     );
@@ -963,10 +1013,10 @@ async fn cache_concurrent_restore_passes_do_not_block_or_double_load() {
     gated.arm(GateKind::Read);
     let first = {
         let engine = engine.clone();
-        tokio::spawn(async move { engine.start_parked().await })
+        tokio::spawn(async move { engine.runtime().start_parked().await })
     };
     gated.wait_parked(GateKind::Read, 1).await;
-    tokio::time::timeout(GUARD, engine.start_parked())
+    tokio::time::timeout(GUARD, engine.runtime().start_parked())
         .await
         .expect("a second pass must not wait on the first one's I/O")
         .unwrap();
@@ -980,7 +1030,7 @@ async fn cache_concurrent_restore_passes_do_not_block_or_double_load() {
     wait_state(&kv, "restore_concurrent_a", |s| s == TaskState::Running).await;
     wait_state(&kv, "restore_concurrent_b", |s| s == TaskState::Running).await;
     assert_eq!(
-        engine.cache().count(),
+        engine.runtime().cache().count(),
         2,
         "each parked row started exactly once"
     );
@@ -997,30 +1047,57 @@ async fn cache_proc_miss_overlapping_load_reuses_instance() {
     let leader = {
         let engine = engine.clone();
         let pid = pids[0].clone();
-        tokio::spawn(async move { engine.process_handle(&pid).await.unwrap().unwrap() })
+        tokio::spawn(async move {
+            engine
+                .runtime()
+                .process_handle(&pid)
+                .await
+                .unwrap()
+                .unwrap()
+        })
     };
     gated.wait_parked(GateKind::Read, 1).await;
-    assert_eq!(engine.cache().load_callers(&pids[0]), 1);
+    assert_eq!(engine.runtime().cache().load_callers(&pids[0]), 1);
     // A second miss arrives while the load is in flight: it joins it
     // (proved before the gate opens), and reads nothing itself.
     let waiter = {
         let engine = engine.clone();
         let pid = pids[0].clone();
-        tokio::spawn(async move { engine.process_handle(&pid).await.unwrap().unwrap() })
+        tokio::spawn(async move {
+            engine
+                .runtime()
+                .process_handle(&pid)
+                .await
+                .unwrap()
+                .unwrap()
+        })
     };
     until("the second caller joins the load", || {
-        engine.cache().load_callers(&pids[0]) >= 2
+        engine.runtime().cache().load_callers(&pids[0]) >= 2
     })
     .await;
     let reads = gated.entered(GateKind::Read);
     gated.disarm(GateKind::Read);
     let (a, b) = (leader.await.unwrap(), waiter.await.unwrap());
     assert!(Arc::ptr_eq(&a, &b), "one load, one instance");
-    assert_eq!(engine.cache().resident_count(), 1, "one instance in memory");
-    assert_eq!(engine.cache().load_callers(&pids[0]), 0, "resident now");
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        1,
+        "one instance in memory"
+    );
+    assert_eq!(
+        engine.runtime().cache().load_callers(&pids[0]),
+        0,
+        "resident now"
+    );
     assert_eq!(reads, 1, "only the leader read while the gate was shut");
     // A third caller after the load hits the resident instance.
-    let c = engine.process_handle(&pids[0]).await.unwrap().unwrap();
+    let c = engine
+        .runtime()
+        .process_handle(&pids[0])
+        .await
+        .unwrap()
+        .unwrap();
     assert!(Arc::ptr_eq(&a, &c));
 }
 #[tokio::test]
@@ -1110,7 +1187,8 @@ async fn cache_store_error_is_not_an_empty_success() {
     let exec = engine.executor();
     exec.model().deploy_yaml(WAITS).await.unwrap();
     let ch = engine
-        .durable_channel(
+        .channels()
+        .durable(
             "app",
             ChannelOptions::default()
                 .with_type("act")
@@ -1130,7 +1208,7 @@ async fn cache_store_error_is_not_an_empty_success() {
     // The periodic pass fails inside (logged), and re-arms itself.
     let failed_before = failing.failures();
     clock.advance(Duration::from_secs(31));
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     assert!(failing.failures() > failed_before, "the scan met the store");
     assert!(rx.try_recv().is_err(), "nothing re-sent on a down store");
     // A timer pass started by the first advance may still be running (on a

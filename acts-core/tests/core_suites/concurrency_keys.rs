@@ -87,7 +87,7 @@ async fn holding() -> (Engine, UnboundedReceiver<Message>, String, String) {
 }
 
 fn uses(engine: &Engine) -> Vec<KeyUse> {
-    engine.cache().keys_in_use()
+    engine.runtime().cache().keys_in_use()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -506,7 +506,7 @@ async fn a_waiter_aborted_or_removed_leaves_the_queue_and_holds_no_place() {
         .unwrap();
     asks(&mut rx, &c).await;
     settle(&engine).await;
-    assert_eq!(engine.stats().admitted, 1, "only c holds a place");
+    assert_eq!(engine.runtime().stats().admitted, 1, "only c holds a place");
     let c1 = uses(&engine).into_iter().find(|u| u.key == "cust-c1");
     assert_eq!(c1.map(|u| (u.holders, u.waiting)), Some((1, 0)));
     engine.close().await;

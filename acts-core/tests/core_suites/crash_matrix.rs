@@ -149,7 +149,7 @@ async fn drive(
     let mut acks = Vec::new();
     let exec = engine.executor();
     let mut rx = engine.channel(ChannelOptions::default()).subscribe();
-    engine.resume().await.expect("resume");
+    engine.runtime().resume().await.expect("resume");
     for m in case.models.iter().rev() {
         exec.model().deploy_yaml(m).await.expect("deploy");
     }
@@ -216,7 +216,8 @@ async fn drive(
 /// `(type, node id, state)` and by message id.
 async fn client(engine: &Engine) -> (acts_core::engine::Channel, UnboundedReceiver<Message>) {
     let ch = engine
-        .durable_channel("client", ChannelOptions::default())
+        .channels()
+        .durable("client", ChannelOptions::default())
         .await
         .expect("the client's channel registers");
     let rx = ch.subscribe();

@@ -57,7 +57,7 @@ async fn a_durable_delivery_is_pending_until_acked() {
     let clock = ManualClock::new(T0);
     let e = engine(store().await, &clock, config()).await;
     e.executor().model().deploy_yaml(WAITS).await.unwrap();
-    let ch = e.durable_channel("c1", acts_only()).await.unwrap();
+    let ch = e.channels().durable("c1", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let m = recv(&mut rx).await;
@@ -98,11 +98,13 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     let e = engine(store().await, &clock, config()).await;
     e.executor().model().deploy_yaml(WAITS).await.unwrap();
     let mine = e
-        .durable_channel("mine", acts_only().with_key("a"))
+        .channels()
+        .durable("mine", acts_only().with_key("a"))
         .await
         .unwrap();
     let other = e
-        .durable_channel("other", acts_only().with_key("zzz"))
+        .channels()
+        .durable("other", acts_only().with_key("zzz"))
         .await
         .unwrap();
     let mut rx_mine = mine.subscribe();
@@ -110,11 +112,11 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let first = recv(&mut rx_mine).await;
     // Not due yet: nothing is re-sent.
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(rx_mine.try_recv().is_err());
     for attempt in 2..=3 {
         clock.advance(Duration::from_secs(31));
-        e.housekeeping().await;
+        e.runtime().housekeeping().await;
         let again = recv(&mut rx_mine).await;
         assert_eq!(
             again.id, first.id,
@@ -128,7 +130,7 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     // Out of tries: the next pass marks it failed (dead-letter), it is
     // not re-sent and not dropped.
     clock.advance(Duration::from_secs(31));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(rx_mine.try_recv().is_err());
     let dead = e
         .executor()
@@ -160,7 +162,7 @@ async fn unacked_deliveries_are_re_sent_to_their_own_channel_only_then_fail() {
     // Out of tries again, then discarded: gone.
     for _ in 0..3 {
         clock.advance(Duration::from_secs(31));
-        e.housekeeping().await;
+        e.runtime().housekeeping().await;
     }
     assert_eq!(
         exec.msg()
@@ -189,7 +191,7 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
         .model().deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
         .await
         .unwrap();
-    let ch = e1.durable_channel("app", acts_only()).await.unwrap();
+    let ch = e1.channels().durable("app", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     let p = e1
         .executor()
@@ -223,7 +225,7 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
         "a's request (unacked) and q's (sent while away)"
     );
     // The client reconnects with the same id and gets both, oldest first.
-    let ch = e2.durable_channel("app", acts_only()).await.unwrap();
+    let ch = e2.channels().durable("app", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     assert_eq!(ch.resend_pending().await.unwrap(), 2);
     let got_a = recv(&mut rx).await;
@@ -247,7 +249,7 @@ async fn unacked_deliveries_survive_a_restart_and_reach_the_reconnected_channel(
             .all(|d| d.msg_id != a.id && d.msg_id != got_q.id),
         "a is closed, q acked"
     );
-    assert!(e2.remove_channel("app").await.unwrap());
+    assert!(e2.channels().remove("app").await.unwrap());
     assert!(
         e2.executor()
             .msg()
@@ -291,7 +293,8 @@ async fn finished_with_an_unacked_end() -> Finished {
     let e = retaining_a_minute(&kv, &clock).await;
     // The client hears every end of a process and acks it later.
     let ch = e
-        .durable_channel(
+        .channels()
+        .durable(
             "c",
             ChannelOptions::default()
                 .with_type("workflow")
@@ -335,14 +338,14 @@ async fn finished_processes_are_swept_only_after_their_deliveries_settled() {
         end: m,
     } = finished_with_an_unacked_end().await;
     clock.advance(Duration::from_secs(120));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
     assert!(
         procs.get(&pid).await.unwrap().is_some(),
         "an unacked delivery keeps it"
     );
     ch.ack(&m.id).await.unwrap();
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(
         procs.get(&pid).await.unwrap().is_none(),
         "settled and old: swept"
@@ -362,7 +365,7 @@ async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
     let kv = store().await;
     let clock = ManualClock::new(T0);
     let e = retaining_a_minute(&kv, &clock).await;
-    let ch = e.durable_channel("c", acts_only()).await.unwrap();
+    let ch = e.channels().durable("c", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     let p = e.executor().proc().start("m1", Vars::new()).await.unwrap();
     let ask = recv(&mut rx).await;
@@ -381,7 +384,7 @@ async fn a_process_whose_requests_were_answered_without_an_ack_is_swept() {
         .unwrap();
     assert_eq!(closed.len(), 1);
     clock.advance(Duration::from_secs(120));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
     assert!(procs.get(&p.pid).await.unwrap().is_none(), "swept");
     assert!(
@@ -544,7 +547,7 @@ async fn a_schedule_missed_while_down_fires_once_on_restart() {
         "rolled past now, not tick by tick"
     );
     // Nothing else is due: still one process after the timer settled.
-    e2.flush().await.unwrap();
+    e2.storage().flush().await.unwrap();
     assert_eq!(
         e2.executor().proc().list(None, None).await.unwrap().len(),
         1
@@ -571,7 +574,8 @@ async fn snapshots_are_sealed_read_only_and_expire() {
     )
     .await
     .unwrap();
-    e.sealed_data()
+    e.runtime()
+        .sealed_data()
         .upsert(
             "rates",
             "eu",
@@ -600,9 +604,9 @@ async fn snapshots_are_sealed_read_only_and_expire() {
     );
     // After the TTL the entry is gone.
     clock.advance(Duration::from_secs(61));
-    assert!(e.sealed_data().read("rates", "eu").is_none());
-    e.housekeeping().await;
-    assert!(e.sealed_data().list("rates").is_empty());
+    assert!(e.runtime().sealed_data().read("rates", "eu").is_none());
+    e.runtime().housekeeping().await;
+    assert!(e.runtime().sealed_data().list("rates").is_empty());
 }
 
 #[tokio::test]
@@ -613,7 +617,7 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
         .model().deploy_yaml("id: two\nver: '1'\nsteps:\n  - id: s1\n    uses: acts.core.irq\n    params: { key: a }\n  - id: s2\n    uses: acts.core.irq\n    params: { key: b }\n")
         .await
         .unwrap();
-    let ch = e.durable_channel("c", acts_only()).await.unwrap();
+    let ch = e.channels().durable("c", acts_only()).await.unwrap();
     let mut rx = ch.subscribe();
     let p = e.executor().proc().start("two", Vars::new()).await.unwrap();
     let a = recv(&mut rx).await;
@@ -646,7 +650,7 @@ async fn an_answered_interrupt_is_closed_not_re_sent() {
         .unwrap();
     assert_eq!(still.len(), 1);
     clock.advance(Duration::from_secs(31));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     let again = recv(&mut rx).await;
     assert_eq!(again.id, b.id, "only the open request is re-sent");
     assert!(rx.try_recv().is_err());
@@ -665,7 +669,7 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     // Never acked: re-sent until out of tries, then dead-lettered.
     for _ in 0..4 {
         clock.advance(Duration::from_secs(31));
-        e.housekeeping().await;
+        e.runtime().housekeeping().await;
     }
     let dead = e
         .executor()
@@ -675,7 +679,7 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
         .unwrap();
     assert_eq!(dead.len(), 1, "dead-lettered");
     clock.advance(Duration::from_secs(3600));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     let procs = Collection::<ProcRow>::new(kv.clone());
     assert!(
         procs.get(&pid).await.unwrap().is_some(),
@@ -693,7 +697,7 @@ async fn a_dead_letter_keeps_its_process_from_the_sweeper_until_it_is_settled() 
     );
     // Settling the dead letter (ack) lets the sweeper have it.
     ch.ack(&end.id).await.unwrap();
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(procs.get(&pid).await.unwrap().is_none(), "settled: swept");
 }
 
@@ -722,13 +726,13 @@ async fn finished_processes_are_swept_by_default_after_seven_days() {
         .unwrap();
     let procs = Collection::<ProcRow>::new(kv.clone());
     clock.advance(Duration::from_secs(6 * 86_400));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(
         procs.get(&p.pid).await.unwrap().is_some(),
         "kept for 7 days"
     );
     clock.advance(Duration::from_secs(86_400 + 1));
-    e.housekeeping().await;
+    e.runtime().housekeeping().await;
     assert!(procs.get(&p.pid).await.unwrap().is_none(), "then swept");
     e.close().await;
 }

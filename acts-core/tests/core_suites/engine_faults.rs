@@ -62,7 +62,7 @@ async fn a_failed_start_is_an_error_and_leaves_nothing_behind() {
     let err = exec.proc().start("m1", v.clone()).await.unwrap_err();
     assert!(matches!(err, EngineError::Commit { .. }), "{err:?}");
     assert!(rx.try_recv().is_err(), "nothing was announced");
-    assert_eq!(engine.cache().count(), 0, "nothing is resident");
+    assert_eq!(engine.runtime().cache().count(), 0, "nothing is resident");
     failing.heal();
     let stored = Collection::<ProcRow>::new(failing.clone() as Arc<dyn KvStore>)
         .get("f1")
@@ -110,7 +110,7 @@ async fn failing_reads_and_scans_are_errors_never_missing_rows() {
     let (failing, engine) = setup().await;
     let exec = engine.executor();
     let p = exec.proc().start("m1", Vars::new()).await.unwrap();
-    engine.cache().evict(&p.pid);
+    engine.runtime().cache().evict(&p.pid);
     failing.set_plan(fail(OpSet::READS));
     let err = exec.proc().get(&p.pid).await.unwrap_err();
     assert!(matches!(err, EngineError::Store(_)), "{err:?}");
@@ -123,7 +123,10 @@ async fn failing_reads_and_scans_are_errors_never_missing_rows() {
         exec.model().list().await,
         Err(EngineError::Store(_))
     ));
-    assert!(matches!(engine.resume().await, Err(EngineError::Store(_))));
+    assert!(matches!(
+        engine.runtime().resume().await,
+        Err(EngineError::Store(_))
+    ));
     failing.heal();
     assert_eq!(
         exec.proc().get(&p.pid).await.unwrap().state,
@@ -200,7 +203,7 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
         .await
         .unwrap();
     tokio::time::timeout(Duration::from_secs(60), async {
-        while failing.failures() == 0 || !engine.is_idle() {
+        while failing.failures() == 0 || !engine.runtime().is_idle() {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
@@ -211,9 +214,9 @@ async fn a_subflow_return_that_failed_on_a_store_error_is_retried_by_housekeepin
     let parent = exec.proc().get("parent1").await.unwrap();
     assert_eq!(parent.state, TaskState::Running, "not returned yet");
     // No restart: the next housekeeping pass applies the record.
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     tokio::time::timeout(Duration::from_secs(60), async {
-        while !engine.is_idle() {
+        while !engine.runtime().is_idle() {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
@@ -276,7 +279,7 @@ async fn a_subflow_child_whose_first_load_fails_starts_once_the_store_heals() {
 
 async fn wait_idle(engine: &Engine) {
     tokio::time::timeout(Duration::from_secs(60), async {
-        while !engine.is_idle() {
+        while !engine.runtime().is_idle() {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
@@ -304,7 +307,7 @@ async fn a_timeout_whose_tick_fails_fires_once_the_store_heals() {
     wait_idle(&engine).await;
     // The timeout is due while the store cannot be read: its tick fails.
     // (Out of memory, so the tick must read it.)
-    assert!(engine.cache().evict(&pid));
+    assert!(engine.runtime().cache().evict(&pid));
     failing.set_plan(fail(OpSet::READS));
     clock.advance(Duration::from_secs(2 * 3600));
     wait_idle(&engine).await;

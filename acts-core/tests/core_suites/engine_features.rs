@@ -332,8 +332,8 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
     let b = exec.proc().start("review", Vars::new()).await.unwrap();
     assert_eq!(a.state, TaskState::Running);
     assert_eq!(b.state, TaskState::None, "parked");
-    assert_eq!(engine.cache().count(), 1);
-    assert_eq!(engine.cache().parked(), vec![b.pid.clone()]);
+    assert_eq!(engine.runtime().cache().count(), 1);
+    assert_eq!(engine.runtime().cache().parked(), vec![b.pid.clone()]);
     // Finish a: b starts.
     for _ in 0..2 {
         let irq = recv_where(&mut rx, |m| irq_created(m) && m.pid == a.pid).await;
@@ -345,7 +345,7 @@ async fn over_the_cap_starts_are_parked_and_run_when_a_slot_frees() {
     recv_where(&mut rx, ends(&a.pid)).await;
     let irq_b = recv_where(&mut rx, |m| irq_created(m) && m.pid == b.pid).await;
     assert_eq!(irq_b.key.as_deref(), Some("submit"));
-    assert_eq!(engine.cache().resident(), vec![b.pid.clone()]);
+    assert_eq!(engine.runtime().cache().resident(), vec![b.pid.clone()]);
     engine.close().await;
 }
 

@@ -247,7 +247,7 @@ async fn a_write_skipped_because_its_process_was_removed_is_an_error_not_ok() {
         tokio::spawn(async move { exec.act().complete("p1", &tid, Vars::new()).await })
     };
     tokio::time::timeout(GUARD, async {
-        while engine.queued_writes() == 0 {
+        while engine.storage().queued_writes() == 0 {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
@@ -461,7 +461,7 @@ async fn a_crash_between_the_slices_of_a_long_run_resumes_where_it_left_off() {
                 assert_eq!(got.outputs, want.outputs, "cut {k}");
                 // Where it left off, not from the start: a later cut
                 // leaves fewer code steps to evaluate, never more.
-                let left = engine.stats().scripts.evaluations;
+                let left = engine.runtime().stats().scripts.evaluations;
                 assert!(
                     left <= evaluated.last().copied().unwrap_or(LONG_STEPS),
                     "cut {k} of {batches}: {left} steps evaluated after {evaluated:?}"
@@ -657,11 +657,11 @@ async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twic
     gated.arm(GateKind::Read);
     let first = {
         let e = engine.clone();
-        tokio::spawn(async move { e.process_handle("w1").await.map(|h| h.is_some()) })
+        tokio::spawn(async move { e.runtime().process_handle("w1").await.map(|h| h.is_some()) })
     };
     gated.wait_parked(GateKind::Read, 1).await;
     // ... a second caller joins that load ...
-    let second = engine.process_handle("w1");
+    let second = engine.runtime().process_handle("w1");
     tokio::pin!(second);
     tokio::select! {
         biased;
@@ -690,10 +690,20 @@ async fn a_failed_load_fails_every_caller_joined_to_it_and_is_never_retried_twic
         "one read failed: the joined caller did not load again after the failure"
     );
     failing.heal();
-    let a = engine.process_handle("w1").await.unwrap().unwrap();
-    let b = engine.process_handle("w1").await.unwrap().unwrap();
+    let a = engine
+        .runtime()
+        .process_handle("w1")
+        .await
+        .unwrap()
+        .unwrap();
+    let b = engine
+        .runtime()
+        .process_handle("w1")
+        .await
+        .unwrap()
+        .unwrap();
     assert!(Arc::ptr_eq(&a, &b), "one instance");
-    assert_eq!(engine.cache().resident(), vec!["w1".to_owned()]);
+    assert_eq!(engine.runtime().cache().resident(), vec!["w1".to_owned()]);
     engine.close().await;
 }
 
@@ -708,7 +718,7 @@ async fn the_cache_cap_holds_for_reads_and_actions_on_processes_that_are_not_res
         .await
         .unwrap();
     settle(&engine).await;
-    let cache = engine.cache();
+    let cache = engine.runtime().cache();
     assert_eq!(cache.count(), 2, "the two oldest are resumed");
     assert_eq!(cache.pending_resume(), vec!["w3".to_owned()]);
     let exec = engine.executor();
@@ -796,7 +806,7 @@ async fn an_action_that_never_gets_a_slot_fails_busy_and_changes_nothing() {
         exec.proc().get("w3").await.unwrap().state,
         TaskState::Running
     );
-    assert_eq!(engine.cache().count(), 2);
+    assert_eq!(engine.runtime().cache().count(), 2);
     engine.close().await;
 }
 

@@ -67,7 +67,7 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
         .await
         .expect("a takes the store");
     waiting_process(&a, "p").await;
-    let lease = a.lease().await.unwrap().expect("a lease");
+    let lease = a.storage().lease().await.unwrap().expect("a lease");
     assert_eq!((lease.owner.as_str(), lease.epoch), ("a", 1));
 
     // While a's lease runs, b may not take the store.
@@ -92,7 +92,7 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
     // a freezes (renews nothing); past its lease b takes over.
     clock.advance(Duration::from_secs(2));
     let b = node(kv.clone(), &clock, "b").await.expect("b takes over");
-    assert_eq!(b.lease().await.unwrap().unwrap().epoch, 2);
+    assert_eq!(b.storage().lease().await.unwrap().unwrap().epoch, 2);
 
     // a wakes up: whatever it tries is refused, and it has stepped down.
     let tid = waiting(&a.executor(), "p").await.pop().expect("a's view");
@@ -111,7 +111,10 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
             .await,
         Err(EngineError::Fenced(_))
     ));
-    assert!(matches!(a.renew_lease().await, Err(EngineError::Fenced(_))));
+    assert!(matches!(
+        a.storage().renew_lease().await,
+        Err(EngineError::Fenced(_))
+    ));
 
     // Nothing of it was applied: b finds p waiting, and no 'late'.
     let exec = b.executor();
@@ -127,7 +130,7 @@ async fn a_node_that_lost_its_lease_can_apply_nothing_and_steps_down() {
     );
     // a's close hands nothing over: the lease stays b's.
     a.close().await;
-    let lease = b.lease().await.unwrap().unwrap();
+    let lease = b.storage().lease().await.unwrap().unwrap();
     assert_eq!((lease.owner.as_str(), lease.epoch), ("b", 2));
     b.close().await;
 }
@@ -165,7 +168,7 @@ async fn a_clean_close_hands_the_store_over_and_renewal_keeps_it() {
     let a = node(kv.clone(), &clock, "a").await.unwrap();
     // Renewed at 4 s: still a's at 6 s, free at 10 s.
     clock.advance(Duration::from_secs(4));
-    a.renew_lease().await.unwrap();
+    a.storage().renew_lease().await.unwrap();
     clock.advance(Duration::from_secs(2));
     assert!(matches!(
         node(kv.clone(), &clock, "b").await,
@@ -174,11 +177,11 @@ async fn a_clean_close_hands_the_store_over_and_renewal_keeps_it() {
     // A clean close hands it over at once.
     a.close().await;
     let b = node(kv.clone(), &clock, "b").await.expect("handed over");
-    assert_eq!(b.lease().await.unwrap().unwrap().epoch, 2);
+    assert_eq!(b.storage().lease().await.unwrap().unwrap().epoch, 2);
     // The same node may come back to its own lease (a restart).
     b.close().await;
     let b2 = node(kv.clone(), &clock, "b").await.expect("b again");
-    assert_eq!(b2.lease().await.unwrap().unwrap().epoch, 3);
+    assert_eq!(b2.storage().lease().await.unwrap().unwrap().epoch, 3);
     b2.close().await;
 }
 

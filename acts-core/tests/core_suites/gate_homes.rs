@@ -32,7 +32,11 @@ impl LosesAnEnd {
                 return Ok(json!({}));
             }
             let engine = me.engine.get().cloned().ok_or("the engine is starting")?;
-            let answer = engine.gate_call(call).await.map_err(|e| e.to_string())?;
+            let answer = engine
+                .runtime()
+                .gate_call(call)
+                .await
+                .map_err(|e| e.to_string())?;
             if answer["task"] == "gone" {
                 me.gone.fetch_add(1, Ordering::SeqCst);
             }
@@ -103,6 +107,7 @@ async fn a_lost_end_frees_its_slot_when_the_home_asks_its_holders_again() {
         .expect("answered");
     settle(&engine).await;
     let busy: Vec<_> = engine
+        .runtime()
         .gate_keys()
         .into_iter()
         .filter(|k| k.holders > 0 || k.waiting > 0)

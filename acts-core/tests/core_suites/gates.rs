@@ -67,7 +67,7 @@ impl ToItself {
         let engine = self.0.get().cloned();
         Box::pin(async move {
             match engine {
-                Some(e) => e.gate_call(call).await.map_err(|e| e.to_string()),
+                Some(e) => e.runtime().gate_call(call).await.map_err(|e| e.to_string()),
                 None => Err("the engine is starting".to_owned()),
             }
         })
@@ -162,6 +162,7 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
     assert_eq!(waiting, want);
     assert_eq!(exec.proc().get(&a).await.unwrap().waiting_for, None);
     let d1 = engine
+        .runtime()
         .gate_keys()
         .into_iter()
         .find(|k| k.key == "desk-d1")
@@ -208,7 +209,11 @@ async fn a_step_key_lets_one_task_run_at_a_time_across_processes() {
     assert_eq!(end.state, "completed");
     settle(&engine).await;
     assert!(
-        engine.gate_keys().iter().all(|k| k.key != "desk-d1"),
+        engine
+            .runtime()
+            .gate_keys()
+            .iter()
+            .all(|k| k.key != "desk-d1"),
         "nothing held"
     );
     engine.close().await;
@@ -484,7 +489,7 @@ steps:
     let b = start(&exec, "both", json!({})).await;
     settle(&engine).await;
     let line = |kind: &str| {
-        let keys = engine.gate_keys();
+        let keys = engine.runtime().gate_keys();
         let k = keys.iter().find(|k| k.kind == kind).expect("in use");
         (k.holders, k.waiting)
     };

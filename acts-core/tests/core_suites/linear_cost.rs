@@ -68,7 +68,7 @@ async fn largest_rows(n: usize, irq: bool) -> (usize, Vec<(String, usize)>) {
             break;
         }
     }
-    engine.flush().await.expect("flushed");
+    engine.storage().flush().await.expect("flushed");
     let prefix = format!("{}/", p.pid);
     let mut largest = Vec::new();
     let mut proc = Collection::<ProcRow>::new(kv.clone())

@@ -58,7 +58,7 @@ async fn orders(engine: &Engine, n: usize, reviewed: &[&str]) {
         })
         .await;
     }
-    engine.flush().await.expect("flushed");
+    engine.storage().flush().await.expect("flushed");
 }
 
 /// Every page of `q` with pages of `n`: `(pid, tid)` in order.
@@ -226,7 +226,7 @@ steps:
             .unwrap();
         recv_where(&mut rx, |m| m.pid == pid && irq_created(m)).await;
     }
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let ann = exec.as_principal(Principal::new("ann", ["finance"]));
     let mine: Vec<String> = ann
         .task()
@@ -250,7 +250,8 @@ async fn deliveries(kv: Arc<dyn KvStore>, n: usize, acked: usize) -> Engine {
     let exec = engine.executor();
     exec.model().deploy_yaml(ORDERS).await.expect("deploys");
     let ch = engine
-        .durable_channel("c", ChannelOptions::default().with_type("act"))
+        .channels()
+        .durable("c", ChannelOptions::default().with_type("act"))
         .await
         .expect("a durable channel");
     let mut rx = ch.subscribe();
@@ -265,7 +266,7 @@ async fn deliveries(kv: Arc<dyn KvStore>, n: usize, acked: usize) -> Engine {
             ch.ack(&m.id).await.expect("acked");
         }
     }
-    engine.flush().await.expect("flushed");
+    engine.storage().flush().await.expect("flushed");
     engine
 }
 

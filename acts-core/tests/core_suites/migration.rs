@@ -469,7 +469,7 @@ async fn a_migration_is_one_batch_across_a_crash() {
         .unwrap();
     recv(&mut rx).await;
     exec.model().deploy_yaml(ASK_V2).await.unwrap();
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let before = crash.committed().await;
     exec.model().migrate(&plan("m", 1, 2), false).await.unwrap();
     let after = crash.committed().await;

@@ -255,7 +255,7 @@ async fn crash_around(
     if pause_first {
         exec.proc().pause("p", "first").await.expect("pauses");
     }
-    engine.flush().await.expect("flushed");
+    engine.storage().flush().await.expect("flushed");
     let before = crash.committed().await;
     control(&exec).await;
     let after = crash.committed().await;
@@ -396,10 +396,10 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
     settle(&engine).await;
     // Not yet past the threshold: nothing to report.
     clock.advance(Duration::from_secs(300));
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     assert!(exec.proc().stuck(None).await.unwrap().is_empty());
     clock.advance(Duration::from_secs(400));
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     let stuck: Vec<String> = exec
         .proc()
         .stuck(None)
@@ -409,19 +409,19 @@ async fn the_stuck_detector_reports_a_process_that_cannot_move_and_not_a_waiting
         .map(|p| p.pid)
         .collect();
     assert_eq!(stuck, ["chain"], "the waiting process is not stuck");
-    assert_eq!(engine.stats().stuck, 1);
+    assert_eq!(engine.runtime().stats().stuck, 1);
     let m = recv_where(&mut rx, |m| m.state == "stuck").await;
     assert_eq!((m.pid.as_str(), m.r#type.as_str()), ("chain", "workflow"));
     assert_eq!(m.inputs["quiet_since"], json!(1_000_000));
     // Reported once, not on every tick.
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     // The store comes back: the chain moves on and ends; nothing is stuck.
     failing.heal();
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     assert_eq!(recv_where(&mut rx, ends("chain")).await.state, "completed");
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     assert!(exec.proc().stuck(None).await.unwrap().is_empty());
-    assert_eq!(engine.stats().stuck, 0);
+    assert_eq!(engine.runtime().stats().stuck, 0);
     let user = exec.as_principal(Principal::new("ann", ["finance"]));
     assert!(user.proc().stuck(None).await.is_err());
     // The waiting one was never reported.
@@ -493,7 +493,7 @@ async fn rewind_runs_an_earlier_step_again_with_edited_vars() {
         "nothing changed"
     );
     // Back to `first` with a corrected amount; `second` is marked backed.
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let committed = crash.committed().await;
     exec.proc()
         .rewind("p", "first", vars(json!({ "amount": 25 })))

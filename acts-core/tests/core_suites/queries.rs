@@ -254,7 +254,7 @@ async fn a_variable_query_reads_only_the_matching_entries_and_rows() {
         order(&engine, &format!("o{i}"), customer, i).await;
     }
     recv_where(&mut rx, |m| m.pid == "o299" && irq_created(m)).await;
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let acme = ProcessQuery::new()
         .model("orders")
         .var_eq("customer", json!("acme"));
@@ -320,7 +320,7 @@ async fn state_and_model_listings_read_only_the_matching_entries_and_rows() {
         approve(&engine, pid).await;
         recv_where(&mut rx, ends(pid)).await;
     }
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
 
     // Three completed of 201: three entries and three rows, in
     // admission order (both ways).
@@ -396,7 +396,11 @@ async fn store_of_orders(n: usize) -> std::sync::Arc<dyn acts_store::KvStore> {
     }
     let last = format!("o{}", n - 1);
     recv_where(&mut rx, |m| m.pid == last && irq_created(m)).await;
-    engine.flush().await.expect("the store takes the writes");
+    engine
+        .storage()
+        .flush()
+        .await
+        .expect("the store takes the writes");
     engine.close().await;
     kv
 }

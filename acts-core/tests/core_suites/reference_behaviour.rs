@@ -370,7 +370,7 @@ steps:
     .await;
     // Hang guard only: the engine settles with the boss's answer pending.
     let settled = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        while !engine.is_idle() {
+        while !engine.runtime().is_idle() {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }

@@ -83,11 +83,15 @@ async fn waiting_processes_past_the_memory_limit_are_unloaded_and_all_ask_their_
         "every admitted process announced its interrupt"
     );
     settle(&engine).await;
-    assert_eq!(engine.cache().count(), 20, "all twenty are admitted");
+    assert_eq!(
+        engine.runtime().cache().count(),
+        20,
+        "all twenty are admitted"
+    );
     assert!(
-        engine.cache().resident_count() <= 3,
+        engine.runtime().cache().resident_count() <= 3,
         "resident: {}",
-        engine.cache().resident_count()
+        engine.runtime().cache().resident_count()
     );
     // Answering any of them loads it again and completes it.
     for pid in &pids {
@@ -99,7 +103,11 @@ async fn waiting_processes_past_the_memory_limit_are_unloaded_and_all_ask_their_
         );
     }
     settle(&engine).await;
-    assert_eq!(engine.cache().count(), 0, "every place is free again");
+    assert_eq!(
+        engine.runtime().cache().count(),
+        0,
+        "every place is free again"
+    );
     engine.close().await;
 }
 
@@ -111,14 +119,32 @@ async fn an_instance_unloaded_under_a_caller_is_loaded_again_never_twice() {
     exec.model().deploy_yaml(WAITS).await.unwrap();
     let first = exec.proc().start("w", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
-    let held = engine.process_handle(&first).await.unwrap().unwrap();
+    let held = engine
+        .runtime()
+        .process_handle(&first)
+        .await
+        .unwrap()
+        .unwrap();
     // A second waiting process pushes the first (idle) out of memory.
     let second = exec.proc().start("w", Vars::new()).await.unwrap().pid;
     settle(&engine).await;
-    assert!(!engine.cache().contains(&first), "the first was unloaded");
-    let again = engine.process_handle(&first).await.unwrap().unwrap();
+    assert!(
+        !engine.runtime().cache().contains(&first),
+        "the first was unloaded"
+    );
+    let again = engine
+        .runtime()
+        .process_handle(&first)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!Arc::ptr_eq(&held, &again), "a new instance was loaded");
-    let again2 = engine.process_handle(&first).await.unwrap().unwrap();
+    let again2 = engine
+        .runtime()
+        .process_handle(&first)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(Arc::ptr_eq(&again, &again2), "and only one");
     // Both still complete (each load unloads the other).
     for pid in [&first, &second] {
@@ -147,10 +173,10 @@ async fn timers_of_unloaded_processes_fire_on_time() {
         recv_where(&mut rx, irq_created).await;
     }
     settle(&engine).await;
-    assert!(engine.cache().resident_count() <= 2);
+    assert!(engine.runtime().cache().resident_count() <= 2);
     for pid in &pids {
         assert_eq!(
-            engine.next_timer_of(pid),
+            engine.runtime().next_timer_of(pid),
             Some(1_000 + 3_600_000),
             "{pid}: its timer is armed though it is not in memory"
         );
@@ -166,7 +192,7 @@ async fn timers_of_unloaded_processes_fire_on_time() {
             exec.proc().get(pid).await.unwrap().state,
             TaskState::Aborted
         );
-        assert_eq!(engine.next_timer_of(pid), None);
+        assert_eq!(engine.runtime().next_timer_of(pid), None);
     }
     engine.close().await;
 }
@@ -196,10 +222,18 @@ async fn a_restart_arms_timers_and_counts_admitted_processes_without_loading_the
         .await
         .unwrap();
     settle(&engine).await;
-    assert_eq!(engine.cache().resident_count(), 0, "nothing was loaded");
-    assert_eq!(engine.cache().count(), 4, "all four are admitted");
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        0,
+        "nothing was loaded"
+    );
+    assert_eq!(engine.runtime().cache().count(), 4, "all four are admitted");
     for pid in &pids {
-        assert_eq!(engine.next_timer_of(pid), Some(1_000 + 3_600_000), "{pid}");
+        assert_eq!(
+            engine.runtime().next_timer_of(pid),
+            Some(1_000 + 3_600_000),
+            "{pid}"
+        );
     }
     // One place is left under the cap of five: the sixth start is parked.
     let exec = engine.executor();
@@ -226,7 +260,7 @@ async fn a_restart_arms_timers_and_counts_admitted_processes_without_loading_the
     }
     settle(&engine).await;
     assert_eq!(
-        engine.cache().count(),
+        engine.runtime().cache().count(),
         3,
         "three wait: two of before, the one refilled"
     );
@@ -251,12 +285,15 @@ async fn removing_an_unloaded_process_frees_its_place() {
     settle(&engine).await;
     // One of the two is unloaded (which one depends on when each settled:
     // both are correct).
-    let (gone, kept) = if engine.cache().contains(&a) {
+    let (gone, kept) = if engine.runtime().cache().contains(&a) {
         (b, a)
     } else {
         (a, b)
     };
-    assert!(!engine.cache().contains(&gone), "one of them was unloaded");
+    assert!(
+        !engine.runtime().cache().contains(&gone),
+        "one of them was unloaded"
+    );
     let parked = exec.proc().start("w", Vars::new()).await.unwrap();
     assert_eq!(parked.state, TaskState::None, "the cap of two is reached");
     assert!(exec.proc().remove(&gone).await.unwrap());
@@ -266,7 +303,7 @@ async fn removing_an_unloaded_process_frees_its_place() {
         TaskState::Running,
         "the removed process's place went to the parked one"
     );
-    assert_eq!(engine.cache().count(), 2);
+    assert_eq!(engine.runtime().cache().count(), 2);
     assert_eq!(
         exec.proc().get(&kept).await.unwrap().state,
         TaskState::Running
@@ -311,7 +348,10 @@ async fn a_store_from_before_the_wake_index_is_resumed_once_then_indexed() {
     let engine = engine_on(kv.clone(), &clock, 4096).await;
     settle(&engine).await;
     // Resumed once (so its timer is armed again), and indexed.
-    assert_eq!(engine.next_timer_of(&pid), Some(1_000 + 3_600_000));
+    assert_eq!(
+        engine.runtime().next_timer_of(&pid),
+        Some(1_000 + 3_600_000)
+    );
     assert!(meta.get(WAKE_INDEX_COMPLETE).await.unwrap().is_some());
     let wake = wakes
         .get(&pid)
@@ -324,8 +364,11 @@ async fn a_store_from_before_the_wake_index_is_resumed_once_then_indexed() {
     // The next restart arms the timer from the index, loading nothing.
     let engine = engine_on(kv, &clock, 4096).await;
     settle(&engine).await;
-    assert_eq!(engine.cache().resident_count(), 0);
-    assert_eq!(engine.next_timer_of(&pid), Some(1_000 + 3_600_000));
+    assert_eq!(engine.runtime().cache().resident_count(), 0);
+    assert_eq!(
+        engine.runtime().next_timer_of(&pid),
+        Some(1_000 + 3_600_000)
+    );
     engine.close().await;
 }
 
@@ -368,7 +411,7 @@ async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_
     gated.hold_scans_under(&Collection::<WakeRow>::key_prefix());
     let resume = {
         let engine = engine.clone();
-        tokio::spawn(async move { engine.resume().await })
+        tokio::spawn(async move { engine.runtime().resume().await })
     };
     tokio::time::timeout(GUARD, gated.wait_held_scans(1))
         .await
@@ -389,7 +432,7 @@ async fn a_restart_does_not_arm_a_timer_from_a_wake_row_read_before_the_process_
     resume.await.unwrap().unwrap();
     settle(&engine).await;
     assert_eq!(
-        engine.next_timer_of(&pid),
+        engine.runtime().next_timer_of(&pid),
         None,
         "the row read before the end must not arm a timer for an ended process"
     );
@@ -428,7 +471,7 @@ async fn a_start_during_the_boot_fill_of_the_wake_index_keeps_its_wake_row() {
     gated.hold_gets_of(&Collection::<MetaRow>::row_key(WAKE_INDEX_COMPLETE));
     let resume = {
         let engine = engine.clone();
-        tokio::spawn(async move { engine.resume().await })
+        tokio::spawn(async move { engine.runtime().resume().await })
     };
     tokio::time::timeout(GUARD, gated.wait_held_scans(1))
         .await
@@ -468,7 +511,14 @@ async fn a_start_during_the_boot_fill_of_the_wake_index_keeps_its_wake_row() {
     engine.close().await;
     let engine = engine_on(mem, &clock, 4096).await;
     settle(&engine).await;
-    assert_eq!(engine.cache().resident_count(), 0, "nothing was loaded");
-    assert_eq!(engine.next_timer_of(&pid), Some(1_000 + 3_600_000));
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        0,
+        "nothing was loaded"
+    );
+    assert_eq!(
+        engine.runtime().next_timer_of(&pid),
+        Some(1_000 + 3_600_000)
+    );
     engine.close().await;
 }

@@ -55,7 +55,7 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
     let at_ready = counted.counts();
     // The background resume counts them and loads none.
     tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() || engine.cache().count() < n {
+        while !engine.runtime().is_idle() || engine.runtime().cache().count() < n {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
@@ -63,8 +63,12 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
     .await
     .expect("the background resume ends (hang guard)");
     let resumed = counted.counts();
-    assert_eq!(engine.cache().count(), n, "every one is admitted");
-    assert_eq!(engine.cache().resident_count(), 0, "none is loaded");
+    assert_eq!(engine.runtime().cache().count(), n, "every one is admitted");
+    assert_eq!(
+        engine.runtime().cache().resident_count(),
+        0,
+        "none is loaded"
+    );
     // The last one is loaded when it is answered.
     let exec = engine.executor();
     let tid = exec
@@ -80,7 +84,7 @@ async fn start_reads(n: usize) -> (StoreCounts, StoreCounts) {
         .complete(&last, &tid, Vars::new())
         .await
         .expect("answered");
-    assert_eq!(engine.cache().count(), n - 1);
+    assert_eq!(engine.runtime().cache().count(), n - 1);
     engine.close().await;
     (at_ready, resumed)
 }

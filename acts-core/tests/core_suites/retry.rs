@@ -152,7 +152,8 @@ async fn a_durable_client_still_gets_the_end_before_a_retry() {
     let exec = engine.executor();
     exec.model().deploy_yaml(FLAKY).await.unwrap();
     let away = engine
-        .durable_channel("away", ChannelOptions::default())
+        .channels()
+        .durable("away", ChannelOptions::default())
         .await
         .unwrap();
     let mut heard = away.subscribe();
@@ -297,7 +298,11 @@ async fn a_retry_needs_an_admission_place() {
         exec.proc().get("p").await.unwrap().state,
         TaskState::Running
     );
-    assert_eq!(engine.stats().admitted, 1, "one place, held by the retry");
+    assert_eq!(
+        engine.runtime().stats().admitted,
+        1,
+        "one place, held by the retry"
+    );
     engine.close().await;
 }
 
@@ -362,7 +367,7 @@ async fn a_retry_survives_a_crash_right_after_it_and_is_absent_right_before() {
     let engine = engine_on(crash.clone(), None).await;
     engine.executor().model().deploy_yaml(FLAKY).await.unwrap();
     failed(&engine, "p").await;
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let before = crash.committed().await;
     engine
         .executor()
@@ -370,7 +375,7 @@ async fn a_retry_survives_a_crash_right_after_it_and_is_absent_right_before() {
         .retry("p", None, vars(json!({ "fixed": true })))
         .await
         .unwrap();
-    engine.flush().await.unwrap();
+    engine.storage().flush().await.unwrap();
     let after = crash.committed().await;
     assert!(after > before, "the retry committed");
     drop(engine);

@@ -232,7 +232,7 @@ async fn a_removal_racing_a_start_keeps_the_version_the_start_uses() {
     // The removal decides what to delete, then its write queues behind
     // the held one: once it is queued, every check it makes is done.
     tokio::time::timeout(GUARD, async {
-        while engine.stats().queued_writes == 0 {
+        while engine.runtime().stats().queued_writes == 0 {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }

@@ -457,7 +457,7 @@ async fn a_crash_between_the_request_and_its_commit_retries_it_once_with_the_sam
         .await
         .expect("restart");
     let mut rx = second.channel(ChannelOptions::default()).subscribe();
-    second.resume().await.expect("resume");
+    second.runtime().resume().await.expect("resume");
     let p = wait_end(&second, &mut rx, &pid).await;
     assert_eq!(p.state, TaskState::Completed, "{p:?}");
     let pays: Vec<Option<String>> = server

@@ -40,7 +40,7 @@ impl Acks {
         let (engine, channel, msg_id) =
             (self.engine.clone(), channel.to_owned(), msg_id.to_owned());
         tokio::spawn(async move {
-            if let Err(e) = engine.ack(&channel, &msg_id).await {
+            if let Err(e) = engine.channels().ack(&channel, &msg_id).await {
                 tracing::debug!(%channel, %msg_id, error = %e, "an ack was not applied");
             }
             drop(place);

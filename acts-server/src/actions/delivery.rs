@@ -24,7 +24,8 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             let client = call.need("client_id")?;
             call.need_operator("a durable subscription")?;
             call.engine
-                .remove_channel(&channel_key(&call.who.id, &client))
+                .channels()
+                .remove(&channel_key(&call.who.id, &client))
                 .await?;
             Ok(Value::Null)
         }
@@ -39,7 +40,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             }
             match &call.acks {
                 Some(acks) => acks.ack(channel, msg_id).await,
-                None => call.engine.ack(channel, msg_id).await?,
+                None => call.engine.channels().ack(channel, msg_id).await?,
             }
             Ok(Value::Null)
         }
@@ -93,6 +94,7 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
                 return Err(Refusal::Invalid("data is required (an object)".to_owned()));
             };
             call.engine
+                .runtime()
                 .sealed_data()
                 .upsert(&target, &scope, rev, data)?;
             Ok(Value::Bool(true))
@@ -101,22 +103,27 @@ pub(crate) async fn apply(name: &str, mut call: Call) -> Answer {
             call.need_operator("removing sealed data")?;
             let target = call.need("name")?;
             let scope = call.take("scope")?.unwrap_or_default();
-            call.engine.sealed_data().remove(&target, &scope)?;
+            call.engine
+                .runtime()
+                .sealed_data()
+                .remove(&target, &scope)?;
             Ok(Value::Bool(true))
         }
         "snap:get" => {
             call.need_operator("reading sealed data")?;
             let target = call.need("name")?;
             let scope = call.take("scope")?.unwrap_or_default();
-            Ok(match call.engine.sealed_data().read(&target, &scope) {
-                Some(e) => entry(&scope, e),
-                None => Value::Null,
-            })
+            Ok(
+                match call.engine.runtime().sealed_data().read(&target, &scope) {
+                    Some(e) => entry(&scope, e),
+                    None => Value::Null,
+                },
+            )
         }
         "snap:ls" => {
             call.need_operator("reading sealed data")?;
             let target = call.need("name")?;
-            let rows = call.engine.sealed_data().list(&target);
+            let rows = call.engine.runtime().sealed_data().list(&target);
             Ok(Value::Array(
                 rows.into_iter().map(|(s, e)| entry(&s, e)).collect(),
             ))

@@ -153,7 +153,8 @@ impl ActsService for Service {
                 .map_err(|e| status(e.into()))?;
             let key = channel_key(&who.id, &o.client_id);
             let channel = engine
-                .durable_channel(&key, options)
+                .channels()
+                .durable(&key, options)
                 .await
                 .map_err(|e| status(e.into()))?;
             // A durable subscription's message carries its ack id as its

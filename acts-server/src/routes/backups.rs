@@ -102,7 +102,7 @@ async fn backup(
             "backups through the API are off: start acts serve with --backup-dir DIR (or run `acts backup --to PATH` on a stopped store)",
         ));
     };
-    let store = s.engine.store();
+    let store = s.engine.storage().store();
     let scheme = match store.backend() {
         "redb" => "redb",
         "rocksdb" => "rocksdb",

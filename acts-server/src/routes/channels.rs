@@ -42,7 +42,7 @@ async fn stream(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     x.need_operator("a durable channel")?;
     let options: ChannelOptions = f.options()?;
-    let channel = s.engine.durable_channel(&id, options).await?;
+    let channel = s.engine.channels().durable(&id, options).await?;
     let sub = Subscription::open(&s.streams, channel.clone(), &x.0, &x.1)?;
     channel.resend_pending().await?;
     Ok(sub.into_sse())
@@ -62,7 +62,7 @@ async fn ack(
     Path((id, msg_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     x.need_operator("a durable channel")?;
-    s.engine.ack(&id, &msg_id).await?;
+    s.engine.channels().ack(&id, &msg_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -78,7 +78,7 @@ async fn remove(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     x.need_operator("a durable channel")?;
-    if s.engine.remove_channel(&id).await? {
+    if s.engine.channels().remove(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("no durable channel '{id}'")))

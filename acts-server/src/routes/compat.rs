@@ -354,7 +354,7 @@ async fn msg_sse(State(s): State<AppState>, x: Exec, Params(q): Params<SseQuery>
         options = options.with_uses(v);
     }
     let key = crate::actions::channel_key(&x.1.id, &format!("acts-flow-client-{}", q.id));
-    let channel = match s.engine.durable_channel(&key, options).await {
+    let channel = match s.engine.channels().durable(&key, options).await {
         Ok(c) => c,
         Err(e) => return Envelope(Err(e.into())).into_response(),
     };

@@ -46,8 +46,8 @@ async fn healthz() -> &'static str {
     )
 )]
 async fn readyz(State(s): State<AppState>) -> Response {
-    match s.engine.readiness().await {
-        Ok(()) => match s.engine.persistence() {
+    match s.engine.storage().readiness().await {
+        Ok(()) => match s.engine.storage().persistence() {
             p if p.is_synced() => "ready".into_response(),
             p => format!("ready; warning: {p}").into_response(),
         },

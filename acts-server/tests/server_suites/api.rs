@@ -532,7 +532,7 @@ async fn a_removed_process_leaves_no_key_and_a_listing_past_it_ends() {
     start(&app, "gone").await;
     let (status, _) = call(&app, Method::DELETE, "/api/v1/processes/gone", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    engine.flush().await.expect("flushed");
+    engine.storage().flush().await.expect("flushed");
     // A filter no row can match, one row a page: the walk must end (found
     // by the API fuzzer: a chunk of nothing but entries of removed rows
     // never moved the walk on, and the server hung).

@@ -211,7 +211,7 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     let (msg, _) = events.next().await;
     // Never acked: out of its one try, it is a dead letter.
     clock.advance(Duration::from_secs(2));
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;
     assert_eq!(dead.as_array().map(Vec::len), Some(1), "{dead}");
     // The same through a paged query, counted.
@@ -253,7 +253,7 @@ async fn dead_letters_are_listed_redelivered_and_discarded() {
     let (status, _) = call(&app, Method::DELETE, &path, "").await;
     assert_eq!(status, StatusCode::CONFLICT);
     clock.advance(Duration::from_secs(2));
-    engine.housekeeping().await;
+    engine.runtime().housekeeping().await;
     let (status, _) = call(&app, Method::DELETE, &path, "").await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (_, dead) = call(&app, Method::GET, "/api/v1/deliveries?state=failed", "").await;

@@ -78,7 +78,7 @@ impl World {
                     node.held()
                         .into_iter()
                         .filter_map(|p| node.engine(p))
-                        .any(|e| !e.is_idle())
+                        .any(|e| !e.runtime().is_idle())
                 });
             if !busy && self.in_flight.iter().all(|c| c.call.is_finished()) {
                 break;

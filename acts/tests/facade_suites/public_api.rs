@@ -127,8 +127,11 @@ fn facade_items() -> BTreeSet<String> {
 /// The types whose methods are listed too: the client API, grouped into
 /// handles by concern (a method moved between handles, or a new one,
 /// changes the listing).
-const LISTED_METHODS_OF: [&str; 10] = [
+const LISTED_METHODS_OF: [&str; 13] = [
     "Engine",
+    "ChannelOps",
+    "StorageOps",
+    "RuntimeOps",
     "Executor",
     "ModelOps",
     "ProcOps",
@@ -153,10 +156,11 @@ fn method_items() -> BTreeSet<String> {
         let mut current: Option<&str> = None;
         for line in text.lines() {
             if line.starts_with("impl") {
-                current = LISTED_METHODS_OF
-                    .iter()
-                    .copied()
-                    .find(|t| line == format!("impl {t} {{") || line == format!("impl {t}<'_> {{"));
+                current = LISTED_METHODS_OF.iter().copied().find(|t| {
+                    line == format!("impl {t} {{")
+                        || line == format!("impl {t}<'_> {{")
+                        || line == format!("impl<'a> {t}<'a> {{")
+                });
                 continue;
             }
             if line == "}" {

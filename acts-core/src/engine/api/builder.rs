@@ -110,7 +110,7 @@ impl EngineBuilder {
     /// Whether `start` resumes the processes found in the store (default
     /// true): after one bounded read, in the background, so the engine is
     /// ready at once and loads any process an action names on demand. Off,
-    /// nothing runs until [`Engine::resume`] is called.
+    /// nothing runs until [`RuntimeOps::resume`] is called.
     pub fn resume_on_start(mut self, resume: bool) -> Self {
         self.resume = resume;
         self

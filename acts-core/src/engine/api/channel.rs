@@ -75,7 +75,7 @@ impl Channel {
     fn durable(&self) -> Result<(&str, Arc<Kernel>, Arc<Services>), EngineError> {
         let id = self.durable_id.as_deref().ok_or_else(|| {
             EngineError::Channel(
-                "only a durable channel (Engine::durable_channel) has deliveries to ack".into(),
+                "only a durable channel (ChannelOps::durable) has deliveries to ack".into(),
             )
         })?;
         let rt = self.rt.upgrade().ok_or(EngineError::Closed)?;
@@ -138,7 +138,7 @@ impl Channel {
 
     /// Stops the channel: no handler of it is called any more. A durable
     /// channel stays registered (its deliveries keep being recorded for
-    /// its next connection); `Engine::remove_channel` forgets it.
+    /// its next connection); `ChannelOps::remove` forgets it.
     pub fn close(&self) {
         self.emitter.remove(self.inner.id);
     }

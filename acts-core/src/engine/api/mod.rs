@@ -18,6 +18,7 @@ mod bulk_run;
 mod census;
 pub(crate) mod channel;
 mod engine;
+mod engine_ops;
 pub(crate) mod executor;
 pub(crate) mod find;
 mod find_deliveries;
@@ -51,6 +52,7 @@ pub use bulk::{
 pub use census::Census;
 pub use channel::Channel;
 pub use engine::{Engine, EngineStats};
+pub use engine_ops::{ChannelOps, RuntimeOps, StorageOps};
 pub use executor::Executor;
 pub use find::{MAX_PAGE, ProcessQuery, VarFilter};
 pub use find_deliveries::DeliveryQuery;

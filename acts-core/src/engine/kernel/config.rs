@@ -38,7 +38,7 @@ pub struct EngineConfig {
     /// How often (engine clock) the housekeeping timer sweeps finished
     /// processes; a sweep reads every finished process row, so it runs less
     /// often than `tick`. Default: 10 minutes.
-    /// [`Engine::housekeeping`](crate::engine::Engine::housekeeping) always
+    /// [`RuntimeOps::housekeeping`](crate::engine::RuntimeOps::housekeeping) always
     /// sweeps.
     pub sweep_interval: Duration,
     /// The per-node run limit and the work one transition may do
@@ -191,7 +191,7 @@ pub struct LeaseConfig {
     /// dead node keeps others from taking over.
     pub ttl: Duration,
     /// Renew in the background every third of the TTL (default true). Off,
-    /// only housekeeping ticks and [`Engine::renew_lease`](crate::engine::Engine::renew_lease)
+    /// only housekeeping ticks and [`StorageOps::renew_lease`](crate::engine::StorageOps::renew_lease)
     /// renew it (tests that freeze a node use this).
     pub background_renewal: bool,
 }

@@ -27,7 +27,7 @@ use crate::engine::persist::lease_rows::{LeaseRows, StoredLease};
 use crate::engine::services::On;
 use crate::engine::types::error::EngineError;
 
-/// Who owns a store (what [`Engine::lease`](crate::engine::Engine::lease)
+/// Who owns a store (what [`StorageOps::lease`](crate::engine::StorageOps::lease)
 /// answers).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

@@ -126,7 +126,7 @@ pub async fn store() -> Arc<dyn KvStore> {
 /// Waits (hang guard only) until `engine` has nothing in progress.
 pub async fn settle(engine: &acts_core::engine::Engine) {
     tokio::time::timeout(GUARD, async {
-        while !engine.is_idle() {
+        while !engine.runtime().is_idle() {
             // Not a spin: the waited-for work gets the cores.
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }

@@ -37,7 +37,7 @@ pub(crate) async fn bulk_retry(
         .map_err(|e| e.to_string())?;
     let setup = Instant::now();
     start_many(&exec, "flaky", n).await?;
-    while !e.is_idle() && setup.elapsed() < Duration::from_secs(600) {
+    while !e.runtime().is_idle() && setup.elapsed() < Duration::from_secs(600) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let failed = exec

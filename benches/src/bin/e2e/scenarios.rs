@@ -193,14 +193,15 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             let mut rx = e.channel(ChannelOptions::default()).subscribe();
             let app = if durable {
                 Some(
-                    e.durable_channel(
-                        "app",
-                        ChannelOptions::default()
-                            .with_type("act")
-                            .with_state("created"),
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?,
+                    e.channels()
+                        .durable(
+                            "app",
+                            ChannelOptions::default()
+                                .with_type("act")
+                                .with_state("created"),
+                        )
+                        .await
+                        .map_err(|e| e.to_string())?,
                 )
             } else {
                 None
@@ -366,16 +367,16 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             // while the background resume arms their timers.
             let first = complete_some(&e, &w.sample, 100).await?;
             let resumed = Instant::now();
-            while !e.is_idle() && resumed.elapsed() < Duration::from_secs(600) {
+            while !e.runtime().is_idle() && resumed.elapsed() < Duration::from_secs(600) {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             let resumed_secs = t0.elapsed().as_secs_f64();
-            let resident = e.cache().resident_count();
+            let resident = e.runtime().cache().resident_count();
             let timers = w
                 .sample
                 .iter()
                 .skip(1)
-                .filter(|(pid, _)| e.next_timer_of(pid).is_some())
+                .filter(|(pid, _)| e.runtime().next_timer_of(pid).is_some())
                 .count();
             let rss_after = rss_kib();
             let mut o = finish(e, w.started, t0, first.clone(), c0).await;
@@ -412,7 +413,7 @@ pub(crate) async fn scenario(name: &str, url: &str, n: Option<usize>) -> Result<
             let w = start_waiting(&e, n, ONE_IRQ, "one_irq").await?;
             let start_secs = t0.elapsed().as_secs_f64();
             let rss_waiting = rss_kib();
-            let resident = e.cache().resident_count();
+            let resident = e.runtime().cache().resident_count();
             let lat = complete_some(&e, &w.sample, 1_000).await?;
             let mut o = finish(e, w.started, t0, lat, c0).await;
             o.extra.insert("announced".into(), json!(w.announced));

@@ -225,7 +225,7 @@ pub(crate) async fn start_waiting(
     let started = start_many(&exec, id, n).await?;
     // Announcements of what was admitted arrive as their transitions end.
     let settle = Instant::now();
-    while !e.is_idle() && settle.elapsed() < Duration::from_secs(120) {
+    while !e.runtime().is_idle() && settle.elapsed() < Duration::from_secs(120) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let (announced, sample) = seen.lock().clone();
@@ -291,12 +291,12 @@ pub(crate) async fn finish(
     before: Mark,
 ) -> Outcome {
     let secs = t0.elapsed().as_secs_f64();
-    e.flush().await.ok();
+    e.storage().flush().await.ok();
     let now = commits();
     let commits = now.commits - before.commits;
     // How long the writer spent in its store's commits (since the engine
     // started): next to `secs`, whether a run waited on the store.
-    let writer = e.stats().writer;
+    let writer = e.runtime().stats().writer;
     e.close().await;
     let mut extra = serde_json::Map::new();
     extra.insert(

@@ -5,7 +5,7 @@
 //! place. The engines talk through a [`GateCourier`] the cluster gives
 //! them ([`EngineConfig::gate_courier`](crate::engine::kernel::EngineConfig)): it carries
 //! a [`GateCall`] (as JSON) to the key's home or to a process's engine,
-//! which answers it with [`Engine::gate_call`](crate::Engine::gate_call).
+//! which answers it with [`RuntimeOps::gate_call`](crate::RuntimeOps::gate_call).
 //!
 //! The protocol (`remote.rs` is both sides of it):
 //! - a task's gate is asked in parts: its concurrency key's slot, then —
@@ -39,7 +39,7 @@ pub type GateReply = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>
 /// Carries gate calls between the engines of one store (see the module
 /// docs): `to_key_home` to the engine keeping `key`, `to_process` to the
 /// engine of process `pid`; each hands the call to that engine's
-/// [`Engine::gate_call`](crate::Engine::gate_call) and returns its answer.
+/// [`RuntimeOps::gate_call`](crate::RuntimeOps::gate_call) and returns its answer.
 pub trait GateRoute: Send + Sync + 'static {
     /// Delivers `call` to the home of concurrency or rate key `key`.
     fn to_key_home(&self, key: &str, call: Value) -> GateReply;
