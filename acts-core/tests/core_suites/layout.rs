@@ -267,11 +267,16 @@ fn only_persist_touches_rows_and_keys_the_api_the_kernel_and_the_services_go_thr
          `DeliveryRows`, ...), not collections or the raw store:\n{}",
         found.join("\n")
     );
-    // Only the engine's own accessor hands the store to the embedder.
+    // Only the engine's own accessor hands the store to the embedder
+    // (`engine.storage().store()`: `engine.rs` and its handle in
+    // `engine_ops.rs`).
     let api = src.join("engine/api");
     let mut files = Vec::new();
     rust_files(&api, &mut files);
-    for f in files.iter().filter(|f| !f.ends_with("engine.rs")) {
+    for f in files
+        .iter()
+        .filter(|f| !f.ends_with("engine.rs") && !f.ends_with("engine_ops.rs"))
+    {
         let text = std::fs::read_to_string(f).expect("readable");
         let code = code_only(text.split("#[cfg(test)]").next().unwrap_or_default());
         assert!(
