@@ -1,7 +1,7 @@
 //! What the kernel grants its parts, each through the capability trait
 //! the part names: the gates ([`GateHost`]: run a transition of a process
 //! to open a task let through, read a process, write a seat row, the gate
-//! timer, counted background work, the clock) and recovery
+//! timer, counted background work) and recovery
 //! ([`RecoveryHost`]: admission's count, loading a process, a transition
 //! that applies an outbox record, a batch, a process's timer, refilling)
 //! and the catalog ([`CatalogHost`]: whether the engine is open, the
@@ -31,10 +31,6 @@ use crate::engine::types::error::EngineError;
 impl GateHost for Kernel {
     fn gates(&self) -> &Gates {
         &self.gates
-    }
-
-    fn now(&self) -> i64 {
-        Kernel::now(self)
     }
 
     fn is_closed(&self) -> bool {

@@ -112,9 +112,9 @@ impl Kernel {
             models: Catalog::new(store_for_catalog, me.clone() as Weak<dyn CatalogHost>),
             gates: Gates::new(
                 store_for_gates,
+                clock.clone(),
                 config.gate_courier.clone(),
                 config.key_home.is_some(),
-                clock.now_millis(),
                 me.clone() as Weak<dyn GateHost>,
             ),
             recovery: Recovery::new(store_for_recovery, me.clone() as Weak<dyn RecoveryHost>),

@@ -10,8 +10,8 @@
 //! The part holds its own state (private) and reaches the engine only
 //! through the capability it is built with, [`GateHost`]: run a
 //! transition of process P (to open a task let through), read P, write
-//! a seat row, arm the gate timer, spawn counted work, the clock. It
-//! never names the kernel.
+//! a seat row, arm the gate timer, spawn counted work; it holds the
+//! engine's clock itself. It never names the kernel.
 //!
 //! May use: `fair_queue` (the waiters' order).
 
@@ -29,6 +29,7 @@ use acts_store::{BatchOp, KvStore};
 use async_trait::async_trait;
 
 use crate::scheduler::{GatePass, Process, Services};
+use crate::time::Clock;
 
 use crate::engine::types::error::EngineError;
 
@@ -52,8 +53,6 @@ pub(crate) type GateWork = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub(crate) trait GateHost: Send + Sync + 'static {
     /// The gates themselves (for work spawned with an owned host).
     fn gates(&self) -> &Gates;
-    /// The engine clock, in ms.
-    fn now(&self) -> i64;
     /// Whether the engine closed (retries end; a restart carries on from
     /// the rows).
     fn is_closed(&self) -> bool;
@@ -87,22 +86,26 @@ pub(crate) struct Gates {
     refused: bool,
     /// The store, for the rows the part reads back at a start.
     store: Arc<dyn KvStore>,
+    /// The engine clock (read on the transition's path: held, not asked
+    /// of the host).
+    clock: Arc<dyn Clock>,
     host: Weak<dyn GateHost>,
 }
 
 impl Gates {
-    /// The gates of an engine on `store` (`courier`: its keys' homes may
-    /// be other engines; `splits_store`: it keeps only some keys),
-    /// reaching the engine through `host`.
+    /// The gates of an engine on `store` with `clock` (`courier`: its
+    /// keys' homes may be other engines; `splits_store`: it keeps only
+    /// some keys), reaching the engine through `host`.
     pub(crate) fn new(
         store: Arc<dyn KvStore>,
+        clock: Arc<dyn Clock>,
         courier: Option<GateCourier>,
         splits_store: bool,
-        now: i64,
         host: Weak<dyn GateHost>,
     ) -> Self {
         Self {
-            table: parking_lot::Mutex::new(ActGates::new(now)),
+            table: parking_lot::Mutex::new(ActGates::new(clock.now_millis())),
+            clock,
             remote: RemoteGates::default(),
             refused: splits_store && courier.is_none(),
             courier,
@@ -158,7 +161,7 @@ impl Gates {
     }
 
     fn now(&self) -> i64 {
-        self.host().map_or(0, |h| h.now())
+        self.clock.now_millis()
     }
 
     fn is_closed(&self) -> bool {
